@@ -1,0 +1,129 @@
+"""boxbench settings, driven by environment variables (see .env.example)."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from boxbench.env import envbool, envint, envlist, envsecret, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("BOXBENCH_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = envsecret("SECRET_KEY", "boxbench-development-only-secret-key-change-me-in-production")
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+SITE_NAME = envstr("SITE_NAME", "boxbench")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "boxbench",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "boxbench.urls"
+WSGI_APPLICATION = "boxbench.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = envstr("DATABASE_URL")
+if _database_url:
+    try:
+        _db = dj_database_url.parse(_database_url, conn_max_age=envint("DB_CONN_MAX_AGE", 60))
+    except Exception as exc:  # dj-database-url raises several types for a bad URL
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
+    if _db.get("ENGINE") not in (
+        "django.db.backends.postgresql",
+        "django.db.backends.sqlite3",
+    ):
+        raise ImproperlyConfigured("DATABASE_URL must name a postgres:// or sqlite:/// database")
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    _db = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": VAR_DIR / "boxbench.sqlite3",
+        # The queue worker and the web server write at the same time: wait instead of failing.
+        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+    }
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "static")))
+
+LOGIN_URL = "admin:login"
+
+# The queue. A trial may run for many minutes; django-q2 hands a task out again once `retry`
+# seconds pass, so `timeout` stays below `retry` and `max_attempts` is 1: the runner owns top-ups,
+# never the queue.
+REDIS_URL = envstr("BOXBENCH_REDIS_URL")
+Q_TIMEOUT = envint("BOXBENCH_Q_TIMEOUT", 3600, minimum=60)
+Q_CLUSTER = {
+    "name": envstr("BOXBENCH_JOB_HOST", "boxbench"),
+    "workers": envint("BOXBENCH_Q_WORKERS", 2, minimum=1, maximum=64),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_TIMEOUT + 600,
+    "max_attempts": 1,
+    "ack_failures": True,
+    "catch_up": False,
+    "save_limit": 1000,
+    "label": "Background jobs",
+    "sync": envbool("BOXBENCH_Q_SYNC", False),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# The runner.
+JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
+RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
+SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
+LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
+DOCKER_HOST = envstr("DOCKER_HOST")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,158 @@
+"""What a benchmark is to the runner: a definition, its units, and a timed procedure.
+
+One module per benchmark in runner/benchmarks/. Each module exposes:
+
+    DEFINITION: BenchmarkDefinition
+    def units() -> list[UnitDefinition]
+    def run(ctx: TrialContext) -> None      # the timed procedure of one trial
+
+`run` records measurements through the context and signals a non-success outcome by raising one
+of the TrialOutcome exceptions below. Anything else it raises is a benchmark error (our defect).
+The lifecycle (runner/lifecycle.py) owns create, readiness, cleanup and the outcome classes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TrialOutcome(Exception):
+    """Ends a trial with a non-success outcome; `owner` says whose fault it is."""
+
+    outcome = ""
+    owner = ""
+
+    def __init__(self, cause: str):
+        super().__init__(cause)
+        self.cause = cause
+
+
+class ProviderFailure(TrialOutcome):
+    outcome, owner = "provider_failure", "provider"
+
+
+class BenchmarkError(TrialOutcome):
+    """Our script, adapter binding or core failed: stops the unit on this provider for the run."""
+
+    outcome, owner = "benchmark_error", "benchmark"
+
+
+class Excluded(TrialOutcome):
+    """A deterministic trace diverged here ("does not replay here"); not the provider's fault."""
+
+    outcome, owner = "excluded", "trace"
+
+
+class Missed(TrialOutcome):
+    """A pre-test environment check skipped the trial before the measured procedure ran."""
+
+    outcome, owner = "missed", "environment"
+
+
+@dataclass(frozen=True)
+class BenchmarkDefinition:
+    slug: str
+    title: str
+    section: str  # workload | sandbox_operations | machine_performance
+    metric: str  # name of the main measurement
+    unit: str  # ms, MiB/s, ops/s, ...
+    direction: str  # lower | higher
+    clock: str  # job_host | guest
+    version: str = "1"
+    description: str = ""
+    statistic: str = "median"  # median | pooled_median
+    cpus: int = 2
+    memory_mib: int = 4096
+    trials_per_unit: int = 20
+    ranking_floor: int = 20
+    required_capabilities: tuple[str, ...] = ()
+    stage_names: tuple[str, ...] = ()
+    charted: bool = True
+    steps_include_create_or_build: bool = False
+    # The first timed command is sent as soon as create returns: no untimed readiness check.
+    timed_readiness: bool = False
+    # Step time limits in seconds, above the slowest normal time seen on any provider.
+    create_timeout_s: float = 600.0
+    procedure_timeout_s: float = 600.0
+    destroy_timeout_s: float = 300.0
+    lifetime_s: float = 1500.0
+    image: str = ""  # "" is the standard image
+
+
+@dataclass(frozen=True)
+class UnitDefinition:
+    slug: str
+    title: str = ""
+    definition: dict = field(default_factory=dict)
+    digest: str = ""
+
+
+@dataclass
+class GuestRun:
+    """One command timed by the guest clock wrapper (runner/clock.py)."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes  # with the __SANDBOX_CLOCK trailer removed
+    total_ms: float  # job-host clock, the caller's wait
+    runtime_ms: float | None  # guest wall-clock span; None when the clock gate failed
+    wall_ms: float
+    uptime_ms: float
+    gate_ok: bool
+
+    @property
+    def latency_ms(self) -> float | None:
+        return None if self.runtime_ms is None else self.total_ms - self.runtime_ms
+
+
+class TrialContext(ABC):
+    """What a benchmark's procedure sees of one trial. Implemented by runner/lifecycle.py."""
+
+    provider: Any  # runner.providers.base.Provider
+    sandbox: Any  # runner.providers.base.Sandbox
+    definition: BenchmarkDefinition
+    unit: UnitDefinition
+
+    @abstractmethod
+    def timed(self, name: str, call: Callable[[], Any]) -> Any:
+        """Call `call`, timing it on the job host's monotonic clock as metric `name` (ms)."""
+
+    @abstractmethod
+    def guest(self, command: str, timeout: float, workdir: str | None = None) -> GuestRun:
+        """Run a bash command in the sandbox inside the guest clock wrapper.
+
+        A failed clock gate raises ProviderFailure (stepped clock) unless the caller asked
+        otherwise; transport errors raise ProviderFailure.
+        """
+
+    @abstractmethod
+    def background(self, script: str, timeout: float, workdir: str | None = None) -> GuestRun:
+        """Run a long script in the background and poll it every 10 s until it exits."""
+
+    @abstractmethod
+    def exec(self, argv: list[str], timeout: float, stdin: bytes | None = None):
+        """An untimed command (setup, probes, verification)."""
+
+    @abstractmethod
+    def record(
+        self,
+        name: str,
+        value: float | None,
+        *,
+        kind: str = "metric",
+        unit: str = "ms",
+        clock: str = "guest",
+        gate: str = "",
+    ) -> None:
+        """Store one measurement of this trial (kind "metric" or "stage")."""
+
+    @abstractmethod
+    def evidence(self, kind: str, data: dict) -> None:
+        """Keep a private fact about this trial (not published)."""
+
+    @abstractmethod
+    def new_sandbox(self, spec_overrides: dict | None = None):
+        """A further sandbox for multi-sandbox benchmarks; the lifecycle cleans it up."""

@@ -1,0 +1,139 @@
+"""The provider adapter interface. One module per provider in runner/providers/.
+
+Adapters translate these calls into a backend's API and raise the errors below, so the lifecycle
+can classify every failure (not ready, provider failure, timeout) without knowing the backend.
+Adapters never time anything: the lifecycle times calls from adapter entry on the job host.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class ProviderError(Exception):
+    """The provider or its sandbox failed (create, exec transport, transfer, destroy...)."""
+
+    def __init__(self, message: str, operation: str = "", code: str = ""):
+        super().__init__(message)
+        self.operation = operation
+        self.code = code
+
+
+class NotReady(ProviderError):
+    """The sandbox does not accept commands yet (HTTP 502/503/504, refused, reset)."""
+
+
+class ExecTimeout(ProviderError):
+    """A command did not return within its time limit; the sandbox may still answer."""
+
+
+class NotDeclared(ProviderError):
+    """The provider's declaration does not include the operation (snapshot, fork...)."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    cpus: int
+    memory_mib: int
+    label: str  # the batch label every sandbox of a run carries, for cleanup
+    lifetime_s: float  # provider-enforced: the sandbox is gone after this even if we crash
+    image: str = ""  # provider-specific image reference; "" is the standard image
+    network: bool = False  # benchmarks run with the network cut off unless they say otherwise
+    disk_mib: int = 0  # 0: provider default
+
+
+@dataclass
+class Sandbox:
+    id: str
+    label: str
+    created_at: datetime | None = None
+    # What the sandbox reports and how the request was honoured: cpus, memory_mib,
+    # enforced ({"cpus": bool, "memory": bool}) and notes when the kernel cannot enforce a limit.
+    facts: dict = field(default_factory=dict)
+    # Adapter-private state (process handles, container objects); never serialized.
+    handle: object = None
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+@dataclass
+class LiveSandbox:
+    id: str
+    label: str
+    created_at: datetime | None = None
+
+
+@dataclass
+class DoctorCheck:
+    name: str
+    ok: bool
+    detail: str
+
+
+class Provider(ABC):
+    """A sandbox backend. Instances are cheap; create one per worker."""
+
+    slug: str = ""
+
+    def __init__(self, declaration, settings: dict | None = None):
+        self.declaration = declaration
+        self.settings = settings or {}
+
+    @abstractmethod
+    def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    @abstractmethod
+    def exec(
+        self,
+        sandbox: Sandbox,
+        argv: list[str],
+        timeout: float,
+        stdin: bytes | None = None,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run argv in the sandbox. Raise NotReady, ExecTimeout or ProviderError."""
+
+    @abstractmethod
+    def upload(self, sandbox: Sandbox, path: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def download(self, sandbox: Sandbox, path: str) -> bytes: ...
+
+    @abstractmethod
+    def destroy(self, sandbox: Sandbox) -> None: ...
+
+    @abstractmethod
+    def is_gone(self, sandbox_id: str) -> bool:
+        """True once the sandbox and everything it held are confirmed deleted."""
+
+    @abstractmethod
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        """Live sandboxes of this provider's account, optionally only those with `label`."""
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        """API endpoints (host, port) for the network-path baseline; none for local backends."""
+        return []
+
+    def doctor(self) -> list[DoctorCheck]:
+        return []
+
+    # Optional operations, present only where the declaration lists them.
+    def snapshot(self, sandbox: Sandbox) -> str:
+        raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        raise NotDeclared(f"{self.slug} does not declare restore", operation="restore")
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")
+
+    def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+        raise NotDeclared(f"{self.slug} does not declare fork", operation="fork")
