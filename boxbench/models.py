@@ -277,6 +277,10 @@ class Trial(models.Model):
                 name="trial_outcome_only_when_done",
             ),
             models.CheckConstraint(condition=models.Q(round__gte=1), name="trial_round_positive"),
+            models.CheckConstraint(
+                condition=~models.Q(state="done") | models.Q(seq__isnull=False),
+                name="trial_done_has_seq",
+            ),
             models.UniqueConstraint(
                 fields=["run", "seq"],
                 name="trial_run_seq_uniq",
