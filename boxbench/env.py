@@ -26,7 +26,9 @@ def envbool(name: str, default: bool) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use one of 1/0, true/false, yes/no")
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean: use one of 1/0, true/false, yes/no"
+    )
 
 
 def envint(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -74,7 +74,8 @@ class Benchmark(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["slug", "version"], name="benchmark_slug_version_uniq"),
             models.CheckConstraint(
-                condition=models.Q(trials_per_unit__gte=1), name="benchmark_trials_per_unit_positive"
+                condition=models.Q(trials_per_unit__gte=1),
+                name="benchmark_trials_per_unit_positive",
             ),
         ]
 

@@ -1,0 +1,37 @@
+import os
+import sys
+
+from django.core.management.base import CommandError
+
+from boxbench.cli.common import get_run
+from boxbench.rawdata import RawDataError, export_csv, export_jsonl
+
+help = "Stream a run's raw data (JSON Lines or CSV) to a file or standard output."
+
+
+def add_arguments(parser):
+    parser.add_argument("run", help="Run id (UUID) or a unique run name.")
+    parser.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    parser.add_argument("-o", "--output", help="Write here instead of standard output.")
+
+
+def handle(options, out):
+    run = get_run(options["run"])
+    chunks = export_jsonl(run) if options["format"] == "jsonl" else export_csv(run)
+    target = options.get("output")
+    try:
+        if target:
+            partial = f"{target}.partial"
+            with open(partial, "w", encoding="utf-8", newline="") as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+            # Renamed only when complete: an interrupted export leaves no half-written file.
+            os.replace(partial, target)
+        else:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+            sys.stdout.flush()
+    except RawDataError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write {target}: {exc.strerror}") from None

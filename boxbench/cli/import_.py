@@ -1,0 +1,20 @@
+from django.core.management.base import CommandError
+
+from boxbench.rawdata import RawDataError, import_jsonl
+
+help = "Import a run from a raw-data JSON Lines file, all of it or nothing."
+
+
+def add_arguments(parser):
+    parser.add_argument("file", help="A .jsonl file written by `bench export`.")
+
+
+def handle(options, out):
+    try:
+        result = import_jsonl(options["file"])
+    except RawDataError as exc:
+        raise CommandError(str(exc)) from None
+    out.write(
+        f"Imported run {result.run.id} ({result.run.name}): {result.trials} trials, "
+        f"{result.measurements} measurements."
+    )

@@ -1,0 +1,618 @@
+"""The public raw-data format: JSON Lines (and a flat CSV of the trials). See docs/raw-data.md.
+
+Export streams a run with constant memory: trials are read in keyset-paginated pages and their
+measurements fetched per page. Import reads a file back in one transaction: any malformed line
+stops it with the file, line number and field named, and nothing of that file is written.
+Export, import, export gives byte-identical output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.db import connection, transaction
+
+from boxbench.models import (
+    Benchmark,
+    ClockGate,
+    Measurement,
+    MeasurementKind,
+    Outcome,
+    Owner,
+    Provider,
+    Run,
+    RunStatus,
+    RunTransition,
+    Trial,
+    TrialState,
+    Unit,
+)
+
+SCHEMA_VERSION = 1
+PAGE_SIZE = 5000
+
+BENCHMARK_FIELDS = (
+    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
+    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
+    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
+)  # fmt: skip
+PROVIDER_FIELDS = (
+    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
+    "declaration_digest", "pricing", "pricing_digest",
+)  # fmt: skip
+UNIT_FIELDS = ("slug", "title", "definition", "digest")
+TRIAL_COLUMNS = (
+    "id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt", "replaces_id",
+    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
+    "placement", "host_load", "cost_usd",
+)  # fmt: skip
+CSV_COLUMNS = (
+    "run", "benchmark", "unit", "provider", "trial", "round", "seq", "attempt", "replaces",
+    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
+    "cost_usd", "placement", "host_load", "metrics", "stages",
+)  # fmt: skip
+
+
+class RawDataError(Exception):
+    """A file that cannot be imported; the message names the file, line and field."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def _canonical(value):
+    """Nested JSON with sorted keys, so PostgreSQL's jsonb key order never leaks into output."""
+    if isinstance(value, dict):
+        return {key: _canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def run_header(run: Run) -> dict:
+    benchmark_ids = Trial.objects.filter(run=run).values("benchmark_id").distinct()
+    provider_ids = Trial.objects.filter(run=run).values("provider_id").distinct()
+    benchmarks = []
+    for benchmark in Benchmark.objects.filter(id__in=benchmark_ids).order_by("slug", "version"):
+        entry = {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS}
+        units = Unit.objects.filter(benchmark=benchmark, trials__run=run).distinct()
+        entry["units"] = [
+            {name: getattr(unit, name) for name in UNIT_FIELDS} for unit in units.order_by("slug")
+        ]
+        entry["measurements"] = _measurement_meta(run, benchmark)
+        benchmarks.append(entry)
+    providers = [
+        {name: getattr(provider, name) for name in PROVIDER_FIELDS}
+        for provider in Provider.objects.filter(id__in=provider_ids).order_by("slug")
+    ]
+    return _canonical_header(
+        {
+            "type": "run",
+            "schema_version": SCHEMA_VERSION,
+            "run": {
+                "id": str(run.id),
+                "name": run.name,
+                "status": run.status,
+                "created_at": _iso(run.created_at),
+                "started_at": _iso(run.started_at),
+                "ended_at": _iso(run.ended_at),
+            },
+            "manifest": run.manifest,
+            "audit_report": run.audit_report,
+            "benchmarks": benchmarks,
+            "providers": providers,
+        }
+    )
+
+
+def _canonical_header(header: dict) -> dict:
+    return {key: _canonical(value) for key, value in header.items()}
+
+
+def _measurement_meta(run: Run, benchmark: Benchmark) -> dict:
+    """Unit and clock of each measurement name, declared once per benchmark in the header."""
+    rows = (
+        Measurement.objects.filter(trial__run=run, trial__benchmark=benchmark)
+        .values_list("kind", "name", "unit", "clock")
+        .distinct()
+        .order_by("kind", "name", "unit", "clock")
+    )
+    meta: dict[str, dict[str, dict]] = {"metrics": {}, "stages": {}}
+    for kind, name, unit, clock in rows:
+        group = meta["metrics" if kind == MeasurementKind.METRIC else "stages"]
+        if name in group:
+            raise RawDataError(
+                f"benchmark {benchmark.slug}: measurement {name!r} is stored with two units or "
+                "clocks; the raw-data format needs one per name"
+            )
+        group[name] = {"unit": unit, "clock": clock}
+    return meta
+
+
+def _trial_pages(run: Run) -> Iterator[list[dict]]:
+    """Finished trials in execution order, a page at a time (keyset pagination on seq, which is
+    unique within a run)."""
+    queryset = Trial.objects.filter(run=run, state=TrialState.DONE).order_by("seq")
+    columns = (
+        "id", "benchmark__slug", "benchmark__version", "unit__slug", "provider__slug", "round",
+        "seq", "attempt", "replaces_id", "batch", "outcome", "owner", "cause", "job_host",
+        "started_at", "ended_at", "in_flight", "placement", "host_load", "cost_usd",
+    )  # fmt: skip
+    last_seq = 0
+    while True:
+        rows = list(queryset.filter(seq__gt=last_seq).values(*columns)[:PAGE_SIZE])
+        if not rows:
+            return
+        last_seq = rows[-1]["seq"]
+        yield rows
+
+
+def iter_trials(run: Run) -> Iterator[dict]:
+    """Trial records of a run in the raw-data format, streamed with constant memory."""
+    for rows in _trial_pages(run):
+        measurements: dict[uuid.UUID, list] = {}
+        found = Measurement.objects.filter(trial_id__in=[row["id"] for row in rows])
+        for trial_id, kind, name, value, gate in found.values_list(
+            "trial_id", "kind", "name", "value", "clock_gate"
+        ).order_by("trial_id", "kind", "name"):
+            measurements.setdefault(trial_id, []).append((kind, name, value, gate))
+        for row in rows:
+            yield _trial_record(row, measurements.get(row["id"], []))
+
+
+def _trial_record(row: dict, measurements: list) -> dict:
+    metrics, stages, gates = {}, {}, {}
+    for kind, name, value, gate in measurements:
+        group = "metrics" if kind == MeasurementKind.METRIC else "stages"
+        (metrics if group == "metrics" else stages)[name] = value
+        if gate:
+            gates.setdefault(group, {})[name] = gate
+    record = {
+        "type": "trial",
+        "benchmark": row["benchmark__slug"],
+        "benchmark_version": row["benchmark__version"],
+        "unit": row["unit__slug"],
+        "provider": row["provider__slug"],
+        "trial": str(row["id"]),
+        "round": row["round"],
+        "seq": row["seq"],
+        "attempt": row["attempt"],
+        "replaces": str(row["replaces_id"]) if row["replaces_id"] else None,
+        "batch": row["batch"],
+        "outcome": row["outcome"],
+        "owner": row["owner"],
+        "cause": row["cause"],
+        "job_host": row["job_host"],
+        "started_at": _iso(row["started_at"]),
+        "ended_at": _iso(row["ended_at"]),
+        "in_flight": row["in_flight"],
+        "placement": _canonical(row["placement"]),
+        "host_load": _canonical(row["host_load"]),
+        "metrics": metrics,
+        "stages": stages,
+        "cost_usd": row["cost_usd"],
+    }
+    if gates:
+        record["clock_gates"] = gates
+    return record
+
+
+def export_jsonl(run: Run) -> Iterator[str]:
+    """Lines of the JSON Lines export, each ending in a newline."""
+    yield _dumps(run_header(run)) + "\n"
+    for record in iter_trials(run):
+        yield _dumps(record) + "\n"
+
+
+def csv_row(run: Run, record: dict) -> list:
+    def blank(value):
+        return "" if value is None else value
+
+    return [
+        str(run.id), record["benchmark"], record["unit"], record["provider"], record["trial"],
+        record["round"], record["seq"], record["attempt"], blank(record["replaces"]),
+        record["batch"], record["outcome"], record["owner"], record["cause"],
+        record["job_host"], blank(record["started_at"]), blank(record["ended_at"]),
+        blank(record["in_flight"]), blank(record["cost_usd"]), _dumps(record["placement"]),
+        _dumps(record["host_load"]), _dumps(record["metrics"]), _dumps(record["stages"]),
+    ]  # fmt: skip
+
+
+def export_csv(run: Run) -> Iterator[str]:
+    """The flat CSV form of a run's trials, through defusedcsv (no spreadsheet formulas)."""
+    from defusedcsv import csv
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for record in iter_trials(run):
+        writer.writerow(csv_row(run, record))
+        if buffer.tell() > 65536:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Import
+
+
+@dataclass
+class ImportResult:
+    run: Run
+    trials: int
+    measurements: int
+
+
+class _Line:
+    """Typed field access that names the file, line and field in every error."""
+
+    def __init__(self, source: str, number: int, data: dict):
+        self.source, self.number, self.data = source, number, data
+
+    def fail(self, field: str, problem: str):
+        raise RawDataError(f"{self.source}, line {self.number}, field {field!r}: {problem}")
+
+    def get(self, field: str, kind, *, optional=False, choices=None):
+        if field not in self.data:
+            if optional:
+                return None
+            self.fail(field, "is missing")
+        value = self.data[field]
+        if value is None:
+            if optional:
+                return None
+            self.fail(field, "must not be null")
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
+        if choices is not None and value not in choices:
+            self.fail(field, f"{value!r} is not one of {sorted(choices)}")
+        return value
+
+    def uuid(self, field: str, *, optional=False) -> uuid.UUID | None:
+        value = self.get(field, str, optional=optional)
+        if value is None:
+            return None
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            self.fail(field, f"{value!r} is not a UUID")
+
+    def moment(self, field: str) -> datetime | None:
+        value = self.get(field, str, optional=True)
+        if value is None:
+            return None
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            self.fail(field, f"{value!r} is not an ISO 8601 time")
+        if parsed.tzinfo is None:
+            self.fail(field, f"{value!r} has no time zone")
+        return parsed
+
+    def count(self, field: str, minimum: int) -> int:
+        value = self.get(field, int)
+        if value < minimum:
+            self.fail(field, f"must be at least {minimum}")
+        return value
+
+    def numbers(self, field: str) -> dict[str, float | None]:
+        values = self.get(field, dict)
+        for name, value in values.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                self.fail(field, f"{name!r} must be a number or null")
+        return {name: None if v is None else float(v) for name, v in values.items()}
+
+
+def _kind_name(kind) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", dict: "an object"}
+    return names.get(kind, "a list" if kind is list else "a boolean")
+
+
+def _parse(source: str, number: int, text: str) -> _Line:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RawDataError(f"{source}, line {number}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise RawDataError(f"{source}, line {number}: a line must be a JSON object")
+    return _Line(source, number, data)
+
+
+def import_jsonl(path: str | Path, lines: Iterable[str] | None = None) -> ImportResult:
+    """Import a run from a JSON Lines file; all of it or nothing."""
+    source = str(path)
+    if lines is None:
+        try:
+            handle = open(path, encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+    else:
+        handle = None
+    try:
+        with transaction.atomic():
+            return _import_lines(source, lines if handle is None else handle)
+    except UnicodeDecodeError as exc:
+        raise RawDataError(f"{source}: not UTF-8 text ({exc.reason})") from None
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _import_lines(source: str, lines: Iterable[str]) -> ImportResult:
+    numbered = enumerate(lines, start=1)
+    header = None
+    for number, text in numbered:
+        if text.strip():
+            header = _parse(source, number, text)
+            break
+    if header is None:
+        raise RawDataError(f"{source}: the file is empty; its first line must be the run header")
+    importer = _Importer(source, header)
+    for number, text in numbered:
+        if not text.strip():
+            continue
+        importer.add(_parse(source, number, text))
+    importer.finish()
+    return ImportResult(importer.run, importer.trial_count, importer.measurement_count)
+
+
+class _Importer:
+    def __init__(self, source: str, header: _Line):
+        self.source = source
+        if header.get("type", str) != "run":
+            header.fail("type", "the first line must be the run header (type 'run')")
+        version = header.get("schema_version", int)
+        if version != SCHEMA_VERSION:
+            header.fail("schema_version", f"{version} is not supported (this is {SCHEMA_VERSION})")
+        self.run = self._create_run(header)
+        self.providers = self._providers(header)
+        self.benchmarks, self.units, self.meta = self._benchmarks(header)
+        self.trial_count = 0
+        self.measurement_count = 0
+        self.trials: list[tuple] = []
+        self.measurements: list[tuple] = []
+        self.writer = _Writer()
+
+    def _create_run(self, header: _Line) -> Run:
+        info = _Line(self.source, header.number, header.get("run", dict))
+        run_id = info.uuid("id")
+        if Run.objects.filter(id=run_id).exists():
+            info.fail("id", f"run {run_id} is already in the database")
+        manifest = header.get("manifest", dict)
+        audit = header.get("audit_report", dict, optional=True)
+        status = info.get("status", str, choices=set(RunStatus.values))
+        run = Run.objects.create(
+            id=run_id,
+            name=info.get("name", str),
+            status=status,
+            manifest=manifest,
+            audit_report=audit,
+            created_at=info.moment("created_at") or datetime.now(UTC),
+            started_at=info.moment("started_at"),
+            ended_at=info.moment("ended_at"),
+        )
+        RunTransition.objects.create(
+            run=run,
+            from_status=RunStatus.PLANNED,
+            to_status=status,
+            note=f"imported from {self.source}",
+        )
+        return run
+
+    def _providers(self, header: _Line) -> dict[str, int]:
+        found = {}
+        for entry in header.get("providers", list):
+            line = _entry(header, "providers", entry)
+            slug = line.get("slug", str)
+            values = {name: line.data.get(name) for name in PROVIDER_FIELDS}
+            for name in PROVIDER_FIELDS:
+                line.get(name, dict if name in ("declaration", "pricing") else str)
+            provider, created = Provider.objects.get_or_create(slug=slug, defaults=values)
+            if not created and provider.declaration_digest != values["declaration_digest"]:
+                line.fail(
+                    "declaration_digest",
+                    f"provider {slug!r} exists here with declaration "
+                    f"{provider.declaration_digest or '(none)'}, the file has "
+                    f"{values['declaration_digest'] or '(none)'}; import into a fresh database",
+                )
+            found[slug] = provider.id
+        return found
+
+    def _benchmarks(self, header: _Line):
+        benchmarks, units, meta = {}, {}, {}
+        for entry in header.get("benchmarks", list):
+            line = _entry(header, "benchmarks", entry)
+            values = {name: line.data.get(name) for name in BENCHMARK_FIELDS}
+            for name in BENCHMARK_FIELDS:
+                kind = {"cpus": int, "memory_mib": int, "trials_per_unit": int}.get(name, str)
+                if name == "ranking_floor":
+                    kind = int
+                if name in ("required_capabilities", "stage_names"):
+                    kind = list
+                if name in ("charted", "steps_include_create_or_build"):
+                    kind = bool
+                line.get(name, kind)
+            key = (values["slug"], values["version"])
+            benchmark = Benchmark.objects.filter(slug=key[0], version=key[1]).first()
+            if benchmark is None:
+                benchmark = Benchmark.objects.create(**values)
+            elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
+                line.fail(
+                    "version",
+                    f"benchmark {key[0]!r} version {key[1]!r} exists here with another "
+                    "definition; a changed definition needs a new version",
+                )
+            benchmarks[key] = benchmark.id
+            for unit_entry in line.get("units", list):
+                unit_line = _entry(line, "units", unit_entry)
+                unit_values = {name: unit_line.data.get(name) for name in UNIT_FIELDS}
+                for name in UNIT_FIELDS:
+                    unit_line.get(name, dict if name == "definition" else str)
+                unit, _ = Unit.objects.get_or_create(
+                    benchmark=benchmark, slug=unit_values["slug"], defaults=unit_values
+                )
+                units[(key, unit.slug)] = unit.id
+            measurements = _Line(self.source, line.number, line.get("measurements", dict))
+            meta[key] = {
+                group: _measurement_group(measurements, group) for group in ("metrics", "stages")
+            }
+        return benchmarks, units, meta
+
+    def add(self, line: _Line):
+        if line.get("type", str) != "trial":
+            line.fail("type", "every line after the header must be a trial (type 'trial')")
+        key = (line.get("benchmark", str), line.get("benchmark_version", str))
+        if key not in self.benchmarks:
+            line.fail("benchmark", f"{key[0]!r} version {key[1]!r} is not in the run header")
+        unit_slug = line.get("unit", str)
+        if (key, unit_slug) not in self.units:
+            line.fail("unit", f"{unit_slug!r} is not a unit of {key[0]!r} in the run header")
+        provider_slug = line.get("provider", str)
+        if provider_slug not in self.providers:
+            line.fail("provider", f"{provider_slug!r} is not in the run header")
+        trial_id = line.uuid("trial")
+        outcome = line.get("outcome", str, choices=set(Outcome.values))
+        in_flight = line.get("in_flight", float, optional=True)
+        cost = line.get("cost_usd", float, optional=True)
+        self.trials.append(
+            (
+                trial_id, self.run.id, self.benchmarks[key], self.units[(key, unit_slug)],
+                self.providers[provider_slug], line.count("round", 1), line.count("seq", 1),
+                line.count("attempt", 1), line.uuid("replaces", optional=True),
+                line.get("batch", str), TrialState.DONE, outcome,
+                line.get("owner", str, choices=set(Owner.values)), line.get("cause", str),
+                line.get("job_host", str), line.moment("started_at"), line.moment("ended_at"),
+                in_flight, line.get("placement", dict), line.get("host_load", dict), cost,
+            )
+        )  # fmt: skip
+        gates = line.get("clock_gates", dict, optional=True) or {}
+        for group, kind in (("metrics", MeasurementKind.METRIC), ("stages", MeasurementKind.STAGE)):
+            group_gates = gates.get(group, {})
+            for name, value in line.numbers(group).items():
+                declared = self.meta[key][group].get(name)
+                if declared is None:
+                    line.fail(group, f"{name!r} is not declared in the header's measurements")
+                gate = group_gates.get(name, "")
+                if gate not in ClockGate.values:
+                    line.fail("clock_gates", f"{gate!r} is not one of pass, fail")
+                self.measurements.append(
+                    (trial_id, kind, name, value, declared["unit"], declared["clock"], gate)
+                )
+        self.trial_count += 1
+        if len(self.trials) >= PAGE_SIZE:
+            self._flush()
+
+    def _flush(self):
+        self.writer.write_trials(self.trials)
+        self.writer.write_measurements(self.measurements)
+        self.measurement_count += len(self.measurements)
+        self.trials, self.measurements = [], []
+
+    def finish(self):
+        self._flush()
+        orphan = (
+            Trial.objects.filter(run=self.run, replaces__isnull=False)
+            .exclude(replaces_id__in=Trial.objects.filter(run=self.run).values("id"))
+            .values_list("id", "replaces_id")
+            .first()
+        )
+        if orphan:
+            raise RawDataError(
+                f"{self.source}: trial {orphan[0]} replaces {orphan[1]}, which is not a trial "
+                "of this run"
+            )
+
+
+def _entry(parent: _Line, field: str, entry) -> _Line:
+    if not isinstance(entry, dict):
+        parent.fail(field, "every entry must be an object")
+    return _Line(parent.source, parent.number, entry)
+
+
+def _measurement_group(line: _Line, group: str) -> dict:
+    declared = line.get(group, dict)
+    for name, meta in declared.items():
+        entry = _entry(line, f"measurements.{group}.{name}", meta)
+        entry.get("unit", str)
+        entry.get("clock", str, choices={"job_host", "guest"})
+    return declared
+
+
+class _Writer:
+    """Bulk inserts: COPY on PostgreSQL, executemany elsewhere."""
+
+    def __init__(self):
+        self.postgres = connection.vendor == "postgresql"
+
+    def write_trials(self, rows: list[tuple]):
+        columns = (
+            "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
+            "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host",
+            "started_at", "ended_at", "in_flight", "placement", "host_load", "cost_usd",
+        )  # fmt: skip
+        json_at = (columns.index("placement"), columns.index("host_load"))
+        self._write(Trial._meta.db_table, columns, rows, json_at)
+
+    def write_measurements(self, rows: list[tuple]):
+        columns = ("trial_id", "kind", "name", "value", "unit", "clock", "clock_gate")
+        self._write(Measurement._meta.db_table, columns, rows, ())
+
+    def _write(self, table: str, columns: tuple, rows: list[tuple], json_at: tuple):
+        if not rows:
+            return
+        if json_at:
+            rows = [
+                tuple(_dumps(v) if i in json_at else v for i, v in enumerate(row)) for row in rows
+            ]
+        with connection.cursor() as cursor:
+            if self.postgres:
+                self._copy(cursor, table, columns, rows)
+            else:
+                rows = [_sqlite_row(row) for row in rows]
+                placeholders = ", ".join(["%s"] * len(columns))
+                cursor.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
+                )
+
+    @staticmethod
+    def _copy(cursor, table, columns, rows):
+        sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+        with cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def _sqlite_row(row: tuple) -> tuple:
+    """Values as Django stores them on SQLite: UUIDs as 32 hex digits, times as UTC text."""
+    return tuple(_sqlite_value(value) for value in row)
+
+
+def _sqlite_value(value):
+    if isinstance(value, uuid.UUID):
+        return value.hex
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    return value

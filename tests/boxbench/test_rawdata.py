@@ -1,0 +1,180 @@
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from bench.synthetic import synthetic_run
+from boxbench.models import Measurement, Provider, Run, Trial
+from boxbench.rawdata import RawDataError, export_csv, export_jsonl, import_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def write_lines(path, lines):
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def synthetic_file(tmp_path):
+    return write_lines(tmp_path / "run.jsonl", synthetic_run(trials=90, seed=3))
+
+
+def export_text(run):
+    return "".join(export_jsonl(run))
+
+
+def test_it_round_trips_export_import_export_byte_for_byte(tmp_path, synthetic_file):
+    first = import_jsonl(synthetic_file)
+    exported = export_text(first.run)
+    Run.objects.all().delete()
+    second = import_jsonl(write_lines(tmp_path / "again.jsonl", [exported]))
+    assert export_text(second.run) == exported
+
+
+def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
+    lines = synthetic_file.read_text().splitlines()
+    trials = [json.loads(line) for line in lines[1:]]
+    result = import_jsonl(synthetic_file)
+    assert result.trials == len(trials) == Trial.objects.count()
+    expected = sum(len(t["metrics"]) + len(t["stages"]) for t in trials)
+    assert result.measurements == expected == Measurement.objects.count()
+    replacements = [t for t in trials if t["replaces"]]
+    assert replacements
+    stored = Trial.objects.get(id=replacements[0]["trial"])
+    assert str(stored.replaces_id) == replacements[0]["replaces"]
+    assert stored.replaces.outcome == "provider_failure"
+
+
+def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
+    run = import_jsonl(synthetic_file).run
+    header = json.loads(export_text(run).splitlines()[0])
+    assert header["type"] == "run"
+    assert header["schema_version"] == 1
+    assert {b["slug"] for b in header["benchmarks"]} == {"create", "cpu-single", "deepswe"}
+    assert [p["slug"] for p in header["providers"]] == ["alpha", "bravo", "charlie"]
+
+
+def test_it_exports_the_flat_csv_with_one_row_per_trial(synthetic_file):
+    from defusedcsv import csv
+
+    run = import_jsonl(synthetic_file).run
+    rows = list(csv.reader(io.StringIO("".join(export_csv(run)))))
+    assert rows[0][:5] == ["run", "benchmark", "unit", "provider", "trial"]
+    assert len(rows) - 1 == Trial.objects.count()
+
+
+def test_it_refuses_a_malformed_line_naming_file_line_and_field(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    record = json.loads(lines[5])
+    record["round"] = "two"
+    lines[5] = json.dumps(record) + "\n"
+    bad = write_lines(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(RawDataError, match=r"bad.jsonl, line 6, field 'round': must be an integer"):
+        import_jsonl(bad)
+    assert Run.objects.count() == 0
+    assert Trial.objects.count() == 0
+    assert Provider.objects.count() == 0
+
+
+def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_path):
+    lines = list(synthetic_run(trials=12000, seed=4))
+    lines[-1] = lines[-1][:20] + "\n"
+    bad = write_lines(tmp_path / "cut.jsonl", lines)
+    with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines)}: not valid JSON"):
+        import_jsonl(bad)
+    assert Trial.objects.count() == 0
+    assert Measurement.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("outcome", "won", "field 'outcome': 'won' is not one of"),
+        ("provider", "zulu", "field 'provider': 'zulu' is not in the run header"),
+        ("unit", "nope", "field 'unit': 'nope' is not a unit of 'create'"),
+        ("trial", "not-a-uuid", "field 'trial': 'not-a-uuid' is not a UUID"),
+        ("started_at", "2026-11-01T00:00:00", "has no time zone"),
+        ("metrics", {"create_ms": "fast"}, "field 'metrics': 'create_ms' must be a number"),
+        ("metrics", {"other_ms": 1.0}, "'other_ms' is not declared"),
+        ("seq", 0, "field 'seq': must be at least 1"),
+    ],
+)
+def test_it_names_each_kind_of_bad_field(tmp_path, synthetic_file, field, value, message):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if '"benchmark":"create"' in line)
+    record = json.loads(lines[index])
+    record[field] = value
+    lines[index] = json.dumps(record) + "\n"
+    with pytest.raises(RawDataError, match=message):
+        import_jsonl(write_lines(tmp_path / "bad.jsonl", lines))
+    assert Trial.objects.count() == 0
+
+
+def test_it_refuses_a_file_without_a_run_header(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)[1:]
+    with pytest.raises(RawDataError, match="line 1, field 'type': the first line must be"):
+        import_jsonl(write_lines(tmp_path / "headless.jsonl", lines))
+
+
+def test_it_refuses_a_newer_schema_version(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["schema_version"] = 99
+    lines[0] = json.dumps(header) + "\n"
+    with pytest.raises(RawDataError, match="'schema_version': 99 is not supported"):
+        import_jsonl(write_lines(tmp_path / "future.jsonl", lines))
+
+
+def test_it_refuses_a_replacement_of_a_trial_outside_the_run(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    record = json.loads(lines[3])
+    record["replaces"] = "00000000-0000-0000-0000-000000000001"
+    lines[3] = json.dumps(record) + "\n"
+    with pytest.raises(RawDataError, match="which is not a trial of this run"):
+        import_jsonl(write_lines(tmp_path / "orphan.jsonl", lines))
+    assert Trial.objects.count() == 0
+
+
+def test_it_refuses_to_import_the_same_run_twice(synthetic_file):
+    import_jsonl(synthetic_file)
+    with pytest.raises(RawDataError, match="is already in the database"):
+        import_jsonl(synthetic_file)
+    assert Run.objects.count() == 1
+
+
+def test_it_refuses_a_provider_whose_declaration_differs_here(synthetic_file):
+    Provider.objects.create(slug="alpha", name="Alpha", adapter="x", declaration_digest="other")
+    with pytest.raises(RawDataError, match="provider 'alpha' exists here with declaration other"):
+        import_jsonl(synthetic_file)
+    assert Run.objects.count() == 0
+
+
+def test_it_imports_and_exports_from_the_command_line(tmp_path, synthetic_file):
+    out = io.StringIO()
+    call_command("bench", "import", str(synthetic_file), stdout=out)
+    assert "Imported run" in out.getvalue()
+    run = Run.objects.get()
+    target = tmp_path / "out.jsonl"
+    call_command("bench", "export", run.name, "-o", str(target))
+    assert target.read_text() == export_text(run)
+    assert not (tmp_path / "out.jsonl.partial").exists()
+    call_command("bench", "export", str(run.id), "--format", "csv", "-o", str(tmp_path / "o.csv"))
+    assert (tmp_path / "o.csv").read_text().startswith("run,benchmark,unit")
+
+
+def test_it_reports_a_bad_file_as_a_command_error(tmp_path):
+    with pytest.raises(CommandError, match="missing.jsonl: cannot be read"):
+        call_command("bench", "import", str(tmp_path / "missing.jsonl"))
+    with pytest.raises(CommandError, match="no run has id or name 'nope'"):
+        call_command("bench", "export", "nope")
+
+
+def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
+    run = import_jsonl(synthetic_file).run
+    Trial.objects.filter(run=run).update(cause="=HYPERLINK(1)")
+    text = "".join(export_csv(run))
+    assert ",=HYPERLINK" not in text
+    assert "'=HYPERLINK" in text

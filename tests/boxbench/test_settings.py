@@ -1,0 +1,52 @@
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from boxbench.env import envbool, envint, envlist, envsecret
+
+
+def test_it_reads_booleans_strictly(monkeypatch):
+    monkeypatch.setenv("FLAG", "yes")
+    assert envbool("FLAG", False) is True
+    monkeypatch.setenv("FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="FLAG='maybe' is not a boolean"):
+        envbool("FLAG", False)
+
+
+def test_it_names_the_variable_of_a_bad_number(monkeypatch):
+    monkeypatch.setenv("WORKERS", "two")
+    with pytest.raises(ImproperlyConfigured, match="WORKERS='two' is not a whole number"):
+        envint("WORKERS", 1)
+    monkeypatch.setenv("WORKERS", "0")
+    with pytest.raises(ImproperlyConfigured, match="WORKERS=0 is below its minimum 1"):
+        envint("WORKERS", 1, minimum=1)
+
+
+def test_it_uses_the_default_for_an_unset_variable(monkeypatch):
+    monkeypatch.delenv("HOSTS", raising=False)
+    assert envlist("HOSTS", ["a"]) == ["a"]
+    monkeypatch.setenv("HOSTS", "x, y,")
+    assert envlist("HOSTS", ["a"]) == ["x", "y"]
+
+
+def test_it_reads_a_secret_from_a_file(monkeypatch, tmp_path):
+    secret = tmp_path / "key"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("API_KEY_FILE", str(secret))
+    assert envsecret("API_KEY") == "s3cret"
+    monkeypatch.setenv("API_KEY_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ImproperlyConfigured, match="API_KEY_FILE="):
+        envsecret("API_KEY")
+
+
+def test_it_stops_start_up_on_a_bad_setting():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        env={"PATH": "/usr/bin:/bin", "BOXBENCH_Q_WORKERS": "many", "HOME": "/tmp"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "BOXBENCH_Q_WORKERS='many' is not a whole number" in result.stderr
