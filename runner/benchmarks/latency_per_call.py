@@ -1,0 +1,48 @@
+"""Latency per Call: the transport overhead of many `true` calls in one sandbox.
+
+Each call runs inside the guest clock wrapper; its latency is total time (job host) minus runtime
+(guest clock). The trial records every call as `latency_ms.call_NNN` and their lower median as
+`latency_ms`. Calls in one sandbox are not independent, so the statistic is pooled_median: the
+bootstrap resamples whole trials and pools their calls.
+"""
+
+from runner.benchmarks.base import (
+    BenchmarkDefinition,
+    ProviderFailure,
+    TrialContext,
+    UnitDefinition,
+)
+
+CALLS = 50
+
+DEFINITION = BenchmarkDefinition(
+    slug="latency-per-call",
+    title="Latency per Call",
+    section="sandbox_operations",
+    description=f"{CALLS} sequential `true` calls in one sandbox: total time minus guest runtime.",
+    metric="latency_ms",
+    unit="ms",
+    direction="lower",
+    statistic="pooled_median",
+    clock="job_host",
+    required_capabilities=("exec",),
+    procedure_timeout_s=300,
+    lifetime_s=600,
+)
+
+
+def units() -> list[UnitDefinition]:
+    return [UnitDefinition("true", "`true`", definition={"calls": CALLS})]
+
+
+def run(ctx: TrialContext) -> None:
+    latencies = []
+    for call in range(1, CALLS + 1):
+        result = ctx.guest("true", timeout=30)
+        if result.exit_code != 0:
+            # `true` cannot fail in a working shell: the sandbox's shell is broken.
+            raise ProviderFailure(f"`true` exited {result.exit_code} on call {call}")
+        latencies.append(result.latency_ms)
+        ctx.record(f"latency_ms.call_{call:03d}", result.latency_ms, clock="job_host", gate="pass")
+    ordered = sorted(latencies)
+    ctx.record("latency_ms", ordered[(len(ordered) + 1) // 2 - 1], clock="job_host", gate="pass")

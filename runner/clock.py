@@ -1,0 +1,92 @@
+"""The guest clock wrapper (common methodology, "Guest Timing and the Clock Gate").
+
+`wrap(command)` returns a Bash script that reads /proc/uptime (with `read -r -N 64`, one whole-file
+read, because virtualized procfs can fail on later line reads) and $EPOCHREALTIME before the
+command and after it, with builtins only, and writes one `__SANDBOX_CLOCK` trailer line on stderr
+from an EXIT trap, so `exit N` inside the command still reports its timing and keeps its exit code.
+The command runs in the wrapper's own shell: `true` is timed as the builtin, not as a subprocess.
+A command that replaces the shell (`exec prog`) leaves no trailer and so has no guest runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+TRAILER = b"__SANDBOX_CLOCK"
+GATE_TOLERANCE_MS = 20.0
+
+_PRELUDE = (
+    "__bb_clock_end() { __bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < /proc/uptime; "
+    "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
+    '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&2; }\n'
+    "trap __bb_clock_end EXIT\n"
+    "read -r -N 64 __bb_u0 < /proc/uptime; __bb_w0=$EPOCHREALTIME\n"
+)
+_NUMBER = rb"(\d+(?:[.,]\d+)?)"
+_TRAILER_LINE = re.compile(rb"\n?" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"\n?$")
+
+
+@dataclass(frozen=True)
+class GuestTiming:
+    wall_ms: float  # $EPOCHREALTIME span
+    uptime_ms: float  # /proc/uptime span (10 ms resolution)
+
+    @property
+    def gate_ok(self) -> bool:
+        return gate(self.wall_ms, self.uptime_ms)
+
+
+def wrap(command: str) -> str:
+    """The Bash script that runs `command` between two guest clock readings."""
+    if not command.strip():
+        raise ValueError("the clock wrapper needs a command")
+    # The newline ends a trailing comment or here-document in `command` before nothing else runs.
+    return _PRELUDE + command + "\n"
+
+
+def parse_trailer(stderr: bytes) -> tuple[bytes, GuestTiming | None]:
+    """Split the wrapper's trailer off stderr: (stderr as the command wrote it, timing or None)."""
+    start = stderr.rfind(b"\n" + TRAILER + b" ")
+    if start < 0 and stderr.startswith(TRAILER + b" "):
+        start = 0
+    if start < 0:
+        return stderr, None
+    match = _TRAILER_LINE.match(stderr, start)
+    if match is None or match.end() != len(stderr):
+        return stderr, None
+    # Decimal keeps the microseconds of a 10-digit epoch exact.
+    w0, w1, u0, u1 = (Decimal(v.replace(b",", b".").decode()) for v in match.groups())
+    timing = GuestTiming(wall_ms=float((w1 - w0) * 1000), uptime_ms=float((u1 - u0) * 1000))
+    return stderr[:start], timing
+
+
+def gate(wall_ms: float, uptime_ms: float, tol_ms: float = GATE_TOLERANCE_MS) -> bool:
+    """True when both spans are non-negative and differ by at most `tol_ms`."""
+    return wall_ms >= 0 and uptime_ms >= 0 and abs(wall_ms - uptime_ms) <= tol_ms
+
+
+def background_script(command: str, tag: str) -> str:
+    """Start the wrapped `command` detached, with its output and exit code in /tmp files.
+
+    `background_paths(tag)` names the files to poll and read back. The timing
+    comes from the guest clock inside the wrapper, so polling adds nothing to the runtime.
+    """
+    base = f"/tmp/.boxbench-bg-{tag}"
+    quoted = _single_quote(wrap(command))
+    # The subshell outlives this exec call (it is re-parented to the sandbox's init); its exit
+    # code file appears atomically, by rename, only once the command has finished.
+    return (
+        f"( bash -c {quoted} > {base}.out 2> {base}.err < /dev/null; echo $? > {base}.rc.tmp; "
+        f"mv {base}.rc.tmp {base}.rc ) > /dev/null 2>&1 < /dev/null &"
+    )
+
+
+def background_paths(tag: str) -> dict[str, str]:
+    base = f"/tmp/.boxbench-bg-{tag}"
+    return {"out": f"{base}.out", "err": f"{base}.err", "rc": f"{base}.rc"}
+
+
+def _single_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"

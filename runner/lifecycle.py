@@ -1,0 +1,586 @@
+"""One trial, start to finish: create, readiness check, timed procedure, cleanup confirmed gone.
+
+`run_trial` never touches the database: it returns a TrialResult (outcome, owner, cause,
+measurements, evidence, placement, job-host load, cost) that runner/store.py writes in one
+transaction. Rules from the common methodology, "Trial Lifecycle" and "Timing and Clocks":
+
+- create is timed on the job host's monotonic clock from adapter entry until it returns or raises;
+- the readiness check sends `true` (30 s per attempt, no clock wrapper), retrying not-ready answers
+  with backoff 20 ms x1.5 capped at 200 ms, +-20 % jitter, no attempt more than 10 s after the
+  first; every attempt is kept as evidence. Timed-readiness benchmarks skip it;
+- the procedure's first failed step ends the trial, with no retries inside it;
+- every sandbox the trial created is destroyed and confirmed gone; a trial is a success only then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from runner import clock
+from runner.benchmarks.base import (
+    BenchmarkDefinition,
+    BenchmarkError,
+    GuestRun,
+    ProviderFailure,
+    TrialContext,
+    TrialOutcome,
+    UnitDefinition,
+)
+from runner.hostload import HostLoadSampler
+from runner.pricing import trial_cost_usd
+from runner.providers.base import ExecTimeout, NotReady, ProviderError, Sandbox, SandboxSpec
+
+PLACEMENT_PROBE = r"""
+echo "nproc=$(nproc)"
+echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "kernel=$(uname -r)"
+echo "mem_total_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
+echo "workdir_device=$(df -P /app 2>/dev/null | awk 'NR==2 {print $1}')"
+echo "workdir_fs=$(stat -f -c %T /app 2>/dev/null)"
+"""
+
+
+@dataclass(frozen=True)
+class ReadinessPolicy:
+    attempt_timeout_s: float = 30.0
+    first_wait_s: float = 0.020
+    factor: float = 1.5
+    cap_s: float = 0.200
+    jitter: float = 0.20
+    deadline_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Step limits and knobs the lifecycle applies; tests shorten them."""
+
+    readiness: ReadinessPolicy = ReadinessPolicy()
+    poll_interval_s: float = 10.0  # long background commands
+    gone_timeout_s: float = 30.0  # cleanup verification
+
+
+@dataclass
+class MeasurementRecord:
+    name: str
+    value: float | None
+    kind: str = "metric"
+    unit: str = "ms"
+    clock: str = "guest"
+    gate: str = ""
+
+
+@dataclass
+class EvidenceRecord:
+    kind: str
+    data: dict
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass
+class TrialResult:
+    outcome: str = "success"
+    owner: str = ""
+    cause: str = ""
+    measurements: list[MeasurementRecord] = field(default_factory=list)
+    evidence: list[EvidenceRecord] = field(default_factory=list)
+    placement: dict = field(default_factory=dict)
+    host_load: dict = field(default_factory=dict)
+    cost_usd: float | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    # Wall-clock (epoch s) spans during which this trial held a sandbox, for in-flight tracking.
+    held: list[tuple[float, float]] = field(default_factory=list)
+    cleanup_verified: bool = True
+    cut_short: bool = False  # the procedure overran its limit: its outcome is unknown
+
+    def fail(self, outcome: str, owner: str, cause: str) -> None:
+        """Keep the first failure: the first failed step ends the trial and names its cause."""
+        if self.outcome == "success":
+            self.outcome, self.owner, self.cause = outcome, owner, cause
+
+
+class ReadinessFailed(ProviderFailure):
+    pass
+
+
+class CutShort(TrialOutcome):
+    """The procedure overran its limit: its outcome is unknown, which stops refilling."""
+
+    outcome, owner = "provider_failure", "unknown"
+
+
+def readiness_check(
+    provider,
+    sandbox: Sandbox,
+    policy: ReadinessPolicy = ReadinessPolicy(),
+    *,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> dict:
+    """Wait until `sandbox` accepts commands. Returns the evidence; raises ReadinessFailed.
+
+    The evidence is also attached to the exception (`.evidence`) so a failed check keeps it.
+    """
+    rng = rng or random.Random()
+    attempts = []
+    evidence = {"attempts": attempts, "tti_ms": None}
+    first = monotonic()
+    wait = policy.first_wait_s
+    while True:
+        started = monotonic()
+        attempt = {"at_ms": round((started - first) * 1000, 3)}
+        attempts.append(attempt)
+        try:
+            result = provider.exec(sandbox, ["true"], timeout=policy.attempt_timeout_s)
+        except NotReady as exc:
+            attempt.update(result="not_ready", error=str(exc))
+        except ProviderError as exc:  # includes ExecTimeout: any other error ends the trial
+            attempt.update(result="error", error=f"{type(exc).__name__}: {exc}")
+            _fail_readiness(evidence, f"readiness check failed: {exc}")
+        else:
+            if result.exit_code == 0:
+                attempt.update(result="ready", duration_ms=_ms(monotonic() - started))
+                evidence["tti_ms"] = _ms(monotonic() - first)
+                return evidence
+            attempt.update(result="error", exit_code=result.exit_code)
+            _fail_readiness(evidence, f"readiness check: `true` exited {result.exit_code}")
+        attempt["duration_ms"] = _ms(monotonic() - started)
+        pause = wait * rng.uniform(1 - policy.jitter, 1 + policy.jitter)
+        if monotonic() + pause - first > policy.deadline_s:
+            _fail_readiness(
+                evidence,
+                f"readiness check reached its {policy.deadline_s:g} s deadline after "
+                f"{len(attempts)} not-ready answers",
+            )
+        sleep(pause)
+        wait = min(wait * policy.factor, policy.cap_s)
+
+
+def _fail_readiness(evidence: dict, cause: str):
+    error = ReadinessFailed(cause)
+    error.evidence = evidence
+    raise error
+
+
+class LifecycleContext(TrialContext):
+    """The TrialContext a benchmark procedure sees (runner/benchmarks/base.py)."""
+
+    def __init__(self, provider, definition, unit, result: TrialResult, spec: SandboxSpec, limits):
+        self.provider = provider
+        self.definition = definition
+        self.unit = unit
+        self.sandbox: Sandbox | None = None
+        self.create_ms: float | None = None
+        # Monotonic instants of the latest create's adapter entry and return (timed readiness).
+        self.create_started: float | None = None
+        self.create_returned: float | None = None
+        self.readiness: dict | None = None
+        self._result = result
+        self._spec = spec
+        self._limits = limits
+        self._sandboxes: list[dict] = []  # {"sandbox", "created", "destroyed", "held_from"}
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # -- sandboxes ---------------------------------------------------------------------------
+
+    def create_sandbox(self, spec: SandboxSpec, name: str = "create") -> tuple[Sandbox, float]:
+        """Create a sandbox timed from adapter entry (ms); the lifecycle cleans it up."""
+        held_from = time.time()
+        started = self.create_started = time.monotonic()
+        try:
+            sandbox = self.provider.create(spec)
+        except ProviderError as exc:
+            self.evidence("create_error", {"name": name, "error": str(exc), "code": exc.code})
+            raise ProviderFailure(f"{name}: {exc}") from None
+        except TrialOutcome:
+            raise
+        except Exception as exc:
+            raise BenchmarkError(f"{name}: the adapter raised {type(exc).__name__}: {exc}") from exc
+        self.create_returned = time.monotonic()
+        elapsed = _ms(self.create_returned - started)
+        with self._lock:
+            self._sandboxes.append(
+                {"sandbox": sandbox, "destroyed": False, "held_from": held_from, "spec": spec}
+            )
+        self.evidence(
+            "sandbox",
+            {"name": name, "id": sandbox.id, "create_ms": elapsed, "facts": sandbox.facts},
+        )
+        return sandbox, elapsed
+
+    def new_sandbox(self, spec_overrides: dict | None = None, timed_readiness: bool = False):
+        spec = dataclasses.replace(self._spec, **(spec_overrides or {}))
+        sandbox, _ = self.create_sandbox(spec, name=f"create_{len(self._sandboxes) + 1}")
+        if not timed_readiness:
+            self.check_readiness(sandbox)
+        return sandbox
+
+    def check_readiness(self, sandbox: Sandbox) -> dict:
+        try:
+            evidence = readiness_check(self.provider, sandbox, self._limits.readiness)
+        except ReadinessFailed as exc:
+            self.evidence("readiness", {"sandbox": sandbox.id, **exc.evidence})
+            raise
+        self.evidence("readiness", {"sandbox": sandbox.id, **evidence})
+        return evidence
+
+    def destroy_sandbox(self, sandbox: Sandbox | None = None, name: str | None = None) -> float:
+        """Destroy a sandbox now (the Destroy benchmark), timed from adapter entry.
+
+        Returns the time in ms and records it as metric `name` when given. Cleanup still
+        confirms it gone.
+        """
+        sandbox = sandbox or self.sandbox
+        entry = self._entry(sandbox)
+        started = time.monotonic()
+        try:
+            self.provider.destroy(sandbox)
+        except ProviderError as exc:
+            raise ProviderFailure(f"destroy: {exc}") from None
+        elapsed = _ms(time.monotonic() - started)
+        entry["destroyed"] = True
+        entry["held_to"] = time.time()
+        if name:
+            self.record(name, elapsed, clock="job_host")
+        return elapsed
+
+    def _entry(self, sandbox: Sandbox) -> dict:
+        for entry in self._sandboxes:
+            if entry["sandbox"].id == sandbox.id:
+                return entry
+        raise BenchmarkError(f"sandbox {sandbox.id} was not created by this trial")
+
+    # -- TrialContext --------------------------------------------------------------------------
+
+    def timed(self, name: str, call: Callable[[], Any]) -> Any:
+        started = time.monotonic()
+        try:
+            value = call()
+        except ProviderError as exc:
+            raise ProviderFailure(f"{name}: {type(exc).__name__}: {exc}") from None
+        self.record(name, _ms(time.monotonic() - started), clock="job_host")
+        return value
+
+    def guest(
+        self,
+        command: str,
+        timeout: float,
+        workdir: str | None = None,
+        *,
+        check_gate: bool = True,
+        sandbox: Sandbox | None = None,
+    ) -> GuestRun:
+        script = clock.wrap(command)
+        started = time.monotonic()
+        result = self._exec(sandbox, ["/bin/bash", "-c", script], timeout, workdir=workdir)
+        total_ms = _ms(time.monotonic() - started)
+        return self._guest_run(result.exit_code, result.stdout, result.stderr, total_ms, check_gate)
+
+    def background(
+        self,
+        script: str,
+        timeout: float,
+        workdir: str | None = None,
+        *,
+        check_gate: bool = True,
+        poll_interval_s: float | None = None,
+    ) -> GuestRun:
+        interval = self._limits.poll_interval_s if poll_interval_s is None else poll_interval_s
+        tag = uuid.uuid4().hex[:12]
+        paths = clock.background_paths(tag)
+        if workdir:
+            script = f"cd {_quote(workdir)} || exit 125\n{script}"
+        started = time.monotonic()
+        self._exec(None, ["/bin/bash", "-c", clock.background_script(script, tag)], 60)
+        while True:
+            polled = self._exec(None, ["/bin/test", "-e", paths["rc"]], 60)
+            if polled.exit_code == 0:
+                break
+            if time.monotonic() - started > timeout:
+                raise ProviderFailure(f"background command still running after {timeout:g} s")
+            time.sleep(interval)
+        total_ms = _ms(time.monotonic() - started)
+        stdout = self._read(paths["out"])
+        stderr = self._read(paths["err"])
+        exit_text = self._read(paths["rc"]).strip()
+        try:
+            exit_code = int(exit_text)
+        except ValueError:
+            raise BenchmarkError(f"background exit code file holds {exit_text[:40]!r}") from None
+        return self._guest_run(exit_code, stdout, stderr, total_ms, check_gate)
+
+    def _read(self, path: str) -> bytes:
+        result = self._exec(None, ["/bin/cat", "--", path], 60)
+        if result.exit_code != 0:
+            raise ProviderFailure(f"cannot read {path} back from the sandbox")
+        return result.stdout
+
+    def _guest_run(self, exit_code, stdout, stderr, total_ms, check_gate) -> GuestRun:
+        clean, timing = clock.parse_trailer(stderr)
+        if timing is None:
+            raise ProviderFailure(
+                f"the guest clock trailer is missing (exit code {exit_code}): the sandbox ended "
+                "the command before its wrapper finished"
+            )
+        ok = timing.gate_ok
+        if not ok:
+            self.evidence(
+                "clock_gate",
+                {"wall_ms": timing.wall_ms, "uptime_ms": timing.uptime_ms, "total_ms": total_ms},
+            )
+            if check_gate:
+                raise ProviderFailure(
+                    f"stepped clock: wall span {timing.wall_ms:.3f} ms, uptime span "
+                    f"{timing.uptime_ms:.3f} ms (tolerance {clock.GATE_TOLERANCE_MS:g} ms)"
+                )
+        return GuestRun(
+            exit_code=exit_code,
+            stdout=stdout,
+            stderr=clean,
+            total_ms=total_ms,
+            runtime_ms=timing.wall_ms if ok else None,
+            wall_ms=timing.wall_ms,
+            uptime_ms=timing.uptime_ms,
+            gate_ok=ok,
+        )
+
+    def exec(self, argv: list[str], timeout: float, stdin: bytes | None = None):
+        return self._exec(None, argv, timeout, stdin=stdin)
+
+    def _exec(self, sandbox, argv, timeout, stdin=None, workdir=None):
+        sandbox = sandbox or self.sandbox
+        try:
+            return self.provider.exec(sandbox, argv, timeout=timeout, stdin=stdin, workdir=workdir)
+        except ExecTimeout as exc:
+            raise ProviderFailure(f"a step hit its {timeout:g} s time limit: {exc}") from None
+        except ProviderError as exc:
+            raise ProviderFailure(f"{exc.operation or 'exec'}: {exc}") from None
+
+    def upload(self, path: str, data: bytes, name: str | None = None) -> float:
+        """Upload, timed from adapter entry as metric `name` when given."""
+        return self._transfer(
+            "upload", name, lambda: self.provider.upload(self.sandbox, path, data)
+        )
+
+    def download(self, path: str, name: str | None = None) -> bytes:
+        return self._transfer("download", name, lambda: self.provider.download(self.sandbox, path))
+
+    def _transfer(self, operation, name, call):
+        started = time.monotonic()
+        try:
+            value = call()
+        except ProviderError as exc:
+            raise ProviderFailure(f"{operation}: {exc}") from None
+        if name:
+            self.record(name, _ms(time.monotonic() - started), clock="job_host")
+        return value
+
+    def record(self, name, value, *, kind="metric", unit="ms", clock="guest", gate=""):
+        with self._lock:
+            if self._closed:
+                return
+            if any(m.name == name and m.kind == kind for m in self._result.measurements):
+                raise BenchmarkError(f"measurement {kind} {name!r} recorded twice")
+            self._result.measurements.append(
+                MeasurementRecord(name, value, kind=kind, unit=unit, clock=clock, gate=gate)
+            )
+
+    def evidence(self, kind: str, data: dict) -> None:
+        with self._lock:
+            if not self._closed:
+                self._result.evidence.append(EvidenceRecord(kind, data))
+
+    def close(self) -> None:
+        """Stop accepting records: a procedure cut short may still be running in its thread."""
+        with self._lock:
+            self._closed = True
+
+
+def run_trial(
+    provider,
+    definition: BenchmarkDefinition,
+    unit: UnitDefinition,
+    procedure: Callable[[TrialContext], None],
+    *,
+    label: str,
+    lifetime_s: float | None = None,
+    pricing: dict | None = None,
+    limits: Limits = Limits(),
+) -> TrialResult:
+    """Run one trial of `procedure` on `provider` and return what happened."""
+    result = TrialResult(started_at=datetime.now(UTC))
+    spec = SandboxSpec(
+        cpus=definition.cpus,
+        memory_mib=definition.memory_mib,
+        label=label,
+        lifetime_s=lifetime_s or definition.lifetime_s,
+        image=definition.image,
+    )
+    ctx = LifecycleContext(provider, definition, unit, result, spec, limits)
+    sampler = HostLoadSampler()
+    sampler.start()
+    try:
+        _create_and_check(ctx, definition)
+        if not definition.timed_readiness:
+            result.placement = probe_placement(ctx)
+        _run_procedure(ctx, procedure, definition.procedure_timeout_s, result)
+        if definition.timed_readiness and not result.cut_short:
+            result.placement = probe_placement(ctx)
+    except TrialOutcome as exc:
+        result.fail(exc.outcome, exc.owner, exc.cause)
+    finally:
+        ctx.close()
+        _cleanup(ctx, result, limits)
+        result.host_load = sampler.stop()
+        result.ended_at = datetime.now(UTC)
+    result.cost_usd = _cost(pricing, ctx)
+    if result.outcome == "success" and not any(
+        m.name == definition.metric and m.kind == "metric" for m in result.measurements
+    ):
+        result.fail(
+            "benchmark_error", "benchmark", f"the procedure recorded no {definition.metric!r}"
+        )
+    if result.outcome != "success" and result.cost_usd:
+        result.evidence.append(EvidenceRecord("billed_cost", {"usd": result.cost_usd}))
+    return result
+
+
+def _create_and_check(ctx: LifecycleContext, definition: BenchmarkDefinition) -> None:
+    ctx.sandbox, ctx.create_ms = ctx.create_sandbox(ctx._spec)
+    if not definition.timed_readiness:
+        ctx.readiness = ctx.check_readiness(ctx.sandbox)
+
+
+def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> None:
+    """Run the procedure in a thread, so an overrun cuts the trial short instead of hanging."""
+    outcome: dict = {}
+
+    def target():
+        try:
+            procedure(ctx)
+        except BaseException as exc:  # noqa: B036 - carried to the caller's thread
+            outcome["error"] = exc
+            outcome["trace"] = traceback.format_exc(limit=8)
+
+    thread = threading.Thread(target=target, name="trial-procedure", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        result.cut_short = True
+        raise CutShort(f"cut short: the procedure overran its {timeout_s:g} s limit")
+    error = outcome.get("error")
+    if error is None:
+        return
+    if isinstance(error, TrialOutcome):
+        raise error
+    if isinstance(error, ProviderError):
+        raise ProviderFailure(f"{error.operation or 'provider'}: {error}")
+    ctx.evidence("traceback", {"trace": outcome["trace"]})
+    raise BenchmarkError(f"the procedure raised {type(error).__name__}: {error}")
+
+
+def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None:
+    """Destroy every sandbox the trial made and confirm each one gone."""
+    for entry in ctx._sandboxes:
+        sandbox = entry["sandbox"]
+        if not entry["destroyed"]:
+            started = time.monotonic()
+            try:
+                ctx.provider.destroy(sandbox)
+            except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
+                result.cleanup_verified = False
+                result.fail("provider_failure", "provider", f"destroy {sandbox.id}: {exc}")
+                result.evidence.append(
+                    EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
+                )
+                entry["held_to"] = time.time()
+                continue
+            entry["destroyed"] = True
+            entry["held_to"] = time.time()
+            entry["destroy_ms"] = _ms(time.monotonic() - started)
+        confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s)
+        result.evidence.append(
+            EvidenceRecord(
+                "cleanup",
+                {
+                    "sandbox": sandbox.id,
+                    "destroy_ms": entry.get("destroy_ms"),
+                    "confirmed_gone": confirmed,
+                },
+            )
+        )
+        if not confirmed:
+            result.cleanup_verified = False
+            result.fail(
+                "provider_failure",
+                "provider",
+                f"cleanup not verified: sandbox {sandbox.id} still exists "
+                f"{limits.gone_timeout_s:g} s after destroy",
+            )
+    result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
+
+
+def _wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    wait = 0.005
+    while True:
+        try:
+            if provider.is_gone(sandbox_id):
+                return True
+        except ProviderError:
+            pass  # an error is not a confirmation; keep asking until the deadline
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(wait)
+        wait = min(wait * 2, 0.5)
+
+
+def probe_placement(ctx: LifecycleContext) -> dict:
+    """Untimed, best-effort facts about where the sandbox runs, plus how its size was honoured."""
+    facts = dict(ctx.sandbox.facts) if ctx.sandbox else {}
+    try:
+        result = ctx.provider.exec(ctx.sandbox, ["/bin/bash", "-c", PLACEMENT_PROBE], timeout=30)
+    except ProviderError as exc:
+        facts["probe_error"] = str(exc)
+        return facts
+    for line in result.stdout.decode(errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            facts[key] = value.strip()
+    for key in ("nproc", "mem_total_kib"):
+        if str(facts.get(key, "")).isdigit():
+            facts[key] = int(facts[key])
+    facts["requested"] = {"cpus": ctx._spec.cpus, "memory_mib": ctx._spec.memory_mib}
+    return facts
+
+
+def _cost(pricing: dict | None, ctx: LifecycleContext) -> float | None:
+    if not pricing:
+        return None
+    total = None
+    for entry in ctx._sandboxes:
+        spec = entry["spec"]
+        seconds = max(0.0, (entry.get("held_to") or time.time()) - entry["held_from"])
+        cost = trial_cost_usd(pricing, spec.cpus, spec.memory_mib, seconds)
+        if cost is not None:
+            total = (total or 0.0) + cost
+    return total
+
+
+def _ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"

@@ -1,0 +1,527 @@
+"""`local`: each sandbox is a bubblewrap namespace sandbox on the job host.
+
+A sandbox is a directory under the sandbox root:
+
+    <root>/<id>/sandbox.json   metadata: batch label, lifetime, host pid of the sandbox's init
+    <root>/<id>/app/           the fresh working directory, bound at /app inside
+    <root>/<id>/bwrap.log      bubblewrap's own error output
+
+bwrap starts detached (its own session) with every namespace unshared (no network unless the spec
+asks for it), the host toolchain read-only (/usr, /etc and the /bin, /lib links) and a private
+/tmp. Its command is `sleep <lifetime>`: when that exits, the sandbox's PID namespace loses its
+init and the kernel ends every process in it, so a crashed runner leaves at most a directory
+behind, which `bench cleanup` removes. Commands run in a fresh process that joins the sandbox's
+namespaces (nsenter), so background processes started by one call survive until the next.
+
+The requested size is enforced with cgroups (v2 cpu.max/memory.max, or v1 CFS quota and memory
+limit) nested under the runner's own cgroup, where the kernel lets us create them; the sandbox's
+facts say when it could not. nproc and /proc/meminfo inside still report the host's figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runner.providers.base import (
+    DoctorCheck,
+    ExecResult,
+    ExecTimeout,
+    LiveSandbox,
+    Provider,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
+
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+START_TIMEOUT_S = 30.0
+GONE_TIMEOUT_S = 10.0
+CFS_PERIOD_US = 100_000
+
+
+class LocalProvider(Provider):
+    slug = "local"
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        root = self.settings.get("root")
+        if root is None:
+            from django.conf import settings as django_settings
+
+            root = django_settings.LOCAL_SANDBOX_ROOT
+        self.root = Path(root)
+        self.bwrap = shutil.which("bwrap")
+        self.nsenter = shutil.which("nsenter")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        if self.bwrap is None or self.nsenter is None:
+            raise ProviderError(
+                "bubblewrap (bwrap) and nsenter must be installed for the local provider",
+                operation="create",
+                code="missing_tool",
+            )
+        if spec.image:
+            raise ProviderError(
+                f"the local provider runs the host toolchain and has no image {spec.image!r}",
+                operation="create",
+                code="no_custom_images",
+            )
+        sandbox_id = "lb-" + uuid.uuid4().hex[:16]
+        directory = self.root / sandbox_id
+        app = directory / "app"
+        try:
+            app.mkdir(parents=True)
+        except OSError as exc:
+            raise ProviderError(
+                f"cannot make the sandbox directory {directory}: {exc.strerror}", operation="create"
+            ) from None
+        created_at = datetime.now(UTC)
+        meta = {
+            "id": sandbox_id,
+            "label": spec.label,
+            "created_at": created_at.isoformat(),
+            "expires_at": created_at.timestamp() + spec.lifetime_s,
+            "lifetime_s": spec.lifetime_s,
+            "cpus": spec.cpus,
+            "memory_mib": spec.memory_mib,
+            "pid": None,
+            "pid_start": None,
+            "cgroups": [],
+        }
+        # Written before the process starts, so a crash in between still leaves a labelled entry.
+        _write_meta(directory, meta)
+        try:
+            cgroups, facts = _make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
+            meta["cgroups"] = [str(path) for path in cgroups]
+            _write_meta(directory, meta)
+            pid = self._start(directory, app, spec, cgroups)
+            meta["pid"], meta["pid_start"] = pid, _start_time(pid)
+            _write_meta(directory, meta)
+        except Exception:
+            self._remove(directory, meta)
+            raise
+        return Sandbox(
+            id=sandbox_id,
+            label=spec.label,
+            created_at=created_at,
+            facts=facts,
+            handle=meta,
+        )
+
+    def _start(self, directory: Path, app: Path, spec: SandboxSpec, cgroups: list[Path]) -> int:
+        info_read, info_write = os.pipe()
+        ready_read, ready_write = os.pipe()
+        argv = [
+            *_join_cgroups_prefix(cgroups),
+            self.bwrap,
+            "--unshare-all",
+            *(["--share-net"] if spec.network else []),
+            "--hostname", "sandbox",
+            *_toolchain_binds(),
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--tmpfs", "/tmp",
+            "--bind", str(app), "/app",
+            "--chdir", "/app",
+            "--setenv", "PATH", SANDBOX_PATH,
+            "--info-fd", str(info_write),
+            "--",
+            "/bin/sh", "-c",
+            f'echo ready >&{ready_write}; exec {ready_write}>&-; exec sleep "$1"', "sh",
+            f"{spec.lifetime_s:.3f}",
+        ]  # fmt: skip
+        with open(directory / "bwrap.log", "wb") as log:
+            try:
+                subprocess.Popen(
+                    argv,
+                    pass_fds=(info_write, ready_write),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    start_new_session=True,
+                    env={"PATH": SANDBOX_PATH},
+                )
+            finally:
+                os.close(info_write)
+                os.close(ready_write)
+        try:
+            info = _read_all(info_read, START_TIMEOUT_S)
+            ready = _read_all(ready_read, START_TIMEOUT_S)
+        finally:
+            os.close(info_read)
+            os.close(ready_read)
+        if not ready.startswith(b"ready"):
+            error = (directory / "bwrap.log").read_text(errors="replace").strip()
+            raise ProviderError(
+                f"bubblewrap did not start the sandbox: {error or 'no error output'}",
+                operation="create",
+            )
+        try:
+            return int(json.loads(info)["child-pid"])
+        except (ValueError, KeyError) as exc:
+            raise ProviderError(
+                f"bubblewrap reported no sandbox pid ({exc}): {info[:200]!r}", operation="create"
+            ) from None
+
+    def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        meta = self._meta_of(sandbox, "exec")
+        command = [
+            *_join_cgroups_prefix([Path(p) for p in meta["cgroups"]]),
+            self.nsenter,
+            "-t", str(meta["pid"]),
+            "--all",
+            "--root",
+            f"--wdns={workdir or '/app'}",
+            *argv,
+        ]  # fmt: skip
+        # The sandbox sees only this environment, never the runner's (which holds secrets).
+        environment = {"PATH": SANDBOX_PATH, "HOME": "/app", "LANG": "C.UTF-8", **(env or {})}
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=environment,
+            )
+        except OSError as exc:
+            raise ProviderError(f"cannot start nsenter: {exc}", operation="exec") from None
+        try:
+            stdout, stderr = process.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # The command's processes share nsenter's process group: end them all.
+            _kill_group(process.pid)
+            process.communicate()
+            raise ExecTimeout(
+                f"command did not return within {timeout:g} s in sandbox {sandbox.id}",
+                operation="exec",
+            ) from None
+        if process.returncode != 0 and stderr.startswith(b"nsenter: "):
+            if not _alive(meta["pid"], meta["pid_start"]):
+                raise ProviderError(f"sandbox {sandbox.id} is not running", operation="exec")
+            raise ProviderError(stderr.decode(errors="replace").strip(), operation="exec")
+        return ExecResult(exit_code=process.returncode, stdout=stdout, stderr=stderr)
+
+    def upload(self, sandbox, path, data) -> None:
+        result = self.exec(sandbox, ["/bin/sh", "-c", 'cat > "$1"', "sh", path], 300, stdin=data)
+        if result.exit_code != 0:
+            raise ProviderError(
+                f"upload to {path} failed: {result.stderr.decode(errors='replace').strip()}",
+                operation="upload",
+            )
+
+    def download(self, sandbox, path) -> bytes:
+        result = self.exec(sandbox, ["/bin/cat", "--", path], 300)
+        if result.exit_code != 0:
+            raise ProviderError(
+                f"download of {path} failed: {result.stderr.decode(errors='replace').strip()}",
+                operation="download",
+            )
+        return result.stdout
+
+    def destroy(self, sandbox) -> None:
+        directory = self.root / sandbox.id
+        meta = _read_meta(directory)
+        if meta is None:
+            if directory.exists():
+                shutil.rmtree(directory, ignore_errors=True)
+            return
+        self._remove(directory, meta)
+
+    def _remove(self, directory: Path, meta: dict) -> None:
+        pid, pid_start = meta.get("pid"), meta.get("pid_start")
+        if pid and _alive(pid, pid_start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + GONE_TIMEOUT_S
+        while pid and _alive(pid, pid_start):
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"sandbox {meta['id']} init (pid {pid}) did not exit after SIGKILL",
+                    operation="destroy",
+                )
+            time.sleep(0.002)
+        for cgroup in meta.get("cgroups", []):
+            _remove_cgroup(Path(cgroup), deadline)
+        shutil.rmtree(directory, ignore_errors=True)
+        if directory.exists():
+            raise ProviderError(f"cannot remove {directory}", operation="destroy")
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        directory = self.root / sandbox_id
+        meta = _read_meta(directory)
+        if meta is not None:
+            if meta.get("pid") and _alive(meta["pid"], meta.get("pid_start")):
+                return False
+            if any(Path(cgroup).exists() for cgroup in meta.get("cgroups", [])):
+                return False
+        return not directory.exists()
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        """Every sandbox directory, running or expired: an expired one still holds disk."""
+        found = []
+        if not self.root.is_dir():
+            return found
+        for directory in sorted(self.root.iterdir()):
+            if not directory.name.startswith("lb-"):
+                continue
+            meta = _read_meta(directory) or {"label": "", "created_at": None}
+            if label is not None and meta["label"] != label:
+                continue
+            created = meta.get("created_at")
+            found.append(
+                LiveSandbox(
+                    id=directory.name,
+                    label=meta["label"],
+                    created_at=datetime.fromisoformat(created) if created else None,
+                )
+            )
+        return found
+
+    def doctor(self) -> list[DoctorCheck]:
+        checks = [
+            DoctorCheck(
+                "bwrap", self.bwrap is not None, self.bwrap or "apt-get install bubblewrap"
+            ),
+            DoctorCheck(
+                "nsenter", self.nsenter is not None, self.nsenter or "apt-get install util-linux"
+            ),
+            DoctorCheck(
+                "root",
+                os.geteuid() == 0,
+                "joining a sandbox's namespaces needs root" if os.geteuid() else "running as root",
+            ),
+        ]
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(self.root).free / 2**30
+            checks.append(DoctorCheck("sandbox root", True, f"{self.root} ({free:.1f} GiB free)"))
+        except OSError as exc:
+            checks.append(DoctorCheck("sandbox root", False, f"{self.root}: {exc.strerror}"))
+        _, facts = _probe_cgroups()
+        checks.append(
+            DoctorCheck("size limits", all(facts["enforced"].values()), _describe_limits(facts))
+        )
+        if all(check.ok for check in checks[:3]):
+            checks.append(self._smoke_test())
+        return checks
+
+    def _smoke_test(self) -> DoctorCheck:
+        spec = SandboxSpec(cpus=1, memory_mib=512, label="boxbench-doctor", lifetime_s=30)
+        started = time.monotonic()
+        try:
+            sandbox = self.create(spec)
+            try:
+                result = self.exec(sandbox, ["true"], timeout=10)
+            finally:
+                self.destroy(sandbox)
+        except ProviderError as exc:
+            return DoctorCheck("sandbox", False, f"create/exec/destroy failed: {exc}")
+        elapsed = (time.monotonic() - started) * 1000
+        return DoctorCheck(
+            "sandbox",
+            result.exit_code == 0,
+            f"create, `true`, destroy in {elapsed:.0f} ms (exit code {result.exit_code})",
+        )
+
+    def _meta_of(self, sandbox: Sandbox, operation: str) -> dict:
+        meta = sandbox.handle if isinstance(sandbox.handle, dict) else None
+        meta = meta or _read_meta(self.root / sandbox.id)
+        if meta is None or not meta.get("pid"):
+            raise ProviderError(f"sandbox {sandbox.id} does not exist", operation=operation)
+        return meta
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _toolchain_binds() -> list[str]:
+    """Bind the host toolchain read-only, mirroring /bin, /lib... whether links or directories."""
+    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _write_meta(directory: Path, meta: dict) -> None:
+    tmp = directory / "sandbox.json.tmp"
+    tmp.write_text(json.dumps(meta))
+    tmp.replace(directory / "sandbox.json")
+
+
+def _read_meta(directory: Path) -> dict | None:
+    try:
+        return json.loads((directory / "sandbox.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_all(fd: int, timeout: float) -> bytes:
+    """Read until EOF or a complete line, whichever comes first, within `timeout`."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return data
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if not readable:
+            return data
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return data
+        data += chunk
+        if data.startswith(b"ready\n"):
+            return data
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks, so a reused pid is never mistaken for ours."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _alive(pid: int, pid_start: int | None) -> bool:
+    started = _start_time(pid)
+    if started is None:
+        return False
+    if pid_start is not None and started != pid_start:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+# -- cgroups ---------------------------------------------------------------------------------------
+
+
+def _own_cgroups() -> dict[str, Path]:
+    """The runner's own cgroup per controller: sandboxes nest inside it, within its limits."""
+    found = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base = Path("/sys/fs/cgroup")
+            if not (base / "cgroup.controllers").exists():
+                base = Path("/sys/fs/cgroup/unified")
+            found["v2"] = base / path.lstrip("/")
+        for controller in controllers.split(","):
+            if controller in ("cpu", "memory"):
+                found[controller] = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+    return found
+
+
+def _probe_cgroups() -> tuple[dict[str, Path], dict]:
+    """Where the cpu and memory limits can be written, and facts saying what can be enforced."""
+    own = _own_cgroups()
+    places = {}
+    v2 = own.get("v2")
+    if v2 is not None:
+        try:
+            controllers = (v2 / "cgroup.controllers").read_text().split()
+        except OSError:
+            controllers = []
+        for controller in ("cpu", "memory"):
+            if controller in controllers and os.access(v2, os.W_OK):
+                places[controller] = ("v2", v2)
+    for controller in ("cpu", "memory"):
+        parent = own.get(controller)
+        if controller not in places and parent is not None and os.access(parent, os.W_OK):
+            places[controller] = ("v1", parent)
+    facts = {
+        "enforced": {"cpus": "cpu" in places, "memory": "memory" in places},
+        "cgroup": {name: version for name, (version, _) in places.items()},
+        "notes": [],
+    }
+    for name, key in (("cpu", "cpus"), ("memory", "memory")):
+        if not facts["enforced"][key]:
+            facts["notes"].append(
+                f"the {name} limit is not enforced: no writable cgroup {name} controller"
+            )
+    return places, facts
+
+
+def _make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path], dict]:
+    places, facts = _probe_cgroups()
+    made: list[Path] = []
+    for controller, (version, parent) in places.items():
+        path = parent / f"boxbench-{sandbox_id}"
+        try:
+            if path not in made:
+                path.mkdir(exist_ok=True)
+                made.append(path)
+            if version == "v2" and controller == "cpu":
+                (path / "cpu.max").write_text(f"{cpus * CFS_PERIOD_US} {CFS_PERIOD_US}")
+            elif version == "v2":
+                (path / "memory.max").write_text(str(memory_mib * 2**20))
+            elif controller == "cpu":
+                (path / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+                (path / "cpu.cfs_quota_us").write_text(str(cpus * CFS_PERIOD_US))
+            else:
+                (path / "memory.limit_in_bytes").write_text(str(memory_mib * 2**20))
+        except OSError as exc:
+            key = "cpus" if controller == "cpu" else "memory"
+            facts["enforced"][key] = False
+            facts["notes"].append(f"the {controller} limit is not enforced: {path}: {exc.strerror}")
+    facts["notes"].append(
+        "nproc and /proc/meminfo inside report the host's CPUs and memory, not the limits"
+    )
+    return made, facts
+
+
+def _join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
+    """A /bin/sh prelude that moves itself into the sandbox's cgroups, then execs the command."""
+    if not cgroups:
+        return []
+    script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f/cgroup.procs"; done; '
+    script += 'while [ "$1" != -- ]; do shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", *map(str, cgroups), "--"]
+
+
+def _remove_cgroup(path: Path, deadline: float) -> None:
+    while path.exists():
+        try:
+            path.rmdir()
+        except OSError as exc:
+            # EBUSY until the kernel has finished tearing down the processes inside.
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
+                ) from None
+            time.sleep(0.005)
+
+
+def _describe_limits(facts: dict) -> str:
+    parts = []
+    for (key, ok), name in zip(facts["enforced"].items(), ("cpu", "memory"), strict=True):
+        how = f"enforced (cgroup {facts['cgroup'].get(name, '?')})" if ok else "not enforced"
+        parts.append(f"{key}: {how}")
+    return "; ".join(parts)
