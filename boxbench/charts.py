@@ -1,0 +1,221 @@
+"""Plotly figure dicts built from materialized aggregates (no statistics here, only layout).
+
+Plain dicts rather than plotly.graph_objects: building a graph object validates every property
+and costs milliseconds per request, while the browser's plotly.js validates anyway.
+"""
+
+from boxbench.templatetags.boxbench_format import num
+
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D"]
+FONT = {"family": "system-ui, sans-serif", "size": 13}
+
+
+def _layout(title: str, height: int, **extra) -> dict:
+    layout = {
+        "title": {"text": title, "font": {"size": 15}},
+        "height": height,
+        "margin": {"l": 150, "r": 30, "t": 50, "b": 50},
+        "font": FONT,
+        "plot_bgcolor": "white",
+        "showlegend": True,
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _provider_label(row: dict) -> str:
+    marker = row.get("region_marker")
+    return f"{row['provider_name']} ({marker})" if marker else row["provider_name"]
+
+
+def _status_annotations(rows: list[dict], x_axis_title: str) -> list[dict]:
+    """A status label drawn where the bar would be, with its meaning on hover."""
+    return [
+        {
+            "x": 0,
+            "y": _provider_label(r),
+            "xref": "x",
+            "yref": "y",
+            "xanchor": "left",
+            "text": f"<i>{r['label']}</i>",
+            "showarrow": False,
+            "hovertext": r["meaning"],
+            "font": {"color": "#666"},
+            "name": "status",
+        }
+        for r in rows
+        if r.get("label") and not _has_bar(r)
+    ]
+
+
+def _has_bar(row: dict) -> bool:
+    return bool(row.get("ranked"))
+
+
+def _categories(rows: list[dict]) -> list[str]:
+    # Reversed: plotly draws the first category at the bottom of a horizontal chart.
+    return [_provider_label(r) for r in reversed(rows)]
+
+
+def stacked_stage_bars(unit: dict) -> dict | None:
+    """One horizontal bar per ranked provider; segment widths fill the total median, while each
+    segment's label shows its own unscaled stage median."""
+    rows = unit["rows"]
+    barred = [r for r in rows if _has_bar(r) and r["segments"]]
+    if not barred:
+        return None
+    measure = unit["measure_unit"]
+    traces = []
+    for i, stage in enumerate(unit["stages"]):
+        with_stage = [
+            (r, s) for r in barred for s in r["segments"] if s["stage"] == stage and s["width"]
+        ]
+        if not with_stage:
+            continue
+        traces.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": stage,
+                "y": [_provider_label(r) for r, _ in with_stage],
+                "x": [s["width"] for _, s in with_stage],
+                "text": [num(s["median"]) for _, s in with_stage],
+                "textposition": "inside",
+                "insidetextanchor": "middle",
+                "customdata": [[s["median"], r["median"]] for r, s in with_stage],
+                "hovertemplate": (
+                    f"{stage}: median %{{customdata[0]}} {measure}<br>"
+                    f"total median %{{customdata[1]}} {measure}<extra></extra>"
+                ),
+                "marker": {"color": PALETTE[i % len(PALETTE)]},
+            }
+        )
+    layout = _layout(
+        f"Stage medians of {unit['unit_title']} ({measure}): bars fill the total median, "
+        "labels show each stage's own median",
+        120 + 45 * len(rows),
+        barmode="stack",
+        xaxis={"title": {"text": f"total median ({measure})"}, "gridcolor": "#eee"},
+        yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
+        annotations=_status_annotations(rows, measure),
+    )
+    return {"data": traces, "layout": layout}
+
+
+def metric_bars(unit: dict) -> dict:
+    """The median of the metric per ranked provider, with its 95 % interval."""
+    rows = unit["rows"]
+    barred = [r for r in rows if _has_bar(r)]
+    measure = unit["measure_unit"]
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "name": "median",
+        "y": [_provider_label(r) for r in barred],
+        "x": [r["median"] for r in barred],
+        "text": [num(r["median"]) for r in barred],
+        "textposition": "auto",
+        "error_x": {
+            "type": "data",
+            "symmetric": False,
+            "array": [r["ci_high"] - r["median"] for r in barred],
+            "arrayminus": [r["median"] - r["ci_low"] for r in barred],
+            "color": "#333",
+        },
+        "hovertemplate": f"median %{{x}} {measure}<extra></extra>",
+        "marker": {"color": PALETTE[0]},
+    }
+    better = "lower" if unit["lower_is_better"] else "higher"
+    layout = _layout(
+        f"{unit['metric']} median with 95 % interval ({measure}, {better} is better)",
+        120 + 45 * len(rows),
+        showlegend=False,
+        xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
+        yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
+        annotations=_status_annotations(rows, measure),
+    )
+    return {"data": [trace], "layout": layout}
+
+
+def workload_bars(summary: dict) -> dict:
+    """The All view: each provider's workload value (geometric mean over the unit set)."""
+    rows = summary["rows"]
+    barred = [r for r in rows if _has_bar(r) and r["workload_value"] is not None]
+    measure = summary["measure_unit"]
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "name": "workload value",
+        "y": [_provider_label(r) for r in barred],
+        "x": [r["workload_value"] for r in barred],
+        "text": [
+            num(r["workload_value"]) + (" *" if r["substituted_units"] else "") for r in barred
+        ],
+        "textposition": "auto",
+        "hovertemplate": f"workload value %{{x}} {measure}<extra></extra>",
+        "marker": {"color": PALETTE[0]},
+    }
+    layout = _layout(
+        f"All units: geometric mean of unit medians ({measure}); * substituted units",
+        120 + 45 * len(rows),
+        showlegend=False,
+        xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
+        yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
+        annotations=_status_annotations(rows, measure),
+    )
+    return {"data": [trace], "layout": layout}
+
+
+def distribution(unit: dict) -> dict | None:
+    """Per-trial values per provider: a nearest-rank box with every (or evenly sampled) trial."""
+    rows = [r for r in unit["rows"] if r["distribution"]]
+    if not rows:
+        return None
+    traces = []
+    for i, row in enumerate(rows):
+        d = row["distribution"]
+        color = PALETTE[i % len(PALETTE)]
+        traces.append(
+            {
+                "type": "box",
+                "name": _provider_label(row),
+                "x": [i],
+                "q1": [d["p25"]],
+                "median": [d["p50"]],
+                "q3": [d["p75"]],
+                "lowerfence": [d["min"]],
+                "upperfence": [d["max"]],
+                "width": 0.5,
+                "marker": {"color": color},
+                "hoverinfo": "y",
+                "showlegend": False,
+            }
+        )
+        count = len(d["points"])
+        # A fixed golden-ratio jitter: deterministic, so screenshots and tests are repeatable.
+        offsets = [0.35 * (((j * 0.618034) % 1.0) - 0.5) for j in range(count)]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{_provider_label(row)} trials",
+                "x": [i + o for o in offsets],
+                "y": d["points"],
+                "marker": {"color": color, "size": 5, "opacity": 0.55},
+                "hovertemplate": "%{y}<extra></extra>",
+                "showlegend": False,
+            }
+        )
+    layout = _layout(
+        f"Per-trial {unit['metric']} ({unit['measure_unit']}) of successful trials",
+        420,
+        margin={"l": 70, "r": 30, "t": 50, "b": 60},
+        xaxis={
+            "tickvals": list(range(len(rows))),
+            "ticktext": [_provider_label(r) for r in rows],
+            "range": [-0.6, len(rows) - 0.4],
+        },
+        yaxis={"title": {"text": unit["measure_unit"]}, "gridcolor": "#eee", "rangemode": "tozero"},
+    )
+    return {"data": traces, "layout": layout}

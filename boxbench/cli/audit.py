@@ -1,0 +1,100 @@
+"""`bench audit RUN`: print the run's audit report (auditing it first when none is stored), or
+record how a failing pair was resolved."""
+
+from django.core.management.base import CommandError
+
+from boxbench import results
+from boxbench.cli.common import get_run
+from boxbench.models import AuditResolution, Benchmark, Provider, ResolutionKind
+
+help = "Print a run's audit report (running the audit if none is stored) or record a resolution."
+
+
+def add_arguments(parser):
+    parser.add_argument("run", help="Run id (UUID) or a unique run name.")
+    parser.add_argument("--again", action="store_true", help="Re-run the audit and store it.")
+    parser.add_argument(
+        "--resolve",
+        metavar="PROVIDER/BENCHMARK/CHECK",
+        help="Record the resolution of one failed check (needs --kind and --note).",
+    )
+    parser.add_argument("--kind", choices=ResolutionKind.values)
+    parser.add_argument("--note", help="What explains or resolves the failure, for the record.")
+    parser.add_argument("--rerun", help="With --kind rerun: the run that re-ran the pair.")
+
+
+def handle(options, out):
+    run = get_run(options["run"])
+    if options.get("resolve"):
+        _resolve(run, options, out)
+        return
+    if options.get("again") or run.audit_report is None:
+        results.run_audit(run)
+    out.write(format_report(run))
+
+
+def _resolve(run, options, out):
+    parts = options["resolve"].split("/")
+    if len(parts) != 3:
+        raise CommandError("--resolve takes PROVIDER/BENCHMARK/CHECK, e.g. docker/create/trend")
+    if not options.get("kind") or not options.get("note"):
+        raise CommandError("--resolve needs --kind and a --note saying why")
+    provider = Provider.objects.filter(slug=parts[0]).first()
+    benchmark = Benchmark.objects.filter(slug=parts[1]).order_by("-version").first()
+    if provider is None or benchmark is None:
+        raise CommandError(f"unknown provider or benchmark in {options['resolve']!r}")
+    rerun = get_run(options["rerun"]) if options.get("rerun") else None
+    if options["kind"] == ResolutionKind.RERUN and rerun is None:
+        raise CommandError("--kind rerun needs --rerun RUN naming the run that re-ran the pair")
+    resolution = AuditResolution(
+        run=run, provider=provider, benchmark=benchmark, check_name=parts[2],
+        kind=options["kind"], note=options["note"], rerun=rerun,
+    )  # fmt: skip
+    try:
+        excluded = results.apply_resolution(resolution)
+    except results.PublishRefused as exc:
+        raise CommandError(str(exc)) from None
+    out.write(f"Resolved {options['resolve']} ({resolution.get_kind_display()}).")
+    if excluded:
+        out.write(f"{excluded} trial(s) marked excluded by the objective outlier rule.")
+
+
+def _value(x, suffix=""):
+    return "-" if x is None else f"{x:.4g}{suffix}"
+
+
+def format_report(run) -> str:
+    report = run.audit_report or {}
+    unresolved = set(results.unresolved_failures(run))
+    lines = [f"Audit of run {run.name} ({run.id}), q level {report.get('q_level')}"]
+    family = report.get("families", {}).get("failure", {})
+    if family:
+        lines.append(
+            f"failure family: {family.get('size', 0)} tests, {family.get('discoveries', 0)} "
+            "discoveries"
+        )
+    for pair in report.get("pairs", []):
+        detectable = pair.get("detectable_effect") or {}
+        if detectable.get("unbounded"):
+            effect = "unbounded"
+        else:
+            effect = _value(detectable.get("percent_of_median"), " % of the median")
+        lines.append(
+            f"\n{pair['provider']} / {pair['benchmark']}: {pair['verdict'].upper()}  "
+            f"n={pair['n']}  detectable effect {effect}"
+        )
+        for name, finding in pair["checks"].items():
+            flag = ""
+            if finding["verdict"] == "fail":
+                key = (pair["provider"], pair["benchmark"], name)
+                flag = "  UNRESOLVED" if key in unresolved else "  resolved"
+            lines.append(
+                f"  {name:<15} {finding['verdict']:<10} effect {_value(finding['effect']):>8}  "
+                f"p {_value(finding['p']):>8}  q {_value(finding['q']):>8}  "
+                f"{finding['reason']}{flag}"
+            )
+        for item in pair.get("excluded_trials", []):
+            lines.append(f"  excluded trial {item['trial_id']}: {item['reason']}")
+    if not report.get("pairs"):
+        lines.append("No successful trials to audit.")
+    return "\n".join(lines)

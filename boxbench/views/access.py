@@ -1,0 +1,24 @@
+"""Fetching what a page shows: one Aggregate row per page, or a run the visitor may see."""
+
+import uuid
+
+from django.http import Http404
+
+from boxbench.models import Aggregate, Run
+
+
+def aggregate(scope: str, key: str) -> dict:
+    """The materialized data of one page; 404 when nothing is published for it."""
+    data = Aggregate.objects.filter(scope=scope, key=key).values_list("data", flat=True).first()
+    if data is None:
+        raise Http404(f"nothing published for {scope} {key!r}")
+    return data
+
+
+def visible_run(request, run_id: uuid.UUID) -> Run:
+    """A published run for everyone; an unpublished one for staff only (others get a 404, so
+    an outsider cannot learn that the run exists)."""
+    run = Run.objects.filter(id=run_id).first()
+    if run is None or not (run.published or request.user.is_staff):
+        raise Http404("no such run")
+    return run

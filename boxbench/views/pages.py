@@ -1,0 +1,185 @@
+"""The leaderboard pages: overview, benchmark, unit, provider and methodology."""
+
+import functools
+from pathlib import Path
+
+from django.conf import settings
+from django.http import Http404
+from django.shortcuts import render
+
+from boxbench import charts
+from boxbench.models import Aggregate, ClockGate, Measurement, MeasurementKind, Provider, Trial
+from boxbench.views import tables
+from boxbench.views.access import aggregate
+
+TRIALS_PER_PAGE = 100
+
+
+def overview(request):
+    data = Aggregate.objects.filter(scope="overview", key="").values_list("data", flat=True)
+    data = data.first()
+    context = {"overview": data}
+    if data:
+        context["score_rows"] = _expandable(tables.score_rows(data), request.GET.get("open", ""))
+        context["composite_rows"] = _composite_rows(data)
+    return render(request, "boxbench/overview.html", context)
+
+
+def _expandable(rows: list[dict], open_param: str) -> list[dict]:
+    """Mark which tree rows are expanded (listed in ?open=) and visible (every ancestor open)."""
+    opened = {p for p in open_param.split(",") if p}
+    for row in rows:
+        parts = row["path"].split("/")
+        row["parent"] = "/".join(parts[:-1]) if row["level"] != "section" else "overall"
+        row["open"] = row["level"] == "overall" or row["path"] in opened
+        ancestors = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        row["visible"] = row["level"] in ("overall", "section") or all(
+            a in opened for a in ancestors
+        )
+    return rows
+
+
+def _composite_rows(data: dict) -> list[dict]:
+    time, cost = data["composites"].get("time", {}), data["composites"].get("cost", {})
+    rows = [
+        {"provider": data["providers"].get(p, {"provider_name": p}), "time": time.get(p),
+         "cost": cost.get(p)}
+        for p in sorted(set(time) | set(cost))
+    ]  # fmt: skip
+    return [r for r in rows if r["time"] is not None or r["cost"] is not None]
+
+
+def benchmark(request, slug):
+    summary = aggregate("benchmark", slug)
+    units = [u["slug"] for u in summary["units"]]
+    chosen = request.GET.get("unit") or units[0]
+    if chosen not in units:
+        raise Http404(f"benchmark {slug} has no unit {chosen!r}")
+    unit = aggregate("unit", f"{slug}/{chosen}")
+    context = {
+        "summary": summary,
+        "unit": unit,
+        "table": tables.benchmark_table(summary),
+        "unit_table": tables.unit_table(unit),
+        "workload_chart": charts.workload_bars(summary) if summary["multi_unit"] else None,
+        "metric_chart": charts.metric_bars(unit),
+        "stage_chart": charts.stacked_stage_bars(unit),
+        "derived": _derived(unit),
+    }
+    return render(request, "boxbench/benchmark.html", context)
+
+
+def _derived(unit: dict) -> dict | None:
+    """What the derived-view widget needs: stages and the precomputed subset summaries."""
+    if not unit["derived_available"]:
+        return None
+    rows = [
+        {"provider": r["provider_name"], "views": r["derived"]}
+        for r in unit["rows"]
+        if r["derived"]
+    ]
+    if not rows:
+        return None
+    return {"stages": unit["stages"], "rows": rows, "lower_is_better": unit["lower_is_better"]}
+
+
+def unit(request, slug, unit_slug):
+    data = aggregate("unit", f"{slug}/{unit_slug}")
+    provider = request.GET.get("provider", "")
+    page = _page_number(request)
+    trials, has_next = _trials_page(data, provider, page)
+    context = {
+        "unit": data,
+        "table": tables.unit_table(data),
+        "distribution_chart": charts.distribution(data),
+        "stage_chart": charts.stacked_stage_bars(data),
+        "derived": _derived(data),
+        "trials": trials,
+        "provider_filter": provider,
+        "page": page,
+        "has_next": has_next,
+    }
+    return render(request, "boxbench/unit.html", context)
+
+
+def _page_number(request) -> int:
+    try:
+        page = int(request.GET.get("page", "1"))
+    except ValueError:
+        raise Http404("page must be a whole number") from None
+    if page < 1:
+        raise Http404("page must be at least 1")
+    return page
+
+
+def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool]:
+    """One page of the unit's trials (raw rows, not statistics) with their clock-gate results."""
+    trials = Trial.objects.filter(
+        run_id=data["run"], benchmark__slug=data["benchmark"], unit__slug=data["unit"]
+    ).order_by("seq")
+    if provider:
+        trials = trials.filter(provider__slug=provider)
+    start = (page - 1) * TRIALS_PER_PAGE
+    rows = list(
+        trials.values(
+            "id", "seq", "round", "attempt", "provider__slug", "outcome", "owner", "cause",
+            "replaces_id", "cost_usd",
+        )[start : start + TRIALS_PER_PAGE + 1]
+    )  # fmt: skip
+    has_next = len(rows) > TRIALS_PER_PAGE
+    rows = rows[:TRIALS_PER_PAGE]
+    measured = {}
+    for trial_id, kind, name, value, gate in Measurement.objects.filter(
+        trial_id__in=[r["id"] for r in rows]
+    ).values_list("trial_id", "kind", "name", "value", "clock_gate"):
+        entry = measured.setdefault(trial_id, {"value": None, "gates": []})
+        if kind == MeasurementKind.METRIC and name == data["metric"]:
+            entry["value"] = value
+        if gate:
+            entry["gates"].append((name, gate))
+    for row in rows:
+        entry = measured.get(row["id"], {"value": None, "gates": []})
+        row["value"] = entry["value"]
+        failed = [name for name, gate in entry["gates"] if gate == ClockGate.FAIL]
+        if failed:
+            row["clock_gate"] = "fail: " + ", ".join(sorted(failed))
+        elif entry["gates"]:
+            row["clock_gate"] = "pass"
+        else:
+            row["clock_gate"] = "not guest-timed"
+    return rows, has_next
+
+
+def provider(request, slug):
+    data = Aggregate.objects.filter(scope="provider", key=slug).values_list("data", flat=True)
+    data = data.first()
+    if data is None:
+        # A provider added since the last publication: its declaration, nothing measured yet.
+        found = Provider.objects.filter(slug=slug).first()
+        if found is None:
+            raise Http404(f"no provider {slug!r}")
+        data = {
+            "provider": found.slug, "provider_name": found.name, "region": found.region,
+            "region_marker": found.region_marker, "region_note": found.region_note,
+            "adapter": found.adapter, "declaration": found.declaration,
+            "declaration_digest": found.declaration_digest, "pricing": found.pricing,
+            "pricing_digest": found.pricing_digest, "overall": {}, "sections": [], "results": [],
+        }  # fmt: skip
+    return render(request, "boxbench/provider.html", {"p": data})
+
+
+@functools.cache
+def _methodology_html(path: str, mtime: float) -> str:
+    import markdown
+
+    text = Path(path).read_text(encoding="utf-8")
+    return markdown.markdown(text, extensions=["tables", "fenced_code", "toc"])
+
+
+def methodology(request):
+    path = Path(settings.BASE_DIR) / "docs" / "methodology.md"
+    try:
+        html = _methodology_html(str(path), path.stat().st_mtime)
+    except FileNotFoundError:
+        html = ""
+    return render(request, "boxbench/methodology.html", {"html": html})

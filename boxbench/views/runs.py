@@ -1,0 +1,56 @@
+"""A run's report: manifest, progress, audit with resolutions, and (staff only) private evidence."""
+
+from django.db.models import Count
+from django.shortcuts import render
+
+from boxbench.models import AuditResolution, Evidence, Trial
+from boxbench.views.access import visible_run
+
+EVIDENCE_SHOWN = 200
+VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
+
+
+def run_page(request, run_id):
+    run = visible_run(request, run_id)
+    counts = list(
+        Trial.objects.filter(run=run)
+        .values("state", "outcome")
+        .annotate(n=Count("id"))
+        .order_by("state", "outcome")
+    )
+    resolutions = list(
+        AuditResolution.objects.filter(run=run)
+        .select_related("provider", "benchmark", "rerun", "actor")
+        .order_by("provider__slug", "benchmark__slug", "check_name")
+    )
+    resolved = {(r.provider.slug, r.benchmark.slug, r.check_name): r for r in resolutions}
+    context = {
+        "run": run,
+        "counts": counts,
+        "total": sum(c["n"] for c in counts),
+        "done": sum(c["n"] for c in counts if c["state"] == "done"),
+        "pairs": _pairs(run.audit_report or {}, resolved),
+        "families": (run.audit_report or {}).get("families", {}),
+        "resolutions": resolutions,
+        "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
+    }
+    if request.user.is_staff:
+        context["evidence"] = list(
+            Evidence.objects.filter(trial__run=run)
+            .select_related("trial__provider", "trial__benchmark")
+            .order_by("trial__seq", "kind")[:EVIDENCE_SHOWN]
+        )
+    return render(request, "boxbench/run.html", context)
+
+
+def _pairs(report: dict, resolved: dict) -> list[dict]:
+    """Audit pairs, failing first, each check with its resolution when one is recorded."""
+    pairs = []
+    for pair in report.get("pairs", []):
+        checks = []
+        for name, finding in pair.get("checks", {}).items():
+            key = (pair["provider"], pair["benchmark"], name)
+            checks.append({"name": name, **finding, "resolution": resolved.get(key)})
+        pairs.append({**pair, "check_list": checks})
+    pairs.sort(key=lambda p: (VERDICT_ORDER.get(p["verdict"], 9), p["provider"], p["benchmark"]))
+    return pairs

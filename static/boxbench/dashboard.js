@@ -1,0 +1,96 @@
+/* boxbench: draw the prepared plotly figures, expand the score tree, and switch derived views.
+   No statistics are computed here: every number comes precomputed from the server. */
+"use strict";
+
+function setParam(name, value) {
+  const url = new URL(window.location.href);
+  if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
+  window.history.replaceState(null, "", url);
+}
+
+function drawCharts() {
+  if (!window.Plotly) return;
+  document.querySelectorAll("div.chart[data-figure]").forEach((el) => {
+    const figure = JSON.parse(document.getElementById(el.id + "-data").textContent);
+    Plotly.newPlot(el, figure.data, figure.layout, { displaylogo: false, responsive: true });
+  });
+}
+
+function setupScoreTree() {
+  const table = document.getElementById("score-tree");
+  if (!table) return;
+  const rows = Array.from(table.querySelectorAll("tr.node"));
+  const opened = new Set((new URL(window.location.href).searchParams.get("open") || "").split(",").filter(Boolean));
+  function refresh() {
+    const visible = new Set(["overall"]);
+    rows.forEach((row) => {
+      const path = row.dataset.path, parent = row.dataset.parent;
+      const shown = row.classList.contains("level-overall") || (visible.has(parent) && (parent === "overall" || opened.has(parent)));
+      row.hidden = !shown;
+      if (shown) visible.add(path);
+      const button = row.querySelector("button.toggle");
+      if (button) {
+        button.setAttribute("aria-expanded", opened.has(path) ? "true" : "false");
+        button.textContent = opened.has(path) ? "\u25be" : "\u25b8";
+      }
+    });
+    setParam("open", Array.from(opened).sort().join(","));
+  }
+  table.addEventListener("click", (event) => {
+    const button = event.target.closest("button.toggle");
+    if (!button) return;
+    const path = button.dataset.path;
+    if (opened.has(path)) opened.delete(path); else opened.add(path);
+    refresh();
+  });
+}
+
+function formatNumber(value) {
+  /* The server's `num` filter: one decimal from 100 up, else four significant digits. */
+  if (value === null || value === undefined) return "";
+  if (Math.abs(value) >= 100) return value.toFixed(1);
+  return String(Number(value.toPrecision(4)));
+}
+
+function setupDerivedView() {
+  const holder = document.getElementById("derived-data");
+  if (!holder) return;
+  const derived = JSON.parse(holder.textContent);
+  const section = document.getElementById("derived");
+  const boxes = Array.from(section.querySelectorAll("input[name=stage]"));
+  const body = section.querySelector(".derived-table tbody");
+  const wanted = new URL(window.location.href).searchParams.get("stages");
+  if (wanted) {
+    const chosen = new Set(wanted.split(","));
+    boxes.forEach((box) => { box.checked = chosen.has(box.value); });
+  }
+  function show() {
+    const selected = boxes.filter((b) => b.checked).map((b) => b.value);
+    body.replaceChildren();
+    setParam("stages", selected.length === boxes.length ? "" : selected.join(","));
+    if (!selected.length) {
+      const row = body.insertRow();
+      const cell = row.insertCell();
+      cell.colSpan = 5;
+      cell.textContent = "Choose at least one stage.";
+      return;
+    }
+    const key = derived.stages.filter((s) => selected.includes(s)).join("+");
+    derived.rows.forEach((entry) => {
+      const view = entry.views[key];
+      const row = body.insertRow();
+      const cells = view
+        ? [entry.provider, view.trials, formatNumber(view.median), formatNumber(view.tail), view.tail_kind || ""]
+        : [entry.provider, 0, "", "", "not recorded"];
+      cells.forEach((text) => { row.insertCell().textContent = String(text); });
+    });
+  }
+  boxes.forEach((box) => box.addEventListener("change", show));
+  show();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  drawCharts();
+  setupScoreTree();
+  setupDerivedView();
+});
