@@ -59,6 +59,13 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
+# Choices as plain sets: Django's enum `.values` is rebuilt on every access, too slow per line.
+OUTCOMES = frozenset(Outcome.values)
+OWNERS = frozenset(Owner.values)
+GATES = frozenset(ClockGate.values)
+RUN_STATUSES = frozenset(RunStatus.values)
+
+
 class RawDataError(Exception):
     """A file that cannot be imported; the message names the file, line and field."""
 
@@ -403,7 +410,7 @@ class _Importer:
             info.fail("id", f"run {run_id} is already in the database")
         manifest = header.get("manifest", dict)
         audit = header.get("audit_report", dict, optional=True)
-        status = info.get("status", str, choices=set(RunStatus.values))
+        status = info.get("status", str, choices=RUN_STATUSES)
         run = Run.objects.create(
             id=run_id,
             name=info.get("name", str),
@@ -494,7 +501,7 @@ class _Importer:
         if provider_slug not in self.providers:
             line.fail("provider", f"{provider_slug!r} is not in the run header")
         trial_id = line.uuid("trial")
-        outcome = line.get("outcome", str, choices=set(Outcome.values))
+        outcome = line.get("outcome", str, choices=OUTCOMES)
         in_flight = line.get("in_flight", float, optional=True)
         cost = line.get("cost_usd", float, optional=True)
         self.trials.append(
@@ -503,7 +510,7 @@ class _Importer:
                 self.providers[provider_slug], line.count("round", 1), line.count("seq", 1),
                 line.count("attempt", 1), line.uuid("replaces", optional=True),
                 line.get("batch", str), TrialState.DONE, outcome,
-                line.get("owner", str, choices=set(Owner.values)), line.get("cause", str),
+                line.get("owner", str, choices=OWNERS), line.get("cause", str),
                 line.get("job_host", str), line.moment("started_at"), line.moment("ended_at"),
                 in_flight, line.get("placement", dict), line.get("host_load", dict), cost,
             )
@@ -516,7 +523,7 @@ class _Importer:
                 if declared is None:
                     line.fail(group, f"{name!r} is not declared in the header's measurements")
                 gate = group_gates.get(name, "")
-                if gate not in ClockGate.values:
+                if gate not in GATES:
                     line.fail("clock_gates", f"{gate!r} is not one of pass, fail")
                 self.measurements.append(
                     (trial_id, kind, name, value, declared["unit"], declared["clock"], gate)
