@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# boxbench's two entry points, for a fresh Linux machine (Debian or Ubuntu) with Python 3.11+:
+#
+#   ./boxbench.sh run    install what is needed, run the default benchmark plan on the local
+#                        sandbox (and on Podman/Docker when available), then serve the dashboard
+#                        on http://127.0.0.1:8000
+#   ./boxbench.sh test   install what is needed and run the whole test suite, on SQLite and
+#                        again on PostgreSQL
+#
+# Settings come from the environment (see .env.example).
+set -euo pipefail
+
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+VENV=${BOXBENCH_VENV:-$ROOT/.venv}
+PY=$VENV/bin/python
+VAR=${BOXBENCH_VAR_DIR:-$ROOT/var}
+mkdir -p "$VAR"
+
+# Debian packages: the sandboxes (bubblewrap; podman and runc serve the Docker Engine API),
+# the tools the traces and machine benchmarks run inside them, and the test tools.
+RUN_PACKAGES="bubblewrap podman runc uidmap debootstrap fio sysbench git make gcc python3 python3-venv python3-pip python3-pytest procps"
+TEST_PACKAGES="chromium wrk postgresql"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
+}
+
+install_packages() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if ! command -v apt-get >/dev/null; then
+    say "Not a Debian system: install these yourself: ${missing[*]}"
+    return 0
+  fi
+  say "Installing Debian packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null || say "Could not install ${missing[*]}: providers needing them are refused"
+}
+
+python_ok() {
+  "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+setup_venv() {
+  local requirements=$1
+  if [ ! -x "$PY" ]; then
+    local base=""
+    for candidate in python3.13 python3.12 python3.11 python3; do
+      if command -v "$candidate" >/dev/null && python_ok "$candidate"; then base=$candidate; break; fi
+    done
+    [ -n "$base" ] || { echo "boxbench needs Python 3.11 or newer" >&2; exit 1; }
+    say "Creating the virtual environment in $VENV with $base"
+    "$base" -m venv "$VENV"
+  fi
+  local stamp=$VENV/.installed-$(sha256sum "$requirements" requirements.txt | sha256sum | cut -c1-16)
+  if [ ! -e "$stamp" ]; then
+    say "Installing Python packages from $requirements"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q -r "$requirements"
+    touch "$stamp"
+  fi
+}
+
+# Podman's Docker-compatible service on a socket of our own, so the docker provider works
+# without a Docker engine. Leaves DOCKER_HOST set when a daemon answers.
+start_container_engine() {
+  if [ -n "${DOCKER_HOST:-}" ]; then return 0; fi
+  if [ -S /var/run/docker.sock ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    export DOCKER_HOST=unix:///var/run/docker.sock
+    return 0
+  fi
+  command -v podman >/dev/null || return 0
+  local socket=$VAR/podman.sock
+  if [ ! -S "$socket" ] || ! pgrep -f "system service --time=0 unix://$socket" >/dev/null; then
+    rm -f "$socket"
+    local runtime=()
+    command -v runc >/dev/null && runtime=(--runtime runc)
+    nohup podman "${runtime[@]}" system service --time=0 "unix://$socket" \
+      >"$VAR/podman-service.log" 2>&1 &
+    for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
+  fi
+  [ -S "$socket" ] && export DOCKER_HOST=unix://$socket
+}
+
+start_postgres() {
+  if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then return 0; fi
+  say "Starting PostgreSQL"
+  local version
+  version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)
+  if [ -n "$version" ]; then
+    as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  fi
+  for _ in $(seq 50); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 0.2; done
+  echo "PostgreSQL is not answering on 127.0.0.1:5432; set BOXBENCH_TEST_DATABASE_URL" >&2
+  exit 1
+}
+
+ensure_test_database() {
+  # Trust auth on loopback as on a fresh Debian cluster configured for CI; pytest-django
+  # creates and drops its own test_<name> database next to this one.
+  "$PY" - "$1" <<'PYTHON'
+import sys, psycopg
+url = sys.argv[1]
+base, name = url.rsplit("/", 1)
+with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+    if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+        conn.execute(f'CREATE DATABASE "{name}"')
+PYTHON
+}
+
+cmd_run() {
+  install_packages $RUN_PACKAGES
+  setup_venv requirements.txt
+  start_container_engine
+  say "Preparing the database"
+  "$PY" manage.py migrate -v0
+  "$PY" manage.py collectstatic --noinput -v0
+  "$PY" manage.py bench doctor || true
+  local providers=local
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    say "Preparing the standard image for the docker provider (once; cached under var/)"
+    if "$PY" manage.py bench image prepare; then providers=local,docker; fi
+  fi
+  say "Starting the queue worker"
+  "$PY" manage.py qcluster >"$VAR/qcluster.log" 2>&1 &
+  local worker=$!
+  trap 'kill $worker 2>/dev/null || true' EXIT
+  say "Running the default plan on: $providers"
+  "$PY" manage.py bench run --plan default --provider "$providers" --wait --publish
+  say "Dashboard on http://127.0.0.1:8000 (admin at /admin/; create a user with: $PY manage.py createsuperuser)"
+  "$PY" manage.py runserver 127.0.0.1:8000 --noreload
+}
+
+cmd_test() {
+  install_packages $RUN_PACKAGES $TEST_PACKAGES
+  setup_venv requirements-dev.txt
+  start_postgres
+  local pg_url=${BOXBENCH_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
+  ensure_test_database "$pg_url"
+  say "ruff"
+  "$VENV/bin/ruff" check .
+  "$VENV/bin/ruff" format --check .
+  say "Tests on SQLite"
+  env -u DATABASE_URL "$VENV/bin/pytest" "$@"
+  say "Tests on PostgreSQL ($pg_url)"
+  DATABASE_URL=$pg_url "$VENV/bin/pytest" "$@"
+}
+
+case "${1:-}" in
+  run) shift; cmd_run "$@" ;;
+  test) shift; cmd_test "$@" ;;
+  *) echo "usage: ./boxbench.sh run | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
+esac
