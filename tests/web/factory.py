@@ -55,7 +55,7 @@ def _benchmark(slug, title, section, direction, units, stages, metric_unit, floo
 
 BENCHMARKS = [
     _benchmark("deepswe", "DeepSWE replay", "workload", "lower",
-               ["trace-a", "trace-b", "trace-c"], STAGES["deepswe"], "ms", 54),
+               ["trace-a", "trace-b", "trace-c"], STAGES["deepswe"], "ms", 40),
     _benchmark("create", "Create", "sandbox_operations", "lower", ["create"], STAGES["create"],
                "ms", 20),
     _benchmark("cpu", "CPU", "machine_performance", "higher", ["cpu"], [], "ops/s", 20),

@@ -1,0 +1,52 @@
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from boxbench import results
+from boxbench.models import AuditResolution, Benchmark, Provider, Run
+from tests.web import factory
+
+
+@pytest.fixture
+def imported_run(tmp_path, db):
+    """The fixture run, imported through `bench import` and not yet published."""
+    path = factory.write_run(tmp_path / "run.jsonl")
+    call_command("bench", "import", path)
+    return Run.objects.get(id=factory.RUN_ID)
+
+
+def explain_failures(run):
+    """Resolve every failing check by explanation: the fixture's units run in order, so
+    DeepSWE drifts by design."""
+    results.run_audit(run)
+    for provider, benchmark, check in results.failing_checks(run.audit_report):
+        results.apply_resolution(
+            AuditResolution(
+                run=run,
+                provider=Provider.objects.get(slug=provider),
+                benchmark=Benchmark.objects.get(slug=benchmark),
+                check_name=check,
+                kind="explained",
+                note="Units run one after another and differ in length by design.",
+            )
+        )
+
+
+@pytest.fixture
+def published_run(imported_run):
+    explain_failures(imported_run)
+    return results.publish(imported_run)
+
+
+@pytest.fixture
+def staff_client(client):
+    user = User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def outsider_client(client):
+    user = User.objects.create_user("outsider", password="pw-outsider-123")
+    client.force_login(user)
+    return client

@@ -1,0 +1,80 @@
+import csv
+import io
+import re
+
+import pytest
+
+from boxbench.models import Trial
+from boxbench.rawdata import export_jsonl
+from tests.web import factory
+
+pytestmark = pytest.mark.django_db
+
+
+def rows_of(response):
+    return list(csv.reader(io.StringIO(response.content.decode())))
+
+
+def html_table(response, table_id):
+    page = response.content.decode()
+    table = re.search(rf'<table class="data" id="{table_id}">(.*?)</table>', page, re.S).group(1)
+    header = re.findall(r"<th>(.*?)</th>", table)
+    body = [
+        re.findall(r"<td>(.*?)</td>", row, re.S)
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    ]
+    return [header, *body]
+
+
+def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run):
+    rows = rows_of(client.get("/benchmarks/deepswe.csv"))
+    assert rows[0] == ["provider", "rank", "label", "workload value", "substituted units", "n"]
+    assert rows == html_table(client.get("/benchmarks/deepswe/"), "benchmark-table")
+    boat = next(r for r in rows if r[0] == "boat")
+    assert boat[4] == "trace-c" and boat[5] == "40"
+    tiny = next(r for r in rows if r[0] == "tiny")
+    assert tiny[1:4] == ["", "Not Supported", ""]
+
+
+def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published_run):
+    rows = rows_of(client.get("/benchmarks/deepswe/units/trace-a.csv"))
+    assert rows[0][:10] == [
+        "provider", "rank", "label", "n", "median", "ci_low", "ci_high", "tail", "tail kind", "mean"
+    ]  # fmt: skip
+    assert rows[0][10:] == ["setup median", "replay median", "verify median"]
+    assert rows == html_table(client.get("/benchmarks/deepswe/units/trace-a/"), "unit-table")
+    local = rows[1]
+    assert local[0] == "local" and local[1] == "1" and local[8] == "p95"
+    assert float(local[5]) <= float(local[4]) <= float(local[6])
+
+
+def test_it_downloads_the_score_tree(client, published_run):
+    rows = rows_of(client.get("/scores.csv"))
+    assert rows[0] == ["level", "node", "label", "provider", "score", "rank", "run", "image digest"]
+    overall = [r for r in rows if r[0] == "overall"]
+    assert overall[0][3:6] == ["local", "100.0", "1"]
+    assert {r[3] for r in overall} == {"local", "docker", "boat"}
+    unit_rows = [r for r in rows if r[1] == "workload_time/deepswe/trace-c"]
+    assert {r[3] for r in unit_rows} == {"local", "docker"}  # boat has no result there
+    assert all(r[6] == factory.RUN_ID for r in unit_rows)
+
+
+def test_it_streams_the_raw_data_in_the_export_format(client, published_run):
+    response = client.get(f"/runs/{factory.RUN_ID}/raw.jsonl")
+    assert response.streaming
+    assert b"".join(response.streaming_content).decode() == "".join(export_jsonl(published_run))
+
+
+def test_it_defuses_spreadsheet_formulas_in_the_raw_csv(client, published_run):
+    Trial.objects.filter(run=published_run, outcome="provider_failure").update(
+        cause='=HYPERLINK("http://evil")'
+    )
+    response = client.get(f"/runs/{factory.RUN_ID}/raw.csv")
+    text = b"".join(response.streaming_content).decode()
+    assert "'=HYPERLINK" in text
+    assert response["Content-Type"].startswith("text/csv")
+
+
+def test_it_returns_404_for_csv_of_something_unpublished(client, imported_run):
+    assert client.get("/benchmarks/deepswe.csv").status_code == 404
+    assert client.get("/scores.csv").status_code == 404

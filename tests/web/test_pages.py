@@ -1,0 +1,183 @@
+import json
+import re
+
+import pytest
+
+from boxbench.models import Evidence, Trial
+from tests.web import factory
+
+pytestmark = pytest.mark.django_db
+RUN_URL = f"/runs/{factory.RUN_ID}/"
+
+
+def figure(response, chart_id):
+    found = re.search(
+        rf'<script id="{chart_id}-data" type="application/json">(.*?)</script>',
+        response.content.decode(),
+        re.S,
+    )
+    assert found, f"{chart_id} is not on the page"
+    return json.loads(found.group(1))
+
+
+def test_it_shows_an_empty_overview_before_anything_is_published(client, imported_run):
+    response = client.get("/")
+    assert response.status_code == 200
+    assert b"No run has been published yet." in response.content
+    assert client.get("/benchmarks/deepswe/").status_code == 404
+
+
+def test_it_shows_the_score_tree_with_ranks_and_the_source_run(client, published_run):
+    response = client.get("/?open=workload_time,workload_time/deepswe")
+    page = response.content.decode()
+    assert "Overall Score" in page and "Machine Performance Score" in page
+    assert "Composite Workload Time" in page
+    assert 'href="/benchmarks/deepswe/units/trace-a/"' in page
+    assert f'href="{RUN_URL}"' in page
+    # Opened rows in the URL are rendered expanded; a closed branch stays hidden.
+    assert 'data-path="workload_time/deepswe/trace-a" data-parent="workload_time/deepswe">' in page
+    assert (
+        'data-path="sandbox_operations/create/create" data-parent="sandbox_operations/create" hidden'
+        in page
+    )  # noqa: E501
+
+
+def test_it_shows_the_all_view_with_substitution_notes_and_status_labels(client, published_run):
+    response = client.get("/benchmarks/deepswe/")
+    page = response.content.decode()
+    assert "No successful trials on trace-c" in page
+    assert 'title="BoxRouter does not run this benchmark on this provider yet' in page
+    assert "Boat (EU)</b>: Timed from the US job host" in page
+    bars = figure(response, "workload-chart")["data"][0]
+    assert bars["y"] == ["Local sandbox", "Boat (EU)", "Docker"]
+    assert bars["text"][1].endswith(" *")  # Boat's value carries a substituted unit
+
+
+def test_it_scales_stage_segments_to_the_median_but_labels_them_unscaled(client, published_run):
+    response = client.get("/benchmarks/deepswe/?unit=trace-b")
+    chart = figure(response, "stage-chart")
+    assert [trace["name"] for trace in chart["data"]] == ["setup", "replay", "verify"]
+    unit = response.context["unit"]
+    for row in (r for r in unit["rows"] if r["ranked"]):
+        widths = [t["x"][t["y"].index(_label(row))] for t in chart["data"]]
+        labels = [t["text"][t["y"].index(_label(row))] for t in chart["data"]]
+        assert sum(widths) == pytest.approx(row["median"])
+        assert labels == [_num(row["stage_medians"][s]) for s in ("setup", "replay", "verify")]
+        assert sum(row["stage_medians"].values()) != pytest.approx(row["median"])
+
+
+def _label(row):
+    return (
+        f"{row['provider_name']} ({row['region_marker']})"
+        if row["region_marker"]
+        else row["provider_name"]
+    )
+
+
+def _num(value):
+    from boxbench.templatetags.boxbench_format import num
+
+    return num(value)
+
+
+def test_it_shows_a_single_unit_benchmark_as_a_bar_chart_of_the_metric(client, published_run):
+    response = client.get("/benchmarks/cpu/")
+    bars = figure(response, "metric-chart")["data"][0]
+    assert bars["y"][0] == "Local sandbox"  # higher is better: local does the most ops/s
+    assert b"stage-chart" not in response.content
+    assert b"higher is better" in response.content
+
+
+def test_it_precomputes_every_derived_view(client, published_run):
+    response = client.get("/benchmarks/create/")
+    derived = json.loads(
+        re.search(r'id="derived-data" type="application/json">(.*?)</script>',
+                  response.content.decode(), re.S).group(1)
+    )  # fmt: skip
+    assert derived["stages"] == ["create", "ready"]
+    views = derived["rows"][0]["views"]
+    assert set(views) == {"create", "ready", "create+ready"}
+    assert views["create+ready"]["trials"] == 20 and views["create+ready"]["tail_kind"] == "p95"
+
+
+def test_it_shows_the_unit_trials_with_outcomes_causes_and_clock_gates(client, published_run):
+    response = client.get("/benchmarks/create/units/create/?provider=docker")
+    page = response.content.decode()
+    assert "provider_failure" in page and "create returned HTTP 503" in page
+    assert "<td>pass</td>" in page
+    trials = response.context["trials"]
+    assert len(trials) == 21 and {t["provider__slug"] for t in trials} == {"docker"}
+    assert figure(response, "distribution-chart")["data"][0]["type"] == "box"
+
+
+def test_it_pages_the_trials_table(client, published_run):
+    first = client.get("/benchmarks/deepswe/units/trace-a/")
+    assert first.context["has_next"] is False and len(first.context["trials"]) == 60
+    assert client.get("/benchmarks/deepswe/units/trace-a/?page=0").status_code == 404
+    assert client.get("/benchmarks/deepswe/units/trace-a/?page=x").status_code == 404
+    assert client.get("/benchmarks/deepswe/?unit=nope").status_code == 404
+
+
+def test_it_shows_a_providers_results_declaration_and_pricing(client, published_run):
+    page = client.get("/providers/boat/").content.decode()
+    assert "DeepSWE replay" in page and "Trace C" in page and "Not Measured" in page
+    assert "per_vcpu_second" in page and "&quot;capabilities&quot;" in page
+    assert client.get("/providers/nobody/").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/", "/benchmarks/deepswe/", "/benchmarks/deepswe/units/trace-a/",
+                                  "/providers/local/", "/benchmarks/deepswe.csv", "/scores.csv",
+                                  "/benchmarks/deepswe/units/trace-a.csv"])  # fmt: skip
+def test_it_serves_each_page_in_three_queries_or_fewer(
+    client, published_run, path, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(3):
+        assert client.get(path).status_code == 200
+
+
+def test_it_hides_an_unpublished_run_from_visitors_and_outsiders(client, imported_run):
+    assert client.get(RUN_URL).status_code == 404
+    assert client.get(RUN_URL + "raw.jsonl").status_code == 404
+    assert client.get(RUN_URL + "raw.csv").status_code == 404
+
+
+def test_it_hides_an_unpublished_run_from_an_outsider(outsider_client, imported_run):
+    assert outsider_client.get(RUN_URL).status_code == 404
+
+
+def test_it_shows_staff_the_unpublished_run_with_progress(staff_client, imported_run):
+    response = staff_client.get(RUN_URL)
+    assert response.status_code == 200
+    assert b"not published" in response.content
+    assert b"280 of 281 trials finished" not in response.content
+    assert b"281 of 281 trials finished" in response.content
+
+
+def test_it_shows_the_audit_and_its_resolutions_to_everyone(client, published_run):
+    page = client.get(RUN_URL).content.decode()
+    assert "local / deepswe</b> — fail" in page
+    assert "Effect explained in the record: Units run one after another" in page
+    assert "detectable effect" in page and "unassessed" in page
+    assert "Private evidence" not in page
+
+
+def test_it_shows_private_evidence_to_staff_only(client, outsider_client, published_run):
+    trial = Trial.objects.filter(run=published_run).first()
+    Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 3, "secret": "tti"})
+    assert b"Private evidence" not in outsider_client.get(RUN_URL).content
+    outsider_client.logout()
+    from django.contrib.auth.models import User
+
+    outsider_client.force_login(User.objects.create_user("boss", is_staff=True))
+    page = outsider_client.get(RUN_URL).content.decode()
+    assert "Private evidence" in page and "readiness" in page and "attempts" in page
+
+
+def test_it_renders_the_methodology(client, settings, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "methodology.md").write_text(
+        "# Methodology\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    )
+    settings.BASE_DIR = tmp_path
+    page = client.get("/methodology/").content.decode()
+    assert '<h1 id="methodology">Methodology</h1>' in page and "<td>1</td>" in page
