@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -153,68 +154,100 @@ def _measurement_meta(run: Run, benchmark: Benchmark) -> dict:
     return meta
 
 
-def _trial_pages(run: Run) -> Iterator[list[dict]]:
-    """Finished trials in execution order, a page at a time (keyset pagination on seq, which is
-    unique within a run)."""
-    queryset = Trial.objects.filter(run=run, state=TrialState.DONE).order_by("seq")
-    columns = (
-        "id", "benchmark__slug", "benchmark__version", "unit__slug", "provider__slug", "round",
-        "seq", "attempt", "replaces_id", "batch", "outcome", "owner", "cause", "job_host",
-        "started_at", "ended_at", "in_flight", "placement", "host_load", "cost_usd",
-    )  # fmt: skip
-    last_seq = 0
-    while True:
-        rows = list(queryset.filter(seq__gt=last_seq).values(*columns)[:PAGE_SIZE])
-        if not rows:
-            return
-        last_seq = rows[-1]["seq"]
-        yield rows
+TRIAL_QUERY = """
+SELECT t.id, b.slug, b.version, u.slug, p.slug, t.round, t.seq, t.attempt, t.replaces_id,
+       t.batch, t.outcome, t.owner, t.cause, t.job_host, t.started_at, t.ended_at, t.in_flight,
+       t.placement, t.host_load, t.cost_usd, ({measurements}) AS measurements
+FROM boxbench_trial t
+JOIN boxbench_benchmark b ON b.id = t.benchmark_id
+JOIN boxbench_unit u ON u.id = t.unit_id
+JOIN boxbench_provider p ON p.id = t.provider_id
+WHERE t.run_id = %s AND t.state = 'done'
+ORDER BY t.seq
+"""
+
+# Each trial's measurements as one JSON array, sorted, so one streaming query serves the export.
+MEASUREMENTS_SQL = {
+    "postgresql": (
+        "SELECT json_agg(json_build_array(m.kind, m.name, m.value, m.clock_gate)"
+        " ORDER BY m.kind, m.name)::text FROM boxbench_measurement m WHERE m.trial_id = t.id"
+    ),
+    "sqlite": (
+        "SELECT json_group_array(json_array(m.kind, m.name, m.value, m.clock_gate)) FROM"
+        " (SELECT * FROM boxbench_measurement WHERE trial_id = t.id ORDER BY kind, name) m"
+    ),
+}
+
+
+def _trial_rows(run: Run) -> Iterator[tuple]:
+    """Finished trials in execution order from one streaming query (a server-side cursor on
+    PostgreSQL), so memory stays flat however many trials the run has."""
+    sql = TRIAL_QUERY.format(measurements=MEASUREMENTS_SQL[connection.vendor])
+    run_id = run.id if connection.vendor == "postgresql" else run.id.hex
+    with transaction.atomic(), connection.chunked_cursor() as cursor:
+        cursor.execute(sql, [run_id])
+        while rows := cursor.fetchmany(PAGE_SIZE):
+            yield from rows
 
 
 def iter_trials(run: Run) -> Iterator[dict]:
     """Trial records of a run in the raw-data format, streamed with constant memory."""
-    for rows in _trial_pages(run):
-        measurements: dict[uuid.UUID, list] = {}
-        found = Measurement.objects.filter(trial_id__in=[row["id"] for row in rows])
-        for trial_id, kind, name, value, gate in found.values_list(
-            "trial_id", "kind", "name", "value", "clock_gate"
-        ).order_by("trial_id", "kind", "name"):
-            measurements.setdefault(trial_id, []).append((kind, name, value, gate))
-        for row in rows:
-            yield _trial_record(row, measurements.get(row["id"], []))
+    for row in _trial_rows(run):
+        yield _trial_record(row)
 
 
-def _trial_record(row: dict, measurements: list) -> dict:
+def _uuid_text(value) -> str | None:
+    if value is None:
+        return None
+    return str(value) if isinstance(value, uuid.UUID) else str(uuid.UUID(value))
+
+
+def _json_value(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _moment(value) -> str | None:
+    if isinstance(value, str):  # SQLite without declared-type conversion
+        value = datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return _iso(value)
+
+
+def _trial_record(row: tuple) -> dict:
+    (trial_id, benchmark, version, unit, provider, round_, seq, attempt, replaces, batch,
+     outcome, owner, cause, job_host, started_at, ended_at, in_flight, placement, host_load,
+     cost, measurements) = row  # fmt: skip
     metrics, stages, gates = {}, {}, {}
-    for kind, name, value, gate in measurements:
+    for kind, name, value, gate in _json_value(measurements) or ():
         group = "metrics" if kind == MeasurementKind.METRIC else "stages"
         (metrics if group == "metrics" else stages)[name] = value
         if gate:
             gates.setdefault(group, {})[name] = gate
     record = {
         "type": "trial",
-        "benchmark": row["benchmark__slug"],
-        "benchmark_version": row["benchmark__version"],
-        "unit": row["unit__slug"],
-        "provider": row["provider__slug"],
-        "trial": str(row["id"]),
-        "round": row["round"],
-        "seq": row["seq"],
-        "attempt": row["attempt"],
-        "replaces": str(row["replaces_id"]) if row["replaces_id"] else None,
-        "batch": row["batch"],
-        "outcome": row["outcome"],
-        "owner": row["owner"],
-        "cause": row["cause"],
-        "job_host": row["job_host"],
-        "started_at": _iso(row["started_at"]),
-        "ended_at": _iso(row["ended_at"]),
-        "in_flight": row["in_flight"],
-        "placement": _canonical(row["placement"]),
-        "host_load": _canonical(row["host_load"]),
+        "benchmark": benchmark,
+        "benchmark_version": version,
+        "unit": unit,
+        "provider": provider,
+        "trial": _uuid_text(trial_id),
+        "round": round_,
+        "seq": seq,
+        "attempt": attempt,
+        "replaces": _uuid_text(replaces),
+        "batch": batch,
+        "outcome": outcome,
+        "owner": owner,
+        "cause": cause,
+        "job_host": job_host,
+        "started_at": _moment(started_at),
+        "ended_at": _moment(ended_at),
+        "in_flight": in_flight,
+        "placement": _canonical(_json_value(placement)),
+        "host_load": _canonical(_json_value(host_load)),
         "metrics": metrics,
         "stages": stages,
-        "cost_usd": row["cost_usd"],
+        "cost_usd": cost,
     }
     if gates:
         record["clock_gates"] = gates
@@ -326,10 +359,9 @@ class _Line:
     def numbers(self, field: str) -> dict[str, float | None]:
         values = self.get(field, dict)
         for name, value in values.items():
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                self.fail(field, f"{name!r} must be a number or null")
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and not (number and math.isfinite(value)):
+                self.fail(field, f"{name!r} must be a finite number or null")
         return {name: None if v is None else float(v) for name, v in values.items()}
 
 
