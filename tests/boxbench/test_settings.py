@@ -50,3 +50,26 @@ def test_it_stops_start_up_on_a_bad_setting():
     )
     assert result.returncode != 0
     assert "BOXBENCH_Q_WORKERS='many' is not a whole number" in result.stderr
+
+
+def test_it_flags_a_queue_that_would_hand_a_trial_out_twice(settings):
+    from boxbench.checks import check_queue
+
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 600, "retry": 600}
+    assert [e.id for e in check_queue(None)] == ["boxbench.E001"]
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 60, "max_attempts": 0}
+    assert [e.id for e in check_queue(None)] == ["boxbench.E002"]
+
+
+def test_it_warns_that_redis_job_hosts_need_a_shared_postgres(settings):
+    from boxbench.checks import check_queue
+
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:6379/0"}
+    settings.DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3"}}
+    assert [e.id for e in check_queue(None)] == ["boxbench.W001"]
+
+
+def test_it_accepts_the_default_queue_settings(settings):
+    from boxbench.checks import check_queue
+
+    assert check_queue(None) == []
