@@ -8,8 +8,11 @@ from django.core.checks import Error, Warning, register
 
 @register()
 def check_queue(app_configs, **kwargs):
+    return queue_problems(settings.Q_CLUSTER, settings.DATABASES["default"]["ENGINE"])
+
+
+def queue_problems(q: dict, database_engine: str) -> list:
     errors = []
-    q = settings.Q_CLUSTER
     if q.get("timeout", 0) >= q.get("retry", 0):
         errors.append(
             Error(
@@ -25,7 +28,7 @@ def check_queue(app_configs, **kwargs):
                 id="boxbench.E002",
             )
         )
-    if "redis" in q and settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    if "redis" in q and database_engine.endswith("sqlite3"):
         errors.append(
             Warning(
                 "A Redis broker serves several job hosts, which must share one PostgreSQL "

@@ -62,11 +62,12 @@ def test_it_flags_a_queue_that_would_hand_a_trial_out_twice(settings):
 
 
 def test_it_warns_that_redis_job_hosts_need_a_shared_postgres(settings):
-    from boxbench.checks import check_queue
+    from boxbench.checks import queue_problems
 
-    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:6379/0"}
-    settings.DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3"}}
-    assert [e.id for e in check_queue(None)] == ["boxbench.W001"]
+    q = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:6379/0"}
+    sqlite, postgres = "django.db.backends.sqlite3", "django.db.backends.postgresql"
+    assert [e.id for e in queue_problems(q, sqlite)] == ["boxbench.W001"]
+    assert queue_problems(q, postgres) == []
 
 
 def test_it_accepts_the_default_queue_settings(settings):
