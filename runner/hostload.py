@@ -63,9 +63,11 @@ class HostLoadSampler:
         return {
             "cpu_peak": round(self._peak, 4),
             "cpu_mean": round(_busy_share(self._first, self._last), 4),
-            "cpu_count": psutil.cpu_count(),
-            "mem_available_min_kib": self._mem_min_kib,
-            "memory_pressure_some_avg10_max": self._pressure_max,
+            "host_cpu_count": psutil.cpu_count(),
+            # Named as stats.audit.COLUMNS expects: the least available memory and the highest
+            # pressure seen over the window.
+            "mem_available_kib": self._mem_min_kib,
+            "mem_pressure_some_avg10": self._pressure_max,
             "cpu_throttled": throttled,
         }
 

@@ -138,7 +138,8 @@ class LocalProvider(Provider):
             "--setenv", "PATH", SANDBOX_PATH,
             "--info-fd", str(info_write),
             "--",
-            "/bin/sh", "-c",
+            # bash, not dash: dash cannot redirect to descriptors above 9.
+            "/bin/bash", "-c",
             f'echo ready >&{ready_write}; exec {ready_write}>&-; exec sleep "$1"', "sh",
             f"{spec.lifetime_s:.3f}",
         ]  # fmt: skip

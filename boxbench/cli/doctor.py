@@ -1,0 +1,81 @@
+"""`bench doctor`: what each provider needs and whether it is there; the database, the queue,
+free disk."""
+
+import shutil
+
+from django.conf import settings
+from django.core.management.base import CommandError
+from django.db import connection
+
+from runner.declarations import DeclarationError, load_all
+from runner.providers import get_provider
+
+help = "Check what each provider needs, the database, the queue and free disk."
+
+MIN_FREE_GIB = 2.0
+
+
+def add_arguments(parser):
+    parser.add_argument("--provider", action="append", help="Only these providers (repeatable).")
+
+
+def handle(options, out):
+    failures = 0
+
+    def report(section, name, ok, detail):
+        nonlocal failures
+        failures += not ok
+        out.write(f"{'PASS' if ok else 'FAIL'} {section:<9} {name:<14} {detail}")
+
+    try:
+        declarations = load_all()
+    except DeclarationError as exc:
+        report("provider", "declarations", False, str(exc))
+        declarations = {}
+    for slug, declaration in declarations.items():
+        if options.get("provider") and slug not in options["provider"]:
+            continue
+        try:
+            checks = get_provider(slug, declaration).doctor()
+        except Exception as exc:  # noqa: BLE001 - a broken adapter is a failed check
+            report("provider", slug, False, f"{type(exc).__name__}: {exc}")
+            continue
+        for check in checks:
+            report("provider", f"{slug}:{check.name}", check.ok, check.detail)
+    for name, ok, detail in (database_check(), queue_check()):
+        report("service", name, ok, detail)
+    for path in (settings.VAR_DIR, settings.LOCAL_SANDBOX_ROOT):
+        ok, detail = disk_check(path)
+        report("disk", str(path.name), ok, detail)
+    if failures:
+        raise CommandError(f"{failures} check(s) failed")
+
+
+def database_check():
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001
+        return "database", False, f"{connection.vendor}: {exc}"
+    return "database", True, f"{connection.vendor} {connection.settings_dict['NAME']}"
+
+
+def queue_check():
+    from django_q.brokers import get_broker
+
+    q = settings.Q_CLUSTER
+    kind = "redis" if "redis" in q else "orm"
+    if q.get("sync"):
+        return "queue", True, "sync: tasks run inline (BOXBENCH_Q_SYNC)"
+    try:
+        broker = get_broker()
+        ok = broker.ping()
+    except Exception as exc:  # noqa: BLE001
+        return "queue", False, f"{kind} broker: {exc}"
+    return "queue", bool(ok), f"{kind} broker, cluster {q['name']!r}; start it: manage.py qcluster"
+
+
+def disk_check(path):
+    path.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(path).free / 2**30
+    return free >= MIN_FREE_GIB, f"{path}: {free:.1f} GiB free (needs {MIN_FREE_GIB:g})"

@@ -1,0 +1,137 @@
+"""Pure planning rules (no Django): eligibility refusals, rounds, shuffled interleaved order,
+in-flight tracking and the top-up stop conditions of the common methodology.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+ROUNDS = 4
+
+REFUSAL_LABELS = {"R401": "Not Supported", "R402": "Not Offered", "R403": "Account Limit"}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    provider: str
+    benchmark: str
+    code: str  # R401 missing capability, R402 machine size not offered, R403 concurrency limit
+    missing: str
+    message: str
+
+    @property
+    def label(self) -> str:
+        return REFUSAL_LABELS[self.code]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
+    """Why `declaration`'s provider cannot enter `definition`'s benchmark; [] when it can."""
+    found = []
+
+    def refuse(code, missing, message):
+        found.append(Refusal(declaration.provider, definition.slug, code, missing, message))
+
+    missing = [c for c in definition.required_capabilities if c not in declaration.capabilities]
+    if missing:
+        refuse(
+            "R401",
+            ", ".join(missing),
+            f"{declaration.provider} does not declare {', '.join(missing)}, "
+            f"which {definition.slug} requires",
+        )
+    if not declaration.offers(definition.cpus, definition.memory_mib):
+        size = f"{definition.cpus} vCPU / {definition.memory_mib} MiB"
+        refuse("R402", size, f"{declaration.provider} offers no {size} sandbox")
+    limit = declaration.concurrent_sandboxes
+    if limit is not None and concurrency > limit:
+        refuse(
+            "R403",
+            f"concurrency {concurrency} > {limit}",
+            f"{declaration.provider} allows {limit} concurrent sandboxes; "
+            f"the run asks for {concurrency}",
+        )
+    return found
+
+
+def split_rounds(trials: int, rounds: int = ROUNDS) -> list[int]:
+    """Spread `trials` over `rounds` as evenly as possible, earlier rounds taking the remainder."""
+    base, extra = divmod(trials, rounds)
+    return [base + (1 if r < extra else 0) for r in range(rounds)]
+
+
+def chain_order(benchmarks: list[str], rng: random.Random, rounds: int = ROUNDS) -> list:
+    """A provider's blocks [(benchmark, round)]: its benchmark order shuffled once per run, then
+    round 1 of every benchmark, round 2 of every benchmark..., so each benchmark's trials come
+    from separate moments across the run."""
+    order = list(benchmarks)
+    rng.shuffle(order)
+    return [(slug, r) for r in range(1, rounds + 1) for slug in order]
+
+
+def in_flight_means(held: dict) -> dict:
+    """Time-weighted mean number of *other* trials holding a sandbox over each trial's window.
+
+    `held` maps a trial id to its [(start, end)] sandbox-holding spans (epoch seconds); a trial's
+    window runs from its first start to its last end.
+    """
+    means = {}
+    for trial, spans in held.items():
+        if not spans:
+            means[trial] = None
+            continue
+        start, end = min(s for s, _ in spans), max(e for _, e in spans)
+        if end <= start:
+            means[trial] = 0.0
+            continue
+        overlap = 0.0
+        for other, other_spans in held.items():
+            if other == trial:
+                continue
+            for s, e in other_spans:
+                overlap += max(0.0, min(e, end) - max(s, start))
+        means[trial] = overlap / (end - start)
+    return means
+
+
+@dataclass
+class RefillState:
+    """What the top-up rounds of one provider have seen so far."""
+
+    target: int  # N, the scheduled number of successes per unit
+    started_at: float  # monotonic
+    time_limit_s: float
+    budget_usd: float | None = None
+    rounds_without_gain: int = 0
+    rounds: int = 0
+
+    def after_round(self, gained: int) -> None:
+        self.rounds += 1
+        self.rounds_without_gain = 0 if gained > 0 else self.rounds_without_gain + 1
+
+
+def refill_stop_reason(
+    state: RefillState,
+    now: float,
+    spent_usd: float,
+    unreplaceable: str | None,
+) -> str | None:
+    """The first stop condition that holds for the whole provider, or None to go on."""
+    if unreplaceable:
+        return f"a failure cannot be replaced: {unreplaceable}"
+    if state.rounds_without_gain >= 2:
+        return "two refill rounds in a row added no successful trial"
+    if now - state.started_at > state.time_limit_s:
+        return f"the refill time limit of {state.time_limit_s:g} s expired"
+    if state.budget_usd is not None and spent_usd >= state.budget_usd:
+        return f"the run budget of {state.budget_usd:g} USD is spent ({spent_usd:.4f} USD)"
+    return None
+
+
+def refills_for_unit(target: int, successes: int, attempts: int) -> int:
+    """How many replacement trials a unit gets this round: its deficit, never beyond 2N attempts."""
+    deficit = max(0, target - successes)
+    return max(0, min(deficit, 2 * target - attempts))
