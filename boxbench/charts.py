@@ -18,7 +18,7 @@ def _layout(title: str, height: int, **extra) -> dict:
         "font": FONT,
         "plot_bgcolor": "white",
         "showlegend": True,
-        "legend": {"orientation": "h", "y": -0.2},
+        "legend": {"orientation": "h", "y": -0.2, "traceorder": "normal"},
     }
     layout.update(extra)
     return layout
@@ -115,7 +115,9 @@ def metric_bars(unit: dict) -> dict:
         "y": [_provider_label(r) for r in barred],
         "x": [r["median"] for r in barred],
         "text": [num(r["median"]) for r in barred],
-        "textposition": "auto",
+        # Labels at the bar's start keep clear of the interval whisker at its end.
+        "textposition": "inside",
+        "insidetextanchor": "start",
         "error_x": {
             "type": "data",
             "symmetric": False,

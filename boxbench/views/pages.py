@@ -46,7 +46,8 @@ def _composite_rows(data: dict) -> list[dict]:
          "cost": cost.get(p)}
         for p in sorted(set(time) | set(cost))
     ]  # fmt: skip
-    return [r for r in rows if r["time"] is not None or r["cost"] is not None]
+    rows = [r for r in rows if r["time"] is not None or r["cost"] is not None]
+    return sorted(rows, key=lambda r: (r["time"] is None, r["time"] or 0))
 
 
 def benchmark(request, slug):

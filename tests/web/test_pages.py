@@ -36,10 +36,8 @@ def test_it_shows_the_score_tree_with_ranks_and_the_source_run(client, published
     assert f'href="{RUN_URL}"' in page
     # Opened rows in the URL are rendered expanded; a closed branch stays hidden.
     assert 'data-path="workload_time/deepswe/trace-a" data-parent="workload_time/deepswe">' in page
-    assert (
-        'data-path="sandbox_operations/create/create" data-parent="sandbox_operations/create" hidden'
-        in page
-    )  # noqa: E501
+    closed = 'data-path="sandbox_operations/create/create" data-parent="sandbox_operations/create"'
+    assert closed + " hidden" in page
 
 
 def test_it_shows_the_all_view_with_substitution_notes_and_status_labels(client, published_run):

@@ -1,0 +1,125 @@
+"""The dashboard in real headless Chromium (Debian's), against a live server holding a run
+imported through `bench import`. Screenshots of every page go to var/screenshots/."""
+
+import csv
+import io
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tests.web import factory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are
+    # still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("console", lambda m: m.type == "error" and tab.errors.append(m.text))
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    yield tab
+    context.close()
+
+
+def visit(page, url, shot):
+    response = page.goto(url)
+    assert response.status == 200, url
+    page.wait_for_load_state("networkidle")
+    for chart in page.locator("div.chart").all():
+        chart.locator(".main-svg").first.wait_for()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
+    assert page.errors == [], f"console errors on {url}: {page.errors}"
+
+
+def unit_csv(client, path):
+    return list(csv.DictReader(io.StringIO(client.get(path).content.decode())))
+
+
+def test_it_draws_every_page_without_console_errors(live_server, page, published_run):
+    base = live_server.url
+    pages = {
+        "overview": "/?open=workload_time,workload_time/deepswe",
+        "benchmark-deepswe": "/benchmarks/deepswe/",
+        "benchmark-create": "/benchmarks/create/",
+        "benchmark-cpu": "/benchmarks/cpu/",
+        "unit-trace-c": "/benchmarks/deepswe/units/trace-c/",
+        "unit-create": "/benchmarks/create/units/create/",
+        "provider-boat": "/providers/boat/",
+        "run": f"/runs/{factory.RUN_ID}/",
+        "methodology": "/methodology/",
+    }
+    for shot, path in pages.items():
+        visit(page, base + path, shot)
+
+
+def test_it_draws_one_segment_per_stage_and_ranked_provider_with_unscaled_labels(
+    live_server, page, published_run, client
+):
+    visit(page, live_server.url + "/benchmarks/deepswe/?unit=trace-a", "benchmark-deepswe-trace-a")
+    stage_chart = page.locator("#stage-chart")
+    assert stage_chart.locator(".barlayer .trace").count() == 3  # setup, replay, verify
+    assert stage_chart.locator(".barlayer .point").count() == 3 * 3  # x three ranked providers
+    shown = set(stage_chart.locator("text.bartext").all_text_contents())
+    rows = unit_csv(client, "/benchmarks/deepswe/units/trace-a.csv")
+    unscaled = {r[f"{s} median"] for r in rows if r["rank"] for s in ("setup", "replay", "verify")}
+    assert shown == unscaled
+    # The workload chart: one bar per ranked provider, a status label for the refused one.
+    workload = page.locator("#workload-chart")
+    assert workload.locator(".barlayer .point").count() == 3
+    assert "Not Supported" in workload.locator(".annotation-text").all_text_contents()[0]
+
+
+def test_it_switches_derived_views_and_keeps_the_choice_in_the_url(
+    live_server, page, published_run
+):
+    visit(page, live_server.url + "/benchmarks/create/", "benchmark-create-derived")
+    table = page.locator("#derived .derived-table tbody tr")
+    assert table.count() == 3
+    both = table.first.locator("td").nth(2).inner_text()
+    page.locator("#derived input[value=ready]").uncheck()
+    assert "stages=create" in page.url
+    create_only = table.first.locator("td").nth(2).inner_text()
+    assert float(create_only) < float(both)
+    page.reload()
+    assert not page.locator("#derived input[value=ready]").is_checked()
+    assert table.first.locator("td").nth(2).inner_text() == create_only
+    assert page.errors == []
+
+
+def test_it_expands_the_score_tree_down_to_units(live_server, page, published_run):
+    visit(page, live_server.url + "/", "overview-collapsed")
+    unit_row = page.locator('tr[data-path="workload_time/deepswe/trace-a"]')
+    assert unit_row.is_hidden()
+    page.locator('button[data-path="workload_time"]').click()
+    page.locator('button[data-path="workload_time/deepswe"]').click()
+    assert unit_row.is_visible()
+    assert "open=workload_time%2Cworkload_time%2Fdeepswe" in page.url
+    page.locator('button[data-path="workload_time"]').click()
+    assert unit_row.is_hidden()
