@@ -1,6 +1,17 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.template import RequestContext, Template
+from django.urls import path
+from django.utils.html import format_html, format_html_join
 
 from boxbench import models
+from boxbench.models import RunStatus
+from runner import schedule, tasks
+from runner.benchmarks import all_benchmarks
+from runner.declarations import load_all
 
 
 @admin.register(models.Provider)
@@ -39,8 +50,117 @@ class RunTransitionInline(admin.TabularInline):
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    readonly_fields = ["id", "status", "published", "published_at", "audited_at"]
+    readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
     inlines = [RunTransitionInline]
+    actions = ["cancel_runs"]
+
+    # Starting, watching and cancelling runs (runner/schedule.py does the work).
+
+    def get_urls(self):
+        start = self.admin_site.admin_view(self.start_view)
+        return [path("start/", start, name="boxbench_run_start"), *super().get_urls()]
+
+    def add_view(self, request, form_url="", extra_context=None):
+        # A run is never typed in by hand: "Add run" opens the start-a-run form.
+        return redirect("admin:boxbench_run_start")
+
+    def start_view(self, request):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = StartRunForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                run = schedule.plan_run(
+                    form.cleaned_data["name"],
+                    benchmarks=form.cleaned_data["benchmarks"],
+                    providers=form.cleaned_data["providers"],
+                    trials=form.cleaned_data["trials"],
+                    concurrency=form.cleaned_data["concurrency"],
+                    actor=request.user,
+                )
+            except schedule.PlanError as exc:
+                form.add_error(None, str(exc))
+            else:
+                tasks.start_run(run)
+                refused = len(run.manifest["refusals"])
+                self.message_user(request, f"Run {run.name} started ({refused} pair(s) refused).")
+                return redirect("admin:boxbench_run_change", run.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Start a run",
+            "form": form,
+        }
+        return HttpResponse(START_TEMPLATE.render(RequestContext(request, context)))
+
+    @admin.display(description="Progress per provider and benchmark")
+    def progress(self, run):
+        rows = []
+        for cell in schedule.progress(run):
+            if "refusal" in cell:
+                status = f"{cell['refusal']} (missing {cell['missing']})"
+                rows.append((cell["provider"], cell["benchmark"], status, "", ""))
+            else:
+                rows.append(
+                    (
+                        cell["provider"],
+                        cell["benchmark"],
+                        f"{cell['done']} / {cell['target']}",
+                        cell["failures"],
+                        cell["queued"] + cell["running"],
+                    )
+                )
+        if not rows:
+            return "No trials."
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
+        )
+        return format_html(
+            "<table><tr><th>Provider</th><th>Benchmark</th><th>Done / target</th>"
+            "<th>Failures</th><th>Waiting</th></tr>{}</table>",
+            body,
+        )
+
+    @admin.action(description="Cancel selected runs (their sandboxes are cleaned up)")
+    def cancel_runs(self, request, queryset):
+        for run in queryset:
+            if run.status not in (RunStatus.PLANNED, RunStatus.RUNNING):
+                self.message_user(
+                    request, f"{run.name} is {run.status}: nothing to cancel.", messages.WARNING
+                )
+                continue
+            removed = schedule.cancel_run(run, actor=request.user)
+            self.message_user(request, f"{run.name}: {run.status}, {removed} sandbox(es) removed.")
+
+
+def _benchmark_choices():
+    return [(slug, module.DEFINITION.title) for slug, module in all_benchmarks().items()]
+
+
+def _provider_choices():
+    return [(slug, declaration.name) for slug, declaration in load_all().items()]
+
+
+class StartRunForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    benchmarks = forms.MultipleChoiceField(choices=_benchmark_choices)
+    providers = forms.MultipleChoiceField(choices=_provider_choices)
+    trials = forms.IntegerField(
+        min_value=1, max_value=10_000, required=False, help_text="Per unit; empty: each N."
+    )
+    concurrency = forms.IntegerField(min_value=1, max_value=256, initial=2)
+
+
+START_TEMPLATE = Template(
+    """{% extends "admin/base_site.html" %}
+{% block content %}
+<form method="post">{% csrf_token %}
+{{ form.non_field_errors }}
+<table>{{ form.as_table }}</table>
+<input type="submit" value="Start the run">
+</form>
+{% endblock %}"""
+)
 
 
 class MeasurementInline(admin.TabularInline):
