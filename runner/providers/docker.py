@@ -1,0 +1,682 @@
+"""The Docker Engine API provider: a local Docker daemon, Podman's Docker-compatible service, or a
+Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`).
+
+Each sandbox is one container: network none, the requested CPUs and memory, explicit nofile and
+nproc limits (Podman needs them), the batch label, and `sleep <lifetime>` as its main process with
+auto-remove, so a container outlives a crashed runner by at most its lifetime. Commands run through
+exec; files move as tar archives; snapshots are image commits (filesystem only, no memory).
+
+Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY and
+DOCKER_CERT_PATH like the docker CLI, and without DOCKER_HOST finds the Docker or Podman socket;
+`remote-docker` reads BOXBENCH_REMOTE_DOCKER_HOST and BOXBENCH_REMOTE_DOCKER_CERT_PATH.
+Both read BOXBENCH_DOCKER_NOFILE and BOXBENCH_DOCKER_NPROC. Settings passed to the constructor
+(host, cert_path, nofile, nproc) win over the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import struct
+import tarfile
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlparse
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import Ulimit
+
+from runner.images.build import ImageError, Recipe, load_recipe, read_pin
+from runner.providers.base import (
+    DoctorCheck,
+    ExecResult,
+    ExecTimeout,
+    LiveSandbox,
+    NotReady,
+    Provider,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
+
+# Container and image labels: the batch label for cleanup, and what kind of object it is.
+BATCH_LABEL = "boxbench.batch"
+KIND_LABEL = "boxbench.kind"  # sandbox | snapshot | standard-image
+ROOTFS_LABEL = "boxbench.rootfs"  # the standard image's pinned rootfs digest
+EXEC_MARKER = "BOXBENCH_EXEC"  # in the environment of every exec'd process, to kill it on timeout
+
+WORKDIR = "/app"
+DEFAULT_NOFILE = 8192  # below the 20000 hard limit a Podman service often inherits
+DEFAULT_NPROC = 4096
+# Requests other than a running exec give up after this long; exec waits follow their own timeout.
+API_TIMEOUT_S = 120
+MIN_FREE_BYTES = 5 * 1024**3
+NOT_READY_STATUS = {502, 503, 504}
+LOCAL_SOCKETS = (
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+    "{xdg}/podman/podman.sock",
+    "{xdg}/docker.sock",
+)
+# Kills every process carrying the exec's marker (the command and its children) from inside.
+KILL_SCRIPT = (
+    "for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; "
+    'grep -qzx "$1" "$e" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done; true'
+)
+
+
+class DockerProvider(Provider):
+    """`docker`: the engine on this machine (Docker, or Podman's Docker-compatible service)."""
+
+    slug = "docker"
+    host_variable = "DOCKER_HOST"
+    cert_path_variable = "DOCKER_CERT_PATH"
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        if declaration is not None and getattr(declaration, "provider", ""):
+            self.slug = declaration.provider
+        self.nofile = _limit_setting(
+            self.settings, "nofile", "BOXBENCH_DOCKER_NOFILE", DEFAULT_NOFILE
+        )
+        self.nproc = _limit_setting(self.settings, "nproc", "BOXBENCH_DOCKER_NPROC", DEFAULT_NPROC)
+        self._client: docker.APIClient | None = None
+        self._lock = threading.Lock()
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def base_url(self) -> str:
+        """Where the engine listens, from the settings, the environment, or the usual sockets."""
+        url = self.settings.get("host") or os.environ.get(self.host_variable, "")
+        if url:
+            return url
+        xdg = os.environ.get("XDG_RUNTIME_DIR", f"/run/user/{os.getuid()}")
+        for candidate in LOCAL_SOCKETS:
+            path = candidate.format(xdg=xdg)
+            if os.path.exists(path):
+                return f"unix://{path}"
+        raise ProviderError(
+            f"{self.slug}: no engine socket found; set {self.host_variable} "
+            f"(looked in {', '.join(c.format(xdg=xdg) for c in LOCAL_SOCKETS)})",
+            operation="connect",
+        )
+
+    def tls_config(self, url: str) -> docker.tls.TLSConfig | bool:
+        """TLS for tcp:// engines from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH, as the CLI does."""
+        cert_path = self.settings.get("cert_path") or os.environ.get(self.cert_path_variable, "")
+        verify = self.settings.get("tls_verify", os.environ.get("DOCKER_TLS_VERIFY", "")) not in (
+            "",
+            "0",
+            False,
+        )
+        if not url.startswith(("tcp://", "https://")) or not (cert_path or verify):
+            return False
+        return _tls_from_directory(
+            cert_path or str(Path.home() / ".docker"), self.cert_path_variable
+        )
+
+    @property
+    def api(self) -> docker.APIClient:
+        with self._lock:
+            if self._client is None:
+                url = self.base_url()
+                try:
+                    self._client = docker.APIClient(
+                        base_url=url,
+                        version="auto",
+                        timeout=API_TIMEOUT_S,
+                        tls=self.tls_config(url),
+                        use_ssh_client=url.startswith("ssh://"),
+                    )
+                except docker.errors.DockerException as exc:
+                    raise _classify(exc, "connect", f"cannot reach the engine at {url}") from exc
+                except requests.exceptions.RequestException as exc:
+                    raise _classify(exc, "connect", f"cannot reach the engine at {url}") from exc
+            return self._client
+
+    def _call(self, operation: str, call, what: str = ""):
+        try:
+            return call()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise _classify(exc, operation, what) from exc
+
+    # -- the standard image -------------------------------------------------------------------
+
+    def standard_image(self) -> tuple[str, str]:
+        """(engine reference, pinned rootfs digest) of the standard image."""
+        recipe = load_recipe()
+        digest = read_pin()
+        return recipe.tag(digest), digest
+
+    def image_status(self, recipe: Recipe, digest: str) -> dict | None:
+        """The engine's record of the standard image for `digest`, or None when it is absent.
+
+        Raises ImageError when the tag exists but holds a different rootfs (someone re-tagged it).
+        """
+        try:
+            info = self.api.inspect_image(recipe.tag(digest))
+        except docker.errors.ImageNotFound:
+            return None
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise _classify(exc, "image inspect") from exc
+        labels = (info.get("Config") or {}).get("Labels") or {}
+        layers = (info.get("RootFS") or {}).get("Layers") or []
+        if labels.get(ROOTFS_LABEL) != digest:
+            raise ImageError(
+                f"{recipe.tag(digest)} on {self.base_url()} is labelled rootfs "
+                f"{labels.get(ROOTFS_LABEL)!r}, not the pinned {digest}; remove it, prepare again"
+            )
+        return {"id": info["Id"], "layers": layers, "size": info.get("Size")}
+
+    def import_image(self, recipe: Recipe, tar_path: Path, digest: str) -> str:
+        """Import a rootfs tarball as the standard image, tagged and labelled with its digest."""
+        changes = [f"WORKDIR {recipe.workdir}"]
+        changes += [f"ENV {name}={value}" for name, value in recipe.env.items()]
+        changes += [f"LABEL {ROOTFS_LABEL}={digest}", f"LABEL {KIND_LABEL}=standard-image"]
+        changes.append('CMD ["/bin/bash"]')
+        repository, tag = recipe.tag(digest).split(":")
+        answer = self._call(
+            "image import",
+            lambda: self.api.import_image_from_file(
+                str(tar_path), repository=repository, tag=tag, changes=changes
+            ),
+        )
+        image_id = _imported_id(answer)
+        # Podman's compatible import ignores the repository and tag it is given: tag explicitly.
+        self._call("image tag", lambda: self.api.tag(image_id, repository, tag))
+        return image_id
+
+    # -- sandboxes ----------------------------------------------------------------------------
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image:
+            image, image_digest = spec.image, _digest_in_reference(spec.image)
+        else:
+            image, image_digest = self.standard_image()
+        lifetime = max(1, math.ceil(spec.lifetime_s))
+        host_config = self.api.create_host_config(
+            network_mode="bridge" if spec.network else "none",
+            nano_cpus=int(spec.cpus * 1_000_000_000),
+            mem_limit=spec.memory_mib * 1024 * 1024,
+            memswap_limit=spec.memory_mib * 1024 * 1024,  # no swap beyond the requested memory
+            ulimits=[
+                Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
+                Ulimit(name="nproc", soft=self.nproc, hard=self.nproc),
+            ],
+            auto_remove=True,
+            init=True,  # a real PID 1 reaps the orphans of killed commands
+        )
+        labels = {BATCH_LABEL: spec.label, KIND_LABEL: "sandbox"}
+        created = self._call(
+            "create",
+            lambda: self.api.create_container(
+                image,
+                command=["sleep", str(lifetime)],  # the provider-enforced lifetime
+                labels=labels,
+                working_dir=WORKDIR,
+                host_config=host_config,
+            ),
+            _image_hint(image, spec.image),
+        )
+        container_id = created["Id"]
+        try:
+            self._call("create", lambda: self.api.start(container_id))
+            info = self._call("create", lambda: self.api.inspect_container(container_id))
+        except ProviderError:
+            self._remove_quietly(container_id)
+            raise
+        host = info.get("HostConfig") or {}
+        cpus = (host.get("NanoCpus") or 0) / 1_000_000_000
+        memory_mib = (host.get("Memory") or 0) // (1024 * 1024)
+        facts = {
+            "cpus": cpus,
+            "memory_mib": memory_mib,
+            "enforced": {"cpus": cpus == spec.cpus, "memory": memory_mib == spec.memory_mib},
+            "image": image,
+            "image_digest": image_digest,
+            "lifetime_s": lifetime,
+            "network": "bridge" if spec.network else "none",
+        }
+        warnings = [w for w in created.get("Warnings") or [] if w]
+        if warnings:
+            facts["notes"] = warnings
+        return Sandbox(
+            id=container_id,
+            label=spec.label,
+            created_at=_parse_time(info.get("Created")),
+            facts=facts,
+        )
+
+    def exec(
+        self,
+        sandbox: Sandbox,
+        argv: list[str],
+        timeout: float,
+        stdin: bytes | None = None,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        if not argv:
+            raise ProviderError("exec needs a command", operation="exec")
+        marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
+        environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
+        stdin_file = None
+        if stdin is not None:
+            # Half-closing an exec's stdin does not survive TLS and SSH transports; a file does.
+            stdin_file = f"/tmp/.boxbench-stdin-{environment[EXEC_MARKER]}"
+            self._put_file(sandbox.id, stdin_file, stdin, "exec")
+            script = '"$@" < "$0"; status=$?; rm -f "$0"; exit $status'
+            argv = ["sh", "-c", script, stdin_file, *argv]
+        created = self._call(
+            "exec",
+            lambda: self.api.exec_create(
+                sandbox.id, argv, workdir=workdir or WORKDIR, environment=environment
+            ),
+        )
+        exec_id = created["Id"]
+        response = self._call("exec", lambda: self._start_exec(exec_id))
+        outcome: dict = {}
+
+        def read_all():
+            try:
+                outcome["stdout"], outcome["stderr"] = _read_frames(response.raw._fp.fp)
+            except Exception as exc:  # handed to the caller's thread below
+                outcome["error"] = exc
+
+        reader = threading.Thread(target=read_all, name=f"exec-{exec_id[:12]}", daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
+            self._kill_exec(sandbox.id, marker)
+            reader.join(5)
+            _hang_up(response)
+            raise ExecTimeout(
+                f"exec {argv[0]!r} did not return within {timeout:g}s; its processes were killed",
+                operation="exec",
+            )
+        if "error" in outcome:
+            raise _classify(outcome["error"], "exec")
+        return ExecResult(
+            exit_code=self._exit_code(exec_id),
+            stdout=outcome["stdout"],
+            stderr=outcome["stderr"],
+        )
+
+    def _start_exec(self, exec_id: str):
+        """Start an exec and return its HTTP response, left open for reading its output.
+
+        docker-py's own exec_start reads the raw socket and so loses output that arrived with the
+        response headers (Podman sends both at once for short commands): read_all reads the
+        response's buffered file instead (docker-py 7.x internals).
+        """
+        api = self.api
+        response = api._post_json(
+            api._url("/exec/{0}/start", exec_id),
+            headers={"Connection": "Upgrade", "Upgrade": "tcp"},
+            data={"Tty": False, "Detach": False},
+            stream=True,
+        )
+        api._raise_for_status(response)
+        api._disable_socket_timeout(api._get_raw_response_socket(response))
+        return response
+
+    def _exit_code(self, exec_id: str) -> int:
+        # The output can end a moment before the engine records the exit code.
+        for _ in range(100):
+            info = self._call("exec", lambda: self.api.exec_inspect(exec_id))
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.01)
+        raise ProviderError(f"exec {exec_id[:12]}: the engine never reported an exit code", "exec")
+
+    def _kill_exec(self, container_id: str, marker: str) -> None:
+        try:
+            killer = self.api.exec_create(container_id, ["sh", "-c", KILL_SCRIPT, "sh", marker])
+            self.api.exec_start(killer["Id"])
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            pass  # the sandbox may be gone; the timeout is reported either way
+
+    def upload(self, sandbox: Sandbox, path: str, data: bytes) -> None:
+        self._put_file(sandbox.id, path, data, "upload")
+
+    def _put_file(self, container_id: str, path: str, data: bytes, operation: str) -> None:
+        directory, name = os.path.split(_absolute(path, operation))
+        if not name:
+            raise ProviderError(f"{operation}: {path!r} names a directory, not a file", operation)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self._call(
+            operation,
+            lambda: self.api.put_archive(container_id, directory or "/", buffer.getvalue()),
+            f"(does {directory} exist in the sandbox?)",
+        )
+
+    def download(self, sandbox: Sandbox, path: str) -> bytes:
+        path = _absolute(path, "download")
+
+        def fetch():
+            chunks, _ = self.api.get_archive(sandbox.id, path)
+            return b"".join(chunks)
+
+        archive = self._call("download", fetch, f"(does {path} exist in the sandbox?)")
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            members = tar.getmembers()
+            if len(members) != 1 or not members[0].isfile():
+                raise ProviderError(f"download: {path} is not a regular file", operation="download")
+            return tar.extractfile(members[0]).read()
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        try:
+            self.api.remove_container(sandbox.id, force=True, v=True)
+        except docker.errors.NotFound:
+            return  # auto-remove got there first
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: removal already in progress (auto-remove)
+                raise _classify(exc, "destroy") from exc
+        except requests.exceptions.RequestException as exc:
+            raise _classify(exc, "destroy") from exc
+        self._wait_gone(sandbox.id, "destroy")
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        try:
+            self.api.inspect_container(sandbox_id)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise _classify(exc, "confirm deletion") from exc
+        return False
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        filters = {"label": f"{BATCH_LABEL}={label}" if label else BATCH_LABEL}
+        found = self._call("list", lambda: self.api.containers(all=True, filters=filters))
+        return [_live(c) for c in found if _kind(c) == "sandbox"]
+
+    def _wait_gone(self, container_id: str, operation: str, within_s: float = 30.0) -> None:
+        deadline = time.monotonic() + within_s
+        while not self.is_gone(container_id):
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"{operation}: container {container_id[:12]} still exists after {within_s:g}s",
+                    operation=operation,
+                )
+            time.sleep(0.02)
+
+    def _remove_quietly(self, container_id: str) -> None:
+        # Best effort: cleanup by label catches what this misses.
+        with contextlib.suppress(
+            docker.errors.DockerException, requests.exceptions.RequestException
+        ):
+            self.api.remove_container(container_id, force=True)
+
+    # -- snapshots: image commits --------------------------------------------------------------
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        tag = uuid.uuid4().hex[:16]
+        changes = [f"LABEL {BATCH_LABEL}={sandbox.label}", f"LABEL {KIND_LABEL}=snapshot"]
+        answer = self._call(
+            "snapshot",
+            lambda: self.api.commit(
+                sandbox.id, repository="boxbench-snapshot", tag=tag, changes=changes
+            ),
+        )
+        image_id = answer["Id"]
+        return image_id if image_id.startswith("sha256:") else f"sha256:{image_id}"
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        sandbox = self.create(dataclasses.replace(spec, image=snapshot_id))
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        try:
+            self.api.remove_image(snapshot_id, force=True)
+        except docker.errors.ImageNotFound:
+            return
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise _classify(exc, "delete snapshot") from exc
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        """Snapshot images left behind, for `bench cleanup` (delete each with delete_snapshot)."""
+        # One label per query: Podman 4.3 answers nothing when given two label filters.
+        filters = {"label": f"{BATCH_LABEL}={label}" if label else BATCH_LABEL}
+        found = self._call("list snapshots", lambda: self.api.images(filters=filters))
+        return [_live(image) for image in found if _kind(image) == "snapshot"]
+
+    # -- doctor --------------------------------------------------------------------------------
+
+    def doctor(self) -> list[DoctorCheck]:
+        name = self.slug
+        try:
+            url = self.base_url()
+            version = self._call("doctor", lambda: self.api.version())
+            info = self._call("doctor", lambda: self.api.info())
+        except ProviderError as exc:
+            return [DoctorCheck(f"{name} engine", False, str(exc))]
+        engine = _engine_name(version)
+        checks = [
+            DoctorCheck(
+                f"{name} engine",
+                True,
+                f"{engine} {version.get('Version', '?')} via {url} "
+                f"({info.get('NCPU', '?')} CPU, {_gib(info.get('MemTotal'))} GiB)",
+            ),
+            DoctorCheck(
+                f"{name} api",
+                True,
+                f"API {self.api.api_version} (server {version.get('ApiVersion', '?')}, "
+                f"oldest {version.get('MinAPIVersion', '?')})",
+            ),
+        ]
+        checks.append(self._doctor_image())
+        checks.append(self._doctor_space(url, info))
+        return checks
+
+    def _doctor_image(self) -> DoctorCheck:
+        name = f"{self.slug} image"
+        try:
+            recipe, digest = load_recipe(), read_pin()
+            status = self.image_status(recipe, digest)
+        except (ImageError, ProviderError) as exc:
+            return DoctorCheck(name, False, str(exc))
+        if status is None:
+            return DoctorCheck(
+                name, False, f"{recipe.tag(digest)} missing; run `manage.py bench image prepare`"
+            )
+        layer = "layer matches" if status["layers"] == [digest] else f"layers {status['layers']}"
+        return DoctorCheck(name, True, f"{recipe.tag(digest)} rootfs {digest} ({layer})")
+
+    def _doctor_space(self, url: str, info: dict) -> DoctorCheck:
+        name = f"{self.slug} storage"
+        root = info.get("DockerRootDir") or ""
+        if url.startswith("unix://") and root and os.path.isdir(root):
+            free = shutil.disk_usage(root).free
+            ok = free >= MIN_FREE_BYTES
+            return DoctorCheck(name, ok, f"{_gib(free)} GiB free in {root}")
+        return DoctorCheck(
+            name, True, f"free space of {root or 'the engine storage'} is not visible from here"
+        )
+
+
+class RemoteDockerProvider(DockerProvider):
+    """`remote-docker`: a Docker host you control, over ssh:// or tcp:// with TLS."""
+
+    slug = "remote-docker"
+    host_variable = "BOXBENCH_REMOTE_DOCKER_HOST"
+    cert_path_variable = "BOXBENCH_REMOTE_DOCKER_CERT_PATH"
+
+    def base_url(self) -> str:
+        url = self.settings.get("host") or os.environ.get(self.host_variable, "")
+        if not url:
+            raise ProviderError(
+                f"{self.slug}: set {self.host_variable} to ssh://user@host or tcp://host:2376",
+                operation="connect",
+            )
+        scheme = urlparse(url).scheme
+        if scheme not in ("ssh", "tcp"):
+            raise ProviderError(
+                f"{self.host_variable}={url!r}: use ssh://user@host or tcp://host:port",
+                operation="connect",
+            )
+        return url
+
+    def tls_config(self, url: str) -> docker.tls.TLSConfig | bool:
+        if url.startswith("ssh://"):
+            return False
+        cert_path = self.settings.get("cert_path") or os.environ.get(self.cert_path_variable, "")
+        if not cert_path:
+            # An unauthenticated tcp:// engine gives root on that host to anyone who reaches it.
+            raise ProviderError(
+                f"{self.slug}: {url} needs TLS; set {self.cert_path_variable} to a directory "
+                "holding ca.pem, cert.pem and key.pem",
+                operation="connect",
+            )
+        return _tls_from_directory(cert_path, self.cert_path_variable)
+
+
+def _tls_from_directory(directory: str, variable: str) -> docker.tls.TLSConfig:
+    files = {name: os.path.join(directory, name) for name in ("ca.pem", "cert.pem", "key.pem")}
+    missing = [name for name, path in files.items() if not os.path.isfile(path)]
+    if missing:
+        raise ProviderError(
+            f"{variable}={directory}: missing {', '.join(missing)}", operation="connect"
+        )
+    return docker.tls.TLSConfig(
+        client_cert=(files["cert.pem"], files["key.pem"]), ca_cert=files["ca.pem"], verify=True
+    )
+
+
+def _read_frames(stream) -> tuple[bytes, bytes]:
+    """Demultiplex an exec's output: 8-byte headers (stream id, length) each before its data."""
+    out, err = [], []
+    while True:
+        header = stream.read(8)
+        if len(header) < 8:
+            break
+        kind, length = struct.unpack(">BxxxL", header)
+        data = stream.read(length)
+        (err if kind == 2 else out).append(data)
+        if len(data) < length:
+            break
+    return b"".join(out), b"".join(err)
+
+
+def _hang_up(response) -> None:
+    """Close an exec's connection so a reader blocked on it wakes up."""
+    with contextlib.suppress(OSError, AttributeError):
+        response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        response.close()
+
+
+def _classify(exc: Exception, operation: str, what: str = "") -> ProviderError:
+    """Engine and transport errors as provider errors; not-ready signals as NotReady."""
+    suffix = f" {what}" if what else ""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, docker.errors.APIError):
+        status = exc.status_code or 0
+        detail = exc.explanation or str(exc)
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        kind = NotReady if status in NOT_READY_STATUS else ProviderError
+        return kind(f"{operation}: HTTP {status}: {detail}{suffix}", operation, code=str(status))
+    if isinstance(exc, requests.exceptions.ConnectionError | ConnectionError):
+        return NotReady(f"{operation}: connection failed: {exc}{suffix}", operation)
+    return ProviderError(f"{operation}: {exc}{suffix}", operation)
+
+
+def _limit_setting(settings: dict, key: str, variable: str, default: int) -> int:
+    raw = settings.get(key, os.environ.get(variable, default))
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = 0
+    if value <= 0:
+        raise ProviderError(f"{variable} must be a positive whole number, got {raw!r}", "config")
+    return value
+
+
+def _absolute(path: str, operation: str) -> str:
+    if not path:
+        raise ProviderError(f"{operation}: empty path", operation=operation)
+    return path if path.startswith("/") else f"{WORKDIR}/{path}"
+
+
+def _image_hint(image: str, requested: str) -> str:
+    if requested:
+        return f"(image {image})"
+    return f"(standard image {image}: run `manage.py bench image prepare` if it is missing)"
+
+
+def _digest_in_reference(reference: str) -> str:
+    if "@sha256:" in reference:
+        return reference.split("@", 1)[1]
+    return reference if reference.startswith("sha256:") else ""
+
+
+def _imported_id(answer) -> str:
+    """The image id from the engine's import progress messages (JSON lines)."""
+    text = answer.decode() if isinstance(answer, bytes) else str(answer)
+    for line in reversed(text.strip().splitlines()):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if message.get("error"):
+            raise ProviderError(f"image import: {message['error']}", operation="image import")
+        for key in ("id", "status"):
+            value = message.get(key) or ""
+            if value.startswith("sha256:"):
+                return value
+    raise ProviderError(
+        f"image import: no image id in the engine's answer {text[:200]!r}", "image import"
+    )
+
+
+def _kind(entry: dict) -> str:
+    return (entry.get("Labels") or {}).get(KIND_LABEL, "")
+
+
+def _live(entry: dict) -> LiveSandbox:
+    labels = entry.get("Labels") or {}
+    created = entry.get("Created")
+    when = datetime.fromtimestamp(created, UTC) if isinstance(created, int | float) else None
+    return LiveSandbox(id=entry["Id"], label=labels.get(BATCH_LABEL, ""), created_at=when)
+
+
+def _parse_time(value) -> datetime | None:
+    """Engine timestamps carry nanoseconds, which datetime cannot hold: keep microseconds."""
+    if not value:
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", str(value))
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _engine_name(version: dict) -> str:
+    for component in version.get("Components") or []:
+        if component.get("Name") in ("Podman Engine", "Engine"):
+            return "Podman" if "Podman" in component["Name"] else "Docker"
+    return "Docker"
+
+
+def _gib(value) -> str:
+    return f"{value / 1024**3:.1f}" if isinstance(value, int | float) else "?"
