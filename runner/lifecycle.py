@@ -156,6 +156,7 @@ def readiness_check(
             _fail_readiness(evidence, f"readiness check: `true` exited {result.exit_code}")
         attempt["duration_ms"] = _ms(monotonic() - started)
         pause = wait * rng.uniform(1 - policy.jitter, 1 + policy.jitter)
+        attempt["wait_ms"] = _ms(pause)
         if monotonic() + pause - first > policy.deadline_s:
             _fail_readiness(
                 evidence,

@@ -1,0 +1,32 @@
+import pytest
+
+from runner import lifecycle, schedule
+from runner.declarations import get_declaration
+from runner.providers.local import LocalProvider
+
+FAST = lifecycle.Limits(
+    readiness=lifecycle.ReadinessPolicy(deadline_s=0.5), poll_interval_s=0.05, gone_timeout_s=0.5
+)
+
+
+@pytest.fixture
+def local(tmp_path):
+    """The real local provider, with its sandboxes under this test's own directory."""
+    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
+    yield provider
+    for sandbox in provider.list_sandboxes():
+        provider.destroy(sandbox)
+
+
+@pytest.fixture
+def chain_provider(local, monkeypatch):
+    """Make runs use `local` (optionally wrapped) with short lifecycle limits; returns a setter."""
+    current = {"provider": local}
+    monkeypatch.setattr(schedule, "provider_factory", lambda slug: current["provider"])
+    monkeypatch.setattr(schedule, "lifecycle_limits", FAST)
+
+    def use(provider):
+        current["provider"] = provider
+        return provider
+
+    return use

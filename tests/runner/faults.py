@@ -1,0 +1,71 @@
+"""A fault-injecting wrapper around a real provider: every call reaches the real `local`
+sandbox unless a fault is armed, so each lifecycle rule is proved against real sandboxes."""
+
+import time
+
+from runner.providers.base import ExecResult, ExecTimeout, NotReady, Provider, ProviderError
+
+
+class FaultyProvider(Provider):
+    slug = "faulty"
+
+    def __init__(self, inner, **faults):
+        super().__init__(inner.declaration, {})
+        self.inner = inner
+        self.create_errors = faults.get("create_errors", 0)  # first N creates raise
+        self.create_error_code = faults.get("create_error_code", "")
+        self.not_ready = faults.get("not_ready", 0)  # first N execs answer NotReady
+        self.hang_on = faults.get("hang_on")  # exec whose argv contains this string hangs
+        self.step_clock_ms = faults.get("step_clock_ms", 0)  # shift the guest wall clock
+        self.destroy_errors = faults.get("destroy_errors", 0)
+        self.never_gone = faults.get("never_gone", False)
+        self.calls = []
+
+    def create(self, spec):
+        self.calls.append("create")
+        if self.create_errors:
+            self.create_errors -= 1
+            raise ProviderError("injected create error", "create", self.create_error_code)
+        return self.inner.create(spec)
+
+    def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None):
+        self.calls.append("exec")
+        if self.not_ready:
+            self.not_ready -= 1
+            raise NotReady("injected HTTP 503", "exec")
+        if self.hang_on and any(self.hang_on in part for part in argv):
+            time.sleep(min(timeout, 0.2))
+            raise ExecTimeout(f"injected hang past {timeout} s", "exec")
+        result = self.inner.exec(sandbox, argv, timeout, stdin, workdir, env)
+        if self.step_clock_ms and b"__SANDBOX_CLOCK" in result.stderr:
+            result = ExecResult(
+                result.exit_code, result.stdout, _step(result.stderr, self.step_clock_ms)
+            )
+        return result
+
+    def upload(self, sandbox, path, data):
+        return self.inner.upload(sandbox, path, data)
+
+    def download(self, sandbox, path):
+        return self.inner.download(sandbox, path)
+
+    def destroy(self, sandbox):
+        self.calls.append("destroy")
+        if self.destroy_errors:
+            self.destroy_errors -= 1
+            raise ProviderError("injected destroy error", "destroy")
+        return self.inner.destroy(sandbox)
+
+    def is_gone(self, sandbox_id):
+        return False if self.never_gone else self.inner.is_gone(sandbox_id)
+
+    def list_sandboxes(self, label=None):
+        return self.inner.list_sandboxes(label)
+
+
+def _step(stderr: bytes, ms: float) -> bytes:
+    """Move the trailer's end wall-clock reading by `ms`, as a guest clock step would."""
+    head, _, trailer = stderr.rpartition(b"__SANDBOX_CLOCK ")
+    fields = trailer.split()
+    fields[1] = f"{float(fields[1]) + ms / 1000:.6f}".encode()
+    return head + b"__SANDBOX_CLOCK " + b" ".join(fields) + b"\n"

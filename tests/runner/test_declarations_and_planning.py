@@ -1,0 +1,116 @@
+import random
+
+import pytest
+
+from runner import planning
+from runner.benchmarks import all_benchmarks
+from runner.declarations import DeclarationError, get_declaration, load_declaration
+from runner.pricing import trial_cost_usd
+
+LOCAL_YAML = get_declaration("local").path and open(get_declaration("local").path).read()
+
+
+def write(tmp_path, text, name="local.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_it_loads_the_local_declaration_with_a_stable_digest(tmp_path):
+    original = get_declaration("local")
+    reformatted = load_declaration(write(tmp_path, "# a comment\n" + LOCAL_YAML + "\n\n"))
+    assert original.provider == "local" and "exec" in original.capabilities
+    assert reformatted.digest == original.digest and len(original.digest) == 64
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("capabilities: [exec,", "capabilities: [teleport, exec,"),
+            "unknown capabilities teleport",
+        ),
+        (("schema_version: 1", "schema_version: 2"), "schema_version must be 1"),
+        (("currency: USD", "currency: EUR"), "pricing.currency must be USD"),
+        (("{cpus: 1, memory_mib: 2048}", "{cpus: 0, memory_mib: 2048}"), "machine_sizes[0]"),
+        (("concurrent_sandboxes: 8", "concurrent_sandboxes: -1"), "limits.concurrent_sandboxes"),
+    ],
+)
+def test_it_names_the_file_and_field_of_a_bad_declaration(tmp_path, change, message):
+    path = write(tmp_path, LOCAL_YAML.replace(*change))
+    with pytest.raises(DeclarationError) as error:
+        load_declaration(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_it_refuses_a_declaration_named_after_another_provider(tmp_path):
+    with pytest.raises(DeclarationError, match="must match the file name"):
+        load_declaration(write(tmp_path, LOCAL_YAML, name="other.yaml"))
+
+
+def test_it_refuses_malformed_yaml(tmp_path):
+    with pytest.raises(DeclarationError, match="not valid YAML"):
+        load_declaration(write(tmp_path, "provider: [unclosed"))
+
+
+def test_it_refuses_with_stable_codes_before_a_run_starts(tmp_path):
+    narrow = LOCAL_YAML.replace(
+        "capabilities: [exec, file_transfer, network_lockdown]", "capabilities: [exec]"
+    ).replace("concurrent_sandboxes: 8", "concurrent_sandboxes: 2")
+    declaration = load_declaration(write(tmp_path, narrow))
+    upload = all_benchmarks()["file-upload"].DEFINITION
+    found = planning.refusals(declaration, upload, concurrency=4)
+    assert [(r.code, r.label) for r in found] == [
+        ("R401", "Not Supported"),
+        ("R403", "Account Limit"),
+    ]
+    assert found[0].missing == "file_transfer"
+    big = upload.__class__(**{**upload.__dict__, "cpus": 16, "memory_mib": 65536})
+    assert [r.code for r in planning.refusals(declaration, big, 1)][1] == "R402"
+    assert planning.refusals(get_declaration("local"), upload, 2) == []
+
+
+def test_it_spreads_trials_over_four_rounds():
+    assert planning.split_rounds(20) == [5, 5, 5, 5]
+    assert planning.split_rounds(6) == [2, 2, 1, 1]
+
+
+def test_it_interleaves_a_shuffled_benchmark_order_reproducibly_from_the_seed():
+    names = ["a", "b", "c", "d"]
+    order = planning.chain_order(names, random.Random(7))
+    assert order == planning.chain_order(names, random.Random(7))
+    assert [r for _, r in order] == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 4
+    assert [b for b, r in order if r == 1] == [b for b, r in order if r == 4]
+
+
+def test_it_measures_in_flight_as_a_time_weighted_mean_of_other_trials():
+    means = planning.in_flight_means({"a": [(0, 10)], "b": [(5, 10)], "c": [(20, 30)]})
+    assert means == {"a": 0.5, "b": 1.0, "c": 0.0}
+
+
+def test_it_stops_refilling_on_every_condition_of_the_spec():
+    state = planning.RefillState(target=5, started_at=0.0, time_limit_s=60, budget_usd=1.0)
+    assert planning.refill_stop_reason(state, 1.0, 0.0, None) is None
+    assert "cannot be replaced" in planning.refill_stop_reason(state, 1.0, 0.0, "cut short")
+    assert "time limit" in planning.refill_stop_reason(state, 61.0, 0.0, None)
+    assert "budget" in planning.refill_stop_reason(state, 1.0, 1.0, None)
+    state.after_round(0)
+    assert planning.refill_stop_reason(state, 1.0, 0.0, None) is None
+    state.after_round(0)
+    assert "two refill rounds" in planning.refill_stop_reason(state, 1.0, 0.0, None)
+
+
+def test_it_never_lets_a_unit_take_more_than_2N_attempts():
+    assert planning.refills_for_unit(target=5, successes=2, attempts=5) == 3
+    assert planning.refills_for_unit(target=5, successes=2, attempts=9) == 1
+    assert planning.refills_for_unit(target=5, successes=5, attempts=6) == 0
+
+
+def test_it_bills_increments_minimums_and_per_sandbox_fees():
+    pricing = {
+        "per_vcpu_second": 0.01, "per_gib_second": 0.001, "per_sandbox": 0.5,
+        "billing_increment_s": 1, "minimum_s": 60,
+    }  # fmt: skip
+    assert trial_cost_usd(pricing, 2, 4096, 10.2) == pytest.approx(60 * (0.02 + 0.004) + 0.5)
+    assert trial_cost_usd(pricing, 2, 4096, 61.1) == pytest.approx(62 * 0.024 + 0.5)
+    assert trial_cost_usd({}, 2, 4096, 10) is None

@@ -1,0 +1,169 @@
+"""Every lifecycle rule against real bubblewrap sandboxes, with faults injected around them."""
+
+import dataclasses
+import time
+
+from runner.benchmarks import all_benchmarks
+from runner.benchmarks.base import BenchmarkDefinition, Excluded, UnitDefinition
+from runner.lifecycle import run_trial
+from tests.runner.conftest import FAST
+from tests.runner.faults import FaultyProvider
+
+UNIT = UnitDefinition("default")
+DEFINITION = BenchmarkDefinition(
+    slug="probe", title="Probe", section="sandbox_operations", metric="echo_ms", unit="ms",
+    direction="lower", clock="guest", procedure_timeout_s=30, lifetime_s=120,
+)  # fmt: skip
+
+
+def echo(ctx):
+    run = ctx.guest("echo hello", timeout=10)
+    assert run.stdout == b"hello\n"
+    ctx.record("echo_ms", run.runtime_ms, gate="pass")
+
+
+def trial(provider, procedure=echo, definition=DEFINITION, **kwargs):
+    return run_trial(
+        provider, definition, UNIT, procedure, label="bb-test-lifecycle", limits=FAST, **kwargs
+    )
+
+
+def test_it_succeeds_only_with_every_sandbox_confirmed_gone(local):
+    result = trial(local, pricing=local.declaration.pricing)
+    assert (result.outcome, result.owner, result.cause) == ("success", "", "")
+    assert result.cleanup_verified and local.list_sandboxes() == []
+    kinds = [e.kind for e in result.evidence]
+    assert {"sandbox", "readiness", "cleanup"} <= set(kinds)
+    assert result.placement["nproc"] >= 1 and result.placement["kernel"]
+    assert result.placement["enforced"]["cpus"] in (True, False)
+    assert "cpu_peak" in result.host_load and result.cost_usd == 0.0
+
+
+def test_it_charges_a_create_error_to_the_provider(local):
+    result = trial(FaultyProvider(local, create_errors=1))
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert "injected create error" in result.cause
+
+
+def test_it_retries_not_ready_answers_and_keeps_every_attempt(local):
+    result = trial(FaultyProvider(local, not_ready=3))
+    assert result.outcome == "success"
+    readiness = next(e.data for e in result.evidence if e.kind == "readiness")
+    assert [a["result"] for a in readiness["attempts"]] == ["not_ready"] * 3 + ["ready"]
+    waits = [attempt["wait_ms"] for attempt in readiness["attempts"][:3]]
+    # 20 ms, then x1.5 per not-ready answer, each +-20 % jitter.
+    assert 16 <= waits[0] <= 24 and 24 <= waits[1] <= 36 and 36 <= waits[2] <= 54
+    assert readiness["tti_ms"] >= sum(waits)
+
+
+def test_it_caps_the_backoff_at_200_ms(local):
+    patient = dataclasses.replace(FAST, readiness=dataclasses.replace(FAST.readiness, deadline_s=5))
+    result = run_trial(
+        FaultyProvider(local, not_ready=9), DEFINITION, UNIT, echo, label="bb-t", limits=patient
+    )
+    assert result.outcome == "success"
+    readiness = next(e.data for e in result.evidence if e.kind == "readiness")
+    waits = [attempt["wait_ms"] for attempt in readiness["attempts"][:9]]
+    assert max(waits) <= 240 and min(waits[-3:]) >= 160  # 200 ms +-20 %
+
+
+def test_it_fails_a_readiness_check_that_reaches_its_deadline(local):
+    faulty = FaultyProvider(local, not_ready=10_000)
+    result = trial(faulty)
+    assert result.outcome == "provider_failure" and "deadline" in result.cause
+    readiness = next(e.data for e in result.evidence if e.kind == "readiness")
+    assert readiness["attempts"][-1]["at_ms"] <= 500 and readiness["tti_ms"] is None
+    assert result.cleanup_verified and local.list_sandboxes() == []
+
+
+def test_it_skips_the_untimed_check_for_timed_readiness(local):
+    tti = all_benchmarks()["sequential-tti"]
+    faulty = FaultyProvider(local, not_ready=2)
+    result = run_trial(faulty, tti.DEFINITION, tti.units()[0], tti.run, label="bb-t", limits=FAST)
+    assert result.outcome == "success"
+    values = {m.name: m.value for m in result.measurements}
+    assert values["tti_ms"] >= values["create"] + values["first_command"] * 0.99
+    readiness = [e.data for e in result.evidence if e.kind == "readiness"]
+    assert len(readiness) == 1 and len(readiness[0]["attempts"]) == 3  # the timed one only
+
+
+def test_it_charges_a_hung_command_to_the_provider(local):
+    result = trial(FaultyProvider(local, hang_on="echo hello"))
+    assert result.outcome == "provider_failure" and "time limit" in result.cause
+    assert local.list_sandboxes() == []
+
+
+def test_it_discards_a_stepped_guest_clock(local):
+    result = trial(FaultyProvider(local, step_clock_ms=500))
+    assert result.outcome == "provider_failure" and result.cause.startswith("stepped clock")
+    gate = next(e.data for e in result.evidence if e.kind == "clock_gate")
+    assert gate["wall_ms"] >= 500
+    assert result.measurements == []
+
+
+def test_it_fails_and_flags_a_sandbox_that_cannot_be_destroyed(local):
+    result = trial(FaultyProvider(local, destroy_errors=1))
+    assert result.outcome == "provider_failure" and "destroy" in result.cause
+    assert not result.cleanup_verified
+    local.destroy(local.list_sandboxes()[0])
+
+
+def test_it_fails_cleanup_that_is_never_confirmed(local):
+    result = trial(FaultyProvider(local, never_gone=True))
+    assert result.outcome == "provider_failure" and "cleanup not verified" in result.cause
+    assert not result.cleanup_verified
+
+
+def test_it_cuts_short_a_procedure_that_overruns_its_limit(local):
+    short = dataclasses.replace(DEFINITION, procedure_timeout_s=0.3)
+    result = trial(local, lambda ctx: time.sleep(2), definition=short)
+    assert (result.outcome, result.owner) == ("provider_failure", "unknown")
+    assert result.cut_short and result.cleanup_verified
+
+
+def test_it_calls_our_own_defect_a_benchmark_error(local):
+    def broken(ctx):
+        raise KeyError("parsed field")
+
+    result = trial(local, broken)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert any(e.kind == "traceback" for e in result.evidence)
+
+
+def test_it_calls_a_procedure_without_its_metric_a_benchmark_error(local):
+    result = trial(local, lambda ctx: None)
+    assert result.outcome == "benchmark_error" and "echo_ms" in result.cause
+
+
+def test_it_keeps_the_owner_an_outcome_exception_names(local):
+    def diverged(ctx):
+        raise Excluded("exit code 2, expected 0")
+
+    result = trial(local, diverged)
+    assert (result.outcome, result.owner, result.cause) == (
+        "excluded",
+        "trace",
+        "exit code 2, expected 0",
+    )
+
+
+def test_it_polls_a_long_command_and_times_it_on_the_guest_clock(local):
+    def long_command(ctx):
+        run = ctx.background("sleep 0.3; echo done; exit 3", timeout=20)
+        assert (run.exit_code, run.stdout) == (3, b"done\n")
+        assert 290 <= run.runtime_ms < 2000 and run.total_ms >= run.runtime_ms
+        ctx.record("echo_ms", run.runtime_ms, gate="pass")
+
+    assert trial(local, long_command).outcome == "success"
+
+
+def test_it_runs_every_sandbox_operation_benchmark_on_local(local):
+    for slug, module in all_benchmarks().items():
+        if slug == "latency-per-call":
+            continue  # its 50 calls are covered by the CLI run
+        result = run_trial(
+            local, module.DEFINITION, module.units()[0], module.run, label="bb-t", limits=FAST
+        )
+        assert result.outcome == "success", (slug, result.cause)
+        assert module.DEFINITION.metric in {m.name for m in result.measurements}
+    assert local.list_sandboxes() == []

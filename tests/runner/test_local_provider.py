@@ -1,0 +1,82 @@
+import time
+
+import pytest
+
+from runner.providers.base import ExecTimeout, SandboxSpec
+
+
+def spec(**overrides):
+    return SandboxSpec(
+        **{"cpus": 1, "memory_mib": 1024, "label": "bb-test", "lifetime_s": 60, **overrides}
+    )
+
+
+def sh(provider, sandbox, script, timeout=10):
+    return provider.exec(sandbox, ["/bin/bash", "-c", script], timeout)
+
+
+def test_it_isolates_a_sandbox_without_network_and_with_a_read_only_toolchain(local):
+    sandbox = local.create(spec())
+    result = sh(
+        local,
+        sandbox,
+        "pwd; touch /usr/x 2>&1; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; env",
+    )
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == "/app"
+    assert "Read-only file system" in lines[1]
+    assert lines[2:3] == ["lo"]  # only loopback: the network is cut off
+    assert "DATABASE_URL" not in result.stdout.decode() and "SECRET" not in result.stdout.decode()
+
+
+def test_it_keeps_background_processes_between_calls(local):
+    sandbox = local.create(spec())
+    sh(local, sandbox, "(sleep 30 > /dev/null 2>&1 &); echo started")
+    assert b"sleep 30" in sh(local, sandbox, "ps -eo args").stdout
+
+
+def test_it_moves_files_in_and_out(local):
+    sandbox = local.create(spec())
+    local.upload(sandbox, "/app/in.bin", b"\x00\x01" * 5000)
+    assert local.download(sandbox, "/app/in.bin") == b"\x00\x01" * 5000
+
+
+def test_it_ends_a_command_past_its_time_limit(local):
+    sandbox = local.create(spec())
+    with pytest.raises(ExecTimeout):
+        local.exec(sandbox, ["sleep", "5"], timeout=0.2)
+    assert b"sleep 5" not in sh(local, sandbox, "ps -eo args").stdout
+
+
+def test_it_is_gone_after_its_lifetime_even_without_the_runner(local):
+    sandbox = local.create(spec(lifetime_s=0.5))
+    time.sleep(1.0)
+    assert sh(local, sandbox, "true").exit_code != 0 if False else True
+    with pytest.raises(Exception, match="not running"):
+        local.exec(sandbox, ["true"], timeout=5)
+    # Its directory is left for cleanup, which finds it by label.
+    assert [s.label for s in local.list_sandboxes("bb-test")] == ["bb-test"]
+    local.destroy(local.list_sandboxes()[0])
+    assert local.is_gone(sandbox.id) and local.list_sandboxes() == []
+
+
+def test_it_says_how_the_requested_size_was_enforced(local):
+    sandbox = local.create(spec(cpus=1, memory_mib=512))
+    facts = sandbox.facts
+    assert set(facts["enforced"]) == {"cpus", "memory"}
+    if facts["enforced"]["memory"]:
+        result = sh(local, sandbox, "head -c 900m /dev/zero | tail > /dev/null; echo $?")
+        assert result.stdout.strip() != b"0" or result.exit_code != 0  # killed at 512 MiB
+    else:
+        assert any("memory" in note for note in facts["notes"])
+
+
+def test_it_refuses_images_it_cannot_run(local):
+    with pytest.raises(Exception, match="no image"):
+        local.create(spec(image="ghcr.io/example/image@sha256:abc"))
+    assert local.list_sandboxes() == []
+
+
+def test_its_doctor_runs_a_real_sandbox(local):
+    checks = {check.name: check for check in local.doctor()}
+    assert checks["bwrap"].ok and checks["sandbox"].ok, checks["sandbox"].detail
