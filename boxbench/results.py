@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from boxbench.models import (
@@ -245,6 +246,8 @@ def materialize() -> int:
         for unit_data in board.units:
             key = f"{benchmark.slug}/{unit_data['unit']}"
             rows.append(Aggregate(scope="unit", key=key, data=unit_data))
+    for run in {r.id: r for r in runs.values()}.values():
+        rows.append(Aggregate(scope="run", key=str(run.id), data={"progress": progress(run)}))
     overview = _overview(boards, providers)
     rows.append(Aggregate(scope="overview", key="", data=overview))
     for provider in providers.values():
@@ -254,6 +257,16 @@ def materialize() -> int:
         Aggregate.objects.all().delete()
         Aggregate.objects.bulk_create(rows)
     return len(rows)
+
+
+def progress(run: Run) -> list[dict]:
+    """Trial counts by state and outcome (live while running; materialized once published)."""
+    return list(
+        Trial.objects.filter(run=run)
+        .values("state", "outcome")
+        .annotate(n=Count("id"))
+        .order_by("state", "outcome")
+    )
 
 
 @dataclass

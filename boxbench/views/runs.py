@@ -1,9 +1,9 @@
 """A run's report: manifest, progress, audit with resolutions, and (staff only) private evidence."""
 
-from django.db.models import Count
 from django.shortcuts import render
 
-from boxbench.models import AuditResolution, Evidence, Trial
+from boxbench import results
+from boxbench.models import Aggregate, AuditResolution, Evidence
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -12,12 +12,11 @@ VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
 
 def run_page(request, run_id):
     run = visible_run(request, run_id)
-    counts = list(
-        Trial.objects.filter(run=run)
-        .values("state", "outcome")
-        .annotate(n=Count("id"))
-        .order_by("state", "outcome")
-    )
+    # A published run's counts never change: read them from its aggregate rather than count
+    # a million trials per request.
+    stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
+    stored = stored.first() if run.published else None
+    counts = stored["progress"] if stored else results.progress(run)
     resolutions = list(
         AuditResolution.objects.filter(run=run)
         .select_related("provider", "benchmark", "rerun", "actor")

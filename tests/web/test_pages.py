@@ -125,7 +125,7 @@ def test_it_shows_a_providers_results_declaration_and_pricing(client, published_
 
 @pytest.mark.parametrize("path", ["/", "/benchmarks/deepswe/", "/benchmarks/deepswe/units/trace-a/",
                                   "/providers/local/", "/benchmarks/deepswe.csv", "/scores.csv",
-                                  "/benchmarks/deepswe/units/trace-a.csv"])  # fmt: skip
+                                  "/benchmarks/deepswe/units/trace-a.csv", RUN_URL])  # fmt: skip
 def test_it_serves_each_page_in_three_queries_or_fewer(
     client, published_run, path, django_assert_max_num_queries
 ):

@@ -35,7 +35,7 @@ def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
     imported_run.refresh_from_db()
     assert imported_run.published and imported_run.published_at
     assert set(Aggregate.objects.values_list("scope", flat=True)) == {
-        "overview", "benchmark", "unit", "provider"
+        "overview", "benchmark", "unit", "provider", "run"
     }  # fmt: skip
     assert "Published run" in capsys.readouterr().out
 
