@@ -1,0 +1,145 @@
+"""DeepSWE-style trace replay (spec: deepswe.txt): tool time of a replayed agent session.
+
+Per trial, untimed: upload the unit's pinned archive, unpack it into /app as a git repository with a
+fixed identity (runner/traces/replay.py, prepare_script), upload the loopback deny proxy. Timed:
+one background script that starts the proxy, then runs every command in /app between two guest
+clock readings under `timeout --kill-after=5s`. Then the records are read back, the patch digest
+checked, and the Failures table applied. Tool time (sum of command runtimes) is the main metric;
+the per-stage sums (Read, Write, Install, Build, Test) are the stacked bar's stages.
+"""
+
+from __future__ import annotations
+
+from runner import classify
+from runner.benchmarks.base import (
+    BenchmarkDefinition,
+    BenchmarkError,
+    Excluded,
+    ProviderFailure,
+    TrialContext,
+    UnitDefinition,
+)
+from runner.traces import replay
+from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, trace_folders
+from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
+
+TRIALS = 20
+REPLAY_LIMIT_S = 600.0  # "Command replay: 10 min"
+PREPARE_LIMIT_S = 300.0
+
+DEFINITION = BenchmarkDefinition(
+    slug="deepswe",
+    title="DeepSWE trace replay",
+    section="workload",
+    description=(
+        "Sum of command runtimes of replayed coding-agent sessions on real repositories, on the "
+        "sandbox's clock, with the network blocked."
+    ),
+    metric="tool_time",
+    unit="ms",
+    direction="lower",
+    clock="guest",
+    cpus=4,
+    memory_mib=8192,
+    trials_per_unit=TRIALS,
+    # "ranked once it has at least 90% of the successes requested before any top-up"
+    ranking_floor=max(1, (9 * TRIALS * len(trace_folders())) // 10),
+    required_capabilities=("exec", "file_transfer", "network_lockdown"),
+    stage_names=classify.STAGES,
+    steps_include_create_or_build=True,
+    create_timeout_s=600.0,
+    procedure_timeout_s=PREPARE_LIMIT_S + REPLAY_LIMIT_S + 120.0,
+    destroy_timeout_s=300.0,
+    lifetime_s=1500.0,
+)
+
+
+def units() -> list[UnitDefinition]:
+    return [
+        UnitDefinition(
+            slug=trace.slug,
+            title=trace.title,
+            definition={
+                "stratum": trace.stratum,
+                "commands": len(trace.commands),
+                "recorded_ms": round(trace.recorded_ms, 3),
+                "archive": trace.repository.archive,
+                "archive_sha256": trace.repository.sha256,
+                "source": trace.repository.source,
+                "patch_sha256": trace.patch_sha256,
+            },
+            digest=trace.digest(),
+        )
+        for trace in load_all()
+    ]
+
+
+def run(ctx: TrialContext) -> None:
+    trace = _trace(ctx)
+    _prepare(ctx, trace)
+    result = ctx.background(replay.replay_script(trace), timeout=REPLAY_LIMIT_S)
+    text = ctx.exec(["/bin/cat", f"{replay.WORKDIR}/{replay.RECORDS}"], timeout=60)
+    if text.exit_code != 0:
+        raise ProviderFailure("the replay records file cannot be read back from /app")
+    try:
+        records = replay.parse_records(text.stdout.decode(errors="replace"))
+    except ValueError as exc:
+        raise BenchmarkError(str(exc)) from None
+    verdict = replay.judge(trace, records)
+    ctx.evidence(
+        "replay",
+        {
+            "script_exit_code": result.exit_code,
+            "proxy_port": records.proxy_port,
+            "digest": records.digest,
+            "commands": [
+                [c.index, c.exit_code, round(c.wall_ms, 3), round(c.uptime_ms, 3)]
+                for c in records.commands
+            ],
+        },
+    )
+    if verdict.outcome != "success":
+        _output_tail(ctx)
+    if verdict.timed_out:
+        # Excluded only while the sandbox still answers; ctx.exec raises ProviderFailure if not.
+        ctx.exec(["/bin/true"], timeout=30)
+    if verdict.outcome == "excluded":
+        raise Excluded(verdict.cause)
+    if verdict.outcome == "provider_failure":
+        raise ProviderFailure(f"{verdict.cause} (script exit code {result.exit_code})")
+    if verdict.outcome == "benchmark_error":
+        raise BenchmarkError(verdict.cause)
+    if result.exit_code != 0:
+        raise BenchmarkError(f"the replay script exited {result.exit_code} after a clean replay")
+    ctx.record("tool_time", verdict.tool_time_ms, clock="guest", gate="pass")
+    for stage, value in verdict.stage_ms.items():
+        ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
+
+
+def _trace(ctx: TrialContext):
+    try:
+        trace = load_trace(TRACES_DIR / ctx.unit.slug / "trace.json")
+    except TraceError as exc:
+        raise BenchmarkError(str(exc)) from None
+    if ctx.unit.digest and trace.digest() != ctx.unit.digest:
+        raise BenchmarkError(
+            f"trace {ctx.unit.slug} changed since the run was planned "
+            f"(digest {trace.digest()[:12]}, planned {ctx.unit.digest[:12]})"
+        )
+    return trace
+
+
+def _prepare(ctx: TrialContext, trace) -> None:
+    """Untimed: the repository as a fresh git checkout in /app, and the deny proxy beside it."""
+    ctx.upload(SANDBOX_ARCHIVE, trace.archive_path.read_bytes())
+    script = replay.prepare_script(trace, SANDBOX_ARCHIVE)
+    prepared = ctx.exec(["/bin/bash", "-c", script], timeout=PREPARE_LIMIT_S)
+    if prepared.exit_code != 0:
+        error = prepared.stderr.decode(errors="replace").strip()[-500:]
+        raise BenchmarkError(f"preparing {trace.slug} in /app failed: {error}")
+    ctx.upload(f"{replay.WORKDIR}/{replay.PROXY_SCRIPT}", DENYPROXY.read_bytes())
+
+
+def _output_tail(ctx: TrialContext) -> None:
+    tail = ctx.exec(["/usr/bin/tail", "-c", "4000", f"{replay.WORKDIR}/{replay.OUTPUT_LOG}"], 60)
+    ctx.evidence("replay_output_tail", {"text": tail.stdout.decode(errors="replace")})
