@@ -1,0 +1,30 @@
+"""Disk 4 KiB random write: fio randwrite, O_DIRECT, queue depth 1, fsync at the end, IOPS."""
+
+from runner.benchmarks import machine_common as mc
+from runner.benchmarks.base import TrialContext, UnitDefinition
+
+SIZE_MIB, SECONDS = 256, 10
+
+DEFINITION = mc.machine_definition(
+    "disk-rand-write-4k",
+    "Disk random write 4 KiB",
+    f"fio randwrite, 4 KiB blocks, direct=1, iodepth 1, {SIZE_MIB} MiB file, {SECONDS} s: IOPS.",
+    metric="rand_write_iops",
+    unit="IOPS",
+    direction="higher",
+)
+
+
+def units() -> list[UnitDefinition]:
+    return [UnitDefinition("fio-randwrite-4k", "fio 4 KiB random write", definition={})]
+
+
+def run(ctx: TrialContext) -> None:
+    mc.require_free_space(ctx, SIZE_MIB * 2)
+    mc.require_direct_io(ctx)
+    mc.layout_file(ctx, SIZE_MIB)
+    command = mc.fio_command("randwrite", "randwrite", "4k", SIZE_MIB, SECONDS)
+    figures = mc.parse_fio(mc.run_tool(ctx, command, SECONDS + 120, "fio"), "write")
+    ctx.record("rand_write_iops", figures["iops"], unit="IOPS", clock="guest", gate="pass")
+    ctx.record("rand_write_clat_us", figures["clat_us"], unit="us", clock="guest", gate="pass")
+    mc.record_flags(ctx, mc.disk_flags(figures, "rand_iops", figures["iops"], reads=False))
