@@ -15,6 +15,14 @@ BENCHMARK_MODULES = [
     "runner.benchmarks.file_upload",
     "runner.benchmarks.file_download",
     "runner.benchmarks.destroy",
+    "runner.benchmarks.deepswe",
+    "runner.benchmarks.machine_cpu_single",
+    "runner.benchmarks.machine_cpu_all",
+    "runner.benchmarks.machine_memory_bandwidth",
+    "runner.benchmarks.machine_disk_seq",
+    "runner.benchmarks.machine_disk_rand_read_4k",
+    "runner.benchmarks.machine_disk_rand_write_4k",
+    "runner.benchmarks.machine_hard_links",
 ]
 
 
