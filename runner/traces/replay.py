@@ -32,6 +32,7 @@ GIT_EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/")
 # Exit codes of `timeout`: 124 when it stopped the command, 137 when it had to kill it.
 TIMEOUT_CODES = (124, 137)
 SETUP_FAILED = 90
+HOME = "/tmp/boxbench-home"
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,13 @@ git commit -q -m 'boxbench: {trace.slug}'
 """
 
 
-_RUN_FUNCTION = r"""__bb_run() {
+# No EXIT trap of our own: the guest clock wrapper around this script owns that trap, so every
+# way out goes through __bb_end, which stops the deny proxy first.
+_RUN_FUNCTION = r"""__bb_end() {
+  [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
+  exit "$1"
+}
+__bb_run() {
   local u0 u1 w0 w1 rc
   read -r -N 64 u0 < /proc/uptime; w0=$EPOCHREALTIME
   timeout --kill-after=KILL_AFTER "$3" bash -c "$4" < /dev/null >&4 2>&4
@@ -122,34 +129,39 @@ _RUN_FUNCTION = r"""__bb_run() {
   w1=$EPOCHREALTIME; read -r -N 64 u1 < /proc/uptime
   printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$w1" "${u0%% *}" "${u1%% *}" >&3
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
-    printf '__MISMATCH %s %s %s\n' "$1" "$rc" "$2" >&3; exit 3
+    printf '__MISMATCH %s %s %s\n' "$1" "$rc" "$2" >&3; __bb_end 3
   fi
 }
 """
 
 
 def replay_script(
-    trace: Trace, workdir: str = WORKDIR, proxy: bool = True, recording: bool = False
+    trace: Trace,
+    workdir: str = WORKDIR,
+    proxy: bool = True,
+    recording: bool = False,
+    home: str = HOME,
 ) -> str:
     """The one background script: proxy, every command timed in order, then the patch digest.
 
     `recording` replays a new session once to learn its exit codes and digest: no command's exit
-    code is checked and the digest is written, not compared.
+    code is checked and the digest is written, not compared. HOME is set outside the working
+    directory, so caches that tools write there never reach the patch digest.
     """
     head = f"""cd {workdir} || exit {SETUP_FAILED}
 exec 3>> {RECORDS} 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
 unset BASH_ENV ENV CDPATH
 export LC_ALL=C.UTF-8 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 TERM=dumb
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 TERM=dumb HOME={home}
+mkdir -p "$HOME" || exit {SETUP_FAILED}
 """
     if proxy:
         head += f"""python3 {PROXY_SCRIPT} --port-file {STATE_DIR}/proxy.port \
   >> {STATE_DIR}/proxy.log 2>&1 < /dev/null &
 __bb_proxy=$!
-trap 'kill $__bb_proxy 2> /dev/null' EXIT
 for __bb_i in $(seq 100); do [ -s {STATE_DIR}/proxy.port ] && break; sleep 0.05; done
 if ! read -r __bb_port < {STATE_DIR}/proxy.port; then
-  echo '__SETUP deny proxy did not start' >&3; exit {SETUP_FAILED}
+  echo '__SETUP deny proxy did not start' >&3; __bb_end {SETUP_FAILED}
 fi
 __bb_url=http://127.0.0.1:$__bb_port
 export HTTP_PROXY=$__bb_url HTTPS_PROXY=$__bb_url http_proxy=$__bb_url https_proxy=$__bb_url
@@ -157,7 +169,7 @@ export PIP_INDEX_URL=$__bb_url/simple/ ALL_PROXY=$__bb_url all_proxy=$__bb_url
 unset NO_PROXY no_proxy
 printf '__PROXY %s\\n' "$__bb_port" >&3
 """
-    lines = [head, _RUN_FUNCTION.replace("KILL_AFTER", KILL_AFTER)]
+    lines = [_RUN_FUNCTION.replace("KILL_AFTER", KILL_AFTER), head]
     for index, command in enumerate(trace.commands):
         limit = command_limit_s(command.duration_ms)
         expected = "any" if recording else command.exit_code
@@ -167,9 +179,9 @@ printf '__PROXY %s\\n' "$__bb_port" >&3
     if not recording:
         lines.append(
             f'if [ "$__bb_digest" != "{trace.patch_sha256}" ]; then '
-            "printf '__MISMATCH digest\\n' >&3; exit 4; fi\n"
+            "printf '__MISMATCH digest\\n' >&3; __bb_end 4; fi\n"
         )
-    lines.append("printf '__DONE\\n' >&3\n")
+    lines.append("printf '__DONE\\n' >&3\n__bb_end 0\n")
     return "".join(lines)
 
 
