@@ -1,0 +1,79 @@
+"""Machine benchmark parsers, pre-test checks and cache flags (pure, with a stand-in context)."""
+
+import json
+
+import pytest
+
+from runner.benchmarks import machine_common as mc
+from runner.benchmarks.base import BenchmarkError, Missed
+from runner.providers.base import ExecResult
+
+SYSBENCH_CPU = """
+[ 1s ] thds: 1 eps: 500.00 lat (ms,95%): 2.00
+[ 2s ] thds: 1 eps: 500.00 lat (ms,95%): 2.00
+[ 3s ] thds: 1 eps: 500.00 lat (ms,95%): 2.00
+[ 4s ] thds: 1 eps: 300.00 lat (ms,95%): 2.00
+[ 5s ] thds: 1 eps: 300.00 lat (ms,95%): 2.00
+[ 6s ] thds: 1 eps: 300.00 lat (ms,95%): 2.00
+CPU speed:
+    events per second:   400.00
+"""
+
+
+class StubContext:
+    def __init__(self, exit_code=0, stdout=b""):
+        self.result = ExecResult(exit_code, stdout, b"")
+
+    def exec(self, argv, timeout, stdin=None):
+        return self.result
+
+
+def _fio(direction, iops, clat_ns, cpu):
+    side = {"iops": iops, "bw_bytes": iops * 4096, "clat_ns": {"mean": clat_ns}}
+    return json.dumps({"jobs": [{direction: side, "usr_cpu": cpu / 2, "sys_cpu": cpu / 2}]})
+
+
+def test_it_reads_sysbench_cpu_and_flags_a_run_that_slows_down():
+    eps, intervals = mc.parse_sysbench_cpu(SYSBENCH_CPU)
+    assert eps == 400.0 and len(intervals) == 6
+    assert mc.throttled(intervals)
+    assert not mc.throttled([500.0] * 6)
+
+
+def test_it_reads_sysbench_memory_bandwidth():
+    text = "32768.00 MiB transferred (6582.31 MiB/sec)"
+    assert mc.parse_sysbench_memory(text) == 6582.31
+
+
+def test_it_calls_unparseable_tool_output_our_defect():
+    with pytest.raises(BenchmarkError, match="events per second"):
+        mc.parse_sysbench_cpu("segfault")
+    with pytest.raises(BenchmarkError, match="fio's JSON"):
+        mc.parse_fio("fio: bad option", "read")
+
+
+def test_it_flags_a_direct_read_too_fast_for_any_device_as_cached():
+    figures = mc.parse_fio("note: banner\n" + _fio("read", 900_000, 1_100, 40.0), "read")
+    flags = mc.disk_flags(figures, "rand_iops", figures["iops"], reads=True)
+    assert flags == {"flag_ceiling": False, "flag_cpu_bound": False, "flag_cached_read": True}
+
+
+def test_it_flags_a_ceiling_and_a_cpu_bound_run():
+    figures = mc.parse_fio(_fio("write", 3_000_000, 300_000, 97.0), "write")
+    flags = mc.disk_flags(figures, "rand_iops", figures["iops"], reads=False)
+    assert flags == {"flag_ceiling": True, "flag_cpu_bound": True}
+
+
+def test_it_misses_a_trial_when_the_working_directory_rejects_o_direct():
+    failing = StubContext(1, b"dd: failed to open '/app/.boxbench-odirect': Invalid argument")
+    with pytest.raises(Missed, match="rejects O_DIRECT: dd: failed"):
+        mc.require_direct_io(failing)
+
+
+def test_it_misses_a_trial_when_the_working_directory_lacks_free_space():
+    df = (
+        b"Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/x 100 90 10240 90% /app\n"
+    )
+    with pytest.raises(Missed, match="has 10 MiB free; this test needs 512 MiB"):
+        mc.require_free_space(StubContext(0, df), 512)
+    mc.require_free_space(StubContext(0, df), 5)

@@ -1,0 +1,113 @@
+"""Trace replay and machine benchmarks end to end on the real local provider."""
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from runner import lifecycle
+from runner.benchmarks import deepswe, machine_hard_links
+from runner.declarations import get_declaration
+from runner.providers.local import LocalProvider
+from runner.traces.format import load_trace
+
+FAST = lifecycle.Limits(
+    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
+)
+PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
+UNIT = "six-ensure-bytearray"
+
+
+@pytest.fixture
+def local(tmp_path):
+    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
+    yield provider
+    for sandbox in provider.list_sandboxes():
+        provider.destroy(sandbox)
+
+
+def _unit():
+    return next(u for u in deepswe.units() if u.slug == UNIT)
+
+
+def _trial(local, unit, procedure=deepswe.run):
+    return lifecycle.run_trial(
+        local, deepswe.DEFINITION, unit, procedure, label="test", pricing=PRICING, limits=FAST
+    )
+
+
+def test_it_replays_a_trace_on_local_with_the_expected_digest_stages_and_cost(local):
+    result = _trial(local, _unit())
+    assert (result.outcome, result.cause) == ("success", "")
+    values = {(m.kind, m.name): m.value for m in result.measurements}
+    stages = [values[("stage", s)] for s in deepswe.DEFINITION.stage_names]
+    assert values[("metric", "tool_time")] == pytest.approx(sum(stages))
+    assert values[("stage", "Test")] > 0 and values[("stage", "Write")] > 0
+    assert result.cost_usd > 0
+    replayed = next(e.data for e in result.evidence if e.kind == "replay")
+    assert replayed["digest"] == load_trace(deepswe.TRACES_DIR / UNIT / "trace.json").patch_sha256
+    assert replayed["proxy_port"] > 0
+
+
+def test_it_excludes_a_trial_when_a_command_exits_differently(local, monkeypatch):
+    trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
+    first = replace(trace.commands[0], exit_code=7)
+    changed = replace(trace, commands=(first, *trace.commands[1:]))
+    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    result = _trial(local, _unit())
+    assert result.outcome == "excluded"
+    assert "command 0 exited 0, the trace recorded 7" in result.cause
+
+
+def test_it_excludes_a_trial_whose_final_patch_digest_differs(local, monkeypatch):
+    trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
+    changed = replace(trace, patch_sha256="0" * 64)
+    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    result = _trial(local, _unit())
+    assert result.outcome == "excluded"
+    assert "final git patch SHA-256" in result.cause
+
+
+def test_it_blocks_network_requests_through_the_deny_proxy_with_403(tmp_path):
+    port_file = tmp_path / "port"
+    proxy = subprocess.Popen(
+        [sys.executable, "runner/denyproxy.py", "--port-file", str(port_file)],
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        for _ in range(100):
+            if port_file.exists():
+                break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": url}))
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            opener.open("http://pypi.org/simple/six/", timeout=5)
+        assert refused.value.code == 403
+    finally:
+        proxy.terminate()
+        proxy.wait()
+
+
+def test_it_times_hard_links_on_the_guest_clock(local):
+    definition = machine_hard_links.DEFINITION
+    unit = machine_hard_links.units()[0]
+    result = lifecycle.run_trial(
+        local, definition, unit, machine_hard_links.run, label="test", limits=FAST
+    )
+    assert result.outcome == "success", result.cause
+    (value,) = [m.value for m in result.measurements if m.name == "hard_links_ms"]
+    assert value > 0
+
+
+def test_it_lists_every_unit_with_its_digest_and_a_ranking_floor_of_90_percent():
+    units = deepswe.units()
+    assert all(len(u.digest) == 64 for u in units)
+    assert deepswe.DEFINITION.ranking_floor == 9 * 20 * len(units) // 10
+    assert json.dumps([u.definition for u in units])
