@@ -1,0 +1,584 @@
+"""The pre-publication statistical audit: ten run checks per provider-benchmark pair,
+Benjamini-Hochberg correction, the failure rule, coverage and detectable effects
+(docs/methodology.md, "Statistical run checks").
+
+Input: one row per successful trial and main metric (see COLUMNS). Output: `audit(trials)`
+returns a JSON-serializable dict (see docs/methodology.md for its layout).
+
+Speed matters (30 providers x 30 benchmarks x 20 trials within 10 s on one core), so the frame is
+converted to numpy once and each pair works on array slices; no pandas inside the pair loop.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from stats import _audit_tests as t
+
+PAIR_KEYS = ("provider", "benchmark")
+REQUIRED = ("provider", "benchmark", "trial_id", "value", "seq")
+COLUMNS = {
+    "provider": "pair key",
+    "benchmark": "pair key",
+    "metric": "optional third pair key when a benchmark has several main metrics",
+    "trial_id": "identifier reported back for excluded trials (str or int)",
+    "value": "the trial's main-metric value, positive and finite",
+    "seq": "execution order within the pair (any increasing number)",
+    "round": "round number (1..4); missing -> first round and round start unassessed",
+    "batch": "batch identifier; missing -> the pair is one batch",
+    "started_at": "trial start (seconds or datetime); used for round start",
+    "ended_at": "trial end (seconds or datetime); used for round start",
+    "in_flight": "time-weighted mean of other trials of the batch holding a sandbox",
+    "cpu_peak": "job-host peak CPU over the trial as a fraction of its limit (0..1)",
+    "cpu_throttled": "job-host CPU throttling seen over the trial (bool)",
+    "mem_pressure_some_avg10": "job-host memory pressure some avg10, percent",
+    "mem_available_kib": "job-host available memory, KiB (used where pressure is absent)",
+    "cpu_count": "sandbox-visible CPU count (placement fact)",
+    "cpu_model": "sandbox-visible CPU model (placement fact)",
+    "flag_throughput_ceiling": "trial hit a physical throughput ceiling (bool)",
+    "flag_cached_direct_read": "a direct read was served from cache (bool)",
+    "flag_cpu_bound": "the run was CPU-bound (bool)",
+    "flag_throttled": "the sandbox's CPU was throttled (bool)",
+    "linked_to_earlier": "a recorded fact ties the trial to an earlier one (bool)",
+    "lower_is_better": "metric direction, constant per pair (default True)",
+    "steps_create_or_build": "the benchmark's steps include create or a build (default False)",
+}
+FLAGS = (
+    "flag_throughput_ceiling",
+    "flag_cached_direct_read",
+    "flag_cpu_bound",
+    "flag_throttled",
+)
+FLOAT_FACTS = (
+    "round",
+    "started_at",
+    "ended_at",
+    "in_flight",
+    "cpu_peak",
+    "cpu_throttled",
+    "mem_pressure_some_avg10",
+    "mem_available_kib",
+    "cpu_count",
+    "linked_to_earlier",
+    *FLAGS,
+)
+
+MIN_SUCCESSES = 15
+Q_LEVEL = 0.05
+POWER = 0.8
+CHECKS = (
+    "trend",
+    "first_round",
+    "round_start",
+    "lag1",
+    "overlap",
+    "host_saturated",
+    "tier_split",
+    "host_type",
+    "outliers",
+    "cache_flags",
+)
+MIN_EFFECT = {  # percent of the median, except lag 1's rho
+    "trend": 8.0,
+    "first_round": 15.0,
+    "round_start": 15.0,
+    "lag1": 0.5,
+    "overlap": 15.0,
+    "host_saturated": 15.0,
+    "host_type": 20.0,
+}
+LAG1_SPREAD = 8.0  # |rho| x robust spread must also reach 8 % of the median
+MIN_GROUP = 5  # first round, round start, overlap, host saturated, host-type reference
+HOST_TYPE_MIN_GROUP = 3
+SATURATED_SHARE = 0.25
+SATURATION = {"cpu_peak": 0.9, "mem_pressure": 10.0, "mem_available_kib": 262144}
+OVERLAP_BUSY, OVERLAP_SOLO = 1.0, 0.1
+TIER_MIN_N, TIER_MIN_SMALL, TIER_FAIL_SMALL = 8, 3, 5
+TIER_NOTE_RATIO, TIER_FAIL_RATIO = 1.3, 1.8
+ASHMAN_FLOORS = ((200, 3.4), (100, 3.6), (40, 4.2), (20, 5.0), (8, 6.3))
+OUTLIER_MIN_N, OUTLIER_SIGMAS, OUTLIER_RATIO, OUTLIER_SHARE = 8, 6.0, 2.0, 0.05
+CACHE_SHARE = 0.15
+STATEMENT_FLAGS = {"flag_throughput_ceiling", "flag_cached_direct_read"}
+
+
+@dataclass
+class Finding:
+    """One check on one pair. `judge(qs)` turns the q-values of `ps` into (verdict, reason)."""
+
+    check: str
+    effect: float | None = None
+    ps: list[float] = field(default_factory=list)
+    family: str | None = None  # "failure", "host_type" or None (decided without a test)
+    verdict: str | None = None  # set now when no test is involved
+    reason: str = ""
+    details: dict = field(default_factory=dict)
+    judge: Callable | None = None
+    qs: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        tested = [p for p in self.ps if not math.isnan(p)]
+        p = min(tested) if tested else None
+        q = min((q for q in self.qs if not math.isnan(q)), default=None)
+        return {
+            "effect": _num(self.effect),
+            "p": _num(p),
+            "q": _num(q),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "details": _jsonable(self.details),
+        }
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, bool | np.bool_):
+        return bool(obj)
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return _num(obj)
+    return obj
+
+
+def unassessed(check: str, reason: str) -> Finding:
+    return Finding(check, verdict="unassessed", reason=reason)
+
+
+def tested(check: str, effect: float, p: float, passes_effect: bool, what: str) -> Finding:
+    """A failure-family finding under the failure rule: fail = large and q < 0.05."""
+
+    def judge(qs):
+        q = qs[0]
+        if math.isnan(q):
+            return "pass", f"{what}: no variation to test"
+        if q < Q_LEVEL and passes_effect:
+            return "fail", f"{what}: effect {effect:+.1f} reaches its minimum and q = {q:.3g}"
+        if q < Q_LEVEL:
+            return "note", f"{what}: significant (q = {q:.3g}) but below the minimum effect"
+        return "pass", f"{what}: effect {effect:+.1f}, q = {q:.3g}"
+
+    return Finding(check, effect=effect, ps=[p], family="failure", judge=judge)
+
+
+# --- data preparation -------------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    key: dict
+    trial_id: np.ndarray
+    value: np.ndarray
+    facts: dict  # name -> float array (NaN = not recorded)
+    batch: np.ndarray  # int codes
+    host_type: np.ndarray  # int codes, -1 = not recorded
+    lower_is_better: bool
+    steps_create_or_build: bool
+
+
+def _seconds(column: pd.Series) -> np.ndarray:
+    if pd.api.types.is_datetime64_any_dtype(column):
+        stamps = pd.to_datetime(column, utc=True)
+        return (stamps - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
+    return pd.to_numeric(column, errors="raise").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _float(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame:
+        return np.full(len(frame), np.nan)
+    if name in ("started_at", "ended_at"):
+        return _seconds(frame[name])
+    column = frame[name]
+    if column.dtype == object:
+        column = column.map(lambda v: np.nan if v is None or v is pd.NA else float(v))
+    return column.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _codes(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
+    present = [n for n in names if n in frame]
+    if len(present) < len(names):
+        return np.full(len(frame), -1)
+    groups = frame.groupby(present, sort=True, dropna=True).ngroup()
+    return groups.fillna(-1).to_numpy().astype(int)  # -1: a fact missing on that row
+
+
+def _validate(frame: pd.DataFrame) -> None:
+    missing = [c for c in REQUIRED if c not in frame]
+    if missing:
+        raise ValueError(f"audit input lacks required columns {missing}; see stats.audit.COLUMNS")
+    value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    if not (np.isfinite(value).all() and (value > 0).all()):
+        raise ValueError("audit input: every value must be positive and finite (successes only)")
+
+
+def split_pairs(frame: pd.DataFrame) -> list[Pair]:
+    """Sort once by pair and execution order, then cut numpy slices per pair."""
+    _validate(frame)
+    keys = [*PAIR_KEYS, *(["metric"] if "metric" in frame else [])]
+    frame = frame.reset_index(drop=True)
+    group = frame.groupby(keys, sort=True, dropna=False).ngroup().to_numpy()
+    seq = pd.to_numeric(frame["seq"]).to_numpy(dtype=float)
+    order = np.lexsort((seq, group))
+    frame = frame.iloc[order].reset_index(drop=True)
+    group = group[order]
+    value = frame["value"].to_numpy(dtype=float)
+    trial_id = frame["trial_id"].to_numpy(dtype=object)
+    facts = {name: _float(frame, name) for name in FLOAT_FACTS}
+    batch = _codes(frame, ["batch"])
+    # No batch column: the pair is one batch; a row without a batch joins an "unknown" batch.
+    batch = np.where(batch < 0, batch.max() + 1, batch)
+    host_type = _codes(frame, ["cpu_count", "cpu_model"])
+    direction = _float(frame, "lower_is_better")
+    builds = _float(frame, "steps_create_or_build")
+    key_rows = frame[keys].to_numpy(dtype=object)
+    bounds = np.flatnonzero(np.diff(group)) + 1
+    pairs = []
+    for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(frame)], strict=True):
+        s = slice(start, stop)
+        pairs.append(
+            Pair(
+                key=dict(zip(keys, key_rows[start].tolist(), strict=True)),
+                trial_id=trial_id[s],
+                value=value[s],
+                facts={name: column[s] for name, column in facts.items()},
+                batch=batch[s],
+                host_type=host_type[s],
+                lower_is_better=direction[start] != 0.0,  # NaN (absent) -> lower is better
+                steps_create_or_build=builds[start] == 1.0,
+            )
+        )
+    return pairs
+
+
+# --- the ten checks ---------------------------------------------------------------------------
+
+
+def check_trend(pair: Pair) -> Finding:
+    """Theil-Sen slope over execution order x (n - 1): the fitted drift from first to last trial,
+    as a percentage of the median; Kendall's tau gives the p-value."""
+    v = pair.value
+    x = np.arange(v.size, dtype=float)
+    slope, _ = t.theil_sen(x, v)
+    effect = 100.0 * slope * (v.size - 1) / t.lower_median(v)
+    p = t.kendall_p(v)
+    return tested("trend", effect, p, abs(effect) >= MIN_EFFECT["trend"], "drift")
+
+
+def check_first_round(pair: Pair) -> Finding:
+    rnd = pair.facts["round"]
+    if np.isnan(rnd).any():
+        return unassessed("first_round", "round numbers not recorded")
+    first = rnd == rnd.min()
+    return _two_groups("first_round", pair.value[first], pair.value[~first], "first round", "later")
+
+
+def _two_groups(check: str, a: np.ndarray, b: np.ndarray, a_name: str, b_name: str) -> Finding:
+    if a.size < MIN_GROUP or b.size < MIN_GROUP:
+        return unassessed(
+            check, f"{a.size} {a_name} and {b.size} {b_name} trials; needs {MIN_GROUP} in each"
+        )
+    effect = t.percent_difference(a, b)
+    p = t.mann_whitney_p(a, b)
+    finding = tested(check, effect, p, abs(effect) >= MIN_EFFECT[check], f"{a_name} vs {b_name}")
+    finding.details = {"n_a": a.size, "n_b": b.size}
+    return finding
+
+
+def check_round_start(pair: Pair) -> Finding:
+    """Trials started before any trial of their round finished, against the rest of the round,
+    each as a ratio to its round's median."""
+    rnd, start, end = (pair.facts[k] for k in ("round", "started_at", "ended_at"))
+    if np.isnan(rnd).any() or np.isnan(start).any() or np.isnan(end).any():
+        return unassessed("round_start", "round numbers or trial start/end times not recorded")
+    ratio = np.empty_like(pair.value)
+    initial = np.zeros(pair.value.size, dtype=bool)
+    for r in np.unique(rnd):
+        members = rnd == r
+        ratio[members] = pair.value[members] / t.lower_median(pair.value[members])
+        initial[members] = start[members] < end[members].min()
+    return _two_groups("round_start", ratio[initial], ratio[~initial], "round-start", "rest")
+
+
+def check_lag1(pair: Pair) -> Finding:
+    """Lag-1 Spearman rho of residuals within batches (batch median and Theil-Sen trend
+    removed); permutation p-value below 500 trials."""
+    residuals, lagged = t.batch_residuals(pair.value, pair.batch)
+    if lagged < 10:
+        return unassessed("lag1", f"{lagged} consecutive pairs within batches; needs 10")
+    rho, p = t.lag1_rho(residuals, pair.batch)
+    if math.isnan(rho):
+        return Finding("lag1", verdict="pass", reason="residuals do not vary")
+    spread = 100.0 * abs(rho) * t.robust_sigma(residuals) / t.lower_median(pair.value)
+    passes = abs(rho) >= MIN_EFFECT["lag1"] and spread >= LAG1_SPREAD
+    finding = tested("lag1", rho, p, passes, "lag-1 rho")
+    finding.details = {"spread_percent": spread}
+    return finding
+
+
+def check_overlap(pair: Pair) -> Finding:
+    busy = pair.facts["in_flight"]
+    if np.isnan(busy).all():
+        return unassessed("overlap", "in-flight counts not recorded")
+    ratio = pair.value / t.group_medians(pair.value, pair.batch)
+    return _two_groups(
+        "overlap", ratio[busy >= OVERLAP_BUSY], ratio[busy <= OVERLAP_SOLO], "overlapping", "solo"
+    )
+
+
+def saturated(facts: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(hot, known) per trial. Hot: peak CPU >= 0.9, any throttling, pressure >= 10 %, or, where
+    pressure is absent, under 262144 KiB available. Cool needs peak CPU and a memory fact."""
+    peak, throttled = facts["cpu_peak"], facts["cpu_throttled"]
+    pressure, available = facts["mem_pressure_some_avg10"], facts["mem_available_kib"]
+    with np.errstate(invalid="ignore"):
+        hot = (
+            (peak >= SATURATION["cpu_peak"])
+            | (throttled == 1.0)
+            | (pressure >= SATURATION["mem_pressure"])
+            | (np.isnan(pressure) & (available < SATURATION["mem_available_kib"]))
+        )
+    memory_known = ~np.isnan(pressure) | ~np.isnan(available)
+    return hot, hot | (~np.isnan(peak) & memory_known)
+
+
+def check_host_saturated(pair: Pair) -> Finding:
+    hot, known = saturated(pair.facts)
+    if not known.any():
+        return unassessed("host_saturated", "job-host load facts not recorded")
+    cool = known & ~hot
+    n_hot, n_cool = int(hot.sum()), int(cool.sum())
+    if n_hot >= MIN_GROUP and n_cool >= MIN_GROUP:
+        a, b = pair.value[hot], pair.value[cool]
+        slower = t.percent_difference(a, b) * (1 if pair.lower_is_better else -1)
+        p = t.mann_whitney_p(a, b)
+        passes = slower >= MIN_EFFECT["host_saturated"]
+        finding = tested("host_saturated", slower, p, passes, "hot vs cool (% slower)")
+        finding.details = {"hot": n_hot, "cool": n_cool}
+        return finding
+    share = n_hot / int(known.sum())
+    details = {"hot": n_hot, "cool": n_cool, "saturated_share": share}
+    if share >= SATURATED_SHARE:
+        reason = f"saturated share {share:.2f} >= {SATURATED_SHARE} (fails without a test)"
+        return Finding("host_saturated", share, verdict="fail", reason=reason, details=details)
+    if n_hot:
+        reason = f"{n_hot} saturated trials (share {share:.2f}), too few to test"
+        return Finding("host_saturated", share, verdict="note", reason=reason, details=details)
+    return Finding("host_saturated", 0.0, verdict="pass", reason="host never saturated")
+
+
+def check_tier_split(pair: Pair) -> Finding:
+    v = pair.value
+    if v.size < TIER_MIN_N:
+        return unassessed("tier_split", f"{v.size} trials; needs {TIER_MIN_N}")
+    fast, d = t.two_tiers(v)
+    floor = next(f for n, f in ASHMAN_FLOORS if v.size >= n)
+    small = int(min(fast.sum(), (~fast).sum()))
+    details = {"ashman_d": d, "d_floor": floor, "smaller_tier": small}
+    if small < TIER_MIN_SMALL or not d >= floor:
+        return Finding("tier_split", verdict="pass", reason="no bimodal split", details=details)
+    slow_med, fast_med = t.lower_median(v[~fast]), t.lower_median(v[fast])
+    ratio = max(slow_med, fast_med) / min(slow_med, fast_med)
+    z, p = t.runs_test(fast.astype(float))  # tiers in execution order
+    details.update(tier_ratio=ratio, runs_z=z)
+
+    def judge(qs):
+        clustered = z < 0 and qs[0] < Q_LEVEL  # fewer runs than chance: tiers bunch in time
+        if ratio >= TIER_FAIL_RATIO and small >= TIER_FAIL_SMALL and clustered:
+            return "fail", f"tier ratio {ratio:.2f}, tiers cluster in time (q = {qs[0]:.3g})"
+        if ratio >= TIER_NOTE_RATIO:
+            where = "cluster in time" if clustered else "do not cluster in time (placement)"
+            return "note", f"tier ratio {ratio:.2f}; tiers {where}"
+        return "pass", f"split with tier ratio {ratio:.2f} below {TIER_NOTE_RATIO}"
+
+    return Finding("tier_split", ratio, [p], "failure", details=details, judge=judge)
+
+
+def check_host_type(pair: Pair) -> Finding:
+    codes = pair.host_type
+    if (codes < 0).all():
+        return unassessed("host_type", "CPU count and model not recorded")
+    known = codes >= 0
+    kinds, counts = np.unique(codes[known], return_counts=True)
+    reference = kinds[np.argmax(counts)]  # most common; ties go to the first in sorted order
+    if counts.max() < MIN_GROUP:
+        return unassessed("host_type", f"most common host type has {counts.max()} trials; needs 5")
+    base = pair.value[codes == reference]
+    effects, ps = [], []
+    for kind, count in zip(kinds, counts, strict=True):
+        if kind != reference and count >= HOST_TYPE_MIN_GROUP:
+            group = pair.value[codes == kind]
+            effects.append(t.percent_difference(group, base))
+            ps.append(t.mann_whitney_p(group, base))
+    if not effects:
+        return Finding("host_type", verdict="pass", reason="one host type with enough trials")
+
+    def judge(qs):
+        hits = [e for e, q in zip(effects, qs, strict=True) if abs(e) >= 20.0 and q < Q_LEVEL]
+        if hits:
+            return "note", f"placement: a host type differs by {max(hits, key=abs):+.1f} %"
+        return "pass", "host types agree within 20 % or not significantly"
+
+    largest = max(effects, key=abs)
+    details = {"comparisons": len(effects), "effects": effects}
+    return Finding("host_type", largest, ps, "host_type", details=details, judge=judge)
+
+
+def _any_flag(pair: Pair) -> np.ndarray:
+    return np.column_stack([pair.facts[f] == 1.0 for f in FLAGS]).any(axis=1)
+
+
+def check_outliers(pair: Pair) -> tuple[Finding, list[dict]]:
+    """Isolated extremes: beyond 6 robust sigmas and at least 2x away from the median, at most
+    max(1, 0.05 n) of them. Returns the finding and the trials it excludes."""
+    v = pair.value
+    if v.size < OUTLIER_MIN_N:
+        return unassessed("outliers", f"{v.size} trials; needs {OUTLIER_MIN_N}"), []
+    med, sigma = t.lower_median(v), t.robust_sigma(v)
+    # sigma 0 (over half the values equal): any other value counts as beyond the sigma bound.
+    far = np.abs(v - med) > OUTLIER_SIGMAS * sigma
+    extreme = far & ((v >= OUTLIER_RATIO * med) | (v <= med / OUTLIER_RATIO))
+    limit = max(1, math.floor(OUTLIER_SHARE * v.size))
+    count = int(extreme.sum())
+    if count == 0:
+        return Finding("outliers", 0, verdict="pass", reason="no isolated extreme values"), []
+    if count > limit:
+        reason = f"{count} extreme values exceed the isolated limit of {limit}; none excluded"
+        return Finding("outliers", count, verdict="note", reason=reason), []
+    explained = _any_flag(pair)
+    kept, excluded = [], []
+    for i in np.flatnonzero(extreme):
+        worse = v[i] > med if pair.lower_is_better else v[i] < med
+        item = {"trial_id": _jsonable(pair.trial_id[i]), "value": float(v[i])}
+        if worse:
+            kept.append({**item, "reason": "slow spike, kept and reported"})
+        elif explained[i]:
+            kept.append({**item, "reason": "better side explained by its physical-limit check"})
+        elif pair.steps_create_or_build and pair.facts["linked_to_earlier"][i] != 1.0:
+            kept.append({**item, "reason": "better side kept as the provider's warm pool"})
+        else:
+            excluded.append(
+                {**item, "reason": "isolated better-side value excluded as implausible"}
+            )
+    details = {"median": med, "robust_sigma": sigma, "kept": kept, "excluded": excluded}
+    if excluded:
+        reason = f"{len(excluded)} better-side value(s) excluded (fails without a test)"
+        return Finding("outliers", count, verdict="fail", reason=reason, details=details), excluded
+    reason = "; ".join(k["reason"] for k in kept)
+    return Finding("outliers", count, verdict="note", reason=reason, details=details), []
+
+
+def check_cache_flags(pair: Pair) -> Finding:
+    shares = {}
+    for name in FLAGS:
+        recorded = ~np.isnan(pair.facts[name])
+        if recorded.any():
+            shares[name] = float((pair.facts[name][recorded] == 1.0).mean())
+    if not shares:
+        return unassessed("cache_flags", "no physical-limit or cache check recorded")
+    frequent = [n for n, s in shares.items() if s >= CACHE_SHARE]
+    statements = [n for n in frequent if n in STATEMENT_FLAGS]
+    notes = [n for n in frequent if n not in STATEMENT_FLAGS]
+    details = {"shares": shares, "page_statements": statements, "notes": notes}
+    if frequent:
+        reason = f"fires in >= 15 % of trials: {', '.join(frequent)}"
+        top = max(shares.values())
+        return Finding("cache_flags", top, verdict="note", reason=reason, details=details)
+    return Finding("cache_flags", max(shares.values()), verdict="pass", reason="", details=details)
+
+
+PAIR_CHECKS = (
+    check_trend,
+    check_first_round,
+    check_round_start,
+    check_lag1,
+    check_overlap,
+    check_host_saturated,
+    check_tier_split,
+    check_host_type,
+)
+
+
+def audit_pair(pair: Pair) -> tuple[list[Finding], list[dict]]:
+    """All ten checks on one pair; under 15 successes every check is unassessed."""
+    if pair.value.size < MIN_SUCCESSES:
+        reason = f"{pair.value.size} successful trials; needs {MIN_SUCCESSES}"
+        return [unassessed(c, reason) for c in CHECKS], []
+    findings = [check(pair) for check in PAIR_CHECKS]
+    outliers, excluded = check_outliers(pair)
+    findings += [outliers, check_cache_flags(pair)]
+    return findings, excluded
+
+
+# --- correction, verdicts and the report -------------------------------------------------------
+
+
+def _correct(findings: list[Finding], family: str) -> dict:
+    """BH over every p-value of one family (NaN dropped first: scipy refuses them)."""
+    members = [(f, i) for f in findings if f.family == family for i in range(len(f.ps))]
+    for f in findings:
+        if f.family == family:
+            f.qs = [math.nan] * len(f.ps)
+    usable = [(f, i) for f, i in members if not math.isnan(f.ps[i])]
+    qs = t.bh([f.ps[i] for f, i in usable])
+    for (f, i), q in zip(usable, qs, strict=True):
+        f.qs[i] = float(q)
+    discoveries = int(sum(q < Q_LEVEL for q in qs))
+    return {
+        "size": len(usable),
+        "untestable": len(members) - len(usable),
+        "discoveries": discoveries,
+    }
+
+
+def _pair_verdict(findings: list[Finding]) -> str:
+    verdicts = {f.verdict for f in findings}
+    for v in ("fail", "note", "pass"):
+        if v in verdicts:
+            return v
+    return "unassessed"
+
+
+def audit(trials: pd.DataFrame) -> dict:
+    """Audit a run; see COLUMNS for the input and docs/methodology.md for the report layout."""
+    pairs = split_pairs(trials)
+    audited = [(pair, *audit_pair(pair)) for pair in pairs]
+    everything = [f for _, findings, _ in audited for f in findings]
+    failure = _correct(everything, "failure")
+    host_type = _correct(everything, "host_type")
+    for f in everything:
+        if f.judge is not None:
+            f.verdict, f.reason = f.judge(f.qs)
+    # The threshold a new finding would have needed in this family: BH's cut-off at the realized
+    # number of discoveries (at least one).
+    alpha = Q_LEVEL * max(1, failure["discoveries"]) / max(1, failure["size"])
+    failure["detectable_alpha"] = alpha
+    report_pairs = []
+    for pair, findings, excluded in audited:
+        report_pairs.append(
+            {
+                **_jsonable(pair.key),
+                "n": int(pair.value.size),
+                "verdict": _pair_verdict(findings),
+                "detectable_effect": t.detectable_effect(pair.value, alpha),
+                "excluded_trials": excluded,
+                "checks": {f.check: f.to_dict() for f in findings},
+            }
+        )
+    return {
+        "schema_version": 1,
+        "q_level": Q_LEVEL,
+        "families": {"failure": failure, "host_type": host_type},
+        "pairs": report_pairs,
+    }

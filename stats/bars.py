@@ -1,0 +1,96 @@
+"""Stacked stage bars and derived views (docs/methodology.md, "Stage segments and derived views").
+
+Stage and component values come as parallel per-trial sequences: position i of every sequence is
+trial i. A missing value is None or NaN.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from stats import estimators
+
+
+@dataclass(frozen=True)
+class Segment:
+    stage: str
+    median: float  # the label: the stage's own, unscaled median
+    width: float  # the plotted width: median x total median / sum of stage medians
+
+
+@dataclass(frozen=True)
+class StackedBar:
+    total_median: float
+    scale: float
+    segments: list[Segment]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DerivedView:
+    """Summary of per-trial subset sums; no confidence interval by design."""
+
+    selected: list[str]
+    trials: int  # trials where every selected component was valid
+    median: float | None
+    tail: float | None
+    tail_label: str | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _valid(values: Sequence[float | None]) -> np.ndarray:
+    x = np.array([math.nan if v is None else v for v in values], dtype=float)
+    return x[np.isfinite(x)]
+
+
+def stage_medians(stages: Mapping[str, Sequence[float | None]]) -> dict[str, float]:
+    """Each stage's own lower median over the trials that recorded it."""
+    return {stage: estimators.median(_valid(values)) for stage, values in stages.items()}
+
+
+def stage_means(stages: Mapping[str, Sequence[float | None]]) -> dict[str, float]:
+    """Each stage's arithmetic mean; step means sum to the total mean apart from untimed gaps."""
+    return {stage: estimators.mean(_valid(values)) for stage, values in stages.items()}
+
+
+def stacked_bar(total: Sequence[float], stages: Mapping[str, Sequence[float | None]]) -> StackedBar:
+    """Segments that fill the total-median bar while their labels keep the real stage medians."""
+    total_median = estimators.median(_valid(total))
+    medians = stage_medians(stages)
+    stage_sum = math.fsum(medians.values())
+    # All stage medians 0 leaves nothing to scale: draw no width rather than divide by zero.
+    scale = total_median / stage_sum if stage_sum > 0 else 0.0
+    segments = [Segment(stage, m, m * scale) for stage, m in medians.items()]
+    return StackedBar(total_median=total_median, scale=scale, segments=segments)
+
+
+def derived_view(
+    components: Mapping[str, Sequence[float | None]],
+    selected: Sequence[str],
+    lower_is_better: bool = True,
+) -> DerivedView:
+    """Sum the selected components per trial, only where all of them are valid, then summarize
+    the sums with the nearest-rank median and the tail (20-trial floor)."""
+    if not selected:
+        raise ValueError("a derived view needs at least one selected component")
+    missing = [c for c in selected if c not in components]
+    if missing:
+        raise ValueError(f"unknown components: {missing}")
+    lengths = {len(components[c]) for c in selected}
+    if len(lengths) != 1:
+        raise ValueError("selected components must have one value per trial (equal lengths)")
+    matrix = np.array(
+        [[math.nan if v is None else v for v in components[c]] for c in selected], dtype=float
+    )
+    complete = np.isfinite(matrix).all(axis=0)
+    sums = matrix[:, complete].sum(axis=0)
+    if sums.size == 0:
+        return DerivedView(list(selected), 0, None, None, None)
+    tail, label = estimators.tail(sums, lower_is_better)
+    return DerivedView(list(selected), int(sums.size), estimators.median(sums), tail, label)

@@ -1,0 +1,111 @@
+"""Status labels shown instead of (or beside) a ranked bar, and the ranking floor
+(docs/methodology.md, "Status labels")."""
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+
+class Label(StrEnum):
+    NOT_RANKED = "Not Ranked"
+    PROVIDER_FAILURES = "Provider Failures"
+    NOT_OFFERED = "Not Offered"
+    ACCOUNT_LIMIT = "Account Limit"
+    NOT_SUPPORTED = "Not Supported"
+    NOT_MEASURED = "Not Measured"
+    NOT_DISPLAYED = "Not Displayed"
+
+
+MEANINGS = {
+    Label.NOT_RANKED: (
+        "The workload is not ranked because it has not reached its declared number of "
+        "successful trials."
+    ),
+    Label.PROVIDER_FAILURES: "The provider has failed trials that top-up rounds did not replace.",
+    Label.NOT_OFFERED: "This option is not offered by the provider on its plan.",
+    Label.ACCOUNT_LIMIT: "Above the concurrency limit of BoxRouter's account with this provider.",
+    Label.NOT_SUPPORTED: (
+        "BoxRouter does not run this benchmark on this provider yet: a capability it needs is not "
+        "supported through BoxRouter, or a known fault holds the test back."
+    ),
+    Label.NOT_MEASURED: "No result was measured for this provider.",
+    Label.NOT_DISPLAYED: (
+        "The provider is left off this view: it has no result here, or it lacks an input the "
+        "view needs, such as a provider-sourced cost."
+    ),
+}
+
+DEEPSWE_FLOOR_FRACTION = Fraction(9, 10)  # 90 % of the successes requested before any top-up
+
+
+def ranking_floor(
+    requested_successes: int, fraction: Fraction | str = DEEPSWE_FLOOR_FRACTION
+) -> int:
+    """Successes a provider needs before it is ranked: ceil(fraction x requested), exactly.
+
+    DeepSWE: 10 units x 20 trials = 200 requested, floor 180, counted across all units.
+    """
+    return math.ceil(Fraction(fraction) * requested_successes)
+
+
+@dataclass(frozen=True)
+class ProviderState:
+    """What is known about one provider on one benchmark (and view) when the page is built."""
+
+    successes: int = 0  # successful trials, across all units for multi-unit workloads
+    ranking_floor: int = 1
+    unreplaced_provider_failures: int = 0
+    refused_capability: str | None = None  # planner's refusal code or missing capability
+    known_fault: str | None = None  # a known fault holds the test back
+    not_offered: bool = False  # the option (size, region, feature) is not on the provider's plan
+    account_limit: bool = False  # above the account's concurrency limit
+    has_result_in_view: bool = True  # False when a filtered view holds none of its results
+    view_needs_provider_cost: bool = False  # the All view of a multi-unit workload
+    has_provider_cost: bool = False
+
+
+@dataclass(frozen=True)
+class Status:
+    label: Label | None  # None: a plain ranked bar
+    ranked: bool
+    meaning: str
+
+    def to_dict(self) -> dict:
+        return {
+            "label": None if self.label is None else str(self.label),
+            "ranked": self.ranked,
+            "meaning": self.meaning,
+        }
+
+
+def _status(label: Label | None, ranked: bool = False) -> Status:
+    return Status(label, ranked, MEANINGS[label] if label else "")
+
+
+def decide(state: ProviderState) -> Status:
+    """The one label to show, by this precedence (first match wins):
+
+    1. Not Supported, Not Offered, Account Limit: the benchmark never ran, say why.
+    2. No successful trial: Provider Failures if failures were left unreplaced, else Not Measured.
+    3. Not Displayed: the view holds none of its results, or needs a provider-sourced cost it lacks.
+    4. Below the ranking floor: Provider Failures if unreplaced failures explain the shortfall,
+       else Not Ranked.
+    5. Ranked: a bar, labelled Provider Failures when unreplaced failures remain on the chart.
+    """
+    if state.refused_capability or state.known_fault:
+        return _status(Label.NOT_SUPPORTED)
+    if state.not_offered:
+        return _status(Label.NOT_OFFERED)
+    if state.account_limit:
+        return _status(Label.ACCOUNT_LIMIT)
+    failures = state.unreplaced_provider_failures > 0
+    if state.successes == 0:
+        return _status(Label.PROVIDER_FAILURES if failures else Label.NOT_MEASURED)
+    if not state.has_result_in_view:
+        return _status(Label.NOT_DISPLAYED)
+    if state.view_needs_provider_cost and not state.has_provider_cost:
+        return _status(Label.NOT_DISPLAYED)
+    if state.successes < state.ranking_floor:
+        return _status(Label.PROVIDER_FAILURES if failures else Label.NOT_RANKED)
+    return _status(Label.PROVIDER_FAILURES if failures else None, ranked=True)
