@@ -10,7 +10,7 @@ Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY
 DOCKER_CERT_PATH like the docker CLI, and without DOCKER_HOST finds the Docker or Podman socket;
 `remote-docker` reads BOXBENCH_REMOTE_DOCKER_HOST and BOXBENCH_REMOTE_DOCKER_CERT_PATH.
 Both read BOXBENCH_DOCKER_NOFILE and BOXBENCH_DOCKER_NPROC. Settings passed to the constructor
-(host, cert_path, nofile, nproc) win over the environment.
+(host, cert_path, tls_verify, nofile, nproc, api_version) win over the environment.
 """
 
 from __future__ import annotations
@@ -77,6 +77,22 @@ KILL_SCRIPT = (
 )
 
 
+class EngineClient(docker.APIClient):
+    """The Engine API client, deaf to requests' environment settings.
+
+    requests lets REQUESTS_CA_BUNDLE replace the CA a client was given (the engine's, from
+    DOCKER_CERT_PATH), and an engine connection never goes through an HTTP proxy.
+    """
+
+    @property
+    def trust_env(self):
+        return False
+
+    @trust_env.setter
+    def trust_env(self, value):
+        pass  # requests.Session.__init__ sets it; the engine connection ignores the environment
+
+
 class DockerProvider(Provider):
     """`docker`: the engine on this machine (Docker, or Podman's Docker-compatible service)."""
 
@@ -128,14 +144,14 @@ class DockerProvider(Provider):
         )
 
     @property
-    def api(self) -> docker.APIClient:
+    def api(self) -> EngineClient:
         with self._lock:
             if self._client is None:
                 url = self.base_url()
                 try:
-                    self._client = docker.APIClient(
+                    self._client = EngineClient(
                         base_url=url,
-                        version="auto",
+                        version=self.settings.get("api_version", "auto"),
                         timeout=API_TIMEOUT_S,
                         tls=self.tls_config(url),
                         use_ssh_client=url.startswith("ssh://"),
@@ -167,7 +183,7 @@ class DockerProvider(Provider):
         """
         try:
             info = self.api.inspect_image(recipe.tag(digest))
-        except docker.errors.ImageNotFound:
+        except docker.errors.NotFound:
             return None
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise _classify(exc, "image inspect") from exc
@@ -383,9 +399,9 @@ class DockerProvider(Provider):
     def destroy(self, sandbox: Sandbox) -> None:
         try:
             self.api.remove_container(sandbox.id, force=True, v=True)
-        except docker.errors.NotFound:
-            return  # auto-remove got there first
         except docker.errors.APIError as exc:
+            if _no_such_container(exc):
+                return  # auto-remove got there first
             if exc.status_code != 409:  # 409: removal already in progress (auto-remove)
                 raise _classify(exc, "destroy") from exc
         except requests.exceptions.RequestException as exc:
@@ -395,8 +411,10 @@ class DockerProvider(Provider):
     def is_gone(self, sandbox_id: str) -> bool:
         try:
             self.api.inspect_container(sandbox_id)
-        except docker.errors.NotFound:
-            return True
+        except docker.errors.APIError as exc:
+            if _no_such_container(exc):
+                return True
+            raise _classify(exc, "confirm deletion") from exc
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise _classify(exc, "confirm deletion") from exc
         return False
@@ -445,7 +463,7 @@ class DockerProvider(Provider):
     def delete_snapshot(self, snapshot_id: str) -> None:
         try:
             self.api.remove_image(snapshot_id, force=True)
-        except docker.errors.ImageNotFound:
+        except docker.errors.NotFound:
             return
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise _classify(exc, "delete snapshot") from exc
@@ -558,6 +576,11 @@ def _tls_from_directory(directory: str, variable: str) -> docker.tls.TLSConfig:
     return docker.tls.TLSConfig(
         client_cert=(files["cert.pem"], files["key.pem"]), ca_cert=files["ca.pem"], verify=True
     )
+
+
+def _no_such_container(exc: docker.errors.APIError) -> bool:
+    # Podman answers 500 "does not exist in database" while auto-remove is under way.
+    return isinstance(exc, docker.errors.NotFound) or "no such container" in str(exc).lower()
 
 
 def _read_frames(stream) -> tuple[bytes, bytes]:

@@ -1,0 +1,141 @@
+"""How the container providers find their engine and classify its failures."""
+
+import http.server
+import json
+import socket
+import threading
+
+import pytest
+
+from runner.declarations import get_declaration
+from runner.providers.base import NotReady, ProviderError, Sandbox, SandboxSpec
+from runner.providers.docker import DockerProvider, RemoteDockerProvider
+
+
+def docker_provider(**settings):
+    return DockerProvider(get_declaration("docker"), settings)
+
+
+def remote_provider(**settings):
+    return RemoteDockerProvider(get_declaration("remote-docker"), settings)
+
+
+class EngineStub(http.server.BaseHTTPRequestHandler):
+    """An engine that answers every request with one HTTP status (502 while starting, say)."""
+
+    status = 503
+
+    def do_POST(self):
+        body = json.dumps({"message": f"stub answers {self.status}"}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_DELETE = do_POST
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def engine_stub():
+    servers = []
+
+    def start(status):
+        handler = type("Handler", (EngineStub,), {"status": status})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"tcp://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+SANDBOX = Sandbox(id="0" * 64, label="bb-test")
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_it_calls_a_gateway_or_unavailable_answer_not_ready(engine_stub, status):
+    provider = docker_provider(host=engine_stub(status), api_version="1.41")
+    with pytest.raises(NotReady, match=f"exec: HTTP {status}: stub answers {status}") as caught:
+        provider.exec(SANDBOX, ["true"], timeout=5)
+    assert (caught.value.operation, caught.value.code) == ("exec", str(status))
+
+
+def test_it_calls_other_engine_errors_provider_errors_naming_the_operation(engine_stub):
+    provider = docker_provider(host=engine_stub(500), api_version="1.41")
+    with pytest.raises(ProviderError, match="upload: HTTP 500") as caught:
+        provider.upload(SANDBOX, "/app/x", b"data")
+    assert not isinstance(caught.value, NotReady)
+    spec = SandboxSpec(cpus=1, memory_mib=2048, label="bb-test", lifetime_s=60)
+    with pytest.raises(ProviderError, match="create: HTTP 500"):
+        provider.create(spec)
+
+
+def test_it_calls_a_refused_or_reset_connection_not_ready():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens there now: connections are refused
+    provider = docker_provider(host=f"tcp://127.0.0.1:{port}", api_version="1.41")
+    with pytest.raises(NotReady, match="exec: connection failed"):
+        provider.exec(SANDBOX, ["true"], timeout=5)
+
+
+def test_it_says_where_it_looked_when_no_engine_socket_exists(monkeypatch, tmp_path):
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setattr("runner.providers.docker.LOCAL_SOCKETS", (f"{tmp_path}/none.sock",))
+    with pytest.raises(ProviderError, match="no engine socket found; set DOCKER_HOST"):
+        docker_provider().base_url()
+
+
+def test_it_prefers_its_settings_to_docker_host(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///from/environment.sock")
+    assert docker_provider().base_url() == "unix:///from/environment.sock"
+    assert docker_provider(host="unix:///from/settings.sock").base_url() == (
+        "unix:///from/settings.sock"
+    )
+
+
+def test_it_rejects_a_bad_ulimit_setting_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("BOXBENCH_DOCKER_NOFILE", "lots")
+    with pytest.raises(ProviderError, match="BOXBENCH_DOCKER_NOFILE must be a positive whole"):
+        docker_provider()
+
+
+def test_it_needs_a_remote_host_and_names_the_variable(monkeypatch):
+    monkeypatch.delenv("BOXBENCH_REMOTE_DOCKER_HOST", raising=False)
+    with pytest.raises(ProviderError, match="set BOXBENCH_REMOTE_DOCKER_HOST to ssh://"):
+        remote_provider().base_url()
+    with pytest.raises(ProviderError, match="use ssh://user@host or tcp://host:port"):
+        remote_provider(host="http://example.invalid").base_url()
+
+
+def test_it_refuses_a_remote_tcp_engine_without_tls(monkeypatch, tmp_path):
+    monkeypatch.delenv("BOXBENCH_REMOTE_DOCKER_CERT_PATH", raising=False)
+    provider = remote_provider(host="tcp://127.0.0.1:2376")
+    with pytest.raises(ProviderError, match="needs TLS; set BOXBENCH_REMOTE_DOCKER_CERT_PATH"):
+        provider.api  # noqa: B018 (connecting is the point)
+    (tmp_path / "ca.pem").write_text("not used")
+    provider = remote_provider(host="tcp://127.0.0.1:2376", cert_path=str(tmp_path))
+    with pytest.raises(ProviderError, match="missing cert.pem, key.pem"):
+        provider.api  # noqa: B018
+
+
+def test_it_reaches_an_ssh_host_through_the_ssh_client(monkeypatch):
+    seen = {}
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+    monkeypatch.setattr("runner.providers.docker.EngineClient", Recorder)
+    remote_provider(host="ssh://builder@gpu-box.example.com").api  # noqa: B018
+    assert seen["base_url"] == "ssh://builder@gpu-box.example.com"
+    assert seen["use_ssh_client"] is True and seen["tls"] is False

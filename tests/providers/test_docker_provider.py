@@ -1,0 +1,157 @@
+"""The `docker` provider against a real Podman service (tests/providers/conftest.py)."""
+
+import time
+
+import pytest
+
+from runner.images.build import read_pin
+from runner.providers.base import ExecTimeout, ProviderError, Sandbox, SandboxSpec
+
+pytestmark = pytest.mark.podman
+
+
+def spec(label, **overrides):
+    values = {"cpus": 1, "memory_mib": 2048, "label": label, "lifetime_s": 120}
+    return SandboxSpec(**{**values, **overrides})
+
+
+@pytest.fixture
+def sandbox(docker_provider, batch_label):
+    created = docker_provider.create(spec(batch_label))
+    yield created
+    docker_provider.destroy(created)
+
+
+def sh(provider, sandbox, script, timeout=30, **kwargs):
+    return provider.exec(sandbox, ["bash", "-c", script], timeout=timeout, **kwargs)
+
+
+def test_it_creates_a_sandbox_of_the_requested_size_with_no_network(docker_provider, batch_label):
+    sandbox = docker_provider.create(spec(batch_label, cpus=2, memory_mib=4096))
+    try:
+        facts = sandbox.facts
+        assert (facts["cpus"], facts["memory_mib"]) == (2, 4096)
+        assert facts["enforced"] == {"cpus": True, "memory": True}
+        assert facts["image_digest"] == read_pin()
+        assert sandbox.created_at is not None
+        limits = sh(
+            docker_provider,
+            sandbox,
+            "ls /sys/class/net; cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+            "/sys/fs/cgroup/memory.max 2>/dev/null; ulimit -n; ulimit -u; pwd",
+        )
+        lines = limits.stdout.decode().split()
+        assert lines[0] == "lo"  # no interface but loopback
+        assert str(4096 * 1024 * 1024) in lines
+        assert lines[-3:] == [str(docker_provider.nofile), str(docker_provider.nproc), "/app"]
+    finally:
+        docker_provider.destroy(sandbox)
+
+
+def test_it_runs_commands_with_their_exit_code_output_env_workdir_and_stdin(
+    docker_provider, sandbox
+):
+    result = sh(
+        docker_provider,
+        sandbox,
+        'echo out; echo "$GREETING" >&2; pwd; exit 7',
+        env={"GREETING": "hi"},
+    )
+    assert (result.exit_code, result.stdout, result.stderr) == (7, b"out\n/app\n", b"hi\n")
+    assert docker_provider.exec(sandbox, ["pwd"], timeout=10, workdir="/tmp").stdout == b"/tmp\n"
+    echoed = docker_provider.exec(sandbox, ["sha256sum"], timeout=10, stdin=b"\x00\x01boxbench")
+    assert echoed.stdout.startswith(b"6d37bed0c4671a5a")
+    assert sh(docker_provider, sandbox, "ls /tmp").stdout == b""  # the stdin file is gone
+
+
+def test_it_kills_a_command_that_outlives_its_timeout(docker_provider, sandbox):
+    started = time.monotonic()
+    with pytest.raises(ExecTimeout, match="within 1s"):
+        sh(docker_provider, sandbox, "sleep 300 & sleep 301", timeout=1)
+    assert time.monotonic() - started < 10
+    survivors = sh(docker_provider, sandbox, "ps -eo args | grep -c '^sleep 30[01]' || true")
+    assert survivors.stdout == b"0\n"
+    assert docker_provider.exec(sandbox, ["true"], timeout=10).exit_code == 0
+
+
+def test_it_uploads_and_downloads_files_as_archives(docker_provider, sandbox):
+    payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    docker_provider.upload(sandbox, "/app/data.bin", payload)
+    assert docker_provider.download(sandbox, "/app/data.bin") == payload
+    assert sh(docker_provider, sandbox, "stat -c %s data.bin").stdout == b"1048576\n"
+    with pytest.raises(ProviderError, match="download.*/app/missing"):
+        docker_provider.download(sandbox, "/app/missing")
+    with pytest.raises(ProviderError, match="not a regular file"):
+        docker_provider.download(sandbox, "/app")
+
+
+def test_it_destroys_a_sandbox_and_confirms_it_gone(docker_provider, batch_label):
+    sandbox = docker_provider.create(spec(batch_label))
+    assert not docker_provider.is_gone(sandbox.id)
+    docker_provider.destroy(sandbox)
+    assert docker_provider.is_gone(sandbox.id)
+    docker_provider.destroy(sandbox)  # a second destroy finds nothing and does not fail
+
+
+def test_it_removes_the_container_when_its_lifetime_ends(docker_provider, batch_label):
+    sandbox = docker_provider.create(spec(batch_label, lifetime_s=1))
+    deadline = time.monotonic() + 20
+    while not docker_provider.is_gone(sandbox.id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert docker_provider.is_gone(sandbox.id)
+
+
+def test_it_lists_live_sandboxes_by_batch_label(docker_provider, batch_label, sandbox):
+    other = docker_provider.create(spec(f"{batch_label}-other"))
+    try:
+        listed = docker_provider.list_sandboxes(batch_label)
+        assert [(s.id, s.label) for s in listed] == [(sandbox.id, batch_label)]
+        assert listed[0].created_at is not None
+        everything = {s.id for s in docker_provider.list_sandboxes()}
+        assert {sandbox.id, other.id} <= everything
+    finally:
+        docker_provider.destroy(other)
+
+
+def test_it_snapshots_by_commit_restores_and_deletes_the_image(
+    docker_provider, batch_label, sandbox
+):
+    docker_provider.upload(sandbox, "/app/state.txt", b"before snapshot")
+    snapshot_id = docker_provider.snapshot(sandbox)
+    assert [s.id for s in docker_provider.list_snapshots(batch_label)] == [snapshot_id]
+    restored = docker_provider.restore(snapshot_id, spec(batch_label))
+    try:
+        assert docker_provider.download(restored, "/app/state.txt") == b"before snapshot"
+        assert restored.facts["restored_from"] == snapshot_id
+    finally:
+        docker_provider.destroy(restored)
+    docker_provider.delete_snapshot(snapshot_id)
+    assert docker_provider.list_snapshots(batch_label) == []
+    docker_provider.delete_snapshot(snapshot_id)  # already gone: no error
+
+
+def test_it_names_the_operation_and_the_image_when_create_fails(docker_provider, batch_label):
+    with pytest.raises(ProviderError, match="create.*image boxbench-no-such-image") as caught:
+        docker_provider.create(spec(batch_label, image="boxbench-no-such-image:1"))
+    assert caught.value.operation == "create"
+    assert docker_provider.list_sandboxes(batch_label) == []
+
+
+def test_it_reports_an_exec_in_a_destroyed_sandbox_as_a_provider_error(
+    docker_provider, batch_label
+):
+    sandbox = docker_provider.create(spec(batch_label))
+    docker_provider.destroy(sandbox)
+    with pytest.raises(ProviderError) as caught:
+        docker_provider.exec(Sandbox(id=sandbox.id, label=batch_label), ["true"], timeout=5)
+    assert caught.value.operation == "exec"
+
+
+def test_it_reports_engine_version_image_and_free_space_in_doctor(docker_provider):
+    checks = {check.name: check for check in docker_provider.doctor()}
+    assert set(checks) == {"docker engine", "docker api", "docker image", "docker storage"}
+    assert all(check.ok for check in checks.values()), checks
+    assert checks["docker engine"].detail.startswith("Podman ")
+    assert "unix://" in checks["docker engine"].detail
+    assert read_pin() in checks["docker image"].detail
+    assert "GiB free" in checks["docker storage"].detail
