@@ -159,11 +159,14 @@ class HostDirectory:
         self.home = self.root / "home"
         self.home.mkdir()
 
-    def run(self, trace: Trace, recording: bool, timeout: float = 1800) -> ScriptRun:
+    def prepare(self, trace: Trace) -> None:
         archive = self.root / "repo.tar.gz"
         shutil.copyfile(trace.archive_path, archive)
         self._bash(replay.prepare_script(trace, str(archive), str(self.workdir)), 120)
         shutil.copyfile(DENYPROXY, self.workdir / replay.PROXY_SCRIPT)
+
+    def run(self, trace: Trace, recording: bool, timeout: float = 1800) -> ScriptRun:
+        self.prepare(trace)
         script = replay.replay_script(
             trace, str(self.workdir), recording=recording, home=str(self.home)
         )

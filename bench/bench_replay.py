@@ -1,0 +1,127 @@
+"""What the replay adds per command, versus running the same commands directly.
+
+Usage: .venv/bin/python bench/bench_replay.py [--commands 300] [--repeats 5] [--unit SLUG]
+
+Runs in a temporary directory on this machine (runner/traces/record.py, HostDirectory), so only
+the replay script's own work is measured: two guest clock readings, `timeout --kill-after=5s`, the
+record line, and the exit-code check per command. Three timings of the same commands:
+
+- replay: the benchmark's replay script (runner/traces/replay.py), span from the first command's
+  start reading to the last command's end reading;
+- direct: a plain script running each command as `bash -c CMD` (what an agent's bash tool does);
+- inline: the commands written straight into one script (no process per command at all).
+
+It prints the median of `--repeats` runs of a synthetic trace of `--commands` no-op commands (`:`)
+and, with --unit, of a real trace unit. Figures go to stdout; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runner.traces import replay  # noqa: E402
+from runner.traces.format import TRACES_DIR, Command, load_trace  # noqa: E402
+from runner.traces.record import HOST_PATH, HostDirectory  # noqa: E402
+
+TIMER = '__s=$EPOCHREALTIME\n{body}__e=$EPOCHREALTIME\necho "$__s $__e"\n'
+
+
+def run_bash(directory: HostDirectory, script: str) -> str:
+    result = subprocess.run(
+        ["bash", "-c", script],
+        cwd=directory.workdir,
+        env={"PATH": HOST_PATH, "HOME": str(directory.home), "LC_ALL": "C.UTF-8"},
+        capture_output=True,
+        check=True,
+    )
+    return result.stdout.decode()
+
+
+def span_ms(text: str) -> float:
+    start, end = (Decimal(v) for v in text.split()[-2:])
+    return float((end - start) * 1000)
+
+
+def measure(trace, repeats: int) -> dict[str, float]:
+    quoted = [replay.bash_quote(c.command) for c in trace.commands]
+    direct = "".join(f"bash -c {q} < /dev/null >> /dev/null 2>&1\n" for q in quoted)
+    inline = "".join(f"{{ {c.command}\n}} < /dev/null >> /dev/null 2>&1\n" for c in trace.commands)
+    timings: dict[str, list[float]] = {"replay": [], "direct": [], "inline": []}
+    for _ in range(repeats):
+        for name in timings:
+            directory = HostDirectory()
+            try:
+                if name == "replay":
+                    run = directory.run(trace, recording=False)
+                    records = replay.parse_records(run.records)
+                    verdict = replay.judge(trace, records)
+                    if verdict.outcome != "success":
+                        raise SystemExit(f"replay of {trace.slug} failed: {verdict.cause}")
+                    first, last = records.commands[0], records.commands[-1]
+                    timings[name].append(_replay_span(run.records, first.index, last.index))
+                else:
+                    directory.prepare(trace)
+                    body = direct if name == "direct" else inline
+                    timings[name].append(span_ms(run_bash(directory, TIMER.format(body=body))))
+            finally:
+                directory.close()
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
+def _replay_span(records_text: str, first: int, last: int) -> float:
+    starts, ends = {}, {}
+    for line in records_text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "__CMD":
+            starts[int(parts[1])], ends[int(parts[1])] = Decimal(parts[3]), Decimal(parts[4])
+    return float((ends[last] - starts[first]) * 1000)
+
+
+def report(label: str, trace, figures: dict[str, float]) -> None:
+    k = len(trace.commands)
+    print(f"{label}: {k} commands, median of runs")
+    for name, value in figures.items():
+        print(f"  {name:<7} {value:10.1f} ms  ({value / k:.3f} ms per command)")
+    added_direct = (figures["replay"] - figures["direct"]) / k
+    added_inline = (figures["replay"] - figures["inline"]) / k
+    print(f"  replay adds {added_direct:.3f} ms per command over bash -c per command")
+    print(f"  replay adds {added_inline:.3f} ms per command over inline commands")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commands", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--unit", default="six-ensure-bytearray")
+    args = parser.parse_args()
+    base = load_trace(TRACES_DIR / args.unit / "trace.json")
+    synthetic = replace(
+        base,
+        slug="synthetic",
+        commands=tuple(Command(":", 0, 0.0) for _ in range(args.commands)),
+        patch_sha256=_clean_digest(base),
+    )
+    report("synthetic no-op trace", synthetic, measure(synthetic, args.repeats))
+    report(f"unit {base.slug}", base, measure(base, args.repeats))
+
+
+def _clean_digest(trace) -> str:
+    """The patch digest of the untouched repository (no-op commands change nothing)."""
+    directory = HostDirectory()
+    try:
+        run = directory.run(replace(trace, commands=(Command(":", 0, 0.0),)), recording=True)
+        return replay.parse_records(run.records).digest
+    finally:
+        directory.close()
+
+
+if __name__ == "__main__":
+    main()
