@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from runner.providers.base import ProviderError
 from runner.traces import replay
 from runner.traces.format import STRATA, TRACES_DIR, TraceError, load_all, load_trace
 from runner.traces.record import SessionError, open_runner, read_session, record_trace
@@ -46,7 +47,7 @@ def add_arguments(parser):
 def handle(options, out):
     try:
         {"record": _record, "check": _check, "replay": _replay}[options["action"]](options, out)
-    except (TraceError, SessionError) as exc:
+    except (TraceError, SessionError, ProviderError) as exc:
         raise CommandError(str(exc)) from None
 
 
