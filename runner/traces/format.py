@@ -104,13 +104,14 @@ def canonical_json(data: object) -> str:
 
 def dump_trace(data: dict) -> str:
     """trace.json text: one command per line keeps diffs of a re-recorded trace readable."""
-    head = {k: v for k, v in data.items() if k not in ("commands", "patch_sha256")}
-    lines = json.dumps(head, indent=2, ensure_ascii=False).rstrip("}\n").rstrip()
-    body = ",\n".join("    " + json.dumps(c, ensure_ascii=False) for c in data["commands"])
-    return (
-        f'{lines},\n  "commands": [\n{body}\n  ],\n'
-        f'  "patch_sha256": {json.dumps(data["patch_sha256"])}\n}}\n'
-    )
+    lines = []
+    for key, value in data.items():
+        if key == "commands":
+            rows = ",\n".join("    " + json.dumps(c, ensure_ascii=False) for c in value)
+            lines.append(f'  "commands": [\n{rows}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def load_trace(path: Path | str, check_archive: bool = True) -> Trace:
