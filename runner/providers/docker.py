@@ -478,23 +478,22 @@ class DockerProvider(Provider):
     # -- doctor --------------------------------------------------------------------------------
 
     def doctor(self) -> list[DoctorCheck]:
-        name = self.slug
         try:
             url = self.base_url()
             version = self._call("doctor", lambda: self.api.version())
             info = self._call("doctor", lambda: self.api.info())
         except ProviderError as exc:
-            return [DoctorCheck(f"{name} engine", False, str(exc))]
+            return [DoctorCheck("engine", False, str(exc))]
         engine = _engine_name(version)
         checks = [
             DoctorCheck(
-                f"{name} engine",
+                "engine",
                 True,
                 f"{engine} {version.get('Version', '?')} via {url} "
                 f"({info.get('NCPU', '?')} CPU, {_gib(info.get('MemTotal'))} GiB)",
             ),
             DoctorCheck(
-                f"{name} api",
+                "api",
                 True,
                 f"API {self.api.api_version} (server {version.get('ApiVersion', '?')}, "
                 f"oldest {version.get('MinAPIVersion', '?')})",
@@ -505,7 +504,7 @@ class DockerProvider(Provider):
         return checks
 
     def _doctor_image(self) -> DoctorCheck:
-        name = f"{self.slug} image"
+        name = "image"
         try:
             recipe, digest = load_recipe(), read_pin()
             status = self.image_status(recipe, digest)
@@ -519,7 +518,7 @@ class DockerProvider(Provider):
         return DoctorCheck(name, True, f"{recipe.tag(digest)} rootfs {digest} ({layer})")
 
     def _doctor_space(self, url: str, info: dict) -> DoctorCheck:
-        name = f"{self.slug} storage"
+        name = "storage"
         root = info.get("DockerRootDir") or ""
         if url.startswith("unix://") and root and os.path.isdir(root):
             free = shutil.disk_usage(root).free
@@ -551,6 +550,12 @@ class RemoteDockerProvider(DockerProvider):
                 operation="connect",
             )
         return url
+
+    def doctor(self) -> list[DoctorCheck]:
+        if not (self.settings.get("host") or os.environ.get(self.host_variable)):
+            # Nothing to check: a remote engine is optional and this one is not configured.
+            return [DoctorCheck("engine", True, f"not configured (set {self.host_variable})")]
+        return super().doctor()
 
     def tls_config(self, url: str) -> docker.tls.TLSConfig | bool:
         if url.startswith("ssh://"):

@@ -139,3 +139,16 @@ def test_it_reaches_an_ssh_host_through_the_ssh_client(monkeypatch):
     remote_provider(host="ssh://builder@gpu-box.example.com").api  # noqa: B018
     assert seen["base_url"] == "ssh://builder@gpu-box.example.com"
     assert seen["use_ssh_client"] is True and seen["tls"] is False
+
+
+def test_it_reports_an_unconfigured_remote_engine_as_nothing_to_check(monkeypatch):
+    monkeypatch.delenv("BOXBENCH_REMOTE_DOCKER_HOST", raising=False)
+    [check] = remote_provider().doctor()
+    assert (check.name, check.ok) == ("engine", True)
+    assert "not configured (set BOXBENCH_REMOTE_DOCKER_HOST)" in check.detail
+
+
+def test_it_fails_the_doctor_check_when_the_engine_is_unreachable(tmp_path):
+    [check] = docker_provider(host=f"unix://{tmp_path}/absent.sock").doctor()
+    assert (check.name, check.ok) == ("engine", False)
+    assert f"cannot reach the engine at unix://{tmp_path}/absent.sock" in check.detail

@@ -149,9 +149,9 @@ def test_it_reports_an_exec_in_a_destroyed_sandbox_as_a_provider_error(
 
 def test_it_reports_engine_version_image_and_free_space_in_doctor(docker_provider):
     checks = {check.name: check for check in docker_provider.doctor()}
-    assert set(checks) == {"docker engine", "docker api", "docker image", "docker storage"}
+    assert set(checks) == {"engine", "api", "image", "storage"}
     assert all(check.ok for check in checks.values()), checks
-    assert checks["docker engine"].detail.startswith("Podman ")
-    assert "unix://" in checks["docker engine"].detail
-    assert read_pin() in checks["docker image"].detail
-    assert "GiB free" in checks["docker storage"].detail
+    assert checks["engine"].detail.startswith("Podman ")
+    assert "unix://" in checks["engine"].detail
+    assert read_pin() in checks["image"].detail
+    assert "GiB free" in checks["storage"].detail

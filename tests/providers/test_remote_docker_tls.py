@@ -145,9 +145,9 @@ def test_it_runs_a_sandbox_on_a_remote_engine_over_mutual_tls(
         provider.destroy(sandbox)
     assert provider.is_gone(sandbox.id)
     checks = {check.name: check for check in provider.doctor()}
-    assert f"via {tls_engine}" in checks["remote-docker engine"].detail
-    assert checks["remote-docker image"].ok
-    assert "not visible from here" in checks["remote-docker storage"].detail
+    assert f"via {tls_engine}" in checks["engine"].detail
+    assert checks["image"].ok
+    assert "not visible from here" in checks["storage"].detail
 
 
 def test_it_cannot_connect_with_a_certificate_the_engine_does_not_trust(tls_engine, certificates):
