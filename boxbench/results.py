@@ -383,6 +383,9 @@ def _benchmark_board(benchmark: Benchmark, run: Run, providers: dict[int, Provid
                 **context,
                 "unit": unit.slug,
                 "unit_title": unit.title or unit.slug,
+                # Internal keys for the trials table's query (trial_cell_idx); never in a URL.
+                "benchmark_id": benchmark.id,
+                "unit_id": unit.id,
                 "unit_digest": unit.digest,
                 "trial_count": len(unit_trials),
                 "derived_available": 0 < len(stages) <= MAX_DERIVED_STAGES,

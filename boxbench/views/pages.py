@@ -20,23 +20,34 @@ def overview(request):
     data = data.first()
     context = {"overview": data}
     if data:
-        context["score_rows"] = _expandable(tables.score_rows(data), request.GET.get("open", ""))
+        opened = {p for p in request.GET.get("open", "").split(",") if p}
+        rows = tables.score_rows(data)
+        columns = [p for p, _, _ in rows[0]["ranking"]]
+        context["columns"] = [data["providers"].get(p, {"provider_name": p}) for p in columns]
+        context["score_rows"] = _visible_rows(rows, columns, opened)
         context["composite_rows"] = _composite_rows(data)
     return render(request, "boxbench/overview.html", context)
 
 
-def _expandable(rows: list[dict], open_param: str) -> list[dict]:
-    """Mark which tree rows are expanded (listed in ?open=) and visible (every ancestor open)."""
-    opened = {p for p in open_param.split(",") if p}
+def _visible_rows(rows: list[dict], columns: list[str], opened: set[str]) -> list[dict]:
+    """Only the rows whose every ancestor is open (in ?open=), each with one cell per provider
+    column and the link that opens or closes it. Rendering a closed branch's hundreds of unit
+    rows would cost more than the rest of the page."""
+    visible = []
     for row in rows:
         parts = row["path"].split("/")
-        row["parent"] = "/".join(parts[:-1]) if row["level"] != "section" else "overall"
-        row["open"] = row["level"] == "overall" or row["path"] in opened
         ancestors = ["/".join(parts[:i]) for i in range(1, len(parts))]
-        row["visible"] = row["level"] in ("overall", "section") or all(
-            a in opened for a in ancestors
-        )
-    return rows
+        if row["level"] not in ("overall", "section") and not all(a in opened for a in ancestors):
+            continue
+        by_provider = {p: (score, rank) for p, score, rank in row["ranking"]}
+        row["cells"] = [by_provider.get(p) for p in columns]
+        row["open"] = row["path"] in opened
+        toggled = opened ^ {row["path"]}
+        # Closing a row also closes everything under it.
+        toggled = {p for p in toggled if not (row["open"] and p.startswith(row["path"] + "/"))}
+        row["toggle"] = ",".join(sorted(toggled))
+        visible.append(row)
+    return visible
 
 
 def _composite_rows(data: dict) -> list[dict]:
@@ -116,7 +127,7 @@ def _page_number(request) -> int:
 def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool]:
     """One page of the unit's trials (raw rows, not statistics) with their clock-gate results."""
     trials = Trial.objects.filter(
-        run_id=data["run"], benchmark__slug=data["benchmark"], unit__slug=data["unit"]
+        run_id=data["run"], benchmark_id=data["benchmark_id"], unit_id=data["unit_id"]
     ).order_by("seq")
     if provider:
         trials = trials.filter(provider__slug=provider)

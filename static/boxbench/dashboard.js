@@ -1,4 +1,4 @@
-/* boxbench: draw the prepared plotly figures, expand the score tree, and switch derived views.
+/* boxbench: draw the prepared plotly figures and switch derived views.
    No statistics are computed here: every number comes precomputed from the server. */
 "use strict";
 
@@ -13,35 +13,6 @@ function drawCharts() {
   document.querySelectorAll("div.chart[data-figure]").forEach((el) => {
     const figure = JSON.parse(document.getElementById(el.id + "-data").textContent);
     Plotly.newPlot(el, figure.data, figure.layout, { displaylogo: false, responsive: true });
-  });
-}
-
-function setupScoreTree() {
-  const table = document.getElementById("score-tree");
-  if (!table) return;
-  const rows = Array.from(table.querySelectorAll("tr.node"));
-  const opened = new Set((new URL(window.location.href).searchParams.get("open") || "").split(",").filter(Boolean));
-  function refresh() {
-    const visible = new Set(["overall"]);
-    rows.forEach((row) => {
-      const path = row.dataset.path, parent = row.dataset.parent;
-      const shown = row.classList.contains("level-overall") || (visible.has(parent) && (parent === "overall" || opened.has(parent)));
-      row.hidden = !shown;
-      if (shown) visible.add(path);
-      const button = row.querySelector("button.toggle");
-      if (button) {
-        button.setAttribute("aria-expanded", opened.has(path) ? "true" : "false");
-        button.textContent = opened.has(path) ? "\u25be" : "\u25b8";
-      }
-    });
-    setParam("open", Array.from(opened).sort().join(","));
-  }
-  table.addEventListener("click", (event) => {
-    const button = event.target.closest("button.toggle");
-    if (!button) return;
-    const path = button.dataset.path;
-    if (opened.has(path)) opened.delete(path); else opened.add(path);
-    refresh();
   });
 }
 
@@ -91,6 +62,5 @@ function setupDerivedView() {
 
 document.addEventListener("DOMContentLoaded", () => {
   drawCharts();
-  setupScoreTree();
   setupDerivedView();
 });

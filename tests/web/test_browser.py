@@ -116,10 +116,11 @@ def test_it_switches_derived_views_and_keeps_the_choice_in_the_url(
 def test_it_expands_the_score_tree_down_to_units(live_server, page, published_run):
     visit(page, live_server.url + "/", "overview-collapsed")
     unit_row = page.locator('tr[data-path="workload_time/deepswe/trace-a"]')
-    assert unit_row.is_hidden()
-    page.locator('button[data-path="workload_time"]').click()
-    page.locator('button[data-path="workload_time/deepswe"]').click()
+    assert unit_row.count() == 0
+    page.locator('a.toggle[data-path="workload_time"]').click()
+    page.locator('a.toggle[data-path="workload_time/deepswe"]').click()
     assert unit_row.is_visible()
-    assert "open=workload_time%2Cworkload_time%2Fdeepswe" in page.url
-    page.locator('button[data-path="workload_time"]').click()
-    assert unit_row.is_hidden()
+    assert "open=workload_time%2Cworkload_time/deepswe" in page.url
+    page.locator('a.toggle[data-path="workload_time"]').click()
+    assert unit_row.count() == 0
+    assert page.errors == []

@@ -34,10 +34,13 @@ def test_it_shows_the_score_tree_with_ranks_and_the_source_run(client, published
     assert "Composite Workload Time" in page
     assert 'href="/benchmarks/deepswe/units/trace-a/"' in page
     assert f'href="{RUN_URL}"' in page
-    # Opened rows in the URL are rendered expanded; a closed branch stays hidden.
-    assert 'data-path="workload_time/deepswe/trace-a" data-parent="workload_time/deepswe">' in page
-    closed = 'data-path="sandbox_operations/create/create" data-parent="sandbox_operations/create"'
-    assert closed + " hidden" in page
+    # Rows opened in the URL are rendered; a closed branch's units are not.
+    assert 'data-path="workload_time/deepswe/trace-a"' in page
+    assert 'data-path="sandbox_operations"' in page
+    assert 'data-path="sandbox_operations/create"' not in page
+    # Closing a section also closes the benchmarks under it.
+    assert 'href="?open=workload_time#score-tree" data-path="workload_time/deepswe"' in page
+    assert 'href="?open=#score-tree" data-path="workload_time"' in page
 
 
 def test_it_shows_the_all_view_with_substitution_notes_and_status_labels(client, published_run):
