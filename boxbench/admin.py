@@ -7,7 +7,7 @@ from django.template import RequestContext, Template
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import models
+from boxbench import models, results
 from boxbench.models import RunStatus
 from runner import schedule, tasks
 from runner.benchmarks import all_benchmarks
@@ -46,13 +46,34 @@ class RunTransitionInline(admin.TabularInline):
     readonly_fields = ["from_status", "to_status", "at", "note", "actor"]
 
 
+@admin.action(description="Audit selected runs (store the report)")
+def audit_runs(modeladmin, request, queryset):
+    for run in queryset:
+        failing = results.failing_checks(results.run_audit(run))
+        level = messages.WARNING if failing else messages.SUCCESS
+        modeladmin.message_user(
+            request, f"{run.name}: audited, {len(failing)} failing check(s).", level
+        )
+
+
+@admin.action(description="Publish selected runs (refused while an audit failure is open)")
+def publish_runs(modeladmin, request, queryset):
+    for run in queryset:
+        try:
+            results.publish(run, actor=request.user)
+        except results.PublishRefused as exc:
+            modeladmin.message_user(request, str(exc), messages.ERROR)
+        else:
+            modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
+
+
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
     readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
     inlines = [RunTransitionInline]
-    actions = ["cancel_runs"]
+    actions = ["cancel_runs", audit_runs, publish_runs]
 
     # Starting, watching and cancelling runs (runner/schedule.py does the work).
 
@@ -199,9 +220,38 @@ class EvidenceAdmin(admin.ModelAdmin):
     raw_id_fields = ["trial"]
 
 
+class AuditResolutionForm(forms.ModelForm):
+    class Meta:
+        model = models.AuditResolution
+        fields = ["run", "provider", "benchmark", "check_name", "kind", "note", "rerun"]
+
+    def clean(self):
+        data = super().clean()
+        if all(data.get(k) for k in ("run", "provider", "benchmark", "check_name", "kind")):
+            problem = results.resolution_problem(
+                data["run"], data["provider"].slug, data["benchmark"].slug, data["check_name"],
+                data["kind"],
+            )  # fmt: skip
+            if problem:
+                raise forms.ValidationError(problem)
+        if data.get("kind") == models.ResolutionKind.RERUN and not data.get("rerun"):
+            raise forms.ValidationError("A re-run resolution names the run that re-ran the pair.")
+        return data
+
+
 @admin.register(models.AuditResolution)
 class AuditResolutionAdmin(admin.ModelAdmin):
     list_display = ["run", "provider", "benchmark", "check_name", "kind", "at"]
+    form = AuditResolutionForm
+    readonly_fields = ["actor", "at"]
+
+    def save_model(self, request, obj, form, change):
+        # Recorded through results.apply_resolution so an outlier exclusion also marks the
+        # audit's excluded trials, in the same transaction.
+        obj.actor = request.user
+        excluded = results.apply_resolution(obj)
+        if excluded:
+            self.message_user(request, f"{excluded} trial(s) marked excluded.", messages.INFO)
 
 
 @admin.register(models.Aggregate)
