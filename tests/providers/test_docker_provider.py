@@ -155,3 +155,10 @@ def test_it_reports_engine_version_image_and_free_space_in_doctor(docker_provide
     assert "unix://" in checks["engine"].detail
     assert read_pin() in checks["image"].detail
     assert "GiB free" in checks["storage"].detail
+
+
+def test_it_keeps_every_byte_of_large_interleaved_output(docker_provider, sandbox):
+    script = "for i in 1 2 3; do head -c 1000000 /dev/zero | tr '\\0' o; echo e$i >&2; done"
+    result = sh(docker_provider, sandbox, script)
+    assert result.stdout == b"o" * 3_000_000
+    assert result.stderr == b"e1\ne2\ne3\n"
