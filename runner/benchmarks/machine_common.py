@@ -4,8 +4,9 @@ Each benchmark runs a real tool inside the sandbox (sysbench, fio, a hard-link l
 guest clock wrapper, so its figures come from the sandbox's own clock. Pre-test checks turn a
 working directory that rejects O_DIRECT or lacks free space into a Missed trial. The cache flags
 of the audit (common methodology, "Cache Flags") are computed here from each trial's own data and
-recorded as measurements of kind "metric" named flag_ceiling, flag_cached_read, flag_cpu_bound and
-flag_throttled, with value 0 or 1 and unit "flag" (docs/machine.md).
+recorded as measurements of kind "metric" named exactly as the audit's columns (stats/audit.py,
+COLUMNS): flag_throughput_ceiling, flag_cached_direct_read, flag_cpu_bound and flag_throttled, with
+value 0 or 1 and unit "flag" (docs/machine.md).
 
 The parsers and flag rules are pure functions, tested directly.
 """
@@ -35,7 +36,7 @@ CEILINGS = {
 CACHED_READ_LATENCY_US = 5.0  # an O_DIRECT 4 KiB read faster than this never reached a device
 CPU_BOUND_PERCENT = 90.0  # the tool's own CPU use: the run measured the CPU, not the device
 THROTTLE_DROP = 0.25  # the last third of a CPU run slower than the first third by this share
-FLAGS = ("flag_ceiling", "flag_cached_read", "flag_cpu_bound", "flag_throttled")
+FLAGS = ("flag_throughput_ceiling", "flag_cached_direct_read", "flag_cpu_bound", "flag_throttled")
 
 
 def machine_definition(slug: str, title: str, description: str, **fields) -> BenchmarkDefinition:
@@ -180,11 +181,11 @@ def parse_fio(text: str, direction: str) -> dict[str, float]:
 
 def disk_flags(figures: dict[str, float], ceiling_key: str, value: float, reads: bool) -> dict:
     flags = {
-        "flag_ceiling": value > CEILINGS[ceiling_key],
+        "flag_throughput_ceiling": value > CEILINGS[ceiling_key],
         "flag_cpu_bound": figures["cpu_percent"] >= CPU_BOUND_PERCENT,
     }
     if reads:
-        flags["flag_cached_read"] = figures["clat_us"] < CACHED_READ_LATENCY_US
+        flags["flag_cached_direct_read"] = figures["clat_us"] < CACHED_READ_LATENCY_US
     return flags
 
 

@@ -55,13 +55,17 @@ def test_it_calls_unparseable_tool_output_our_defect():
 def test_it_flags_a_direct_read_too_fast_for_any_device_as_cached():
     figures = mc.parse_fio("note: banner\n" + _fio("read", 900_000, 1_100, 40.0), "read")
     flags = mc.disk_flags(figures, "rand_iops", figures["iops"], reads=True)
-    assert flags == {"flag_ceiling": False, "flag_cpu_bound": False, "flag_cached_read": True}
+    assert flags == {
+        "flag_throughput_ceiling": False,
+        "flag_cpu_bound": False,
+        "flag_cached_direct_read": True,
+    }
 
 
 def test_it_flags_a_ceiling_and_a_cpu_bound_run():
     figures = mc.parse_fio(_fio("write", 3_000_000, 300_000, 97.0), "write")
     flags = mc.disk_flags(figures, "rand_iops", figures["iops"], reads=False)
-    assert flags == {"flag_ceiling": True, "flag_cpu_bound": True}
+    assert flags == {"flag_throughput_ceiling": True, "flag_cpu_bound": True}
 
 
 def test_it_misses_a_trial_when_the_working_directory_rejects_o_direct():
