@@ -263,6 +263,8 @@ class Chain:
             (b, u) for p, b, u in run.manifest.get("stopped_units", []) if p == provider_slug
         }
         self.unreplaceable: str | None = None
+        # Set when a trial's resources may still exist: no worker of this chain starts another.
+        self.halted: str | None = None
         self._lock = threading.Lock()
 
     # The whole chain ---------------------------------------------------------------------------
@@ -272,9 +274,13 @@ class Chain:
         self._record_live("before_chain")
         self._network_baseline()
         for benchmark, round_no in self.run.manifest["chains"][self.slug]["order"]:
-            if self._cancelled():
+            if self._cancelled() or self.halted:
                 break
             self.run_batch(benchmark, round_no)
+        if self.halted:
+            store.cancel_queued(
+                self.run, f"the chain stopped: {self.halted}", provider__slug=self.slug
+            )
         if not self._cancelled():
             self.top_up()
         self._record_spacing()
@@ -325,6 +331,7 @@ class Chain:
                     if result is not None and not result.cleanup_verified:
                         # Its resources may still exist: this worker starts no further trial.
                         stop.set()
+                        self.halted = "resource cleanup could not be verified"
                         self._unreplaceable("resource cleanup could not be verified")
                         self._unreplaceable_batch(label)
             except BaseException as exc:  # noqa: B036 - re-raised in the chain's thread below

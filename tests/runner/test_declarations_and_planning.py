@@ -7,7 +7,8 @@ from runner.benchmarks import all_benchmarks
 from runner.declarations import DeclarationError, get_declaration, load_declaration
 from runner.pricing import trial_cost_usd
 
-LOCAL_YAML = get_declaration("local").path and open(get_declaration("local").path).read()
+with open(get_declaration("local").path) as _file:
+    LOCAL_YAML = _file.read()
 
 
 def write(tmp_path, text, name="local.yaml"):

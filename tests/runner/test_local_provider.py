@@ -51,7 +51,6 @@ def test_it_ends_a_command_past_its_time_limit(local):
 def test_it_is_gone_after_its_lifetime_even_without_the_runner(local):
     sandbox = local.create(spec(lifetime_s=0.5))
     time.sleep(1.0)
-    assert sh(local, sandbox, "true").exit_code != 0 if False else True
     with pytest.raises(Exception, match="not running"):
         local.exec(sandbox, ["true"], timeout=5)
     # Its directory is left for cleanup, which finds it by label.

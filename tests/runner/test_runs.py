@@ -1,0 +1,193 @@
+"""Runs end to end on the real local provider: planning, claim-once, top-ups, cancel, CLI, admin."""
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
+from django.urls import reverse
+
+from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
+from runner import schedule, store
+from runner.providers.base import SandboxSpec
+from tests.runner.faults import FaultyProvider
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def start(run):
+    run.transition(RunStatus.RUNNING)
+    schedule.execute_chain(run.pk, "local")
+    run.refresh_from_db()
+    return run
+
+
+def plan(benchmark="create", trials=4, **kwargs):
+    kwargs.setdefault("concurrency", 1)
+    return schedule.plan_run(
+        "test", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, **kwargs
+    )
+
+
+def workers():
+    """Two workers on PostgreSQL; the in-memory SQLite test database locks whole tables."""
+    return 2 if connection.vendor == "postgresql" else 1
+
+
+def test_it_plans_rounds_and_records_the_seed_and_refusals(chain_provider):
+    with pytest.raises(schedule.PlanError, match="allows 8 concurrent sandboxes"):
+        plan(trials=6, concurrency=9)  # R403: nothing else is eligible, so nothing is planned
+    run = plan(trials=6, concurrency=2)
+    assert run.manifest["seed"] == 1 and run.manifest["refusals"] == []
+    assert sorted(run.trials.values_list("round", flat=True)) == [1, 1, 2, 2, 3, 4]
+    with pytest.raises(schedule.PlanError, match="unknown benchmark"):
+        plan(benchmark="nope")
+
+
+def test_it_claims_a_trial_once_even_if_delivered_twice(chain_provider):
+    run = plan(trials=1)
+    trial = run.trials.get()
+    assert store.claim_trial(trial.pk, "host-a") is True
+    assert store.claim_trial(trial.pk, "host-b") is False
+    assert Trial.objects.get(pk=trial.pk).job_host == "host-a"
+
+
+def test_it_runs_a_chain_to_an_audited_completed_run(chain_provider):
+    run = start(plan(trials=4, concurrency=workers()))
+    assert run.status == RunStatus.COMPLETED and run.audit_report is not None
+    trials = list(run.trials.order_by("seq"))
+    assert [t.round for t in trials] == [1, 2, 3, 4]
+    assert all(
+        t.outcome == Outcome.SUCCESS and t.job_host and t.in_flight is not None for t in trials
+    )
+    assert all(t.measurements.filter(name="create_ms").exists() for t in trials)
+    assert run.manifest["live_sandboxes"]["local"]["before_chain"]["others"] == 0
+    assert run.manifest["topups"]["local"]["rounds"] == 0
+
+
+def test_it_refills_provider_failures_linked_to_what_they_replace(chain_provider, local):
+    chain_provider(FaultyProvider(local, create_errors=2))
+    run = start(plan(trials=4))
+    failed = run.trials.filter(outcome=Outcome.PROVIDER_FAILURE)
+    assert failed.count() == 2
+    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 4
+    for trial in failed:
+        replacement = trial.replaced_by.get()
+        assert replacement.round >= 5 and replacement.attempt == 2
+
+
+def test_it_stops_refilling_after_two_rounds_without_a_success(chain_provider, local):
+    chain_provider(FaultyProvider(local, create_errors=10_000))
+    run = start(plan(trials=4))
+    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 0
+    assert run.trials.count() <= 8  # never more than 2N attempts per unit
+    assert run.manifest["topups"]["local"]["stopped"] in (
+        "two refill rounds in a row added no successful trial",
+        "every unit reached its target or its 2N attempts",
+    )
+
+
+def test_it_stops_a_unit_after_a_benchmark_error(chain_provider, local, monkeypatch):
+    from runner.benchmarks import create
+
+    monkeypatch.setattr(create, "run", lambda ctx: 1 / 0)
+    run = start(plan(trials=4))
+    assert run.trials.filter(outcome=Outcome.BENCHMARK_ERROR).count() == 1
+    assert run.trials.filter(state=TrialState.CANCELLED).count() == 3
+    assert run.manifest["stopped_units"] == [["local", "create", "default"]]
+
+
+def test_it_stops_refilling_when_cleanup_cannot_be_verified(chain_provider, local):
+    chain_provider(FaultyProvider(local, never_gone=True))
+    run = start(plan(trials=4))
+    assert "cleanup could not be verified" in run.manifest["topups"]["local"]["stopped"]
+    assert run.trials.filter(state=TrialState.DONE).count() == 1  # the worker started no more
+    assert run.manifest["batches_stopped_early"]
+
+
+def test_it_cancels_a_run_and_cleans_up_its_sandboxes(chain_provider, local):
+    run = plan(trials=4)
+    run.transition(RunStatus.RUNNING)
+    local.create(SandboxSpec(1, 1024, schedule.batch_label(run.id, "local", "create", 1), 60))
+    assert schedule.cancel_run(run) == 1
+    assert run.status == RunStatus.CANCELLED and local.list_sandboxes() == []
+    assert run.trials.filter(state=TrialState.CANCELLED).count() == 4
+
+
+@pytest.fixture
+def sync_queue(monkeypatch):
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
+
+
+def test_the_cli_runs_a_plan_through_the_sync_queue(chain_provider, sync_queue):
+    out = io.StringIO()
+    call_command(
+        "bench", "run", "--benchmark", "destroy", "--trials", "2", "--concurrency", "1",
+        "--wait", stdout=out,
+    )  # fmt: skip
+    run = Run.objects.get()
+    assert run.status == RunStatus.COMPLETED
+    assert "local        destroy              2/2 successes" in out.getvalue()
+
+
+def test_the_cli_reports_plan_errors_clearly(chain_provider):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="unknown provider"):
+        call_command("bench", "run", "--provider", "nowhere", stdout=io.StringIO())
+
+
+def test_cleanup_lists_then_removes_leftover_sandboxes(chain_provider, local, monkeypatch):
+    from boxbench.cli import cleanup
+
+    monkeypatch.setattr(cleanup, "load_all", lambda: {"local": local.declaration})
+    monkeypatch.setattr(cleanup, "get_provider", lambda slug, declaration: local)
+    local.create(SandboxSpec(1, 1024, "bb-leftover", 60))
+    out = io.StringIO()
+    call_command("bench", "cleanup", "--max-age", "0", "--dry-run", stdout=out)
+    assert "would remove local" in out.getvalue() and len(local.list_sandboxes()) == 1
+    call_command("bench", "cleanup", "--max-age", "0", stdout=out)
+    assert local.list_sandboxes() == []
+
+
+def test_doctor_reports_the_provider_database_queue_and_disk(chain_provider):
+    out = io.StringIO()
+    try:
+        call_command("bench", "doctor", "--provider", "local", stdout=out)
+    except Exception:  # a full disk fails doctor, which is what it is for
+        pass
+    text = out.getvalue()
+    assert "PASS provider  local:bwrap" in text and "database" in text and "queue" in text
+
+
+def test_the_admin_starts_watches_and_cancels_runs(chain_provider, client, sync_queue):
+    admin = User.objects.create_superuser("admin", "a@example.com", "pw")
+    client.force_login(admin)
+    form = client.get(reverse("admin:boxbench_run_start"))
+    assert form.status_code == 200 and b"Start the run" in form.content
+    response = client.post(
+        reverse("admin:boxbench_run_start"),
+        {"name": "from admin", "benchmarks": ["create"], "providers": ["local"], "trials": 2,
+         "concurrency": 1},
+    )  # fmt: skip
+    run = Run.objects.get(name="from admin")
+    assert response.status_code == 302 and run.status == RunStatus.COMPLETED
+    page = client.get(reverse("admin:boxbench_run_change", args=[run.pk]))
+    assert b"2 / 2" in page.content
+    queued = plan(trials=2)
+    client.post(
+        reverse("admin:boxbench_run_changelist"),
+        {"action": "cancel_runs", "_selected_action": [str(queued.pk)]},
+    )
+    queued.refresh_from_db()
+    assert queued.status == RunStatus.CANCELLED
+
+
+def test_outsiders_cannot_start_runs(client, db):
+    User.objects.create_user("outsider", password="pw")
+    client.login(username="outsider", password="pw")
+    response = client.get(reverse("admin:boxbench_run_start"))
+    assert response.status_code == 302  # to the admin login
