@@ -1,12 +1,13 @@
 """Shared parts of the Machine Performance benchmarks (runner/benchmarks/machine_*.py).
 
-Each benchmark runs a real tool inside the sandbox (sysbench, fio, a hard-link loop) inside the
-guest clock wrapper, so its figures come from the sandbox's own clock. Pre-test checks turn a
-working directory that rejects O_DIRECT or lacks free space into a Missed trial. The cache flags
-of the audit (common methodology, "Cache Flags") are computed here from each trial's own data and
-recorded as measurements of kind "metric" named exactly as the audit's columns (stats/audit.py,
-COLUMNS): flag_throughput_ceiling, flag_cached_direct_read, flag_cpu_bound and flag_throttled, with
-value 0 or 1 and unit "flag" (docs/machine.md).
+Each benchmark runs a real tool inside the sandbox (sysbench, fio, a hard-link loop) as a background
+command inside the guest clock wrapper, polled until it exits, so its figures come from the
+sandbox's own clock and no synchronous call waits for seconds; short probes stay synchronous.
+Pre-test checks turn a working directory that rejects O_DIRECT or lacks free space into a Missed
+trial. The cache flags of the audit (common methodology, "Cache Flags") are computed here from each
+trial's own data and recorded as measurements of kind "metric" named exactly as the audit's columns
+(stats/audit.py, COLUMNS): flag_throughput_ceiling, flag_cached_direct_read, flag_cpu_bound and
+flag_throttled, with value 0 or 1 and unit "flag" (docs/machine.md).
 
 The parsers and flag rules are pure functions, tested directly.
 """
@@ -36,6 +37,9 @@ CEILINGS = {
 CACHED_READ_LATENCY_US = 5.0  # an O_DIRECT 4 KiB read faster than this never reached a device
 CPU_BOUND_PERCENT = 90.0  # the tool's own CPU use: the run measured the CPU, not the device
 THROTTLE_DROP = 0.25  # the last third of a CPU run slower than the first third by this share
+CPU_MAX_PRIME = 20_000  # sysbench cpu's work unit: one event checks primes up to this
+TOOL_MARGIN_S = 120.0  # time limit of a tool run beyond its own runtime cap (start, fsync, exit)
+LAYOUT_LIMIT_S = 300.0  # 256 MiB even at 1 MiB/s; only a hung sandbox reaches it
 FLAGS = ("flag_throughput_ceiling", "flag_cached_direct_read", "flag_cpu_bound", "flag_throttled")
 
 
@@ -53,9 +57,16 @@ def machine_definition(slug: str, title: str, description: str, **fields) -> Ben
     return BenchmarkDefinition(slug=slug, title=title, description=description, **defaults)
 
 
-def run_tool(ctx: TrialContext, command: str, timeout: float, what: str) -> str:
-    """Run a tool in the guest clock wrapper; a failing tool is our defect, not the provider's."""
-    result = ctx.guest(command, timeout=timeout, workdir=WORKDIR)
+def run_tool(
+    ctx: TrialContext, command: str, timeout: float, what: str, *, check_gate: bool = True
+) -> str:
+    """Run one tool run in the background, polled until it exits, on the sandbox's clock.
+
+    Background because a tool run can last tens of seconds on a slow sandbox, and a provider's
+    gateway may end a synchronous call that waits that long (common methodology, "Long
+    Commands"). A failing tool is our defect, not the provider's.
+    """
+    result = ctx.background(command, timeout=timeout, workdir=WORKDIR, check_gate=check_gate)
     if result.exit_code == 127:
         raise BenchmarkError(f"{what}: the tool is not installed in the sandbox image")
     if result.exit_code != 0:
@@ -141,7 +152,11 @@ def cgroup_throttle_probe() -> str:
 # -- fio -----------------------------------------------------------------------------------------
 
 
-def fio_command(name: str, rw: str, bs: str, size_mib: int, runtime_s: int | None) -> str:
+def fio_command(
+    name: str, rw: str, bs: str, size_mib: int, runtime_s: int, time_based: bool = True
+) -> str:
+    """One fio job on the test file. Time-based jobs run `runtime_s`; the others stop after
+    `size_mib` or at `runtime_s`, whichever comes first, so a slow disk cannot stretch a trial."""
     parts = [
         "fio",
         f"--name={name}",
@@ -156,8 +171,9 @@ def fio_command(name: str, rw: str, bs: str, size_mib: int, runtime_s: int | Non
         "--invalidate=1",
         "--output-format=json",
     ]
-    if runtime_s:
-        parts += ["--time_based", f"--runtime={runtime_s}"]
+    parts.append(f"--runtime={runtime_s}")
+    if time_based:
+        parts.append("--time_based")
     if rw in ("write", "randwrite"):
         parts.append("--end_fsync=1")
     return " ".join(parts)
@@ -190,22 +206,27 @@ def disk_flags(figures: dict[str, float], ceiling_key: str, value: float, reads:
 
 
 def layout_file(ctx: TrialContext, size_mib: int) -> None:
-    """Untimed: write the test file once, so reads and rewrites hit allocated blocks."""
+    """Untimed: write the test file once, so reads and rewrites hit allocated blocks.
+
+    A data load, so it runs in the background like a tool run; nothing is measured in it, so a
+    clock step here fails nothing.
+    """
     command = f"dd if=/dev/urandom of={FIO_FILE} bs=1M count={size_mib} conv=fsync status=none"
-    result = ctx.exec(["/bin/bash", "-c", command], timeout=300)
+    result = ctx.background(command, timeout=LAYOUT_LIMIT_S, workdir=WORKDIR, check_gate=False)
     if result.exit_code != 0:
-        raise ProviderFailure(f"cannot lay out the {size_mib} MiB test file in {WORKDIR}")
+        error = result.stderr.decode(errors="replace").strip()[-200:]
+        raise ProviderFailure(f"cannot lay out the {size_mib} MiB test file in {WORKDIR}: {error}")
 
 
 def run_cpu(ctx: TrialContext, threads: str, seconds: int) -> None:
     """sysbench cpu between two reads of the cgroup's throttle counter; records eps and flags."""
     command = (
         f"t0=$({cgroup_throttle_probe()}); "
-        f"sysbench cpu --threads={threads} --time={seconds} --cpu-max-prime=20000 "
+        f"sysbench cpu --threads={threads} --time={seconds} --cpu-max-prime={CPU_MAX_PRIME} "
         "--report-interval=1 run && "
         f'echo "nr_throttled_delta $(( $({cgroup_throttle_probe()}) - t0 ))"'
     )
-    text = run_tool(ctx, command, seconds + 60, "sysbench cpu")
+    text = run_tool(ctx, command, seconds + TOOL_MARGIN_S, "sysbench cpu")
     eps, intervals = parse_sysbench_cpu(text)
     delta = re.search(r"nr_throttled_delta (-?\d+)", text)
     cgroup_throttled = delta is not None and int(delta.group(1)) > 0

@@ -3,12 +3,14 @@
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import TrialContext, UnitDefinition
 
-SIZE_MIB, SECONDS = 256, 10
+SIZE_MIB, SECONDS = 256, 5
+PARAMETERS = {"rw": "randwrite", "bs": "4k", "iodepth": 1, "size_mib": SIZE_MIB, "seconds": SECONDS}
 
 DEFINITION = mc.machine_definition(
     "disk-rand-write-4k",
     "Disk random write 4 KiB",
     f"fio randwrite, 4 KiB blocks, direct=1, iodepth 1, {SIZE_MIB} MiB file, {SECONDS} s: IOPS.",
+    version="2",
     metric="rand_write_iops",
     unit="IOPS",
     direction="higher",
@@ -16,7 +18,7 @@ DEFINITION = mc.machine_definition(
 
 
 def units() -> list[UnitDefinition]:
-    return [UnitDefinition("fio-randwrite-4k", "fio 4 KiB random write", definition={})]
+    return [UnitDefinition("fio-randwrite-4k", "fio 4 KiB random write", definition=PARAMETERS)]
 
 
 def run(ctx: TrialContext) -> None:
@@ -24,7 +26,7 @@ def run(ctx: TrialContext) -> None:
     mc.require_direct_io(ctx)
     mc.layout_file(ctx, SIZE_MIB)
     command = mc.fio_command("randwrite", "randwrite", "4k", SIZE_MIB, SECONDS)
-    figures = mc.parse_fio(mc.run_tool(ctx, command, SECONDS + 120, "fio"), "write")
+    figures = mc.parse_fio(mc.run_tool(ctx, command, SECONDS + mc.TOOL_MARGIN_S, "fio"), "write")
     ctx.record("rand_write_iops", figures["iops"], unit="IOPS", clock="guest", gate="pass")
     ctx.record("rand_write_clat_us", figures["clat_us"], unit="us", clock="guest", gate="pass")
     mc.record_flags(ctx, mc.disk_flags(figures, "rand_iops", figures["iops"], reads=False))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner import clock, lifecycle
-from runner.benchmarks import deepswe, machine_hard_links
+from runner.benchmarks import deepswe
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
 from runner.traces.format import load_trace
@@ -111,17 +111,6 @@ def test_it_blocks_network_requests_through_the_deny_proxy_with_403(tmp_path):
     finally:
         proxy.terminate()
         proxy.wait()
-
-
-def test_it_times_hard_links_on_the_guest_clock(local):
-    definition = machine_hard_links.DEFINITION
-    unit = machine_hard_links.units()[0]
-    result = lifecycle.run_trial(
-        local, definition, unit, machine_hard_links.run, label="test", limits=FAST
-    )
-    assert result.outcome == "success", result.cause
-    (value,) = [m.value for m in result.measurements if m.name == "hard_links_ms"]
-    assert value > 0
 
 
 def test_it_lists_every_unit_with_its_digest_and_a_ranking_floor_of_90_percent():
