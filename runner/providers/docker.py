@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 
 import docker
 import docker.errors
+import paramiko
 import requests.exceptions
 from docker.types import Ulimit
 
@@ -56,6 +57,14 @@ BATCH_LABEL = "boxbench.batch"
 KIND_LABEL = "boxbench.kind"  # sandbox | snapshot | standard-image
 ROOTFS_LABEL = "boxbench.rootfs"  # the standard image's pinned rootfs digest
 EXEC_MARKER = "BOXBENCH_EXEC"  # in the environment of every exec'd process, to kill it on timeout
+
+# What the engine's transports raise: the SDK, HTTP, and paramiko for ssh:// engines.
+ENGINE_ERRORS = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    paramiko.SSHException,
+    OSError,
+)
 
 WORKDIR = "/app"
 DEFAULT_NOFILE = 8192  # below the 20000 hard limit a Podman service often inherits
@@ -154,18 +163,25 @@ class DockerProvider(Provider):
                         version=self.settings.get("api_version", "auto"),
                         timeout=API_TIMEOUT_S,
                         tls=self.tls_config(url),
-                        use_ssh_client=url.startswith("ssh://"),
+                        # paramiko, not the ssh binary: docker-py's ssh-binary transport starts
+                        # an ssh process for every request, so no call would find a warm one.
+                        use_ssh_client=False,
                     )
-                except docker.errors.DockerException as exc:
-                    raise _classify(exc, "connect", f"cannot reach the engine at {url}") from exc
-                except requests.exceptions.RequestException as exc:
+                except ENGINE_ERRORS as exc:
                     raise _classify(exc, "connect", f"cannot reach the engine at {url}") from exc
             return self._client
+
+    def close(self) -> None:
+        """Close the engine connections (over SSH, each one is an ssh process)."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
     def _call(self, operation: str, call, what: str = ""):
         try:
             return call()
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             raise _classify(exc, operation, what) from exc
 
     # -- the standard image -------------------------------------------------------------------
@@ -185,7 +201,7 @@ class DockerProvider(Provider):
             info = self.api.inspect_image(recipe.tag(digest))
         except docker.errors.NotFound:
             return None
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             raise _classify(exc, "image inspect") from exc
         labels = (info.get("Config") or {}).get("Labels") or {}
         layers = (info.get("RootFS") or {}).get("Layers") or []
@@ -322,6 +338,7 @@ class DockerProvider(Provider):
                 f"exec {argv[0]!r} did not return within {timeout:g}s; its processes were killed",
                 operation="exec",
             )
+        _close_exec(response)
         if "error" in outcome:
             raise _classify(outcome["error"], "exec")
         return ExecResult(
@@ -361,7 +378,7 @@ class DockerProvider(Provider):
         try:
             killer = self.api.exec_create(container_id, ["sh", "-c", KILL_SCRIPT, "sh", marker])
             self.api.exec_start(killer["Id"])
-        except (docker.errors.DockerException, requests.exceptions.RequestException):
+        except ENGINE_ERRORS:
             pass  # the sandbox may be gone; the timeout is reported either way
 
     def upload(self, sandbox: Sandbox, path: str, data: bytes) -> None:
@@ -404,7 +421,7 @@ class DockerProvider(Provider):
                 return  # auto-remove got there first
             if exc.status_code != 409:  # 409: removal already in progress (auto-remove)
                 raise _classify(exc, "destroy") from exc
-        except requests.exceptions.RequestException as exc:
+        except ENGINE_ERRORS as exc:
             raise _classify(exc, "destroy") from exc
         self._wait_gone(sandbox.id, "destroy")
 
@@ -415,7 +432,7 @@ class DockerProvider(Provider):
             if _no_such_container(exc):
                 return True
             raise _classify(exc, "confirm deletion") from exc
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             raise _classify(exc, "confirm deletion") from exc
         return False
 
@@ -436,9 +453,7 @@ class DockerProvider(Provider):
 
     def _remove_quietly(self, container_id: str) -> None:
         # Best effort: cleanup by label catches what this misses.
-        with contextlib.suppress(
-            docker.errors.DockerException, requests.exceptions.RequestException
-        ):
+        with contextlib.suppress(*ENGINE_ERRORS):
             self.api.remove_container(container_id, force=True)
 
     # -- snapshots: image commits --------------------------------------------------------------
@@ -465,7 +480,7 @@ class DockerProvider(Provider):
             self.api.remove_image(snapshot_id, force=True)
         except docker.errors.NotFound:
             return
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             raise _classify(exc, "delete snapshot") from exc
 
     def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
@@ -601,6 +616,12 @@ def _read_frames(stream) -> tuple[bytes, bytes]:
         if len(data) < length:
             break
     return b"".join(out), b"".join(err)
+
+
+def _close_exec(response) -> None:
+    """Close a finished exec's connection: a hijacked connection is never reused."""
+    with contextlib.suppress(*ENGINE_ERRORS):
+        response.close()
 
 
 def _hang_up(response) -> None:

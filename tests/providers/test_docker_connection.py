@@ -128,7 +128,7 @@ def test_it_refuses_a_remote_tcp_engine_without_tls(monkeypatch, tmp_path):
         provider.api  # noqa: B018
 
 
-def test_it_reaches_an_ssh_host_through_the_ssh_client(monkeypatch):
+def test_it_reaches_an_ssh_host_without_tls_certificates(monkeypatch):
     seen = {}
 
     class Recorder:
@@ -138,7 +138,7 @@ def test_it_reaches_an_ssh_host_through_the_ssh_client(monkeypatch):
     monkeypatch.setattr("runner.providers.docker.EngineClient", Recorder)
     remote_provider(host="ssh://builder@gpu-box.example.com").api  # noqa: B018
     assert seen["base_url"] == "ssh://builder@gpu-box.example.com"
-    assert seen["use_ssh_client"] is True and seen["tls"] is False
+    assert seen["tls"] is False  # SSH authenticates and encrypts; no certificates needed
 
 
 def test_it_reports_an_unconfigured_remote_engine_as_nothing_to_check(monkeypatch):
