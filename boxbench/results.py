@@ -247,7 +247,8 @@ def materialize() -> int:
             key = f"{benchmark.slug}/{unit_data['unit']}"
             rows.append(Aggregate(scope="unit", key=key, data=unit_data))
     for run in {r.id: r for r in runs.values()}.values():
-        rows.append(Aggregate(scope="run", key=str(run.id), data={"progress": progress(run)}))
+        data = {"progress": progress(run), "resolutions": resolutions(run)}
+        rows.append(Aggregate(scope="run", key=str(run.id), data=data))
     overview = _overview(boards, providers)
     rows.append(Aggregate(scope="overview", key="", data=overview))
     for provider in providers.values():
@@ -267,6 +268,23 @@ def progress(run: Run) -> list[dict]:
         .annotate(n=Count("id"))
         .order_by("state", "outcome")
     )
+
+
+def resolutions(run: Run) -> list[dict]:
+    """How each failed check of the run's audit was resolved, for its report page."""
+    found = AuditResolution.objects.filter(run=run).select_related("provider", "benchmark")
+    return [
+        {
+            "provider": r.provider.slug,
+            "benchmark": r.benchmark.slug,
+            "check_name": r.check_name,
+            "kind": r.get_kind_display(),
+            "note": r.note,
+            "rerun": str(r.rerun_id) if r.rerun_id else None,
+            "at": r.at.isoformat(timespec="minutes"),
+        }
+        for r in found.order_by("provider__slug", "benchmark__slug", "check_name")
+    ]
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from django.shortcuts import render
 
 from boxbench import results
-from boxbench.models import Aggregate, AuditResolution, Evidence
+from boxbench.models import Aggregate, Evidence
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -12,17 +12,13 @@ VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
 
 def run_page(request, run_id):
     run = visible_run(request, run_id)
-    # A published run's counts never change: read them from its aggregate rather than count
-    # a million trials per request.
+    # A published run's counts and resolutions never change: read them from its aggregate
+    # rather than count a million trials per request.
     stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
     stored = stored.first() if run.published else None
     counts = stored["progress"] if stored else results.progress(run)
-    resolutions = list(
-        AuditResolution.objects.filter(run=run)
-        .select_related("provider", "benchmark", "rerun", "actor")
-        .order_by("provider__slug", "benchmark__slug", "check_name")
-    )
-    resolved = {(r.provider.slug, r.benchmark.slug, r.check_name): r for r in resolutions}
+    resolutions = stored["resolutions"] if stored else results.resolutions(run)
+    resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     context = {
         "run": run,
         "counts": counts,

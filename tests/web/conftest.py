@@ -1,10 +1,19 @@
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.management import call_command
 
 from boxbench import results
 from boxbench.models import AuditResolution, Benchmark, Provider, Run
 from tests.web import factory
+
+
+@pytest.fixture(autouse=True)
+def fresh_page_cache():
+    """Rendered pages are cached per publication; row ids repeat across rolled-back tests."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

@@ -182,3 +182,27 @@ def test_it_renders_the_methodology(client, settings, tmp_path):
     settings.BASE_DIR = tmp_path
     page = client.get("/methodology/").content.decode()
     assert '<h1 id="methodology">Methodology</h1>' in page and "<td>1</td>" in page
+
+
+def test_it_serves_a_visitor_the_page_rendered_for_the_current_publication(
+    client, published_run, django_assert_num_queries
+):
+    first = client.get("/benchmarks/create/").content
+    with django_assert_num_queries(1):  # only the publication version
+        assert client.get("/benchmarks/create/").content == first
+    from boxbench import results
+    from boxbench.models import Benchmark
+
+    Benchmark.objects.filter(slug="create").update(title="Create, renamed")
+    results.materialize()  # a new publication: new version, fresh render
+    assert b"Create, renamed" in client.get("/benchmarks/create/").content
+
+
+def test_it_renders_fresh_pages_for_staff(staff_client, published_run):
+    staff_client.get("/")
+    from boxbench import results
+    from boxbench.models import Benchmark
+
+    Benchmark.objects.filter(slug="cpu").update(title="CPU, renamed")
+    results.materialize()
+    assert b"CPU, renamed" in staff_client.get("/").content

@@ -1,0 +1,52 @@
+"""Operations endpoints: /metrics (Prometheus text, staff or bearer token) and /healthz."""
+
+import hmac
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+
+from boxbench import metrics
+
+
+def _token_matches(request) -> bool:
+    expected = settings.METRICS_TOKEN
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not expected or scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), expected.encode())
+
+
+@never_cache
+def metrics_view(request):
+    if not (_token_matches(request) or request.user.is_staff):
+        response = HttpResponse(
+            "metrics need a staff login or the BOXBENCH_METRICS_TOKEN bearer token\n",
+            status=401,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="boxbench metrics"'
+        return response
+    return HttpResponse(metrics.render(metrics.collect()), content_type=metrics.CONTENT_TYPE)
+
+
+@never_cache
+def healthz(request):
+    """200 when the database answers a query, else 503 naming the error (never a traceback)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "unavailable"
+        return JsonResponse(
+            {"status": "unavailable", "database": {"ok": False, "error": _describe(exc)}},
+            status=503,
+        )
+    return JsonResponse({"status": "ok", "database": {"ok": True, "vendor": connection.vendor}})
+
+
+def _describe(exc: Exception) -> str:
+    """The error's class and first line: enough to act on, without a driver's long dump."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:300] if lines else 'no message'}"
