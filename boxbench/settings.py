@@ -121,6 +121,7 @@ RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
 SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
 LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
 DOCKER_HOST = envstr("DOCKER_HOST")
+METRICS_TOKEN = envsecret("BOXBENCH_METRICS_TOKEN")  # bearer token for /metrics; "" = staff only
 
 LOGGING = {
     "version": 1,

@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "trace": "boxbench.cli.trace",
     "audit": "boxbench.cli.audit",
     "publish": "boxbench.cli.publish",
+    "recover": "boxbench.cli.recover",
 }
 
 
