@@ -218,15 +218,13 @@ class DockerProvider(Provider):
         changes += [f"ENV {name}={value}" for name, value in recipe.env.items()]
         changes += [f"LABEL {ROOTFS_LABEL}={digest}", f"LABEL {KIND_LABEL}=standard-image"]
         changes.append('CMD ["/bin/bash"]')
-        repository, tag = recipe.tag(digest).split(":")
         answer = self._call(
             "image import",
-            lambda: self.api.import_image_from_file(
-                str(tar_path), repository=repository, tag=tag, changes=changes
-            ),
+            lambda: self.api.import_image_from_file(str(tar_path), changes=changes),
         )
         image_id = _imported_id(answer)
-        # Podman's compatible import ignores the repository and tag it is given: tag explicitly.
+        # Tagged apart from the import: Podman's import ignores the tag it is given (uses latest).
+        repository, tag = recipe.tag(digest).split(":")
         self._call("image tag", lambda: self.api.tag(image_id, repository, tag))
         return image_id
 
