@@ -172,7 +172,7 @@ class DockerProvider(Provider):
             return self._client
 
     def close(self) -> None:
-        """Close the engine connections (over SSH, each one is an ssh process)."""
+        """Close the engine connections (for ssh:// engines, the SSH connection too)."""
         with self._lock:
             if self._client is not None:
                 self._client.close()
@@ -249,24 +249,27 @@ class DockerProvider(Provider):
             init=True,  # a real PID 1 reaps the orphans of killed commands
         )
         labels = {BATCH_LABEL: spec.label, KIND_LABEL: "sandbox"}
-        created = self._call(
-            "create",
-            lambda: self.api.create_container(
-                image,
-                command=["sleep", str(lifetime)],  # the provider-enforced lifetime
-                labels=labels,
-                working_dir=WORKDIR,
-                host_config=host_config,
-            ),
-            _image_hint(image, spec.image),
-        )
+        try:
+            created = self._call(
+                "create",
+                lambda: self.api.create_container(
+                    image,
+                    command=["sleep", str(lifetime)],  # the provider-enforced lifetime
+                    labels=labels,
+                    working_dir=WORKDIR,
+                    host_config=host_config,
+                ),
+                _image_hint(image, spec.image),
+            )
+        except ProviderError as exc:
+            raise _with_init_hint(exc) from exc.__cause__
         container_id = created["Id"]
         try:
             self._call("create", lambda: self.api.start(container_id))
             info = self._call("create", lambda: self.api.inspect_container(container_id))
-        except ProviderError:
+        except ProviderError as exc:
             self._remove_quietly(container_id)
-            raise
+            raise _with_init_hint(exc) from exc.__cause__
         host = info.get("HostConfig") or {}
         cpus = (host.get("NanoCpus") or 0) / 1_000_000_000
         memory_mib = (host.get("Memory") or 0) // (1024 * 1024)
@@ -300,12 +303,11 @@ class DockerProvider(Provider):
     ) -> ExecResult:
         if not argv:
             raise ProviderError("exec needs a command", operation="exec")
-        marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
-        environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
-        stdin_file = None
+        token = uuid.uuid4().hex
+        environment = {**(env or {}), EXEC_MARKER: token}
         if stdin is not None:
             # Half-closing an exec's stdin does not survive TLS and SSH transports; a file does.
-            stdin_file = f"/tmp/.boxbench-stdin-{environment[EXEC_MARKER]}"
+            stdin_file = f"/tmp/.boxbench-stdin-{token}"
             self._put_file(sandbox.id, stdin_file, stdin, "exec")
             script = '"$@" < "$0"; status=$?; rm -f "$0"; exit $status'
             argv = ["sh", "-c", script, stdin_file, *argv]
@@ -329,7 +331,7 @@ class DockerProvider(Provider):
         reader.start()
         reader.join(timeout)
         if reader.is_alive():
-            self._kill_exec(sandbox.id, marker)
+            self._kill_exec(sandbox.id, f"{EXEC_MARKER}={token}")
             reader.join(5)
             _hang_up(response)
             raise ExecTimeout(
@@ -412,16 +414,19 @@ class DockerProvider(Provider):
             return tar.extractfile(members[0]).read()
 
     def destroy(self, sandbox: Sandbox) -> None:
+        # Returns once the engine has removed the container; confirming it gone (is_gone) is the
+        # lifecycle's untimed step.
         try:
             self.api.remove_container(sandbox.id, force=True, v=True)
         except docker.errors.APIError as exc:
             if _no_such_container(exc):
                 return  # auto-remove got there first
-            if exc.status_code != 409:  # 409: removal already in progress (auto-remove)
+            if exc.status_code != 409:
                 raise _classify(exc, "destroy") from exc
+            # 409: auto-remove is already removing it; destroy ends when that has.
+            self._wait_gone(sandbox.id, "destroy")
         except ENGINE_ERRORS as exc:
             raise _classify(exc, "destroy") from exc
-        self._wait_gone(sandbox.id, "destroy")
 
     def is_gone(self, sandbox_id: str) -> bool:
         try:
@@ -662,6 +667,14 @@ def _absolute(path: str, operation: str) -> str:
     if not path:
         raise ProviderError(f"{operation}: empty path", operation=operation)
     return path if path.startswith("/") else f"{WORKDIR}/{path}"
+
+
+def _with_init_hint(error: ProviderError) -> ProviderError:
+    """Name the missing package when the engine has no init binary for --init."""
+    if "container-init" not in str(error):
+        return error
+    hint = " (Podman runs --init with catatonit: apt-get install catatonit)"
+    return ProviderError(f"{error}{hint}", error.operation, error.code)
 
 
 def _image_hint(image: str, requested: str) -> str:

@@ -24,9 +24,10 @@ class EngineStub(http.server.BaseHTTPRequestHandler):
     """An engine that answers every request with one HTTP status (502 while starting, say)."""
 
     status = 503
+    message = ""
 
     def do_POST(self):
-        body = json.dumps({"message": f"stub answers {self.status}"}).encode()
+        body = json.dumps({"message": self.message or f"stub answers {self.status}"}).encode()
         self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -43,8 +44,8 @@ class EngineStub(http.server.BaseHTTPRequestHandler):
 def engine_stub():
     servers = []
 
-    def start(status):
-        handler = type("Handler", (EngineStub,), {"status": status})
+    def start(status, message=""):
+        handler = type("Handler", (EngineStub,), {"status": status, "message": message})
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
@@ -152,3 +153,12 @@ def test_it_fails_the_doctor_check_when_the_engine_is_unreachable(tmp_path):
     [check] = docker_provider(host=f"unix://{tmp_path}/absent.sock").doctor()
     assert (check.name, check.ok) == ("engine", False)
     assert f"cannot reach the engine at unix://{tmp_path}/absent.sock" in check.detail
+
+
+def test_it_names_the_package_when_podman_has_no_init_binary(engine_stub):
+    missing = "container-init binary not found on the host: /usr/libexec/podman/catatonit"
+    provider = docker_provider(host=engine_stub(500, missing), api_version="1.41")
+    spec = SandboxSpec(cpus=1, memory_mib=2048, label="bb-test", lifetime_s=60)
+    with pytest.raises(ProviderError, match="apt-get install catatonit") as caught:
+        provider.create(spec)
+    assert caught.value.operation == "create"
