@@ -6,6 +6,8 @@ command and after it, with builtins only, and writes one `__SANDBOX_CLOCK` trail
 from an EXIT trap, so `exit N` inside the command still reports its timing and keeps its exit code.
 The command runs in the wrapper's own shell: `true` is timed as the builtin, not as a subprocess.
 A command that replaces the shell (`exec prog`) leaves no trailer and so has no guest runtime.
+`read -N` returns 1 at end of file even though it read the whole file: `|| :` (a builtin) keeps a
+command's `set -e` from ending the EXIT trap before its trailer, or changing the exit code.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ TRAILER = b"__SANDBOX_CLOCK"
 GATE_TOLERANCE_MS = 20.0
 
 _PRELUDE = (
-    "__bb_clock_end() { __bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < /proc/uptime; "
+    "__bb_clock_end() { __bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < /proc/uptime || :; "
     "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
     '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&2; }\n'
     "trap __bb_clock_end EXIT\n"
-    "read -r -N 64 __bb_u0 < /proc/uptime; __bb_w0=$EPOCHREALTIME\n"
+    "read -r -N 64 __bb_u0 < /proc/uptime || :; __bb_w0=$EPOCHREALTIME\n"
 )
 _NUMBER = rb"(\d+(?:[.,]\d+)?)"
 _TRAILER_LINE = re.compile(rb"\n?" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"\n?$")

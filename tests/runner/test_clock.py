@@ -51,3 +51,20 @@ def test_it_gates_on_both_spans_agreeing_within_20_ms(wall, uptime, ok):
 def test_it_refuses_an_empty_command():
     with pytest.raises(ValueError, match="needs a command"):
         clock.wrap("  ")
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        ("set -e; echo hi", 0),
+        ("set -euo pipefail; echo hi", 0),
+        ("set -e; false; echo never", 1),
+        ("set -e; exit 5", 5),
+    ],
+)
+def test_it_writes_its_trailer_and_keeps_the_exit_code_under_errexit(command, code):
+    done = subprocess.run(["bash", "-c", clock.wrap(command)], capture_output=True, timeout=10)
+    _, timing = clock.parse_trailer(done.stderr)
+    assert done.returncode == code
+    assert timing is not None and timing.gate_ok
+    assert b"never" not in done.stdout
