@@ -1,0 +1,209 @@
+"""Orphaned trials: a lost worker's trial is ended as cut short and its sandboxes destroyed."""
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from boxbench.models import Evidence, Outcome, RunStatus, Trial, TrialState
+from runner import recovery, schedule, store, tasks
+from runner.lifecycle import TrialResult
+from runner.providers.base import SandboxSpec
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plan(benchmark="create", trials=2):
+    run = schedule.plan_run(
+        "chaos", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, concurrency=1
+    )
+    return run
+
+
+def claim(trial, minutes_ago: float):
+    assert store.claim_trial(trial.pk, "lost-host")
+    started = timezone.now() - timedelta(minutes=minutes_ago)
+    Trial.objects.filter(pk=trial.pk).update(started_at=started)
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout_s:g} s")
+        time.sleep(0.05)
+    return found
+
+
+def tool_running(provider, command: str) -> bool:
+    """True once `command` runs inside one of the provider's sandboxes (its PID namespace)."""
+    namespaces = set()
+    for sandbox in provider.list_sandboxes():
+        meta = json.loads((provider.root / sandbox.id / "sandbox.json").read_text())
+        if meta.get("pid"):
+            with contextlib.suppress(OSError):
+                namespaces.add(os.readlink(f"/proc/{meta['pid']}/ns/pid"))
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            named = (proc / "comm").read_text().strip() == command
+            if named and os.readlink(proc / "ns" / "pid") in namespaces:
+                return True
+    return False
+
+
+def assert_recovered(trial_id):
+    trial = Trial.objects.get(pk=trial_id)
+    assert trial.state == TrialState.DONE and trial.outcome == Outcome.PROVIDER_FAILURE
+    assert trial.owner == "unknown" and trial.cause == recovery.CAUSE
+    lifecycle = Evidence.objects.get(trial=trial, kind="lifecycle").data
+    assert lifecycle["cut_short"] is True
+    return trial, lifecycle
+
+
+def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
+    worker_db, local, chain_provider, tmp_path
+):
+    run = plan("cpu-single", trials=2)  # sysbench runs 7 s: the kill lands mid-trial
+    tasks.start_run(run)
+    worker_db.push()
+    env = {
+        **os.environ,
+        "DATABASE_URL": worker_db.url,
+        "BOXBENCH_LOCAL_SANDBOX_ROOT": str(local.root),
+        "BOXBENCH_Q_SYNC": "0",
+        "BOXBENCH_Q_WORKERS": "1",
+    }
+    with open(tmp_path / "qcluster.log", "wb") as log:
+        cluster = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        # Mid-procedure, not mid-create: a worker killed inside create is another story (its
+        # sandbox's pid may not be recorded yet; docs/reliability.md).
+        wait_for(lambda: tool_running(local, "sysbench"), 90, "sysbench in a sandbox")
+    finally:
+        os.killpg(cluster.pid, signal.SIGKILL)
+        cluster.wait()
+    worker_db.pull()
+    (orphan,) = run.trials.filter(state=TrialState.RUNNING)
+    assert local.list_sandboxes(), "the killed worker's sandbox outlives it"
+
+    assert recovery.recover_orphans().orphans == []  # still within its benchmark's limits
+    report = recovery.recover_orphans(max_age=0)
+
+    assert [o.trial_id for o in report.recovered] == [str(orphan.pk)]
+    _, lifecycle = assert_recovered(orphan.pk)
+    assert report.errors == []
+    assert lifecycle["cleanup_verified"] is True and len(report.destroyed) == 1
+    assert local.list_sandboxes() == [] and report.errors == []
+    assert not Trial.objects.filter(state=TrialState.RUNNING).exists()
+    assert recovery.unknown_outcome(run.pk, "local") is not None
+    schedule.cancel_run(run)
+    assert run.status == RunStatus.CANCELLED
+    # django-q2 hands the lost chain task out again after `retry`: it must find nothing to do.
+    schedule.execute_chain(run.pk, "local")
+    assert run.trials.filter(state=TrialState.QUEUED).count() == 0
+    assert local.list_sandboxes() == []
+
+
+def test_it_waits_for_each_benchmarks_own_limit(chain_provider, local):
+    run = plan("create", trials=2)
+    run.transition(RunStatus.RUNNING)
+    recent, old = run.trials.order_by("seq")
+    limit = recovery.trial_limit("create")
+    assert limit == timedelta(seconds=600 + 60 + 300) + recovery.MARGIN
+    claim(recent, minutes_ago=limit.total_seconds() / 60 - 1)
+    claim(old, minutes_ago=limit.total_seconds() / 60 + 1)
+    assert [o.trial_id for o in recovery.find_orphans()] == [str(old.pk)]
+
+
+def test_it_destroys_a_batch_only_once_no_live_trial_uses_it(chain_provider, local):
+    run = plan("create", trials=8)
+    run.transition(RunStatus.RUNNING)
+    lost, busy = run.trials.filter(round=1).order_by("seq")
+    lone = run.trials.filter(round=2).order_by("seq").first()
+    claim(lost, minutes_ago=60)
+    claim(busy, minutes_ago=1)
+    claim(lone, minutes_ago=60)
+    shared = local.create(SandboxSpec(1, 512, lost.batch, 60))
+    alone = local.create(SandboxSpec(1, 512, lone.batch, 60))
+
+    report = recovery.recover_orphans()
+
+    assert {o.trial_id for o in report.recovered} == {str(lost.pk), str(lone.pk)}
+    assert report.deferred == [f"local {lost.batch}"]
+    assert [s.id for s in local.list_sandboxes()] == [shared.id]
+    assert local.is_gone(alone.id)
+    assert assert_recovered(lost.pk)[1]["cleanup_verified"] is False  # its sandbox may remain
+    assert assert_recovered(lone.pk)[1]["cleanup_verified"] is True
+
+
+def test_a_slow_worker_loses_the_race_cleanly(chain_provider, local):
+    run = plan("create", trials=1)
+    run.transition(RunStatus.RUNNING)
+    trial = run.trials.get()
+    claim(trial, minutes_ago=0)
+    recovery.recover_orphans(max_age=0)
+    with pytest.raises(store.TrialNotRunning):
+        store.save_result(trial.pk, TrialResult())
+    assert_recovered(trial.pk)
+
+
+def test_it_finishes_a_cancelling_run_once_its_last_orphan_ends(chain_provider, local):
+    run = plan("create", trials=2)
+    run.transition(RunStatus.RUNNING)
+    claim(run.trials.order_by("seq").first(), minutes_ago=60)
+    schedule.cancel_run(run)
+    assert run.status == RunStatus.CANCELLING  # waits for the running trial forever, until...
+    report = recovery.recover_orphans()
+    run.refresh_from_db()
+    assert report.runs_finished == [str(run.pk)] and run.status == RunStatus.CANCELLED
+
+
+def test_the_cli_lists_then_recovers_and_refuses_a_negative_age(chain_provider, local):
+    run = plan("create", trials=1)
+    run.transition(RunStatus.RUNNING)
+    trial = run.trials.get()
+    claim(trial, minutes_ago=3)
+    out = io.StringIO()
+    call_command("bench", "recover", "--dry-run", "--max-age", "2", stdout=out)
+    assert f"would recover trial {trial.pk}" in out.getvalue()
+    assert Trial.objects.get(pk=trial.pk).state == TrialState.RUNNING
+    call_command("bench", "recover", stdout=out)
+    assert "0 orphaned trial(s) recovered" in out.getvalue()
+    call_command("bench", "recover", "--max-age", "2", stdout=out)
+    assert "1 orphaned trial(s) recovered" in out.getvalue()
+    assert_recovered(trial.pk)
+    with pytest.raises(CommandError, match="--max-age must be 0 or more"):
+        call_command("bench", "recover", "--max-age", "-1", stdout=out)
+
+
+def test_it_reports_a_provider_it_cannot_list_and_still_ends_the_trial(chain_provider, local):
+    class Down:
+        def list_sandboxes(self, label=None):
+            raise ConnectionError("connection refused by 127.0.0.1:9")
+
+    run = plan("create", trials=1)
+    run.transition(RunStatus.RUNNING)
+    trial = run.trials.get()
+    claim(trial, minutes_ago=60)
+    report = recovery.recover_orphans(provider_factory=lambda slug: Down())
+    assert report.errors == ["local: cannot list sandboxes: connection refused by 127.0.0.1:9"]
+    assert assert_recovered(trial.pk)[1]["cleanup_verified"] is False
