@@ -90,6 +90,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Before `collectstatic` has run (development, tests) whitenoise serves from the finders instead.
+WHITENOISE_USE_FINDERS = not any(STATIC_ROOT.iterdir())
 
 LOGIN_URL = "admin:login"
 
