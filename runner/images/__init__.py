@@ -1,0 +1,1 @@
+"""The standard container image: its recipe, pinned digest, reproducible build and preparation."""
