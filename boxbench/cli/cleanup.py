@@ -1,12 +1,14 @@
 """`bench cleanup`: remove leftover sandboxes by batch label, on every registered provider."""
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
 from runner.declarations import load_all
 from runner.providers import get_provider
+from runner.providers.base import ProviderError
 
 help = "Remove leftover boxbench sandboxes older than --max-age minutes (--dry-run lists them)."
 
@@ -38,7 +40,12 @@ def handle(options, out):
         if options.get("provider") and slug not in options["provider"]:
             continue
         provider = get_provider(slug, declaration)
-        for sandbox in provider.list_sandboxes():
+        try:
+            leftovers = _leftovers(provider)
+        except ProviderError as exc:  # an unreachable or unconfigured provider: say so, go on
+            out.write(f"skipped {slug}: {exc}")
+            continue
+        for sandbox, remove in leftovers:
             if not sandbox.label.startswith(OUR_LABELS):
                 continue
             if sandbox.created_at is not None and sandbox.created_at > cutoff:
@@ -49,7 +56,7 @@ def handle(options, out):
                 out.write(f"would remove {slug} {sandbox.id} label={sandbox.label} age={age}")
                 continue
             try:
-                provider.destroy(sandbox)
+                remove(sandbox)
             except Exception as exc:  # noqa: BLE001 - report and go on with the others
                 errors += 1
                 out.write(f"FAILED {slug} {sandbox.id}: {exc}")
@@ -60,6 +67,20 @@ def handle(options, out):
     out.write(f"{verb} {removed if not options.get('dry_run') else found} leftover sandbox(es)")
     if errors:
         raise CommandError(f"{errors} sandbox(es) could not be removed")
+
+
+def _leftovers(provider) -> list:
+    """(item, remove) pairs: live sandboxes, and snapshot images where the provider keeps them
+    (docker's commits carry the batch label too)."""
+    found = [(sandbox, provider.destroy) for sandbox in provider.list_sandboxes()]
+    list_snapshots = getattr(provider, "list_snapshots", None)
+    if list_snapshots is not None:
+        found += [(image, partial(_delete_snapshot, provider)) for image in list_snapshots()]
+    return found
+
+
+def _delete_snapshot(provider, image) -> None:
+    provider.delete_snapshot(image.id)
 
 
 def _age(created_at) -> str:
