@@ -10,6 +10,16 @@ transaction. Rules from the common methodology, "Trial Lifecycle" and "Timing an
   first; every attempt is kept as evidence. Timed-readiness benchmarks skip it;
 - the procedure's first failed step ends the trial, with no retries inside it;
 - every sandbox the trial created is destroyed and confirmed gone; a trial is a success only then.
+
+Create, the procedure and destroy each run under a watchdog with the definition's limit
+(`create_timeout_s`, `procedure_timeout_s`, `destroy_timeout_s`), so a hung call cannot block the
+worker: a create overrun is a provider failure; a procedure or destroy overrun cuts the trial short
+(its outcome is unknown, which stops refilling; cause "cut short: ...", `cut_short`). Once the
+trial has ended no further sandbox can be created, and cleanup also waits for a create still in
+flight, so the worker never starts its next trial while a sandbox of this one may appear.
+
+Exceptions: the adapter's errors, expected (ProviderError) or not, are provider failures naming
+the error; an exception from our own benchmark code or the runner is a benchmark error.
 """
 
 from __future__ import annotations
@@ -66,6 +76,9 @@ class Limits:
     readiness: ReadinessPolicy = ReadinessPolicy()
     poll_interval_s: float = 10.0  # long background commands
     gone_timeout_s: float = 30.0  # cleanup verification
+    # How long cleanup waits for a create still in flight (an overrun create, or one a cut-short
+    # procedure started) to return a sandbox it can destroy, before calling cleanup unverified.
+    late_create_grace_s: float = 30.0
 
 
 @dataclass
@@ -100,7 +113,9 @@ class TrialResult:
     # Wall-clock (epoch s) spans during which this trial held a sandbox, for in-flight tracking.
     held: list[tuple[float, float]] = field(default_factory=list)
     cleanup_verified: bool = True
-    cut_short: bool = False  # the procedure overran its limit: its outcome is unknown
+    # A step overran its limit: the outcome is unknown (not the same as an unknown owner), which
+    # stops refilling. Stored as lifecycle evidence `cut_short` / `outcome_unknown`.
+    cut_short: bool = False
 
     def fail(self, outcome: str, owner: str, cause: str) -> None:
         """Keep the first failure: the first failed step ends the trial and names its cause."""
@@ -113,9 +128,72 @@ class ReadinessFailed(ProviderFailure):
 
 
 class CutShort(TrialOutcome):
-    """The procedure overran its limit: its outcome is unknown, which stops refilling."""
+    """A step overran its limit: its outcome is unknown, which stops refilling.
+
+    Stored as a provider failure with owner "unknown" and a cause starting "cut short: ", and
+    distinguished from a failure whose owner alone is unknown by the `outcome_unknown` flag.
+    """
 
     outcome, owner = "provider_failure", "unknown"
+
+    def __init__(self, cause: str):
+        super().__init__(cause if cause.startswith(CUT_SHORT) else CUT_SHORT + cause)
+
+
+CUT_SHORT = "cut short: "
+
+
+class Overran(Exception):
+    """A call did not return within its limit; it may still be running in its thread."""
+
+
+@dataclass
+class LimitedCall:
+    value: Any = None
+    error: BaseException | None = None
+    started: float | None = None  # monotonic, at adapter entry
+    returned: float | None = None
+
+
+def call_with_limit(
+    call: Callable[[], Any],
+    limit_s: float,
+    name: str,
+    on_end: Callable[[LimitedCall], None] | None = None,
+) -> LimitedCall:
+    """Run `call` in a daemon thread, timed inside it; raise Overran after `limit_s`.
+
+    The outcome (value or error) is returned, not raised. `on_end` runs in the thread when the
+    call ends, even after an overrun, so a late result (a sandbox) can still be cleaned up.
+    """
+    box = LimitedCall()
+
+    def target():
+        box.started = time.monotonic()
+        try:
+            box.value = call()
+        except BaseException as exc:  # noqa: B036 - handed to the caller's thread
+            box.error = exc
+        finally:
+            box.returned = time.monotonic()
+            if on_end is not None:
+                on_end(box)
+
+    thread = threading.Thread(target=target, name=f"trial-{name}", daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    if thread.is_alive():
+        raise Overran(f"{name} did not return within its {limit_s:g} s limit")
+    return box
+
+
+def adapter_failure(operation: str, error: BaseException) -> ProviderFailure:
+    """Any adapter error is the provider's failure, named, whether expected or not."""
+    if isinstance(error, ExecTimeout):
+        return ProviderFailure(f"{operation}: a step hit its time limit: {error}")
+    if isinstance(error, ProviderError):
+        return ProviderFailure(f"{error.operation or operation}: {error}")
+    return ProviderFailure(f"{operation}: the adapter raised {type(error).__name__}: {error}")
 
 
 def readiness_check(
@@ -144,9 +222,10 @@ def readiness_check(
             result = provider.exec(sandbox, ["true"], timeout=policy.attempt_timeout_s)
         except NotReady as exc:
             attempt.update(result="not_ready", error=str(exc))
-        except ProviderError as exc:  # includes ExecTimeout: any other error ends the trial
+        except Exception as exc:  # noqa: BLE001 - "fails with any other error" ends the trial
             attempt.update(result="error", error=f"{type(exc).__name__}: {exc}")
-            _fail_readiness(evidence, f"readiness check failed: {exc}")
+            attempt["duration_ms"] = _ms(monotonic() - started)
+            _fail_readiness(evidence, f"readiness check failed: {type(exc).__name__}: {exc}")
         else:
             if result.exit_code == 0:
                 attempt.update(result="ready", duration_ms=_ms(monotonic() - started))
@@ -189,7 +268,8 @@ class LifecycleContext(TrialContext):
         self._result = result
         self._spec = spec
         self._limits = limits
-        self._sandboxes: list[dict] = []  # {"sandbox", "created", "destroyed", "held_from"}
+        self._sandboxes: list[dict] = []  # {"sandbox", "spec", "destroyed", "held_from"...}
+        self._creating = 0  # create calls in flight, possibly abandoned past their limit
         self._closed = False
         self._lock = threading.Lock()
 
@@ -197,27 +277,44 @@ class LifecycleContext(TrialContext):
 
     def create_sandbox(self, spec: SandboxSpec, name: str = "create") -> tuple[Sandbox, float]:
         """Create a sandbox timed from adapter entry (ms); the lifecycle cleans it up."""
-        held_from = time.time()
-        started = self.create_started = time.monotonic()
-        try:
-            sandbox = self.provider.create(spec)
-        except ProviderError as exc:
-            self.evidence("create_error", {"name": name, "error": str(exc), "code": exc.code})
-            raise ProviderFailure(f"{name}: {exc}") from None
-        except TrialOutcome:
-            raise
-        except Exception as exc:
-            raise BenchmarkError(f"{name}: the adapter raised {type(exc).__name__}: {exc}") from exc
-        self.create_returned = time.monotonic()
-        elapsed = _ms(self.create_returned - started)
         with self._lock:
-            self._sandboxes.append(
-                {"sandbox": sandbox, "destroyed": False, "held_from": held_from, "spec": spec}
-            )
+            if self._closed:
+                raise ProviderFailure(f"{name}: refused, the trial has already ended")
+            self._creating += 1
+        held_from = time.time()
+
+        def register(call: LimitedCall) -> None:
+            # Runs whenever create returns, even past its limit, so cleanup can destroy it.
+            with self._lock:
+                self._creating -= 1
+                if call.error is None:
+                    self._sandboxes.append(
+                        {"sandbox": call.value, "destroyed": False, "held_from": held_from,
+                         "spec": spec}
+                    )  # fmt: skip
+
+        limit = self.definition.create_timeout_s
+        try:
+            call = call_with_limit(lambda: self.provider.create(spec), limit, name, register)
+        except Overran as exc:
+            self.evidence("create_error", {"name": name, "error": str(exc), "code": "overran"})
+            raise ProviderFailure(f"{name}: {exc}") from None
+        if call.error is not None:
+            if isinstance(call.error, TrialOutcome):
+                raise call.error
+            code = getattr(call.error, "code", "")
+            failure = adapter_failure(name, call.error)
+            self.evidence("create_error", {"name": name, "error": failure.cause, "code": code})
+            raise failure
+        sandbox = call.value
+        self.create_started, self.create_returned = call.started, call.returned
+        elapsed = _ms(call.returned - call.started)
         self.evidence(
             "sandbox",
             {"name": name, "id": sandbox.id, "create_ms": elapsed, "facts": sandbox.facts},
         )
+        if self._closed:
+            raise ProviderFailure(f"{name}: the trial ended while this create was running")
         return sandbox, elapsed
 
     def new_sandbox(self, spec_overrides: dict | None = None, timed_readiness: bool = False):
@@ -242,16 +339,14 @@ class LifecycleContext(TrialContext):
         Returns the time in ms and records it as metric `name` when given. Cleanup still
         confirms it gone.
         """
-        sandbox = sandbox or self.sandbox
-        entry = self._entry(sandbox)
-        started = time.monotonic()
+        entry = self._entry(sandbox or self.sandbox)
         try:
-            self.provider.destroy(sandbox)
-        except ProviderError as exc:
-            raise ProviderFailure(f"destroy: {exc}") from None
-        elapsed = _ms(time.monotonic() - started)
-        entry["destroyed"] = True
-        entry["held_to"] = time.time()
+            elapsed = destroy_entry(self.provider, entry, self.definition.destroy_timeout_s)
+        except Overran as exc:
+            self._result.cut_short = True
+            raise CutShort(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
+            raise adapter_failure("destroy", exc) from None
         if name:
             self.record(name, elapsed, clock="job_host")
         return elapsed
@@ -365,8 +460,8 @@ class LifecycleContext(TrialContext):
             return self.provider.exec(sandbox, argv, timeout=timeout, stdin=stdin, workdir=workdir)
         except ExecTimeout as exc:
             raise ProviderFailure(f"a step hit its {timeout:g} s time limit: {exc}") from None
-        except ProviderError as exc:
-            raise ProviderFailure(f"{exc.operation or 'exec'}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
+            raise adapter_failure("exec", exc) from None
 
     def upload(self, path: str, data: bytes, name: str | None = None) -> float:
         """Upload, timed from adapter entry as metric `name` when given."""
@@ -381,8 +476,8 @@ class LifecycleContext(TrialContext):
         started = time.monotonic()
         try:
             value = call()
-        except ProviderError as exc:
-            raise ProviderFailure(f"{operation}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
+            raise adapter_failure(operation, exc) from None
         if name:
             self.record(name, _ms(time.monotonic() - started), clock="job_host")
         return value
@@ -440,6 +535,13 @@ def run_trial(
             result.placement = probe_placement(ctx)
     except TrialOutcome as exc:
         result.fail(exc.outcome, exc.owner, exc.cause)
+    except Exception as exc:  # noqa: BLE001 - a defect in the runner must not kill the chain
+        result.evidence.append(
+            EvidenceRecord("traceback", {"trace": traceback.format_exc(limit=8)})
+        )
+        result.fail(
+            "benchmark_error", "benchmark", f"the runner raised {type(exc).__name__}: {exc}"
+        )
     finally:
         ctx.close()
         _cleanup(ctx, result, limits)
@@ -479,57 +581,117 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
     thread.join(timeout_s)
     if thread.is_alive():
         result.cut_short = True
-        raise CutShort(f"cut short: the procedure overran its {timeout_s:g} s limit")
+        raise CutShort(f"the procedure overran its {timeout_s:g} s limit")
     error = outcome.get("error")
     if error is None:
         return
     if isinstance(error, TrialOutcome):
         raise error
     if isinstance(error, ProviderError):
-        raise ProviderFailure(f"{error.operation or 'provider'}: {error}")
+        raise adapter_failure("provider", error)
     ctx.evidence("traceback", {"trace": outcome["trace"]})
     raise BenchmarkError(f"the procedure raised {type(error).__name__}: {error}")
 
 
 def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None:
-    """Destroy every sandbox the trial made and confirm each one gone."""
-    for entry in ctx._sandboxes:
-        sandbox = entry["sandbox"]
-        if not entry["destroyed"]:
-            started = time.monotonic()
-            try:
-                ctx.provider.destroy(sandbox)
-            except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
-                result.cleanup_verified = False
-                result.fail("provider_failure", "provider", f"destroy {sandbox.id}: {exc}")
-                result.evidence.append(
-                    EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
-                )
-                entry["held_to"] = time.time()
-                continue
-            entry["destroyed"] = True
-            entry["held_to"] = time.time()
-            entry["destroy_ms"] = _ms(time.monotonic() - started)
-        confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s)
-        result.evidence.append(
-            EvidenceRecord(
-                "cleanup",
-                {
-                    "sandbox": sandbox.id,
-                    "destroy_ms": entry.get("destroy_ms"),
-                    "confirmed_gone": confirmed,
-                },
-            )
-        )
-        if not confirmed:
+    """Destroy every sandbox the trial made and confirm each one gone.
+
+    Runs after ctx.close(), so no new create can start; a create still in flight (past its limit,
+    or started by a procedure that was cut short) is waited for, and its sandbox destroyed too.
+    """
+    done: set[int] = set()
+    grace_ends = None
+    while True:
+        with ctx._lock:
+            todo = [e for e in ctx._sandboxes if id(e) not in done]
+            creating = ctx._creating
+        for entry in todo:
+            done.add(id(entry))
+            _clean_entry(ctx, entry, result, limits)
+        if todo:
+            continue
+        if not creating:
+            break
+        grace_ends = grace_ends or time.monotonic() + limits.late_create_grace_s
+        if time.monotonic() > grace_ends:
             result.cleanup_verified = False
-            result.fail(
-                "provider_failure",
-                "provider",
-                f"cleanup not verified: sandbox {sandbox.id} still exists "
-                f"{limits.gone_timeout_s:g} s after destroy",
+            cause = (
+                f"cleanup not verified: {creating} create call(s) still running "
+                f"{limits.late_create_grace_s:g} s after the trial ended"
             )
+            result.fail("provider_failure", "provider", cause)
+            result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
+            break
+        time.sleep(0.01)
     result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
+
+
+def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits) -> None:
+    sandbox = entry["sandbox"]
+    if entry.get("overran"):
+        # Its destroy is still hanging: calling it again would block the worker once more.
+        result.cleanup_verified = False
+        result.evidence.append(
+            EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": "destroy overran"})
+        )
+        return
+    if not entry["destroyed"]:
+        try:
+            destroy_entry(ctx.provider, entry, ctx.definition.destroy_timeout_s)
+        except Overran as exc:
+            result.cut_short = True
+            result.cleanup_verified = False
+            result.fail("provider_failure", "unknown", f"{CUT_SHORT}{exc} ({sandbox.id})")
+            result.evidence.append(
+                EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
+            )
+            return
+        except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
+            result.cleanup_verified = False
+            result.fail("provider_failure", "provider", f"destroy {sandbox.id}: {exc}")
+            result.evidence.append(
+                EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
+            )
+            return
+    confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s)
+    result.evidence.append(
+        EvidenceRecord(
+            "cleanup",
+            {
+                "sandbox": sandbox.id,
+                "destroy_ms": entry.get("destroy_ms"),
+                "confirmed_gone": confirmed,
+            },
+        )
+    )
+    if not confirmed:
+        result.cleanup_verified = False
+        result.fail(
+            "provider_failure",
+            "provider",
+            f"cleanup not verified: sandbox {sandbox.id} still exists "
+            f"{limits.gone_timeout_s:g} s after destroy",
+        )
+
+
+def destroy_entry(provider, entry: dict, limit_s: float) -> float:
+    """Destroy one sandbox under the destroy limit; returns its time from adapter entry (ms).
+
+    Raises Overran (and marks the entry, so nobody calls destroy on it again) or the adapter's
+    error.
+    """
+    try:
+        call = call_with_limit(lambda: provider.destroy(entry["sandbox"]), limit_s, "destroy")
+    except Overran:
+        entry["overran"] = True
+        entry["held_to"] = time.time()
+        raise
+    entry["held_to"] = time.time()
+    if call.error is not None:
+        raise call.error
+    entry["destroyed"] = True
+    entry["destroy_ms"] = _ms(call.returned - call.started)
+    return entry["destroy_ms"]
 
 
 def _wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
@@ -539,8 +701,8 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
         try:
             if provider.is_gone(sandbox_id):
                 return True
-        except ProviderError:
-            pass  # an error is not a confirmation; keep asking until the deadline
+        except Exception:  # noqa: BLE001, S110 - an error is not a confirmation; keep asking
+            pass
         if time.monotonic() > deadline:
             return False
         time.sleep(wait)
@@ -552,8 +714,8 @@ def probe_placement(ctx: LifecycleContext) -> dict:
     facts = dict(ctx.sandbox.facts) if ctx.sandbox else {}
     try:
         result = ctx.provider.exec(ctx.sandbox, ["/bin/bash", "-c", PLACEMENT_PROBE], timeout=30)
-    except ProviderError as exc:
-        facts["probe_error"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - best effort: a failed probe is a recorded fact
+        facts["probe_error"] = f"{type(exc).__name__}: {exc}"
         return facts
     for line in result.stdout.decode(errors="replace").splitlines():
         key, sep, value = line.partition("=")

@@ -58,6 +58,8 @@ def save_result(trial_id, result: TrialResult) -> Trial:
             "held": result.held,
             "cleanup_verified": result.cleanup_verified,
             "cut_short": result.cut_short,
+            # An unknown outcome (cut short) stops refilling; an unknown owner alone does not.
+            "outcome_unknown": result.cut_short,
         }
         Evidence.objects.bulk_create(
             [

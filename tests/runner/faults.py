@@ -19,10 +19,22 @@ class FaultyProvider(Provider):
         self.step_clock_ms = faults.get("step_clock_ms", 0)  # shift the guest wall clock
         self.destroy_errors = faults.get("destroy_errors", 0)
         self.never_gone = faults.get("never_gone", False)
+        self.create_delay_s = faults.get("create_delay_s", 0)  # every create hangs this long
+        self.destroy_delay_s = faults.get("destroy_delay_s", 0)
+        # An adapter defect: the first N calls of an operation raise this non-ProviderError.
+        self.crash = faults.get("crash")  # (operation, exception)
+        self.crashes = faults.get("crashes", 1)
         self.calls = []
+
+    def _maybe_crash(self, operation):
+        if self.crash and self.crash[0] == operation and self.crashes:
+            self.crashes -= 1
+            raise self.crash[1]
 
     def create(self, spec):
         self.calls.append("create")
+        self._maybe_crash("create")
+        time.sleep(self.create_delay_s)
         if self.create_errors:
             self.create_errors -= 1
             raise ProviderError("injected create error", "create", self.create_error_code)
@@ -30,6 +42,7 @@ class FaultyProvider(Provider):
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None):
         self.calls.append("exec")
+        self._maybe_crash("exec")
         if self.not_ready:
             self.not_ready -= 1
             raise NotReady("injected HTTP 503", "exec")
@@ -51,6 +64,8 @@ class FaultyProvider(Provider):
 
     def destroy(self, sandbox):
         self.calls.append("destroy")
+        self._maybe_crash("destroy")
+        time.sleep(self.destroy_delay_s)
         if self.destroy_errors:
             self.destroy_errors -= 1
             raise ProviderError("injected destroy error", "destroy")
@@ -60,6 +75,7 @@ class FaultyProvider(Provider):
         return False if self.never_gone else self.inner.is_gone(sandbox_id)
 
     def list_sandboxes(self, label=None):
+        self._maybe_crash("list")
         return self.inner.list_sandboxes(label)
 
 

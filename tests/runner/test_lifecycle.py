@@ -23,9 +23,8 @@ def echo(ctx):
 
 
 def trial(provider, procedure=echo, definition=DEFINITION, **kwargs):
-    return run_trial(
-        provider, definition, UNIT, procedure, label="bb-test-lifecycle", limits=FAST, **kwargs
-    )
+    kwargs.setdefault("limits", FAST)
+    return run_trial(provider, definition, UNIT, procedure, label="bb-test-lifecycle", **kwargs)
 
 
 def test_it_succeeds_only_with_every_sandbox_confirmed_gone(local):
@@ -159,6 +158,8 @@ def test_it_polls_a_long_command_and_times_it_on_the_guest_clock(local):
 
 def test_it_runs_every_sandbox_operation_benchmark_on_local(local):
     for slug, module in all_benchmarks().items():
+        if module.DEFINITION.section != "sandbox_operations":
+            continue  # workloads and machine benchmarks: tests/workloads
         if slug == "latency-per-call":
             continue  # its 50 calls are covered by the CLI run
         result = run_trial(
@@ -167,3 +168,85 @@ def test_it_runs_every_sandbox_operation_benchmark_on_local(local):
         assert result.outcome == "success", (slug, result.cause)
         assert module.DEFINITION.metric in {m.name for m in result.measurements}
     assert local.list_sandboxes() == []
+
+
+def limited(**limits):
+    return dataclasses.replace(DEFINITION, **limits)
+
+
+def gone_soon(local, seconds=3.0):
+    """Wait for abandoned adapter calls (still running in their threads) to finish."""
+    deadline = time.monotonic() + seconds
+    while local.list_sandboxes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return local.list_sandboxes() == []
+
+
+def test_it_fails_a_create_that_overruns_its_limit_and_destroys_its_late_sandbox(local):
+    slow = FaultyProvider(local, create_delay_s=0.6)
+    patient = dataclasses.replace(FAST, late_create_grace_s=10)
+    result = trial(slow, definition=limited(create_timeout_s=0.2), limits=patient)
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert "did not return within its 0.2 s limit" in result.cause
+    assert result.cleanup_verified and local.list_sandboxes() == []
+
+
+def test_it_leaves_cleanup_unverified_while_a_create_still_hangs(local):
+    hung = FaultyProvider(local, create_delay_s=1.0)
+    impatient = dataclasses.replace(FAST, late_create_grace_s=0.1)
+    result = trial(hung, definition=limited(create_timeout_s=0.1), limits=impatient)
+    assert result.outcome == "provider_failure" and not result.cleanup_verified
+    assert any(e.data.get("creates_in_flight") == 1 for e in result.evidence)
+    time.sleep(1.2)  # the abandoned create returns a sandbox nobody waits for any more
+    for sandbox in local.list_sandboxes():
+        local.destroy(sandbox)
+
+
+def test_it_cuts_short_a_destroy_that_overruns_its_limit(local):
+    slow = FaultyProvider(local, destroy_delay_s=0.5)
+    result = trial(slow, definition=limited(destroy_timeout_s=0.1))
+    assert (result.outcome, result.owner) == ("provider_failure", "unknown")
+    assert result.cause.startswith("cut short: destroy did not return within its 0.1 s limit")
+    assert result.cut_short and not result.cleanup_verified
+    assert slow.calls.count("destroy") == 1  # a hung destroy is not called again
+    assert gone_soon(local)
+
+
+def test_it_refuses_sandboxes_a_cut_short_procedure_asks_for_later(local):
+    def keeps_going(ctx):
+        time.sleep(0.4)
+        ctx.new_sandbox()
+
+    result = trial(local, keeps_going, definition=limited(procedure_timeout_s=0.2))
+    assert result.cut_short and result.cleanup_verified
+    time.sleep(0.5)
+    assert local.list_sandboxes() == []
+
+
+def test_it_destroys_a_sandbox_whose_create_was_running_when_the_trial_was_cut_short(local):
+    slow = FaultyProvider(local, create_delay_s=0.4)
+    result = trial(slow, lambda ctx: ctx.new_sandbox(), definition=limited(procedure_timeout_s=0.1))
+    assert result.cut_short and result.cleanup_verified
+    assert slow.calls.count("create") == 2 and local.list_sandboxes() == []
+    assert len([e for e in result.evidence if "confirmed_gone" in e.data]) == 2
+
+
+def test_it_charges_unexpected_adapter_errors_to_the_provider_by_name(local):
+    result = trial(FaultyProvider(local, crash=("create", RuntimeError("socket closed"))))
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert result.cause == "create: the adapter raised RuntimeError: socket closed"
+
+    result = trial(FaultyProvider(local, crash=("destroy", AttributeError("no .remove"))))
+    assert result.outcome == "provider_failure" and not result.cleanup_verified
+    assert "no .remove" in result.cause
+    local.destroy(local.list_sandboxes()[0])
+
+
+def test_it_ends_readiness_on_any_other_error_and_keeps_its_evidence(local):
+    result = trial(FaultyProvider(local, crash=("exec", KeyError("handle"))))
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert "readiness check failed: KeyError" in result.cause
+    readiness = next(e.data for e in result.evidence if e.kind == "readiness")
+    assert readiness["attempts"][0]["result"] == "error"
+    assert "KeyError" in readiness["attempts"][0]["error"]
+    assert result.cleanup_verified and local.list_sandboxes() == []
