@@ -97,6 +97,7 @@ class RunAdmin(admin.ModelAdmin):
                     providers=form.cleaned_data["providers"],
                     trials=form.cleaned_data["trials"],
                     concurrency=form.cleaned_data["concurrency"],
+                    allow_busy_account=form.cleaned_data["allow_busy_account"],
                     actor=request.user,
                 )
             except schedule.PlanError as exc:
@@ -131,14 +132,16 @@ class RunAdmin(admin.ModelAdmin):
                         cell["queued"] + cell["running"],
                     )
                 )
+        notes = format_html_join("", "<p>{}</p>", ((n,) for n in schedule.chain_notes(run)))
         if not rows:
-            return "No trials."
+            return format_html("{}No trials.", notes)
         body = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
         )
         return format_html(
-            "<table><tr><th>Provider</th><th>Benchmark</th><th>Done / target</th>"
+            "{}<table><tr><th>Provider</th><th>Benchmark</th><th>Done / target</th>"
             "<th>Failures</th><th>Waiting</th></tr>{}</table>",
+            notes,
             body,
         )
 
@@ -169,7 +172,16 @@ class StartRunForm(forms.Form):
     trials = forms.IntegerField(
         min_value=1, max_value=10_000, required=False, help_text="Per unit; empty: each N."
     )
-    concurrency = forms.IntegerField(min_value=1, max_value=256, initial=2)
+    concurrency = forms.IntegerField(
+        min_value=1,
+        max_value=256,
+        required=False,
+        help_text="Trials in parallel per provider; empty: each benchmark's declaration.",
+    )
+    allow_busy_account = forms.BooleanField(
+        required=False,
+        help_text="Start each chain even if the account holds other live sandboxes (recorded).",
+    )
 
 
 START_TEMPLATE = Template(

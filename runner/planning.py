@@ -28,8 +28,19 @@ class Refusal:
         return asdict(self)
 
 
+def parallel_trials(definition, override: int | None, default: int, host_cap: int) -> int:
+    """Trials of `definition` run at once per provider: the run's override, else the benchmark's
+    declaration, else the job host's default; never above the job host's cap. The same number
+    applies to every provider ("Equal concurrency")."""
+    return max(1, min(override or definition.parallel_trials or default, host_cap))
+
+
 def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
-    """Why `declaration`'s provider cannot enter `definition`'s benchmark; [] when it can."""
+    """Why `declaration`'s provider cannot enter `definition`'s benchmark; [] when it can.
+
+    `concurrency` is the benchmark's parallel trials; with its sandboxes per trial it must fit
+    the provider's documented concurrent-sandbox limit.
+    """
     found = []
 
     def refuse(code, missing, message):
@@ -47,12 +58,14 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
         size = f"{definition.cpus} vCPU / {definition.memory_mib} MiB"
         refuse("R402", size, f"{declaration.provider} offers no {size} sandbox")
     limit = declaration.concurrent_sandboxes
-    if limit is not None and concurrency > limit:
+    per_trial = definition.sandboxes_per_trial
+    needed = concurrency * per_trial
+    if limit is not None and needed > limit:
         refuse(
             "R403",
-            f"concurrency {concurrency} > {limit}",
-            f"{declaration.provider} allows {limit} concurrent sandboxes; "
-            f"the run asks for {concurrency}",
+            f"{concurrency} parallel trials x {per_trial} sandboxes = {needed} > {limit}",
+            f"{declaration.provider} allows {limit} concurrent sandboxes; {definition.slug} "
+            f"needs {needed} ({concurrency} parallel trials x {per_trial} sandboxes per trial)",
         )
     return found
 

@@ -80,13 +80,20 @@ def plan_run(
     job_hosts: dict[str, str] | None = None,
     budget_usd: float | None = None,
     refill_minutes: float = 10.0,
+    units: dict[str, list[str]] | None = None,
+    allow_busy_account: bool = False,
     actor=None,
 ) -> Run:
-    """Create a planned Run with its manifest and queued trials; refusals are recorded, not run."""
+    """Create a planned Run with its manifest and queued trials; refusals are recorded, not run.
+
+    `concurrency` overrides every benchmark's declared parallel trials for this run; `units`
+    limits a benchmark to some of its units ({slug: [unit slugs]}); `allow_busy_account` lets a
+    chain start although the account holds other live sandboxes (recorded in the manifest).
+    """
     modules = all_benchmarks()
     declarations = load_all()
-    benchmarks = list(benchmarks or modules)
-    providers = list(providers or declarations)
+    benchmarks = list(dict.fromkeys(benchmarks or modules))
+    providers = list(dict.fromkeys(providers or declarations))
     unknown = [b for b in benchmarks if b not in modules]
     if unknown:
         raise PlanError(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(modules)}")
@@ -94,9 +101,28 @@ def plan_run(
     if unknown:
         known = ", ".join(declarations)
         raise PlanError(f"unknown provider(s) {', '.join(unknown)}; known: {known}")
-    concurrency = concurrency or settings.RUNNER_CONCURRENCY
-    if not 1 <= concurrency <= 256:
+    if concurrency is not None and not 1 <= concurrency <= 256:
         raise PlanError(f"concurrency must be between 1 and 256, got {concurrency}")
+    units = units or {}
+    for slug, wanted in units.items():
+        if slug not in benchmarks:
+            raise PlanError(f"units are given for {slug}, which the plan does not include")
+        known = [u.slug for u in modules[slug].units()]
+        missing = [u for u in wanted if u not in known]
+        if missing or not wanted:
+            raise PlanError(
+                f"unknown unit(s) {', '.join(missing) or '(none given)'} of {slug}; "
+                f"known: {', '.join(known)}"
+            )
+    parallel = {
+        slug: planning.parallel_trials(
+            modules[slug].DEFINITION,
+            concurrency,
+            settings.RUNNER_CONCURRENCY,
+            settings.RUNNER_JOB_HOST_CAP,
+        )
+        for slug in benchmarks
+    }
     if trials is not None and not 1 <= trials <= 10_000:
         raise PlanError(f"trials per unit must be between 1 and 10000, got {trials}")
     if budget_usd is not None and budget_usd <= 0:
@@ -107,7 +133,9 @@ def plan_run(
     refusals, eligible = [], defaultdict(list)
     for provider in providers:
         for slug in benchmarks:
-            found = planning.refusals(declarations[provider], modules[slug].DEFINITION, concurrency)
+            found = planning.refusals(
+                declarations[provider], modules[slug].DEFINITION, parallel[slug]
+            )
             refusals += found
             if not found:
                 eligible[provider].append(slug)
@@ -124,7 +152,9 @@ def plan_run(
             "benchmarks": benchmarks,
             "providers": providers,
             "trials_per_unit": trials,
-            "concurrency": concurrency,
+            "concurrency": concurrency,  # the override; None: each benchmark's declaration
+            "job_host_cap": settings.RUNNER_JOB_HOST_CAP,
+            "allow_busy_account": allow_busy_account,
             "budget_usd": budget_usd,
             "refill_minutes": refill_minutes,
             "rounds": planning.ROUNDS,
@@ -147,7 +177,10 @@ def plan_run(
             "version": d.version,
             "trials_per_unit": trials or d.trials_per_unit,
             "ranking_floor": d.ranking_floor,
-            "units": [u.slug for u in modules[slug].units()],
+            "units": units.get(slug) or [u.slug for u in modules[slug].units()],
+            "parallel_trials": parallel[slug],
+            "declared_parallel_trials": d.parallel_trials,
+            "sandboxes_per_trial": d.sandboxes_per_trial,
         }
     with transaction.atomic():
         run = Run.objects.create(name=name, manifest=manifest, created_by=actor)
@@ -158,7 +191,6 @@ def plan_run(
                 "declaration_digest": declaration.digest,
                 "pricing_digest": declaration.pricing_digest,
                 "job_host": job_hosts.get(provider, settings.JOB_HOST),
-                "concurrency": concurrency,
                 "create_rate_per_s": declaration.create_rate_per_s,
                 "seq_base": index * SEQ_BLOCK,
             }
@@ -166,24 +198,22 @@ def plan_run(
                 "order": [list(block) for block in order],
                 "status": "planned",
             }
-            _create_trials(
-                run, provider_rows[provider], benchmark_rows, modules, order, trials, index
-            )
+            _create_trials(run, provider_rows[provider], benchmark_rows, order, index)
         run.manifest = manifest
         run.save(update_fields=["manifest"])
     return run
 
 
-def _create_trials(run, provider_row, benchmark_rows, modules, order, trials, index) -> None:
+def _create_trials(run, provider_row, benchmark_rows, order, index) -> None:
     seq = index * SEQ_BLOCK
     rows = []
     per_round = {}
     for slug, round_no in order:
         benchmark = benchmark_rows[slug]
-        n = trials or modules[slug].DEFINITION.trials_per_unit
-        per_round.setdefault(slug, planning.split_rounds(n))
-        # Only the units the definition lists today: rows of retired units stay for old runs.
-        slugs = [u.slug for u in modules[slug].units()]
+        planned = run.manifest["benchmarks"][slug]
+        per_round.setdefault(slug, planning.split_rounds(planned["trials_per_unit"]))
+        # The planned units only: rows of retired units stay for old runs.
+        slugs = planned["units"]
         units = list(Unit.objects.filter(benchmark=benchmark, slug__in=slugs).order_by("slug"))
         for _ in range(per_round[slug][round_no - 1]):
             for unit in units:
@@ -255,7 +285,6 @@ class Chain:
         self.run = run
         self.slug = provider_slug
         self.info = run.manifest["providers"][provider_slug]
-        self.concurrency = self.info["concurrency"]
         self.provider = provider_factory(provider_slug)
         self.modules = all_benchmarks()
         self.spacer = CreateSpacer(self.info.get("create_rate_per_s"))
@@ -271,16 +300,25 @@ class Chain:
 
     def execute(self) -> None:
         self._set_chain_status("running")
-        self._record_live("before_chain")
+        busy = self._check_account()
+        if busy:
+            store.cancel_queued(
+                self.run, f"the chain did not start: {busy}", provider__slug=self.slug
+            )
+            update_manifest(
+                self.run.pk,
+                lambda m: m["chains"][self.slug].update(status="done", stopped=busy),
+            )
+            return
         self._network_baseline()
         for benchmark, round_no in self.run.manifest["chains"][self.slug]["order"]:
             if self._cancelled() or self.halted:
                 break
             self.run_batch(benchmark, round_no)
         if self.halted:
-            store.cancel_queued(
-                self.run, f"the chain stopped: {self.halted}", provider__slug=self.slug
-            )
+            halted = self.halted
+            store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
+            update_manifest(self.run.pk, lambda m: m["chains"][self.slug].update(stopped=halted))
         if not self._cancelled():
             self.top_up()
         self._record_spacing()
@@ -288,6 +326,25 @@ class Chain:
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
             cleanup_run_sandboxes(self.run, [self.slug])
         self._set_chain_status("done")
+
+    def _check_account(self) -> str | None:
+        """Empty account verification before the chain starts: why it must not start, or None.
+
+        Other live sandboxes (not this run's) stop the chain unless the run allows a busy
+        account; either way their count and ids are in the manifest.
+        """
+        entry = self._record_live("before_chain")
+        if self.run.manifest["plan"].get("allow_busy_account"):
+            return None
+        if "error" in entry:
+            return f"the account's live sandboxes could not be listed: {entry['error']}"
+        if entry["others"]:
+            ids = ", ".join(entry["other_ids"][:10])
+            return (
+                f"the account holds {entry['others']} other live sandbox(es) ({ids}); remove "
+                "them (bench cleanup) or start the run with --allow-busy-account"
+            )
+        return None
 
     def _cancelled(self) -> bool:
         status = Run.objects.filter(pk=self.run.pk).values_list("status", flat=True).first()
@@ -341,7 +398,8 @@ class Chain:
                 if threading.current_thread() is not threading.main_thread():
                     connections.close_all()
 
-        self._run_workers(worker)
+        parallel = self.run.manifest["benchmarks"][benchmark]["parallel_trials"]
+        self._run_workers(worker, min(parallel, len(queued)))
         if crashes:
             raise crashes[0]
         with self._lock:
@@ -351,13 +409,13 @@ class Chain:
         self._record_live(f"{label}:end")
         self._store_in_flight(label)
 
-    def _run_workers(self, worker) -> None:
-        if self.concurrency == 1:
+    def _run_workers(self, worker, count: int) -> None:
+        if count == 1:
             worker()
             return
         threads = [
             threading.Thread(target=worker, name=f"{self.slug}-worker-{i}", daemon=True)
-            for i in range(self.concurrency)
+            for i in range(count)
         ]
         for thread in threads:
             thread.start()
@@ -384,8 +442,6 @@ class Chain:
         store.save_result(trial.pk, result)
         if result.outcome == Outcome.BENCHMARK_ERROR:
             self._stop_unit(benchmark, trial.unit.slug)
-        if result.cut_short:
-            self._unreplaceable("a trial was cut short, so its outcome is unknown")
         if any(
             e.kind == "create_error" and e.data.get("code") == "spend_limit"
             for e in result.evidence
@@ -433,7 +489,10 @@ class Chain:
                 reason = "every unit reached its target or its 2N attempts"
                 break
             reason = planning.refill_stop_reason(
-                state, time.monotonic(), self._spent_usd(), self.unreplaceable
+                state,
+                time.monotonic(),
+                self._spent_usd(),
+                self.unreplaceable or self._outcome_unknown(),
             )
             if reason or self._cancelled():
                 reason = reason or "the run was cancelled"
@@ -501,6 +560,18 @@ class Chain:
             for i, old in enumerate(failed, start=1)
         )
 
+    def _outcome_unknown(self) -> str | None:
+        """A trial of this chain was cut short (by its limit, or recovered after its worker was
+        lost): its outcome is unknown, so refilling stops. Read from the stored flag, not memory,
+        so trials ended by runner/recovery.py count too."""
+        flagged = Evidence.objects.filter(
+            trial__run=self.run,
+            trial__provider__slug=self.slug,
+            kind="lifecycle",
+            data__outcome_unknown=True,
+        ).exists()
+        return "a trial was cut short, so its outcome is unknown" if flagged else None
+
     def _successes(self) -> int:
         return Trial.objects.filter(
             run=self.run, provider__slug=self.slug, outcome=Outcome.SUCCESS
@@ -521,23 +592,26 @@ class Chain:
         for trial_id, mean in planning.in_flight_means(held).items():
             Trial.objects.filter(pk=trial_id).update(in_flight=mean)
 
-    def _record_live(self, moment: str) -> None:
+    def _record_live(self, moment: str) -> dict:
         """Other live sandboxes in the account (not this run's), checked outside timed steps."""
         try:
             live = self.provider.list_sandboxes()
-        except Exception as exc:  # noqa: BLE001 - the count is a recorded fact, not a gate
-            entry = {"error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - recorded; before the chain it also stops it
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
         else:
             prefix = run_prefix(self.run.id)
+            others = [s.id for s in live if not s.label.startswith(prefix)]
             entry = {
-                "others": sum(not s.label.startswith(prefix) for s in live),
-                "own": sum(s.label.startswith(prefix) for s in live),
+                "others": len(others),
+                "other_ids": others[:50],
+                "own": len(live) - len(others),
                 "at": datetime.now(UTC).isoformat(),
             }
         update_manifest(
             self.run.pk,
             lambda m: m["live_sandboxes"].setdefault(self.slug, {}).__setitem__(moment, entry),
         )
+        return entry
 
     def _network_baseline(self) -> None:
         endpoints = self.provider.endpoints()
@@ -681,6 +755,16 @@ def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
 
 
 # -- progress --------------------------------------------------------------------------------
+
+
+def chain_notes(run: Run) -> list[str]:
+    """Why a provider's chain stopped before or during the run, one sentence per chain."""
+    notes = []
+    for slug, chain in sorted(run.manifest.get("chains", {}).items()):
+        for key in ("stopped", "error"):
+            if chain.get(key):
+                notes.append(f"{slug}: {chain[key]}")
+    return notes
 
 
 def progress(run: Run) -> list[dict]:

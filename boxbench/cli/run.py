@@ -1,4 +1,8 @@
-"""`bench run`: plan a run, start it, and optionally follow it with a progress bar."""
+"""`bench run`: plan a run, start it, and optionally follow it with a progress bar, then publish.
+
+The README's command: `bench run --plan default --provider local[,docker] --wait --publish`, with
+`manage.py qcluster` running (or `--inline` to run the chains in this process).
+"""
 
 import threading
 import time
@@ -6,8 +10,9 @@ import time
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from boxbench import results
 from boxbench.models import Run, RunStatus
-from runner import schedule, tasks
+from runner import plans, schedule, tasks
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -16,14 +21,31 @@ END_STATES = (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED)
 
 
 def add_arguments(parser):
-    parser.add_argument("--benchmark", action="append", help="Benchmark slug (repeatable).")
+    parser.add_argument(
+        "--plan",
+        choices=sorted(plans.PLANS),
+        help="A named plan (runner/plans.py): its benchmarks, units, trials and concurrency.",
+    )
+    parser.add_argument(
+        "--benchmark", action="append", help="Benchmark slug (repeatable or comma-separated)."
+    )
     parser.add_argument(
         "--provider",
         action="append",
-        help="Provider slug (repeatable; default: local, the one that needs no account).",
+        help="Provider slug (repeatable or comma-separated; default: local, needing no account).",
     )
     parser.add_argument("--trials", type=int, help="Trials per unit (default: each benchmark's N).")
-    parser.add_argument("--concurrency", type=int, help="Trials in parallel per provider.")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="Trials in parallel per provider, for every benchmark (default: each benchmark's "
+        "declared parallel trials), capped by BOXBENCH_JOB_HOST_CAP.",
+    )
+    parser.add_argument(
+        "--allow-busy-account",
+        action="store_true",
+        help="Start each chain even if the account holds other live sandboxes (recorded).",
+    )
     parser.add_argument("--name", help="Run name (default: a timestamp).")
     parser.add_argument("--seed", type=int, help="Shuffle seed (default: random; kept).")
     parser.add_argument("--budget-usd", type=float, help="Stop top-ups once this is spent.")
@@ -35,6 +57,11 @@ def add_arguments(parser):
         help="Run a provider's chain on another job host's qcluster (Redis broker).",
     )
     parser.add_argument("--wait", action="store_true", help="Follow the run until it ends.")
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="After the run ends (implies --wait): audit it and publish it to the dashboard.",
+    )
     parser.add_argument(
         "--inline",
         action="store_true",
@@ -50,17 +77,23 @@ def handle(options, out):
             raise CommandError(f"--job-host takes PROVIDER=HOST, got {item!r}")
         job_hosts[provider] = host
     name = options.get("name") or time.strftime("run %Y-%m-%d %H:%M:%S")
+    benchmarks = _names(options.get("benchmark"))
+    plan = plans.get_plan(options["plan"]) if options.get("plan") else None
+    if plan and benchmarks:
+        raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
     try:
         run = schedule.plan_run(
             name,
-            benchmarks=options.get("benchmark"),
-            providers=options.get("provider") or [DEFAULT_PROVIDER],
-            trials=options.get("trials"),
-            concurrency=options.get("concurrency"),
+            benchmarks=list(plan.benchmarks) if plan else benchmarks,
+            units=plan.units if plan else None,
+            providers=_names(options.get("provider")) or [DEFAULT_PROVIDER],
+            trials=options.get("trials") or (plan.trials if plan else None),
+            concurrency=options.get("concurrency") or (plan.concurrency if plan else None),
             seed=options.get("seed"),
             job_hosts=job_hosts,
             budget_usd=options.get("budget_usd"),
             refill_minutes=options["refill_minutes"],
+            allow_busy_account=options.get("allow_busy_account", False),
         )
     except schedule.PlanError as exc:
         raise CommandError(str(exc)) from None
@@ -83,12 +116,40 @@ def handle(options, out):
             chain.join()
     else:
         tasks.start_run(run)
-        if options.get("wait"):
+        if options.get("wait") or options.get("publish"):
             follow(run, out)
     run.refresh_from_db()
     out.write(summary(run))
     if run.status == RunStatus.FAILED:
         raise CommandError(f"run {run.id} failed: see its transitions in the admin")
+    if options.get("publish"):
+        publish(run, out)
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Slugs from repeated flags, each possibly comma-separated: `--provider local,docker`."""
+    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+
+
+def publish(run: Run, out) -> None:
+    """Audit the ended run (unless audited) and publish it; a failed audit leaves it unpublished."""
+    if run.status != RunStatus.COMPLETED:
+        raise CommandError(f"run {run.id} is {run.status}: only a completed run is published")
+    if run.audit_report is None:
+        results.run_audit(run)
+    failing = results.unresolved_failures(run)
+    if failing:
+        for provider, benchmark, check in failing:
+            out.write(f"  audit FAIL {provider} / {benchmark}: {check}")
+        raise CommandError(
+            f"run {run.id} was not published: the audit failed {len(failing)} check(s) above. "
+            f"See `manage.py bench audit {run.id}`, resolve each, then `bench publish {run.id}`."
+        )
+    try:
+        results.publish(run)
+    except results.PublishRefused as exc:
+        raise CommandError(f"run {run.id} was not published: {exc}") from None
+    out.write(f"Published run {run.name} ({run.id}); the dashboard shows it.")
 
 
 def _chain(run_id, slug):
@@ -124,6 +185,7 @@ def follow(run: Run, out, interval: float = 0.5) -> None:
 
 def summary(run: Run) -> str:
     lines = [f"Run {run.id}: {run.status}"]
+    lines += [f"  stopped {note}" for note in schedule.chain_notes(run)]
     for cell in schedule.progress(run):
         if "refusal" in cell:
             lines.append(f"  {cell['provider']:<12} {cell['benchmark']:<20} {cell['refusal']}")

@@ -80,6 +80,10 @@ class BenchmarkDefinition:
     destroy_timeout_s: float = 300.0
     lifetime_s: float = 1500.0
     image: str = ""  # "" is the standard image
+    # Trials run in parallel per provider (equal for every provider); None: the job host's
+    # default (BOXBENCH_CONCURRENCY). Capped by BOXBENCH_JOB_HOST_CAP; `--concurrency` overrides.
+    parallel_trials: int | None = None
+    sandboxes_per_trial: int = 1  # at most at once; x parallel_trials must fit the account limit
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ DEFINITION = BenchmarkDefinition(
     procedure_timeout_s=PREPARE_LIMIT_S + REPLAY_LIMIT_S + 120.0,
     destroy_timeout_s=300.0,
     lifetime_s=1500.0,
+    parallel_trials=10,  # "Parallel Trials: 10" (capped by the job host's BOXBENCH_JOB_HOST_CAP)
 )
 
 

@@ -38,7 +38,10 @@ def workers():
 
 
 def test_it_plans_rounds_and_records_the_seed_and_refusals(chain_provider):
-    with pytest.raises(schedule.PlanError, match="allows 8 concurrent sandboxes"):
+    with pytest.raises(
+        schedule.PlanError,
+        match=r"allows 8 concurrent sandboxes; create needs 9 \(9 parallel trials x 1 sandboxes",
+    ):
         plan(trials=6, concurrency=9)  # R403: nothing else is eligible, so nothing is planned
     run = plan(trials=6, concurrency=2)
     assert run.manifest["seed"] == 1 and run.manifest["refusals"] == []
@@ -191,3 +194,118 @@ def test_outsiders_cannot_start_runs(client, db):
     client.login(username="outsider", password="pw")
     response = client.get(reverse("admin:boxbench_run_start"))
     assert response.status_code == 302  # to the admin login
+
+
+def test_it_stops_a_chain_before_it_starts_when_the_account_is_busy(chain_provider, local):
+    stray = local.create(SandboxSpec(1, 1024, "someone-elses-sandbox", 60))
+    run = start(plan(trials=2))
+    assert run.status == RunStatus.COMPLETED
+    assert run.trials.filter(state=TrialState.CANCELLED).count() == 2
+    before = run.manifest["live_sandboxes"]["local"]["before_chain"]
+    assert before["others"] == 1 and before["other_ids"] == [stray.id]
+    [note] = schedule.chain_notes(run)
+    assert f"local: the account holds 1 other live sandbox(es) ({stray.id})" in note
+    assert "--allow-busy-account" in note
+
+    allowed = start(plan(trials=1, allow_busy_account=True))
+    assert allowed.trials.get().outcome == Outcome.SUCCESS
+    assert allowed.manifest["live_sandboxes"]["local"]["before_chain"]["others"] == 1
+
+
+def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatch):
+    import dataclasses
+    import time
+
+    from runner.benchmarks import create
+
+    short = dataclasses.replace(create.DEFINITION, procedure_timeout_s=0.1)
+    monkeypatch.setattr(create, "DEFINITION", short)
+    monkeypatch.setattr(create, "run", lambda ctx: time.sleep(0.3))
+    run = start(plan(trials=2))
+    assert run.trials.count() == 2  # no replacement: the outcome of a cut-short trial is unknown
+    for trial in run.trials.all():
+        assert (trial.outcome, trial.owner) == (Outcome.PROVIDER_FAILURE, "unknown")
+        assert trial.cause.startswith("cut short: ")
+        assert trial.evidence.get(kind="lifecycle").data["outcome_unknown"] is True
+    assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
+
+
+def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local):
+    chain_provider(FaultyProvider(local, create_errors=1))
+    run = start(plan(trials=1))
+    failed = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
+    Trial.objects.filter(pk=failed.pk).update(owner="unknown")  # owner not recorded
+    assert failed.evidence.get(kind="lifecycle").data["outcome_unknown"] is False
+    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 1
+
+
+def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider, settings):
+    settings.RUNNER_CONCURRENCY, settings.RUNNER_JOB_HOST_CAP = 3, 16
+    run = schedule.plan_run(
+        "parallel", benchmarks=["create", "deepswe"], providers=["local"], trials=1, seed=1
+    )
+    assert run.manifest["benchmarks"]["create"]["parallel_trials"] == 3  # declares none
+    [refusal] = run.manifest["refusals"]  # DeepSWE declares 10; local allows 8 sandboxes
+    assert (refusal["benchmark"], refusal["code"]) == ("deepswe", "R403")
+    assert refusal["missing"] == "10 parallel trials x 1 sandboxes = 10 > 8"
+
+    settings.RUNNER_JOB_HOST_CAP = 4
+    units = ["six-ensure-bytearray", "toolz-dissoc-if"]
+    capped = schedule.plan_run(
+        "capped", benchmarks=["deepswe"], providers=["local"], trials=1, seed=1,
+        units={"deepswe": units},
+    )  # fmt: skip
+    assert capped.manifest["benchmarks"]["deepswe"]["parallel_trials"] == 4
+    assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
+    with pytest.raises(schedule.PlanError, match="unknown unit"):
+        schedule.plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
+
+
+def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
+    from runner.plans import get_plan
+
+    default = get_plan("default")
+    run = schedule.plan_run(
+        "default", benchmarks=list(default.benchmarks), units=default.units,
+        providers=["local"], trials=default.trials, concurrency=default.concurrency, seed=1,
+    )  # fmt: skip
+    benchmarks = run.manifest["benchmarks"]
+    assert run.manifest["refusals"] == []
+    assert {"create", "destroy", "cpu-single", "hard-links", "deepswe"} <= set(benchmarks)
+    assert benchmarks["deepswe"]["units"] == ["six-ensure-bytearray", "toolz-dissoc-if"]
+    assert all(b["parallel_trials"] == 2 for b in benchmarks.values())
+    for slug, b in benchmarks.items():
+        if slug != "deepswe":
+            assert b["trials_per_unit"] >= b["ranking_floor"]
+    assert run.trials.filter(benchmark__slug="deepswe").count() == 40
+
+
+def test_the_cli_splits_comma_separated_providers(chain_provider):
+    with pytest.raises(CommandError, match=r"unknown provider\(s\) nowhere;"):
+        call_command("bench", "run", "--provider", "local,nowhere", stdout=io.StringIO())
+
+
+def test_the_cli_publishes_a_run_that_passes_its_audit(chain_provider, sync_queue):
+    out = io.StringIO()
+    call_command(
+        "bench", "run", "--benchmark", "destroy", "--trials", "2", "--provider", "local",
+        "--publish", stdout=out,
+    )  # fmt: skip
+    run = Run.objects.get()
+    assert run.published and f"Published run {run.name}" in out.getvalue()
+
+
+def test_the_cli_leaves_a_run_that_fails_its_audit_unpublished(
+    chain_provider, sync_queue, monkeypatch
+):
+    from boxbench import results
+
+    # A real trend failure needs 15+ drifting trials; the audit's verdict is stubbed here.
+    monkeypatch.setattr(results, "unresolved_failures", lambda run: [("local", "destroy", "trend")])
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="was not published: the audit failed 1 check"):
+        call_command(
+            "bench", "run", "--benchmark", "destroy", "--trials", "1", "--publish", stdout=out
+        )
+    assert "audit FAIL local / destroy: trend" in out.getvalue()
+    assert not Run.objects.get().published
