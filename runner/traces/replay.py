@@ -117,17 +117,29 @@ git commit -q -m 'boxbench: {trace.slug}'
 
 # No EXIT trap of our own: the guest clock wrapper around this script owns that trap, so every
 # way out goes through __bb_end, which stops the deny proxy first.
+# __bb_clocks takes a wall reading between two /proc/uptime reads and keeps it only when both
+# reads show the same 10 ms tick: on a busy host the shell can be descheduled between two reads
+# for tens of milliseconds (seen here: 110 ms at load 9 on 2 cores), which would make the uptime
+# span exceed the wall span and fail the clock gate with no clock step. Five tries, then the last.
 _RUN_FUNCTION = r"""__bb_end() {
   [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
   exit "$1"
 }
+__bb_clocks() {
+  local i u
+  for i in 1 2 3 4 5; do
+    read -r -N 64 __bb_u < /proc/uptime; __bb_w=$EPOCHREALTIME; read -r -N 64 u < /proc/uptime
+    [ "${__bb_u%% *}" = "${u%% *}" ] && break
+  done
+  __bb_u=${__bb_u%% *}
+}
 __bb_run() {
-  local u0 u1 w0 w1 rc
-  read -r -N 64 u0 < /proc/uptime; w0=$EPOCHREALTIME
+  local u0 w0 rc
+  __bb_clocks; u0=$__bb_u; w0=$__bb_w
   timeout --kill-after=KILL_AFTER "$3" bash -c "$4" < /dev/null >&4 2>&4
   rc=$?
-  w1=$EPOCHREALTIME; read -r -N 64 u1 < /proc/uptime
-  printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$w1" "${u0%% *}" "${u1%% *}" >&3
+  __bb_clocks
+  printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$__bb_w" "$u0" "$__bb_u" >&3
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
     printf '__MISMATCH %s %s %s\n' "$1" "$rc" "$2" >&3; __bb_end 3
   fi

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,28 @@ def test_it_blames_the_provider_for_a_stepped_clock():
     verdict = replay.judge(trace, replay.parse_records(text))
     assert verdict.outcome == "provider_failure"
     assert "stepped clock: command 3" in verdict.cause
+
+
+# `read` shadowed by a function that hands out the given /proc/uptime readings in turn.
+FAKE_UPTIME = """__n=0
+__readings=({readings})
+read() {{ printf -v "${{@: -1}}" '%s 5.00' "${{__readings[__n]}}"; __n=$((__n + 1)); }}
+__bb_clocks; echo "$__bb_u $__n"
+"""
+
+
+@pytest.mark.parametrize(
+    ("readings", "kept"),
+    [
+        ("100.00 100.00", "100.00 2"),  # both reads in one tick: kept at once
+        ("100.00 100.12 100.20 100.20", "100.20 4"),  # descheduled between reads: read again
+        (" ".join(["1.00", "2.00"] * 5), "1.00 10"),  # five tries, then the last
+    ],
+)
+def test_it_pairs_each_wall_reading_with_an_uptime_read_in_the_same_tick(readings, kept):
+    script = replay._RUN_FUNCTION + FAKE_UPTIME.format(readings=readings)
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == kept
 
 
 def test_it_calls_an_unreadable_record_our_defect():
