@@ -1,5 +1,6 @@
 """Performance figures for stats/: the bootstrap against scipy.stats.bootstrap on the same data,
-and an audit of 30 providers x 30 benchmarks x 20 successful trials.
+an audit of 30 providers x 30 benchmarks x 20 successful trials, and one pair of 330,000 trials
+(the size of a 1,000,000-trial run's largest pairs).
 
 Run from the repository root: `python bench/bench_stats.py` (pin one core with
 `taskset -c 0 python bench/bench_stats.py`). Prints figures; asserts nothing about time.
@@ -113,7 +114,19 @@ def bench_audit():
     print(f"families: {report['families']}")
 
 
+def bench_audit_large(n=330_000):
+    run = synthetic_run(providers=1, benchmarks=1, trials=n)
+    run["batch"] = np.arange(n) // 5000  # batches of a realistic size, not two
+    cpu_start = time.process_time()
+    seconds, report = best_of(lambda: audit(run), repeat=1)
+    cpu = time.process_time() - cpu_start
+    trend = report["pairs"][0]["checks"]["trend"]
+    print(f"\naudit of one pair of {n} trials: wall {seconds:.2f} s, CPU {cpu:.2f} s")
+    print(f"trend effect {trend['effect']:+.3f} % ({trend['verdict']})")
+
+
 if __name__ == "__main__":
     bench_bootstrap()
     conventions()
     bench_audit()
+    bench_audit_large()

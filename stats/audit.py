@@ -425,10 +425,11 @@ def check_host_type(pair: Pair) -> Finding:
         return Finding("host_type", verdict="pass", reason="one host type with enough trials")
 
     def judge(qs):
-        hits = [e for e, q in zip(effects, qs, strict=True) if abs(e) >= 20.0 and q < Q_LEVEL]
+        minimum = MIN_EFFECT["host_type"]
+        hits = [e for e, q in zip(effects, qs, strict=True) if abs(e) >= minimum and q < Q_LEVEL]
         if hits:
             return "note", f"placement: a host type differs by {max(hits, key=abs):+.1f} %"
-        return "pass", "host types agree within 20 % or not significantly"
+        return "pass", f"host types agree within {minimum:g} % or not significantly"
 
     largest = max(effects, key=abs)
     details = {"comparisons": len(effects), "effects": effects}

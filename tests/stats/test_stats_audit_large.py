@@ -1,0 +1,52 @@
+"""The audit at large n: pairwise statistics that would need n(n-1)/2 pairs switch to an
+O(n log n) count (Kendall) or a seeded sample of pairs (Theil-Sen) above PAIRWISE_MAX_N."""
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from stats import _audit_tests as t
+from stats import audit
+from tests.stats.synthetic import clean_pair
+
+
+def test_it_estimates_the_trend_of_a_large_pair_from_seeded_sampled_slopes():
+    n = 200_000  # every pair would be 2e10 slopes: far beyond memory
+    rng = np.random.default_rng(3)
+    x = np.arange(n, dtype=float)
+    y = 1000 + 0.001 * x + rng.normal(0, 20, n)
+    slope, intercept = t.theil_sen(x, y)
+    assert slope == pytest.approx(0.001, rel=0.02)
+    assert intercept == pytest.approx(np.median(y) - slope * np.median(x))
+    assert t.theil_sen(x, y) == (slope, intercept)  # seeded: the same estimate every time
+
+
+def test_it_keeps_exact_theil_sen_up_to_the_pairwise_limit():
+    rng = np.random.default_rng(4)
+    y = rng.lognormal(0, 0.3, t.PAIRWISE_MAX_N)
+    x = np.arange(y.size, dtype=float)
+    assert t.theil_sen(x, y)[0] == pytest.approx(sps.theilslopes(y, x).slope, rel=1e-12)
+
+
+def test_it_counts_kendall_pairs_of_a_large_pair_like_scipy():
+    rng = np.random.default_rng(5)
+    y = np.round(rng.normal(0, 1, 100_000), 2)  # with ties
+    assert t.kendall_p(y) == pytest.approx(sps.kendalltau(np.arange(y.size), y).pvalue, rel=1e-9)
+
+
+def test_it_audits_a_pair_of_100000_trials():
+    frame = clean_pair(n=100_000)
+    report = audit.audit(frame)
+    checks = report["pairs"][0]["checks"]
+    assert checks["trend"]["verdict"] == "pass"
+    assert abs(checks["trend"]["effect"]) < 1.0
+
+
+def test_it_uses_the_host_type_minimum_effect_constant(monkeypatch):
+    frame = clean_pair()
+    other = frame["seq"] >= 14
+    frame.loc[other, "cpu_model"] = "Xeon"
+    frame.loc[other, "value"] *= 1.5
+    monkeypatch.setitem(audit.MIN_EFFECT, "host_type", 80.0)
+    check = audit.audit(frame)["pairs"][0]["checks"]["host_type"]
+    assert check["verdict"] == "pass" and "within 80 %" in check["reason"]
