@@ -4,9 +4,10 @@ and possibly a live sandbox. Nothing else would ever end either.
 A running trial is an orphan once it has run longer than its benchmark could (create, procedure
 and destroy limits plus a margin for readiness, probes and cleanup checks). It is then written
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
-failure, owner unknown, cause "cut short: worker lost", and lifecycle evidence `cut_short` (its
-outcome is unknown, which stops refilling for that provider: `unknown_outcome`). Its batch's
-sandboxes are then destroyed through the provider and confirmed gone.
+failure, owner unknown, cause "cut short: worker lost", and the lifecycle evidence flags
+`cut_short` / `outcome_unknown` that runner/store.py writes (an unknown outcome stops refilling
+for that provider: schedule.Chain reads the stored flag). Its batch's sandboxes are then
+destroyed through the provider and confirmed gone.
 
 The trial is written first, conditional on it still running, so a worker that was only slow
 loses the race cleanly (its own save fails) instead of finding its sandbox destroyed under a trial
@@ -138,18 +139,6 @@ def recover_orphans(
 def scheduled_recovery() -> str:
     """A django-q2 Schedule target: `runner.recovery.scheduled_recovery` every few minutes."""
     return recover_orphans().summary()
-
-
-def unknown_outcome(run_id, provider_slug: str) -> str | None:
-    """Why this provider's failures cannot be replaced in this run: a trial whose outcome is
-    unknown (cut short by its limit, or recovered after its worker was lost); None otherwise."""
-    cut_short = Evidence.objects.filter(
-        trial__run_id=run_id,
-        trial__provider__slug=provider_slug,
-        kind="lifecycle",
-        data__cut_short=True,
-    ).exists()
-    return "a trial was cut short, so its outcome is unknown" if cut_short else None
 
 
 def _end_trial(orphan: Orphan, now: datetime) -> bool:

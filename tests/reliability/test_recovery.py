@@ -68,7 +68,7 @@ def assert_recovered(trial_id):
     assert trial.state == TrialState.DONE and trial.outcome == Outcome.PROVIDER_FAILURE
     assert trial.owner == "unknown" and trial.cause == recovery.CAUSE
     lifecycle = Evidence.objects.get(trial=trial, kind="lifecycle").data
-    assert lifecycle["cut_short"] is True
+    assert lifecycle["cut_short"] is True and lifecycle["outcome_unknown"] is True
     return trial, lifecycle
 
 
@@ -114,7 +114,6 @@ def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
     assert lifecycle["cleanup_verified"] is True and len(report.destroyed) == 1
     assert local.list_sandboxes() == [] and report.errors == []
     assert not Trial.objects.filter(state=TrialState.RUNNING).exists()
-    assert recovery.unknown_outcome(run.pk, "local") is not None
     schedule.cancel_run(run)
     assert run.status == RunStatus.CANCELLED
     # django-q2 hands the lost chain task out again after `retry`: it must find nothing to do.
@@ -207,3 +206,19 @@ def test_it_reports_a_provider_it_cannot_list_and_still_ends_the_trial(chain_pro
     report = recovery.recover_orphans(provider_factory=lambda slug: Down())
     assert report.errors == ["local: cannot list sandboxes: connection refused by 127.0.0.1:9"]
     assert assert_recovered(trial.pk)[1]["cleanup_verified"] is False
+
+
+def test_a_redelivered_chain_runs_what_is_queued_but_never_refills_the_unknown_outcome(
+    chain_provider, local
+):
+    run = plan("create", trials=2)
+    run.transition(RunStatus.RUNNING)
+    lost, queued = run.trials.order_by("seq")
+    claim(lost, minutes_ago=60)
+    recovery.recover_orphans()
+    schedule.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
+    run.refresh_from_db()
+    assert Trial.objects.get(pk=queued.pk).outcome == Outcome.SUCCESS
+    assert not run.trials.filter(replaces=lost).exists()
+    assert "outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
+    assert run.status == RunStatus.COMPLETED
