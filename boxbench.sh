@@ -19,8 +19,8 @@ mkdir -p "$VAR"
 
 # Debian packages: the sandboxes (bubblewrap; podman and runc serve the Docker Engine API),
 # the tools the traces and machine benchmarks run inside them, and the test tools.
-RUN_PACKAGES="bubblewrap podman runc uidmap debootstrap fio sysbench git make gcc python3 python3-venv python3-pip python3-pytest procps"
-TEST_PACKAGES="chromium wrk postgresql"
+RUN_PACKAGES="bubblewrap podman runc catatonit uidmap debootstrap fio sysbench git make gcc python3 python3-venv python3-pip python3-pytest procps"
+TEST_PACKAGES="chromium wrk postgresql openssh-server openssl"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
