@@ -8,6 +8,7 @@ Prints, over the same run and interleaved call by call:
 Usage: .venv/bin/python bench/bench_exec_latency.py [CALLS]
 """
 
+import os
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,8 @@ def main(calls: int) -> None:
             bare_ms.append((time.monotonic() - started) * 1000)
     finally:
         provider.destroy(sandbox)
-    print(f"calls: {calls} (interleaved)")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"calls: {calls} (interleaved), load average {load} on {os.cpu_count()} CPUs")
     for name, values in (
         ("added latency (total - runtime)", added),
         ("bare bwrap ... true subprocess", bare_ms),

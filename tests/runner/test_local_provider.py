@@ -79,3 +79,43 @@ def test_it_refuses_images_it_cannot_run(local):
 def test_its_doctor_runs_a_real_sandbox(local):
     checks = {check.name: check for check in local.doctor()}
     assert checks["bwrap"].ok and checks["sandbox"].ok, checks["sandbox"].detail
+
+
+def test_its_commands_are_born_in_the_sandbox_cgroups(local):
+    from pathlib import Path
+
+    sandbox = local.create(spec())
+    cgroups = [Path(path) for path in sandbox.handle["cgroups"]]
+    if not cgroups:
+        pytest.skip("no writable cgroup controller on this host")
+
+    def members():
+        return [len((path / "cgroup.procs").read_text().split()) for path in cgroups]
+
+    before = members()
+    sh(local, sandbox, "(sleep 30 > /dev/null 2>&1 &)")
+    assert members() == [n + 1 for n in before]  # forked inside: no migration needed
+
+
+def test_it_streams_large_input_and_output_whole_and_apart(local):
+    sandbox = local.create(spec())
+    data = bytes(range(256)) * 8192  # 2 MiB
+    result = local.exec(sandbox, ["/bin/bash", "-c", "cat; echo err >&2"], 10, stdin=data)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, data, b"err\n")
+
+
+def test_it_reports_exit_codes_signals_and_commands_it_cannot_start(local):
+    sandbox = local.create(spec())
+    assert sh(local, sandbox, "exit 7").exit_code == 7
+    assert sh(local, sandbox, "kill -KILL $$").exit_code == -9
+    missing = local.exec(sandbox, ["/no/such/tool"], 5)
+    assert missing.exit_code == 127 and b"/no/such/tool" in missing.stderr
+    elsewhere = local.exec(sandbox, ["pwd"], 5, workdir="/tmp")
+    assert elsewhere.stdout == b"/tmp\n"
+
+
+def test_it_says_a_destroyed_sandbox_is_not_running(local):
+    sandbox = local.create(spec())
+    local.destroy(sandbox)
+    with pytest.raises(Exception, match="not running"):
+        local.exec(sandbox, ["true"], timeout=5)
