@@ -241,7 +241,8 @@ class TrialQuerySet(models.QuerySet):
 
 class Trial(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    run = models.ForeignKey(Run, models.CASCADE, related_name="trials")
+    # No index of its own: trial_cell_idx and trial_run_seq_uniq both start with run.
+    run = models.ForeignKey(Run, models.CASCADE, related_name="trials", db_index=False)
     benchmark = models.ForeignKey(Benchmark, models.PROTECT, related_name="trials")
     unit = models.ForeignKey(Unit, models.PROTECT, related_name="trials")
     provider = models.ForeignKey(Provider, models.PROTECT, related_name="trials")
@@ -315,7 +316,8 @@ class ClockGate(models.TextChoices):
 
 
 class Measurement(models.Model):
-    trial = models.ForeignKey(Trial, models.CASCADE, related_name="measurements")
+    # No index of its own: measurement_trial_kind_name_uniq starts with trial.
+    trial = models.ForeignKey(Trial, models.CASCADE, related_name="measurements", db_index=False)
     kind = models.CharField(max_length=10, choices=MeasurementKind.choices)
     name = models.CharField(max_length=80)
     value = models.FloatField(null=True, blank=True, help_text="Null when the clock gate failed.")
