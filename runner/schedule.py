@@ -614,7 +614,14 @@ class Chain:
         return entry
 
     def _network_baseline(self) -> None:
-        endpoints = self.provider.endpoints()
+        try:
+            endpoints = self.provider.endpoints()
+        except Exception as exc:  # noqa: BLE001 - an adapter defect is recorded, not fatal
+            endpoints, error = [], f"{type(exc).__name__}: {exc}"
+            update_manifest(
+                self.run.pk,
+                lambda m: m["network_baselines"].__setitem__(self.slug, {"error": error}),
+            )
         if not endpoints:
             return
         baseline = {
@@ -746,10 +753,19 @@ def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
     )
     removed = 0
     for slug in providers:
-        provider = provider_factory(slug)
-        for sandbox in provider.list_sandboxes():
+        try:
+            provider = provider_factory(slug)
+            live = provider.list_sandboxes()
+        except Exception:  # noqa: BLE001 - one unreachable provider must not stop the others
+            log.exception("cannot list the sandboxes of %s to clean up run %s", slug, run.id)
+            continue
+        for sandbox in live:
             if sandbox.label.startswith(prefix) and sandbox.label not in busy:
-                provider.destroy(sandbox)
+                try:
+                    provider.destroy(sandbox)
+                except Exception:  # noqa: BLE001 - the rest are still cleaned up
+                    log.exception("cannot destroy %s sandbox %s", slug, sandbox.id)
+                    continue
                 removed += 1
     return removed
 

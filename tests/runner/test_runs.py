@@ -309,3 +309,19 @@ def test_the_cli_leaves_a_run_that_fails_its_audit_unpublished(
         )
     assert "audit FAIL local / destroy: trend" in out.getvalue()
     assert not Run.objects.get().published
+
+
+def test_no_adapter_exception_kills_a_chain(chain_provider, local):
+    chain_provider(FaultyProvider(local, crash=("create", RuntimeError("socket closed"))))
+    run = start(plan(trials=2))
+    assert run.status == RunStatus.COMPLETED
+    failed = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
+    assert failed.cause == "create: the adapter raised RuntimeError: socket closed"
+    assert failed.replaced_by.get().outcome == Outcome.SUCCESS
+
+    chain_provider(FaultyProvider(local, crash=("list", RuntimeError("api down"))))
+    unlisted = start(plan(trials=1))
+    assert unlisted.status == RunStatus.COMPLETED
+    assert schedule.chain_notes(unlisted) == [
+        "local: the account's live sandboxes could not be listed: RuntimeError: api down"
+    ]
