@@ -174,10 +174,11 @@ def test_the_admin_starts_watches_and_cancels_runs(chain_provider, client, sync_
     response = client.post(
         reverse("admin:boxbench_run_start"),
         {"name": "from admin", "benchmarks": ["create"], "providers": ["local"], "trials": 2,
-         "concurrency": 1},
+         "concurrency": 1, "allow_busy_account": "on"},
     )  # fmt: skip
     run = Run.objects.get(name="from admin")
     assert response.status_code == 302 and run.status == RunStatus.COMPLETED
+    assert run.manifest["plan"]["allow_busy_account"] is True
     page = client.get(reverse("admin:boxbench_run_change", args=[run.pk]))
     assert b"2 / 2" in page.content
     queued = plan(trials=2)
