@@ -121,16 +121,19 @@ def metric_bars(unit: dict) -> dict:
         "error_x": {
             "type": "data",
             "symmetric": False,
-            "array": [r["ci_high"] - r["median"] for r in barred],
-            "arrayminus": [r["median"] - r["ci_low"] for r in barred],
+            "array": [_minus(r["ci_high"], r["median"]) for r in barred],
+            "arrayminus": [_minus(r["median"], r["ci_low"]) for r in barred],
             "color": "#333",
+            # Only a time median carries an interval: no whiskers for throughput metrics.
+            "visible": any(r["ci_low"] is not None for r in barred),
         },
         "hovertemplate": f"median %{{x}} {measure}<extra></extra>",
         "marker": {"color": PALETTE[0]},
     }
     better = "lower" if unit["lower_is_better"] else "higher"
+    interval = " with 95 % interval" if trace["error_x"]["visible"] else ""
     layout = _layout(
-        f"{unit['metric']} median with 95 % interval ({measure}, {better} is better)",
+        f"{unit['metric']} median{interval} ({measure}, {better} is better)",
         120 + 45 * len(rows),
         showlegend=False,
         xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
@@ -138,6 +141,10 @@ def metric_bars(unit: dict) -> dict:
         annotations=_status_annotations(rows, measure),
     )
     return {"data": [trace], "layout": layout}
+
+
+def _minus(a, b):
+    return None if a is None or b is None else a - b
 
 
 def workload_bars(summary: dict) -> dict:

@@ -44,8 +44,13 @@ class DerivedView:
         return asdict(self)
 
 
+def _floats(values: Sequence[float | None]) -> np.ndarray:
+    # numpy reads None as NaN with dtype=float; one C loop instead of a Python one per value.
+    return np.asarray(values, dtype=float)
+
+
 def _valid(values: Sequence[float | None]) -> np.ndarray:
-    x = np.array([math.nan if v is None else v for v in values], dtype=float)
+    x = _floats(values)
     return x[np.isfinite(x)]
 
 
@@ -85,9 +90,7 @@ def derived_view(
     lengths = {len(components[c]) for c in selected}
     if len(lengths) != 1:
         raise ValueError("selected components must have one value per trial (equal lengths)")
-    matrix = np.array(
-        [[math.nan if v is None else v for v in components[c]] for c in selected], dtype=float
-    )
+    matrix = np.array([_floats(components[c]) for c in selected])
     complete = np.isfinite(matrix).all(axis=0)
     sums = matrix[:, complete].sum(axis=0)
     if sums.size == 0:

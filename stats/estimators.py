@@ -73,8 +73,11 @@ def mean(values) -> float:
 
 
 def _lower_median_rows(samples: np.ndarray) -> np.ndarray:
-    # Rank ceil(n/2) is 0-based index (n-1)//2; partition is O(n) per row instead of a sort.
+    # Rank ceil(n/2) is 0-based index (n-1)//2. Small integer ranks (8 or 16 bits) sort by radix
+    # in linear time, several times faster than a partition; wider values are partitioned.
     k = (samples.shape[1] - 1) // 2
+    if samples.dtype.kind == "u" and samples.dtype.itemsize <= 2:
+        return np.sort(samples, axis=1, kind="stable")[:, k]
     return np.partition(samples, k, axis=1)[:, k]
 
 

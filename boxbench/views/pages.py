@@ -129,10 +129,12 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query."""
     gates = Measurement.objects.filter(trial=OuterRef("pk"))
+    # Each provider's trials come from the run its numbers come from.
+    cells = Q()
+    for run_id, provider_id in data["cells"]:
+        cells |= Q(run_id=run_id, provider_id=provider_id)
     trials = (
-        Trial.objects.filter(
-            run_id=data["run"], benchmark_id=data["benchmark_id"], unit_id=data["unit_id"]
-        )
+        Trial.objects.filter(cells, benchmark_id=data["benchmark_id"], unit_id=data["unit_id"])
         .alias(
             main=FilteredRelation(
                 "measurements",

@@ -25,8 +25,8 @@ def imported_run(tmp_path, db):
 
 
 def explain_failures(run):
-    """Resolve every failing check by explanation: the fixture's units run in order, so
-    DeepSWE drifts by design."""
+    """Resolve every failing check by explanation: the fixture's Create trials drift by
+    design."""
     results.run_audit(run)
     for provider, benchmark, check in results.failing_checks(run.audit_report):
         results.apply_resolution(
@@ -36,7 +36,7 @@ def explain_failures(run):
                 benchmark=Benchmark.objects.get(slug=benchmark),
                 check_name=check,
                 kind="explained",
-                note="Units run one after another and differ in length by design.",
+                note="Create slows down over the run by design.",
             )
         )
 

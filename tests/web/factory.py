@@ -1,8 +1,9 @@
 """A small, deterministic run in the raw-data format (docs/raw-data.md), imported through
 `bench import` by the dashboard tests.
 
-Three providers and a refused fourth; a three-unit workload with stages, a single-unit sandbox
-operation with stages, and a higher-is-better machine test without stages.
+Three providers and a refused fourth; a three-unit workload with stages (its units run one after
+another and differ in length), a single-unit sandbox operation with stages that drifts (its audit
+fails on the trend check), and a higher-is-better machine test without stages.
 """
 
 import json
@@ -112,7 +113,9 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
                         total = float(1000 / factor * rng.lognormal(0, 0.05))
                     else:
                         base = [200, 900, 150] if benchmark["slug"] == "deepswe" else [300, 60]
-                        scale = factor * (1 + 0.4 * u_index)
+                        # Create slows down over the run (3 % per trial): its trend check fails.
+                        drift = 1 + 0.03 * i if benchmark["slug"] == "create" else 1
+                        scale = factor * (1 + 0.4 * u_index) * drift
                         values = [b * scale * rng.lognormal(0, 0.1) for b in base]
                         stages = dict(zip(benchmark["stage_names"], values, strict=True))
                         total = sum(values) + 5.0

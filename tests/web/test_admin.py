@@ -22,7 +22,7 @@ def publish_action(client, run):
 
 def test_it_refuses_to_publish_from_the_admin_while_a_failure_is_open(admin_client, imported_run):
     page = publish_action(admin_client, imported_run).content.decode()
-    assert "unresolved audit failures" in page and "local / deepswe / trend" in page
+    assert "unresolved audit failures" in page and "local / create / trend" in page
     assert not Run.objects.get(id=imported_run.id).published
 
 
@@ -36,10 +36,10 @@ def test_it_records_a_resolution_with_its_actor_and_then_publishes(admin_client,
             {
                 "run": str(imported_run.id),
                 "provider": Provider.objects.get(slug=provider).id,
-                "benchmark": Benchmark.objects.get(slug="deepswe").id,
+                "benchmark": Benchmark.objects.get(slug="create").id,
                 "check_name": "trend",
                 "kind": "explained",
-                "note": "Units run in order.",
+                "note": "Create slows down over the run.",
             },
         )
         assert response.status_code == 302, response.content.decode()[:2000]

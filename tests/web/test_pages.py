@@ -156,8 +156,8 @@ def test_it_shows_staff_the_unpublished_run_with_progress(staff_client, imported
 
 def test_it_shows_the_audit_and_its_resolutions_to_everyone(client, published_run):
     page = client.get(RUN_URL).content.decode()
-    assert "local / deepswe</b> — fail" in page
-    assert "Effect explained in the record: Units run one after another" in page
+    assert "local / create</b> — fail" in page
+    assert "Effect explained in the record: Create slows down over the run" in page
     assert "detectable effect" in page and "unassessed" in page
     assert "Private evidence" not in page
 

@@ -13,7 +13,7 @@ def test_it_prints_and_stores_the_audit_report(imported_run, capsys):
     out = capsys.readouterr().out
     imported_run.refresh_from_db()
     assert imported_run.audit_report["pairs"]
-    assert "local / deepswe: FAIL" in out
+    assert "local / create: FAIL" in out
     assert "trend" in out and "UNRESOLVED" in out
     assert "detectable effect" in out
 
@@ -23,7 +23,7 @@ def test_it_refuses_to_publish_and_names_the_failing_pairs(imported_run):
         call_command("bench", "publish", str(imported_run.id))
     message = str(refused.value)
     for provider in ("local", "docker", "boat"):
-        assert f"{provider} / deepswe / trend" in message
+        assert f"{provider} / create / trend" in message
     imported_run.refresh_from_db()
     assert not imported_run.published
     assert not Aggregate.objects.exists()
@@ -52,7 +52,7 @@ def test_it_refuses_a_second_publication_and_an_unfinished_run(published_run, im
 def test_it_records_a_resolution_from_the_command_line(imported_run, capsys):
     results.run_audit(imported_run)
     call_command(
-        "bench", "audit", imported_run.name, "--resolve", "docker/deepswe/trend",
+        "bench", "audit", imported_run.name, "--resolve", "docker/create/trend",
         "--kind", "explained", "--note", "Units run in order.",
     )  # fmt: skip
     resolution = AuditResolution.objects.get(run=imported_run, provider__slug="docker")
@@ -63,7 +63,7 @@ def test_it_refuses_to_resolve_a_check_that_did_not_fail(imported_run):
     results.run_audit(imported_run)
     with pytest.raises(CommandError, match="did not fail the audit"):
         call_command(
-            "bench", "audit", imported_run.name, "--resolve", "docker/create/trend",
+            "bench", "audit", imported_run.name, "--resolve", "docker/cpu/trend",
             "--kind", "explained", "--note", "nothing to explain",
         )  # fmt: skip
     assert not AuditResolution.objects.exists()
