@@ -388,7 +388,9 @@ def _load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
     trials = pd.DataFrame.from_records(
         Trial.objects.filter(_cells_q(by_provider), benchmark=benchmark, state=TrialState.DONE)
         .values_list("id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id")
-        .order_by(),
+        # Execution order: the bootstrap draws indices into the values, so their order is part
+        # of the published interval (docs/methodology.md).
+        .order_by("run_id", "seq"),
         columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces"],
     )
     wanted = Q(kind=MeasurementKind.STAGE) | Q(kind=MeasurementKind.METRIC, name=benchmark.metric)
@@ -534,7 +536,9 @@ def _benchmark_board(
 ) -> Board:
     trials, measurements = _load_trials(benchmark, by_provider)
     units = list(Unit.objects.filter(id__in=set(trials["unit"])).order_by("slug"))
-    refusals = _refusals(benchmark, published)
+    runs = {providers[i].slug: run for i, run in by_provider.items()}
+    # A refusal explains a missing provider only: one with finished trials shows their numbers.
+    refusals = {s: r for s, r in _refusals(benchmark, published).items() if s not in runs}
     in_run = [providers[i] for i in sorted(by_provider, key=lambda i: providers[i].slug)]
     refused = [
         p for p in providers.values() if p.slug in refusals and p.id not in by_provider
@@ -542,7 +546,6 @@ def _benchmark_board(
     lower = benchmark.direction != "higher"
     stages = [s for s in benchmark.stage_names if isinstance(s, str)]
     cells = _cells(benchmark, trials, measurements, stages)
-    runs = {providers[i].slug: run for i, run in by_provider.items()}
     names = {p.slug: p.name for p in providers.values()}
     floors = {slug: ranking_floor(benchmark, run, len(units)) for slug, run in runs.items()}
     latest = max(runs.values(), key=lambda r: (r.published_at, str(r.id)))

@@ -1,0 +1,242 @@
+"""What publishing materializes: the review's methodology findings, each on the fixture run
+imported through `bench import` (tests/web/factory.py) and bent where a finding needs it."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from boxbench import results
+from boxbench.models import (
+    Aggregate,
+    Benchmark,
+    Measurement,
+    Provider,
+    Run,
+    Trial,
+    TrialState,
+    Unit,
+)
+from stats import estimators
+from tests.web.conftest import explain_failures
+
+pytestmark = pytest.mark.django_db
+
+
+def unit_row(key, provider):
+    data = Aggregate.objects.get(scope="unit", key=key).data
+    return next(r for r in data["rows"] if r["provider"] == provider)
+
+
+def summary_row(benchmark, provider):
+    data = Aggregate.objects.get(scope="benchmark", key=benchmark).data
+    return next(r for r in data["rows"] if r["provider"] == provider)
+
+
+def publish(run):
+    explain_failures(run)
+    return results.publish(run)
+
+
+def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialState.DONE):
+    """Successful trials with the given {name: value} measurements, one dict per trial."""
+    trials = []
+    for offset, values in enumerate(metrics):
+        trial = Trial.objects.create(
+            run=run, benchmark=benchmark, unit=unit, provider=provider, round=1 + offset % 4,
+            seq=seq_from + offset, state=state,
+            outcome="success" if state == TrialState.DONE else "",
+            started_at=timezone.now(), ended_at=timezone.now(), cost_usd=0.001,
+        )  # fmt: skip
+        Measurement.objects.bulk_create(
+            Measurement(trial=trial, kind="metric", name=name, value=value, unit="ms",
+                        clock="job_host")
+            for name, value in values.items()
+        )  # fmt: skip
+        trials.append(trial)
+    return trials
+
+
+# 1. The audit of a multi-unit workload ---------------------------------------------------------
+
+
+def test_it_audits_a_multi_unit_workload_as_ratios_to_each_units_median(imported_run):
+    frame = results.audit_frame(imported_run)
+    deepswe = frame[frame["benchmark"] == "deepswe"]
+    # The fixture's traces run one after another and differ by 40 % each: raw values drift.
+    assert deepswe["value"].between(0.5, 2.0).all()
+    report = results.run_audit(imported_run)
+    for pair in (p for p in report["pairs"] if p["benchmark"] == "deepswe"):
+        assert pair["checks"]["trend"]["verdict"] != "fail", pair["provider"]
+        assert pair["checks"]["lag1"]["verdict"] != "fail", pair["provider"]
+    single = frame[frame["benchmark"] == "create"]["value"]
+    assert single.min() > 100  # single-unit benchmarks keep their own values
+
+
+# 2. No per-unit ranking floor ----------------------------------------------------------------
+
+
+def test_it_ranks_a_unit_with_few_successes_once_the_workload_reaches_its_floor(imported_run):
+    # deepswe's floor is 40 across three units; local keeps 8 of its 20 trace-b successes.
+    dropped = Trial.objects.filter(
+        run=imported_run, provider__slug="local", unit__slug="trace-b", outcome="success"
+    ).order_by("seq")[:12]
+    Trial.objects.filter(id__in=[t.id for t in dropped]).delete()
+    publish(imported_run)
+    row = unit_row("deepswe/trace-b", "local")
+    assert row["n"] == 8 and row["ranked"] and row["median"] is not None
+    summary = summary_row("deepswe", "local")
+    assert summary["ranked"] and summary["n"] == 48
+    assert summary["substituted_units"] == []
+
+
+# 3. Latency per Call: the pooled median --------------------------------------------------------
+
+
+def test_it_publishes_the_pooled_median_and_its_whole_trial_interval(imported_run):
+    benchmark = Benchmark.objects.create(
+        slug="latency-per-call", title="Latency per Call", section="sandbox_operations",
+        metric="latency_ms", unit="ms", statistic="pooled_median", clock="job_host",
+    )  # fmt: skip
+    unit = Unit.objects.create(benchmark=benchmark, slug="true")
+    rng = np.random.default_rng(11)
+    calls = [rng.lognormal(3, 0.4, 5) * (1 + 0.5 * (k % 3)) for k in range(20)]
+    metrics = []
+    for trial_calls in calls:
+        values = {f"latency_ms.call_{i + 1:03d}": float(v) for i, v in enumerate(trial_calls)}
+        values["latency_ms"] = estimators.median(trial_calls)
+        metrics.append(values)
+    add_trials(imported_run, benchmark, unit, Provider.objects.get(slug="local"), metrics, 5000)
+    publish(imported_run)
+    row = unit_row("latency-per-call/true", "local")
+    assert row["median"] == estimators.median(np.concatenate(calls))
+    assert row["median"] != estimators.median([m["latency_ms"] for m in metrics])
+    assert (row["ci_low"], row["ci_high"]) == estimators.pooled_bootstrap_median_ci(calls)
+    assert row["tail_kind"] == "p95" and row["tail"] == estimators.percentile(
+        np.concatenate(calls), 95
+    )
+
+
+# 4. Cache and physical-limit flags reach the audit ---------------------------------------------
+
+
+def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
+    cpu_trials = Trial.objects.filter(
+        run=imported_run, benchmark__slug="cpu", provider__slug="local", outcome="success"
+    ).order_by("seq")
+    Measurement.objects.bulk_create(
+        Measurement(trial=trial, kind="metric", name="flag_cpu_bound", value=float(i < 5),
+                    unit="flag", clock="guest")
+        for i, trial in enumerate(cpu_trials)
+    )  # fmt: skip
+    frame = results.audit_frame(imported_run)
+    local = frame[(frame["benchmark"] == "cpu") & (frame["provider"] == "local")]
+    assert sorted(local["flag_cpu_bound"].tolist()) == [0.0] * 15 + [1.0] * 5
+    assert local["value"].min() > 100  # the flag rows are facts, not values
+    report = results.run_audit(imported_run)
+    pair = next(p for p in report["pairs"] if (p["provider"], p["benchmark"]) == ("local", "cpu"))
+    assert pair["checks"]["cache_flags"]["verdict"] == "note"
+    assert pair["checks"]["cache_flags"]["details"]["notes"] == ["flag_cpu_bound"]
+
+
+# 8. The ranking floor follows the run's plan ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("planned", "units", "declared", "floor"),
+    [
+        (None, 1, 20, 20),  # no plan in the manifest: the declared floor
+        ({"trials_per_unit": 20}, 1, 20, 20),
+        ({"trials_per_unit": 10}, 1, 20, 10),  # single unit: the requested N
+        ({"trials_per_unit": 40}, 1, 20, 20),  # never above the declared floor
+        ({"trials_per_unit": 10, "units": ["a", "b", "c"]}, 3, 54, 27),  # 90 % of 3 x 10
+        ({"trials_per_unit": 20, "units": ["a", "b", "c"]}, 3, 54, 54),
+        ({"trials_per_unit": 20, "units": ["a", "b"]}, 2, 54, 36),  # fewer units planned
+        (None, 3, 54, 54),
+    ],
+)
+def test_it_takes_the_ranking_floor_from_the_runs_plan(planned, units, declared, floor):
+    benchmark = Benchmark(slug="b", trials_per_unit=20, ranking_floor=declared)
+    run = Run(manifest={"benchmarks": {"b": planned}} if planned else {})
+    assert results.ranking_floor(benchmark, run, units) == floor
+
+
+def test_it_ranks_a_provider_that_reached_a_smaller_runs_floor(imported_run):
+    imported_run.manifest = {
+        **imported_run.manifest,
+        "benchmarks": {"cpu": {"trials_per_unit": 10}},
+    }
+    imported_run.save()
+    dropped = Trial.objects.filter(
+        run=imported_run, provider__slug="boat", benchmark__slug="cpu"
+    ).order_by("seq")[:10]
+    Trial.objects.filter(id__in=[t.id for t in dropped]).delete()
+    publish(imported_run)
+    row = summary_row("cpu", "boat")
+    assert row["n"] == 10 and row["ranked"] and row["ranking_floor"] == 10
+
+
+# 9. Each provider's numbers come from its own latest run ---------------------------------------
+
+
+def later_run(name, manifest=None):
+    return Run.objects.create(
+        name=name, status="completed", manifest=manifest or {},
+        created_at=timezone.now() + timedelta(minutes=1),
+    )  # fmt: skip
+
+
+FAST_DOCKER = [
+    {"total": float(v)} for v in np.random.default_rng(3).lognormal(np.log(50), 0.02, 20)
+]
+
+
+def test_it_keeps_other_providers_when_one_pair_is_re_run(published_run):
+    rerun = later_run("docker-create-rerun")
+    create = Benchmark.objects.get(slug="create")
+    docker = Provider.objects.get(slug="docker")
+    add_trials(rerun, create, create.units.get(), docker, FAST_DOCKER, 1)
+    results.publish(rerun)
+    assert summary_row("create", "docker")["run"] == str(rerun.id)
+    assert summary_row("create", "docker")["rank"] == 1
+    assert summary_row("create", "local")["run"] == str(published_run.id)
+    assert summary_row("create", "boat")["ranked"]
+    sources = Aggregate.objects.get(scope="benchmark", key="create").data["sources"]
+    assert [s["run"] for s in sources] == [str(rerun.id), str(published_run.id)]
+    assert sources[0]["providers"] == ["Docker"]
+
+
+def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
+    rerun = later_run("docker-create-rerun")
+    create = Benchmark.objects.get(slug="create")
+    docker = Provider.objects.get(slug="docker")
+    add_trials(rerun, create, create.units.get(), docker, FAST_DOCKER, 1)
+    results.publish(rerun)
+    trials = client.get("/benchmarks/create/units/create/").context["trials"]
+    assert {t["provider__slug"] for t in trials} == {"local", "docker", "boat"}
+    docker_values = [t["value"] for t in trials if t["provider__slug"] == "docker"]
+    assert len(docker_values) == 20 and max(docker_values) < 100
+
+
+def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(published_run):
+    refusal = {"provider": "boat", "benchmark": "cpu", "code": "R402", "message": "no such size"}
+    empty = later_run("refusals-only", {"refusals": [refusal]})
+    cpu = Benchmark.objects.get(slug="cpu")
+    add_trials(
+        empty, cpu, cpu.units.get(), Provider.objects.get(slug="local"), [{}], 1,
+        state=TrialState.CANCELLED,
+    )  # fmt: skip
+    results.publish(empty)
+    assert summary_row("cpu", "local")["run"] == str(published_run.id)
+    assert summary_row("cpu", "boat")["ranked"]  # its measured numbers stay on the board
+
+
+# Minor: the interval belongs to time medians -----------------------------------------------------
+
+
+def test_it_gives_an_interval_to_time_medians_only(published_run):
+    create = unit_row("create/create", "local")  # ms
+    assert create["ci_low"] < create["median"] < create["ci_high"]
+    cpu = unit_row("cpu/cpu", "local")  # ops/s
+    assert cpu["median"] and cpu["ci_low"] is None and cpu["ci_high"] is None
