@@ -387,11 +387,13 @@ def _load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
     successes that the statistics read (the main metric, its pooled calls, the stages)."""
     trials = pd.DataFrame.from_records(
         Trial.objects.filter(_cells_q(by_provider), benchmark=benchmark, state=TrialState.DONE)
-        .values_list("id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id")
+        .values_list(
+            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "owner", "cause"
+        )
         # Execution order: the bootstrap draws indices into the values, so their order is part
         # of the published interval (docs/methodology.md).
         .order_by("run_id", "seq"),
-        columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces"],
+        columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces", "owner", "cause"],
     )
     wanted = Q(kind=MeasurementKind.STAGE) | Q(kind=MeasurementKind.METRIC, name=benchmark.metric)
     if benchmark.statistic == POOLED:
@@ -499,9 +501,14 @@ def _cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int], Cel
     costs = trials["cost_usd"].to_numpy(dtype=float, na_value=np.nan)
     replaced = set(trials["replaces"].dropna())
     unreplaced = np.fromiter((t not in replaced for t in trials["trial"]), bool, size)
+    # A trial cut short has an unknown outcome, which stopped refilling (docs/runner.md): it is
+    # not an unreplaced provider failure.
+    cut_short = (trials["owner"] == "unknown").to_numpy(dtype=bool) & np.fromiter(
+        (str(c).startswith("cut short: ") for c in trials["cause"]), bool, size
+    )
     keys = trials[["unit", "provider"]].assign(
         success=(outcome == Outcome.SUCCESS) & np.isfinite(metric),
-        failure=(outcome == Outcome.PROVIDER_FAILURE) & unreplaced,
+        failure=(outcome == Outcome.PROVIDER_FAILURE) & unreplaced & ~cut_short,
     )
     succeeded = keys["success"].to_numpy()
     cells: dict[tuple[int, int], Cell] = {}

@@ -230,6 +230,14 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
         assert trial.evidence.get(kind="lifecycle").data["outcome_unknown"] is True
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
+    from boxbench import results
+    from boxbench.models import Aggregate
+
+    results.publish(run)
+    [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
+    assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
+    assert (row["n"], row["label"]) == (0, "Not Measured")
+
 
 def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local):
     chain_provider(FaultyProvider(local, create_errors=1))
