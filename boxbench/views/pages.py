@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db.models import Exists, F, FilteredRelation, OuterRef, Q
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 
 from boxbench import charts
 from boxbench.models import Aggregate, ClockGate, Measurement, MeasurementKind, Provider, Trial
@@ -185,6 +186,11 @@ def provider(request, slug):
             "declaration_digest": found.declaration_digest, "pricing": found.pricing,
             "pricing_digest": found.pricing_digest, "overall": {}, "sections": [], "results": [],
         }  # fmt: skip
+    # Reversing three URLs for each of hundreds of unit rows cost more than the rest of the
+    # page: reverse once per benchmark; a unit's address is "<benchmark url>units/<unit>/".
+    for result in data["results"]:
+        result["url"] = reverse("benchmark", args=[result["benchmark"]])
+        result["run_url"] = reverse("run", args=[result["run"]])
     return render(request, "boxbench/provider.html", {"p": data})
 
 
