@@ -72,22 +72,46 @@ def gate(wall_ms: float, uptime_ms: float, tol_ms: float = GATE_TOLERANCE_MS) ->
 def background_script(command: str, tag: str) -> str:
     """Start the wrapped `command` detached, with its output and exit code in /tmp files.
 
-    `background_paths(tag)` names the files to poll and read back. The timing
-    comes from the guest clock inside the wrapper, so polling adds nothing to the runtime.
+    `background_paths(tag)` names the files to poll and read back; `poll_command` waits for them.
+    The timing comes from the guest clock inside the wrapper, so polling adds nothing to the
+    runtime.
     """
-    base = f"/tmp/.boxbench-bg-{tag}"
+    paths = background_paths(tag)
+    base = paths["base"]
     quoted = _single_quote(wrap(command))
     # The subshell outlives this exec call (it is re-parented to the sandbox's init); its exit
-    # code file appears atomically, by rename, only once the command has finished.
+    # code file appears atomically, by rename, only once the command has finished. Then one byte
+    # goes into a FIFO, which wakes a poll that is waiting on it (opened read-write, neither side
+    # blocks on open, and a byte written while no poll waits is simply not needed).
     return (
+        f"mkfifo {paths['fifo']} && "
         f"( bash -c {quoted} > {base}.out 2> {base}.err < /dev/null; echo $? > {base}.rc.tmp; "
-        f"mv {base}.rc.tmp {base}.rc ) > /dev/null 2>&1 < /dev/null &"
+        f"mv {base}.rc.tmp {paths['rc']}; exec 9<> {paths['fifo']}; echo >&9 ) "
+        "> /dev/null 2>&1 < /dev/null &"
     )
 
 
 def background_paths(tag: str) -> dict[str, str]:
     base = f"/tmp/.boxbench-bg-{tag}"
-    return {"out": f"{base}.out", "err": f"{base}.err", "rc": f"{base}.rc"}
+    return {
+        "base": base,
+        "out": f"{base}.out",
+        "err": f"{base}.err",
+        "rc": f"{base}.rc",
+        "fifo": f"{base}.fifo",
+    }
+
+
+def poll_command(tag: str, wait_s: float) -> list[str]:
+    """One poll of a background command: exit 0 once it has finished, else 1 after `wait_s`.
+
+    The poll waits inside the sandbox (Bash builtins only: no subprocess beside the command) and
+    returns as soon as the command finishes, so no call lasts longer than `wait_s` and no finished
+    command waits for the next poll.
+    """
+    paths = background_paths(tag)
+    script = 'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; [[ -e "$2" ]]'
+    return ["/bin/bash", "-c", script, "poll", paths["fifo"], paths["rc"], f"{wait_s:g}"]
 
 
 def _single_quote(text: str) -> str:

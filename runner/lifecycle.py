@@ -398,14 +398,14 @@ class LifecycleContext(TrialContext):
         if workdir:
             script = f"cd {_quote(workdir)} || exit 125\n{script}"
         started = time.monotonic()
-        self._exec(None, ["/bin/bash", "-c", clock.background_script(script, tag)], 60)
-        while True:
-            polled = self._exec(None, ["/bin/test", "-e", paths["rc"]], 60)
-            if polled.exit_code == 0:
-                break
+        launched = self._exec(None, ["/bin/bash", "-c", clock.background_script(script, tag)], 60)
+        if launched.exit_code != 0:
+            error = launched.stderr.decode(errors="replace").strip()[:200]
+            raise ProviderFailure(f"cannot start a background command in the sandbox: {error}")
+        # Each poll waits up to `interval` inside the sandbox and returns once the command ends.
+        while self._exec(None, clock.poll_command(tag, interval), interval + 60).exit_code != 0:
             if time.monotonic() - started > timeout:
                 raise ProviderFailure(f"background command still running after {timeout:g} s")
-            time.sleep(interval)
         total_ms = _ms(time.monotonic() - started)
         stdout = self._read(paths["out"])
         stderr = self._read(paths["err"])

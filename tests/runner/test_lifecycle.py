@@ -250,3 +250,14 @@ def test_it_ends_readiness_on_any_other_error_and_keeps_its_evidence(local):
     assert readiness["attempts"][0]["result"] == "error"
     assert "KeyError" in readiness["attempts"][0]["error"]
     assert result.cleanup_verified and local.list_sandboxes() == []
+
+
+def test_it_notices_a_long_command_end_without_waiting_for_the_next_poll(local):
+    def long_command(ctx):
+        started = time.monotonic()
+        run = ctx.background("sleep 0.3; echo done", timeout=60, poll_interval_s=10)
+        assert run.stdout == b"done\n" and run.runtime_ms >= 290
+        assert time.monotonic() - started < 5  # not the 10 s poll interval
+        ctx.record("echo_ms", run.runtime_ms, gate="pass")
+
+    assert trial(local, long_command).outcome == "success"
