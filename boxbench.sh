@@ -115,6 +115,21 @@ with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
 PYTHON
 }
 
+# A local admin account for the dashboard's run pages and the Django admin, created once; its
+# password is kept in var/admin-password (readable by this user only).
+ensure_admin() {
+  local password_file=$VAR/admin-password
+  if [ ! -s "$password_file" ]; then
+    (umask 077; "$PY" -c 'import secrets; print(secrets.token_urlsafe(12))' >"$password_file")
+  fi
+  BOXBENCH_ADMIN_PASSWORD=$(cat "$password_file") "$PY" manage.py shell -c '
+import os
+from django.contrib.auth.models import User
+if not User.objects.filter(username="admin").exists():
+    User.objects.create_superuser("admin", "", os.environ["BOXBENCH_ADMIN_PASSWORD"])
+'
+}
+
 cmd_run() {
   install_packages $RUN_PACKAGES
   setup_venv requirements.txt
@@ -122,19 +137,25 @@ cmd_run() {
   say "Preparing the database"
   "$PY" manage.py migrate -v0
   "$PY" manage.py collectstatic --noinput -v0
+  ensure_admin
   "$PY" manage.py bench doctor || true
   local providers=local
   if [ -n "${DOCKER_HOST:-}" ]; then
     say "Preparing the standard image for the docker provider (once; cached under var/)"
     if "$PY" manage.py bench image prepare; then providers=local,docker; fi
   fi
+  say "Removing sandboxes that earlier runs left behind"
+  "$PY" manage.py bench recover || true
+  "$PY" manage.py bench cleanup --max-age 0 || true
   say "Starting the queue worker"
   "$PY" manage.py qcluster >"$VAR/qcluster.log" 2>&1 &
   local worker=$!
   trap 'kill $worker 2>/dev/null || true' EXIT
   say "Running the default plan on: $providers"
-  "$PY" manage.py bench run --plan default --provider "$providers" --wait --publish
-  say "Dashboard on http://127.0.0.1:8000 (admin at /admin/; create a user with: $PY manage.py createsuperuser)"
+  if ! "$PY" manage.py bench run --plan default --provider "$providers" --publish; then
+    say "The run was not published (see above); its audit report is on its run page"
+  fi
+  say "Dashboard on http://127.0.0.1:8000 (log in as admin with the password in $VAR/admin-password)"
   "$PY" manage.py runserver 127.0.0.1:8000 --noreload
 }
 
