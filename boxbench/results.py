@@ -64,6 +64,13 @@ def audit_frame(run: Run) -> pd.DataFrame:
     order of magnitude, run in trace order, so raw values would correlate by construction.
     """
     trials = Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).order_by("seq")
+    # Declared by the provider (runner/declarations); absent means its sandboxes are remote.
+    shares_job_host = {
+        slug: (declaration or {}).get("shares_job_host") is True
+        for slug, declaration in Provider.objects.filter(
+            id__in=trials.values("provider_id")
+        ).values_list("slug", "declaration")
+    }
     facts = {
         trial_id: (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
                    started, ended, in_flight, {**(placement or {}), **(host_load or {})})
@@ -107,6 +114,7 @@ def audit_frame(run: Run) -> pd.DataFrame:
             "in_flight": np.nan if in_flight is None else in_flight,
             "lower_is_better": direction != "higher",
             "steps_create_or_build": builds,
+            "shares_job_host": shares_job_host.get(provider, False),
         }
         for fact in AUDIT_FACTS:
             if fact in known:

@@ -23,8 +23,9 @@ CAPABILITIES = ("exec", "file_transfer", "network_lockdown", "custom_images", "s
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 _TOP_KEYS = {
     "schema_version", "provider", "name", "adapter", "region", "region_marker", "region_note",
-    "capabilities", "machine_sizes", "limits", "pricing",
+    "capabilities", "machine_sizes", "limits", "pricing", "shares_job_host",
 }  # fmt: skip
+_OPTIONAL_KEYS = {"region_marker", "region_note", "shares_job_host"}
 _PRICING_KEYS = {
     "provider_sourced", "source", "date", "currency", "per_vcpu_second", "per_gib_second",
     "per_sandbox", "billing_increment_s", "minimum_s",
@@ -59,6 +60,8 @@ class Declaration:
     digest: str = ""
     pricing_digest: str = ""
     path: str = ""
+    # The sandboxes run on the job host itself, so a trial's own load is the job host's load.
+    shares_job_host: bool = False
 
     def offers(self, cpus: int, memory_mib: int) -> bool:
         return MachineSize(cpus, memory_mib) in self.machine_sizes
@@ -95,7 +98,7 @@ def parse_declaration(raw, where: str) -> Declaration:
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         fail(f"unknown field(s) {', '.join(unknown)}")
-    missing = sorted(_TOP_KEYS - {"region_marker", "region_note"} - set(data))
+    missing = sorted(_TOP_KEYS - _OPTIONAL_KEYS - set(data))
     if missing:
         fail(f"missing field(s) {', '.join(missing)}")
     if data["schema_version"] != SCHEMA_VERSION:
@@ -143,6 +146,10 @@ def parse_declaration(raw, where: str) -> Declaration:
     if rate is not None and not (_number(rate) and rate > 0):
         fail(f"limits.create_rate_per_s must be a positive number or null, got {rate!r}")
 
+    shares_job_host = data.get("shares_job_host", False)
+    if not isinstance(shares_job_host, bool):
+        fail(f"shares_job_host must be true or false, got {shares_job_host!r}")
+
     pricing = data["pricing"]
     if not isinstance(pricing, dict):
         fail("pricing must be a mapping")
@@ -182,6 +189,7 @@ def parse_declaration(raw, where: str) -> Declaration:
         digest=sha256_of(data),
         pricing_digest=sha256_of(pricing),
         path=where,
+        shares_job_host=shares_job_host,
     )
 
 

@@ -45,6 +45,7 @@ COLUMNS = {
     "linked_to_earlier": "a recorded fact ties the trial to an earlier one (bool)",
     "lower_is_better": "metric direction, constant per pair (default True)",
     "steps_create_or_build": "the benchmark's steps include create or a build (default False)",
+    "shares_job_host": "the provider's sandboxes run on the job host (default False)",
 }
 FLAGS = (
     "flag_throughput_ceiling",
@@ -186,6 +187,7 @@ class Pair:
     host_type: np.ndarray  # int codes, -1 = not recorded
     lower_is_better: bool
     steps_create_or_build: bool
+    shares_job_host: bool = False
 
 
 def _seconds(column: pd.Series) -> np.ndarray:
@@ -242,6 +244,7 @@ def split_pairs(frame: pd.DataFrame) -> list[Pair]:
     host_type = _codes(frame, ["cpu_count", "cpu_model"])
     direction = _float(frame, "lower_is_better")
     builds = _float(frame, "steps_create_or_build")
+    shares = _float(frame, "shares_job_host")
     key_rows = frame[keys].to_numpy(dtype=object)
     bounds = np.flatnonzero(np.diff(group)) + 1
     pairs = []
@@ -257,6 +260,7 @@ def split_pairs(frame: pd.DataFrame) -> list[Pair]:
                 host_type=host_type[s],
                 lower_is_better=direction[start] != 0.0,  # NaN (absent) -> lower is better
                 steps_create_or_build=builds[start] == 1.0,
+                shares_job_host=shares[start] == 1.0,
             )
         )
     return pairs
@@ -354,6 +358,15 @@ def saturated(facts: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_host_saturated(pair: Pair) -> Finding:
+    # The check asks whether the job host's load distorted a provider's timings. When the
+    # sandboxes run on the job host, the trial's own load is that load (a CPU benchmark saturates
+    # it by design), so hot and cool trials say nothing about distortion: unassessed, not passed.
+    if pair.shares_job_host:
+        return unassessed(
+            "host_saturated",
+            "the provider's sandboxes run on the job host (shares_job_host): the trial's own "
+            "load is the job host's load, so saturation cannot be told from the workload",
+        )
     hot, known = saturated(pair.facts)
     if not known.any():
         return unassessed("host_saturated", "job-host load facts not recorded")

@@ -24,6 +24,12 @@ def test_it_loads_the_local_declaration_with_a_stable_digest(tmp_path):
     assert reformatted.digest == original.digest and len(original.digest) == 64
 
 
+def test_it_reads_whether_a_providers_sandboxes_share_the_job_host(tmp_path):
+    assert get_declaration("local").shares_job_host is True
+    remote = load_declaration(write(tmp_path, LOCAL_YAML.replace("shares_job_host: true\n", "")))
+    assert remote.shares_job_host is False  # the default: sandboxes elsewhere
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -35,6 +41,7 @@ def test_it_loads_the_local_declaration_with_a_stable_digest(tmp_path):
         (("currency: USD", "currency: EUR"), "pricing.currency must be USD"),
         (("{cpus: 1, memory_mib: 2048}", "{cpus: 0, memory_mib: 2048}"), "machine_sizes[0]"),
         (("concurrent_sandboxes: 8", "concurrent_sandboxes: -1"), "limits.concurrent_sandboxes"),
+        (("shares_job_host: true", "shares_job_host: yes please"), "shares_job_host must be"),
     ],
 )
 def test_it_names_the_file_and_field_of_a_bad_declaration(tmp_path, change, message):

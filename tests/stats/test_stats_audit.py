@@ -181,6 +181,21 @@ def test_it_leaves_host_saturated_unassessed_without_load_facts():
     assert verdict(frame, "host_saturated") == "unassessed"
 
 
+def test_it_leaves_host_saturated_unassessed_with_a_reason_when_sandboxes_share_the_job_host():
+    frame = clean_pair(n=16)
+    frame["cpu_peak"] = 1.0  # a CPU benchmark on the job host saturates it by design
+    frame["shares_job_host"] = True
+    check = checks_of(frame)[0]["host_saturated"]
+    assert check["verdict"] == "unassessed" and "shares_job_host" in check["reason"]
+
+
+def test_it_still_fails_the_same_saturated_trials_on_a_remote_provider():
+    frame = clean_pair(n=16)
+    frame["cpu_peak"] = 1.0
+    frame["shares_job_host"] = False
+    assert verdict(frame, "host_saturated") == "fail"
+
+
 # Tier split ----------------------------------------------------------------------------------
 
 
