@@ -265,6 +265,14 @@ class AuditResolutionAdmin(admin.ModelAdmin):
         if excluded:
             self.message_user(request, f"{excluded} trial(s) marked excluded.", messages.INFO)
 
+    def response_add(self, request, obj, post_url_continue=None):
+        # Back to the run's report, where the remaining failing checks (or the way to publish)
+        # are listed; "Save and add another" and "Save and continue" keep their usual meaning.
+        if "_addanother" in request.POST or "_continue" in request.POST:
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(request, f"Resolution of {obj.check_name} recorded.", messages.SUCCESS)
+        return redirect("run", obj.run_id)
+
 
 @admin.register(models.Aggregate)
 class AggregateAdmin(admin.ModelAdmin):

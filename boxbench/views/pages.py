@@ -10,9 +10,18 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from boxbench import charts
-from boxbench.models import Aggregate, ClockGate, Measurement, MeasurementKind, Provider, Trial
+from boxbench.models import (
+    Aggregate,
+    Benchmark,
+    ClockGate,
+    Measurement,
+    MeasurementKind,
+    Provider,
+    Trial,
+)
 from boxbench.views import tables
 from boxbench.views.access import aggregate
+from boxbench.views.awaiting import awaiting_runs
 
 TRIALS_PER_PAGE = 100
 
@@ -21,6 +30,8 @@ def overview(request):
     data = Aggregate.objects.filter(scope="overview", key="").values_list("data", flat=True)
     data = data.first()
     context = {"overview": data}
+    if not data and request.user.is_staff:
+        context["awaiting"] = awaiting_runs()
     if data:
         opened = {p for p in request.GET.get("open", "").split(",") if p}
         rows = tables.score_rows(data)
@@ -64,7 +75,10 @@ def _composite_rows(data: dict) -> list[dict]:
 
 
 def benchmark(request, slug):
-    summary = aggregate("benchmark", slug)
+    summary = Aggregate.objects.filter(scope="benchmark", key=slug).values_list("data", flat=True)
+    summary = summary.first()
+    if summary is None:
+        return _benchmark_without_results(request, slug)
     units = [u["slug"] for u in summary["units"]]
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
@@ -81,6 +95,18 @@ def benchmark(request, slug):
         "derived": _derived(unit),
     }
     return render(request, "boxbench/benchmark.html", context)
+
+
+def _benchmark_without_results(request, slug):
+    """A known benchmark nothing has been published for yet: say so (staff also see the runs
+    that hold it); an unknown one is a 404."""
+    known = list(Benchmark.objects.filter(slug=slug).order_by("-version"))
+    if not known:
+        raise Http404(f"no benchmark {slug!r}")
+    context = {"benchmark": known[0]}
+    if request.user.is_staff:
+        context["awaiting"] = awaiting_runs([b.id for b in known])
+    return render(request, "boxbench/benchmark_empty.html", context)
 
 
 def _derived(unit: dict) -> dict | None:

@@ -1,9 +1,11 @@
 """A run's report: manifest, progress, audit with resolutions, and (staff only) private evidence."""
 
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from boxbench import results
-from boxbench.models import Aggregate, Evidence
+from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -19,16 +21,23 @@ def run_page(request, run_id):
     counts = stored["progress"] if stored else results.progress(run)
     resolutions = stored["resolutions"] if stored else results.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
+    pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
         "counts": counts,
         "total": sum(c["n"] for c in counts),
         "done": sum(c["n"] for c in counts if c["state"] == "done"),
-        "pairs": _pairs(run.audit_report or {}, resolved),
+        "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
         "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
     }
+    if request.user.is_staff and not run.published:
+        context["blockers"] = _blockers(run, pairs)
+        context["ready"] = (
+            run.status == RunStatus.COMPLETED and run.audit_report is not None
+            and not context["blockers"]
+        )  # fmt: skip
     if request.user.is_staff:
         context["evidence"] = list(
             Evidence.objects.filter(trial__run=run)
@@ -49,3 +58,47 @@ def _pairs(report: dict, resolved: dict) -> list[dict]:
         pairs.append({**pair, "check_list": checks})
     pairs.sort(key=lambda p: (VERDICT_ORDER.get(p["verdict"], 9), p["provider"], p["benchmark"]))
     return pairs
+
+
+def _blockers(run, pairs: list[dict]) -> list[dict]:
+    """The failing checks that keep this run from publication, each with the admin address
+    that records its resolution (the form arrives filled in with the run, pair and check)."""
+    failing = [
+        (pair, check)
+        for pair in pairs
+        for check in pair["check_list"]
+        if check["verdict"] == "fail" and not check["resolution"]
+    ]
+    if not failing:
+        return []
+    provider_ids = dict(
+        Provider.objects.filter(slug__in={p["provider"] for p, _ in failing}).values_list(
+            "slug", "id"
+        )
+    )
+    # The newest version of a slug, as `bench audit --resolve` picks it.
+    benchmark_ids = dict(
+        Benchmark.objects.filter(slug__in={p["benchmark"] for p, _ in failing})
+        .order_by("slug", "version")
+        .values_list("slug", "id")
+    )
+    add_url = reverse("admin:boxbench_auditresolution_add")
+    blockers = []
+    for pair, check in failing:
+        initial = {
+            "run": run.id,
+            "provider": provider_ids.get(pair["provider"], ""),
+            "benchmark": benchmark_ids.get(pair["benchmark"], ""),
+            "check_name": check["name"],
+            "kind": "outliers_excluded" if check["name"] == "outliers" else "explained",
+        }
+        blockers.append(
+            {
+                "provider": pair["provider"],
+                "benchmark": pair["benchmark"],
+                "check": check,
+                "admin_url": f"{add_url}?{urlencode(initial)}",
+                "resolve": f"{pair['provider']}/{pair['benchmark']}/{check['name']}",
+            }
+        )
+    return blockers

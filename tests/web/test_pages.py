@@ -23,8 +23,10 @@ def figure(response, chart_id):
 def test_it_shows_an_empty_overview_before_anything_is_published(client, imported_run):
     response = client.get("/")
     assert response.status_code == 200
-    assert b"No run has been published yet." in response.content
-    assert client.get("/benchmarks/deepswe/").status_code == 404
+    assert b"No published results yet; an administrator publishes runs after their audit" in (
+        response.content
+    )
+    assert client.get("/benchmarks/deepswe/units/trace-a/").status_code == 404
 
 
 def test_it_shows_the_score_tree_with_ranks_and_the_source_run(client, published_run):

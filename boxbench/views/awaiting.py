@@ -1,0 +1,76 @@
+"""Runs awaiting publication, for the pages that have no published result to show yet.
+
+A newcomer's first run is often refused publication (a failing audit check on a busy machine), and
+the leaderboards then stay empty. Staff see which runs wait and why; the list reads Run fields and
+the stored audit report, never recomputes statistics, and costs two queries.
+"""
+
+from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from boxbench import results
+from boxbench.models import AuditResolution, Outcome, Run, Trial
+
+SHOWN = 10
+
+
+def planned_successes(manifest) -> int | None:
+    """The successful trials the run's plan asks for: per provider chain, each of its benchmarks'
+    trials per unit times its units. None when the manifest has no plan (an imported run)."""
+    if not isinstance(manifest, dict):
+        return None
+    benchmarks, chains = manifest.get("benchmarks"), manifest.get("chains")
+    if not isinstance(benchmarks, dict) or not isinstance(chains, dict) or not chains:
+        return None
+    total = 0
+    for chain in chains.values():
+        for slug in {block[0] for block in chain.get("order", [])}:
+            planned = benchmarks.get(slug) or {}
+            total += int(planned.get("trials_per_unit") or 0) * len(planned.get("units") or [1])
+    return total
+
+
+def audit_verdict(report: dict | None, resolved: set[tuple[str, str, str]]) -> dict:
+    """How far a run's audit stands from publication: failing and still unresolved checks."""
+    if report is None:
+        return {"audited": False, "failing": 0, "unresolved": 0}
+    failing = results.failing_checks(report)
+    unresolved = [key for key in failing if key not in resolved]
+    return {"audited": True, "failing": len(failing), "unresolved": len(unresolved)}
+
+
+def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
+    """The latest unpublished runs (of these benchmarks, when given), newest first, each with its
+    successful trials against the plan's target and its audit verdict."""
+    successes = (
+        Trial.objects.filter(run=OuterRef("pk"), outcome=Outcome.SUCCESS)
+        .order_by()
+        .values("run")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    runs = Run.objects.filter(published=False).annotate(
+        successes=Coalesce(Subquery(successes, output_field=IntegerField()), Value(0))
+    )
+    if benchmark_ids is not None:
+        # Every planned trial is a row from the start, so this also finds runs still queued.
+        planned = Trial.objects.filter(run=OuterRef("pk"), benchmark_id__in=benchmark_ids)
+        runs = runs.filter(Exists(planned))
+    runs = list(runs.order_by("-created_at")[:SHOWN])
+    failed = [run.id for run in runs if results.failing_checks(run.audit_report or {})]
+    resolved: dict = {}
+    if failed:
+        found = AuditResolution.objects.filter(run_id__in=failed).values_list(
+            "run_id", "provider__slug", "benchmark__slug", "check_name"
+        )
+        for run_id, *key in found:
+            resolved.setdefault(run_id, set()).add(tuple(key))
+    return [
+        {
+            "run": run,
+            "successes": run.successes,
+            "target": planned_successes(run.manifest),
+            "audit": audit_verdict(run.audit_report, resolved.get(run.id, set())),
+        }
+        for run in runs
+    ]
