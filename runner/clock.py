@@ -19,13 +19,26 @@ from decimal import Decimal
 TRAILER = b"__SANDBOX_CLOCK"
 GATE_TOLERANCE_MS = 20.0
 
+# Each /proc/uptime reading is paired with the $EPOCHREALTIME reading on its timed side (the
+# wall reading after it at the start, before it at the end) and kept only when a second wall
+# reading on its other side shows the pair took under PAIR_US: on a loaded host the shell can be
+# paused between two reads (seen: ~110 ms), and an unpaired reading then fails the gate with no
+# clock step. Five tries, then the last. The extra reads fall outside the timed span, so the
+# wrapper adds only the start's comparison to it (a same-tick check would put a ~40 us uptime
+# read at each end of the span). ${w/[.,]/} is the reading in whole microseconds.
+# Names are prefixed: the command runs in this shell and must not see or clobber them.
+PAIR_US = 2000
 _PRELUDE = (
-    "__bb_clock_end() { __bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < /proc/uptime || :; "
+    "__bb_clock_end() { local __bb_i __bb_b; for __bb_i in 1 2 3 4 5; do "
+    "__bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < UPTIME || :; __bb_b=$EPOCHREALTIME; "
+    "(( ${__bb_b/[.,]/} - ${__bb_w1/[.,]/} < PAIR_US )) && break; done; "
     "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
     '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&2; }\n'
     "trap __bb_clock_end EXIT\n"
-    "read -r -N 64 __bb_u0 < /proc/uptime || :; __bb_w0=$EPOCHREALTIME\n"
-)
+    "for __bb_i in 1 2 3 4 5; do "
+    "__bb_a=$EPOCHREALTIME; read -r -N 64 __bb_u0 < UPTIME || :; __bb_w0=$EPOCHREALTIME; "
+    "(( ${__bb_w0/[.,]/} - ${__bb_a/[.,]/} < PAIR_US )) && break; done\n"
+).replace("PAIR_US", str(PAIR_US))
 _NUMBER = rb"(\d+(?:[.,]\d+)?)"
 _TRAILER_LINE = re.compile(rb"\n?" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"\n?$")
 
@@ -40,12 +53,15 @@ class GuestTiming:
         return gate(self.wall_ms, self.uptime_ms)
 
 
-def wrap(command: str) -> str:
-    """The Bash script that runs `command` between two guest clock readings."""
+def wrap(command: str, uptime: str = "/proc/uptime") -> str:
+    """The Bash script that runs `command` between two guest clock readings.
+
+    `uptime` is the file read as /proc/uptime; tests pass a FIFO to play a paused shell.
+    """
     if not command.strip():
         raise ValueError("the clock wrapper needs a command")
     # The newline ends a trailing comment or here-document in `command` before nothing else runs.
-    return _PRELUDE + command + "\n"
+    return _PRELUDE.replace("UPTIME", _single_quote(uptime)) + command + "\n"
 
 
 def parse_trailer(stderr: bytes) -> tuple[bytes, GuestTiming | None]:

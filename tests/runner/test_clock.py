@@ -1,4 +1,7 @@
+import os
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -68,3 +71,66 @@ def test_it_writes_its_trailer_and_keeps_the_exit_code_under_errexit(command, co
     assert done.returncode == code
     assert timing is not None and timing.gate_ok
     assert b"never" not in done.stdout
+
+
+def serve_uptime(fifo, readings):
+    """Answer each open of `fifo` with the next (uptime text, seconds held open before EOF);
+    once they run out, the last text at once. Holding the FIFO open keeps the wrapper's `read`
+    waiting after it has the value: a shell paused between its uptime and wall readings."""
+
+    def serve():
+        queue = list(readings)
+        while True:
+            text, hold = queue.pop(0) if queue else (readings[-1][0], 0.0)
+            try:
+                fd = os.open(fifo, os.O_WRONLY)
+            except OSError:
+                return
+            try:
+                os.write(fd, text.encode())
+                time.sleep(hold)
+            except OSError:  # the wrapper has finished
+                return
+            finally:
+                os.close(fd)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_with_uptime(tmp_path, readings, command="true"):
+    fifo = tmp_path / "uptime"
+    os.mkfifo(fifo)
+    serve_uptime(fifo, readings)
+    done = subprocess.run(
+        ["bash", "-c", clock.wrap(command, uptime=str(fifo))], capture_output=True, timeout=60
+    )
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # frees a server waiting to open
+    os.unlink(fifo)  # so its next open fails (or its write finds no reader): it stops
+    return clock.parse_trailer(done.stderr)[1]
+
+
+def test_it_retakes_a_reading_paused_between_uptime_and_wall_clock(tmp_path):
+    # First try: the uptime value is taken, then the shell stalls 120 ms before the wall reading.
+    # Kept unpaired (as the wrapper once did), the no-op would show 120 ms on /proc/uptime and
+    # under 1 ms on $EPOCHREALTIME, failing the gate as a stepped clock that never stepped.
+    timing = run_with_uptime(tmp_path, [("100.00 5.00\n", 0.12), ("100.12 5.00\n", 0.0)])
+    assert timing.uptime_ms == 0.0
+    assert timing.wall_ms < clock.GATE_TOLERANCE_MS and timing.gate_ok
+
+
+def test_it_gives_up_after_five_paused_tries_at_each_end_and_still_reports(tmp_path):
+    started = time.monotonic()
+    timing = run_with_uptime(tmp_path, [("100.00 5.00\n", 0.02)] * 40)  # every read stalls
+    assert time.monotonic() - started >= 10 * 0.02  # five tries at the start, five at the end
+    assert timing is not None and timing.uptime_ms == 0.0
+
+
+def test_it_takes_the_uptime_reads_outside_the_timed_span():
+    script = clock.wrap("true")
+    start = script.splitlines()[-2]  # the start's loop, just before the command
+    # At the start the wall reading follows the uptime read; at the end it precedes it.
+    assert start.index("< '/proc/uptime'") < start.index("__bb_w0=$EPOCHREALTIME")
+    end = script.splitlines()[0]
+    assert end.index("__bb_w1=$EPOCHREALTIME") < end.index("< '/proc/uptime'")
