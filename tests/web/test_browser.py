@@ -124,3 +124,39 @@ def test_it_expands_the_score_tree_down_to_units(live_server, page, published_ru
     page.locator('a.toggle[data-path="workload_time"]').click()
     assert unit_row.count() == 0
     assert page.errors == []
+
+
+def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
+    live_server, page, imported_run
+):
+    from django.contrib.auth.models import User
+
+    from boxbench import results
+
+    results.run_audit(imported_run)  # refused: the fixture's Create trials drift
+    User.objects.create_user("admin", password="pw-admin-123", is_staff=True, is_superuser=True)
+    visit(page, live_server.url + "/", "first-visit-visitor")
+    assert "No published results yet" in page.locator("#no-results").inner_text()
+    page.get_by_role("link", name="Log in as an administrator").click()
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "pw-admin-123")
+    page.locator("input[type=submit]").click()
+    page.wait_for_url(live_server.url + "/")
+    # Django's admin pages declare no icon, so the browser's /favicon.ico request 404s there;
+    # only our own pages must be free of console errors.
+    page.errors.clear()
+    visit(page, page.url, "first-visit-staff")
+    runs = page.locator("#awaiting-runs tbody tr")
+    assert runs.count() == 1 and "unresolved" in runs.first.inner_text()
+    runs.first.get_by_role("link", name="dashboard-fixture").click()
+    visit(page, page.url, "first-visit-refused-run")
+    failing = page.locator("#publication-refused #failing-checks tbody tr")
+    assert failing.count() == len(results.failing_checks(imported_run.audit_report))
+    failing.first.get_by_role("link", name="Record a resolution in the admin").click()
+    page.fill("#id_note", "The job host was busy with other work.")
+    page.locator("input[name=_save]").click()
+    page.wait_for_url(f"{live_server.url}/runs/{imported_run.id}/")
+    page.errors.clear()
+    visit(page, page.url, "first-visit-resolved-one")
+    assert failing.count() == len(results.failing_checks(imported_run.audit_report)) - 1
+    assert page.errors == []
