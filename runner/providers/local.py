@@ -272,17 +272,28 @@ class LocalProvider(Provider):
 
     def _remove(self, directory: Path, meta: dict) -> None:
         pid, pid_start = meta.get("pid"), meta.get("pid_start")
-        if pid and _alive(pid, pid_start):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        if pid:
+            processes = {pid: pid_start}
+        else:
+            # Creation was cut short (a killed worker) after bubblewrap may have started but
+            # before its pid was recorded: find the sandbox's processes instead, or its cgroups
+            # stay busy and it lives on until its lifetime ends.
+            started = {found: _start_time(found) for found in _processes_of(directory, meta)}
+            # No start time: already gone, and its pid may be reused by now.
+            processes = {found: at for found, at in started.items() if at is not None}
         deadline = time.monotonic() + GONE_TIMEOUT_S
-        while pid and _alive(pid, pid_start):
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"sandbox {meta['id']} init (pid {pid}) did not exit after SIGKILL",
-                    operation="destroy",
-                )
-            time.sleep(0.002)
+        for process, started in processes.items():
+            if _alive(process, started):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process, signal.SIGKILL)
+        for process, started in processes.items():
+            while _alive(process, started):
+                if time.monotonic() > deadline:
+                    raise ProviderError(
+                        f"sandbox {meta['id']} process {process} did not exit after SIGKILL",
+                        operation="destroy",
+                    )
+                time.sleep(0.002)
         for cgroup in meta.get("cgroups", []):
             _remove_cgroup(Path(cgroup), deadline)
         shutil.rmtree(directory, ignore_errors=True)
@@ -422,12 +433,30 @@ def _read_all(fd: int, timeout: float) -> bytes:
 
 
 def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name; None once the process is gone
-    (a dying process can also answer ESRCH)."""
+    """The fields of /proc/<pid>/stat after the command name, from one read; None once the
+    process is gone (a dying process can also answer ESRCH, or an empty file)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
+    return fields if len(fields) > 19 else None
+
+
+def _processes_of(directory: Path, meta: dict) -> set[int]:
+    """Every process of a sandbox, found without its recorded pid: those in its cgroups, and any
+    whose command line binds its working directory (bubblewrap and the namespace's init)."""
+    found = set()
+    for cgroup in meta.get("cgroups", []):
+        with contextlib.suppress(OSError, ValueError):
+            found.update(int(pid) for pid in (Path(cgroup) / "cgroup.procs").read_text().split())
+    app = str(directory / "app").encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if app in (entry / "cmdline").read_bytes().split(b"\0"):
+                    found.add(int(entry.name))
+    found.discard(os.getpid())
+    return found
 
 
 def _start_time(pid: int) -> int | None:

@@ -1,7 +1,10 @@
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from runner.providers import local as local_module
 from runner.providers.base import ExecTimeout, SandboxSpec
 
 
@@ -11,7 +14,8 @@ def spec(**overrides):
     )
 
 
-def sh(provider, sandbox, script, timeout=10):
+# Generous: under load an exec can take seconds, and no test here is about this limit.
+def sh(provider, sandbox, script, timeout=60):
     return provider.exec(sandbox, ["/bin/bash", "-c", script], timeout)
 
 
@@ -52,7 +56,7 @@ def test_it_is_gone_after_its_lifetime_even_without_the_runner(local):
     sandbox = local.create(spec(lifetime_s=0.5))
     time.sleep(1.0)
     with pytest.raises(Exception, match="not running"):
-        local.exec(sandbox, ["true"], timeout=5)
+        local.exec(sandbox, ["true"], timeout=60)
     # Its directory is left for cleanup, which finds it by label.
     assert [s.label for s in local.list_sandboxes("bb-test")] == ["bb-test"]
     local.destroy(local.list_sandboxes()[0])
@@ -82,8 +86,6 @@ def test_its_doctor_runs_a_real_sandbox(local):
 
 
 def test_its_commands_are_born_in_the_sandbox_cgroups(local):
-    from pathlib import Path
-
     sandbox = local.create(spec())
     cgroups = [Path(path) for path in sandbox.handle["cgroups"]]
     if not cgroups:
@@ -100,7 +102,7 @@ def test_its_commands_are_born_in_the_sandbox_cgroups(local):
 def test_it_streams_large_input_and_output_whole_and_apart(local):
     sandbox = local.create(spec())
     data = bytes(range(256)) * 8192  # 2 MiB
-    result = local.exec(sandbox, ["/bin/bash", "-c", "cat; echo err >&2"], 10, stdin=data)
+    result = local.exec(sandbox, ["/bin/bash", "-c", "cat; echo err >&2"], 60, stdin=data)
     assert (result.exit_code, result.stdout, result.stderr) == (0, data, b"err\n")
 
 
@@ -108,9 +110,9 @@ def test_it_reports_exit_codes_signals_and_commands_it_cannot_start(local):
     sandbox = local.create(spec())
     assert sh(local, sandbox, "exit 7").exit_code == 7
     assert sh(local, sandbox, "kill -KILL $$").exit_code == -9
-    missing = local.exec(sandbox, ["/no/such/tool"], 5)
+    missing = local.exec(sandbox, ["/no/such/tool"], 60)
     assert missing.exit_code == 127 and b"/no/such/tool" in missing.stderr
-    elsewhere = local.exec(sandbox, ["pwd"], 5, workdir="/tmp")
+    elsewhere = local.exec(sandbox, ["pwd"], 60, workdir="/tmp")
     assert elsewhere.stdout == b"/tmp\n"
 
 
@@ -118,4 +120,56 @@ def test_it_says_a_destroyed_sandbox_is_not_running(local):
     sandbox = local.create(spec())
     local.destroy(sandbox)
     with pytest.raises(Exception, match="not running"):
-        local.exec(sandbox, ["true"], timeout=5)
+        local.exec(sandbox, ["true"], timeout=60)
+
+
+def processes_binding(directory):
+    """Pids of processes whose command line binds `directory`/app (bubblewrap and its init)."""
+    app = str(directory / "app").encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and app in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+class WorkerKilled(BaseException):
+    """Like SIGKILL for the worker: no `except Exception` cleanup runs."""
+
+
+def test_it_destroys_a_sandbox_whose_creation_was_cut_short_before_its_pid_was_recorded(
+    local, monkeypatch
+):
+    def killed(pid):
+        raise WorkerKilled
+
+    # bubblewrap is running; the worker dies before writing the init pid into sandbox.json.
+    monkeypatch.setattr(local_module, "_start_time", killed)
+    with pytest.raises(WorkerKilled):
+        local.create(spec(lifetime_s=600))
+    monkeypatch.undo()
+    [half] = local.list_sandboxes("bb-test")
+    directory = local.root / half.id
+    meta = local_module._read_meta(directory)
+    assert meta["pid"] is None and processes_binding(directory)
+
+    local.destroy(half)
+
+    assert processes_binding(directory) == []  # not left running until its lifetime ends
+    assert all(not Path(cgroup).exists() for cgroup in meta["cgroups"])
+    assert local.is_gone(half.id) and local.list_sandboxes() == []
+
+
+def test_it_sees_a_process_that_exited_between_reads_as_gone(monkeypatch):
+    child = subprocess.Popen(["true"])
+    started = local_module._start_time(child.pid)
+    child.wait()
+    assert local_module._alive(child.pid, started) is False
+    # A dying process's stat file can be empty or cut short: gone, never an exception.
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "")
+    assert local_module._alive(1, None) is False
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "1 (init) S 0")
+    assert local_module._alive(1, None) is False
