@@ -280,11 +280,25 @@ def _newer(run: Run, other: Run) -> bool:
     return (run.published_at, str(run.id)) > (other.published_at, str(other.id))
 
 
-def image_digest(manifest: dict, benchmark: str) -> str:
-    """The image digest a benchmark ran on, as the run manifest records it."""
+def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = None) -> str:
+    """The image digest a benchmark ran on, as the run manifest records it.
+
+    Runs record each provider's image under "images" (runner.schedule.image_identity); given
+    `providers` (default: all of the run's), the one digest they share, or "" when they differ
+    or none is known. "image_digests" (per benchmark, or "standard") takes precedence.
+    """
     digests = manifest.get("image_digests")
     if isinstance(digests, dict):
         return str(digests.get(benchmark) or digests.get("standard") or "")
+    images = manifest.get("images")
+    if isinstance(images, dict) and images:
+        found = {
+            str(entry.get("digest") or "")
+            for slug, entry in images.items()
+            if isinstance(entry, dict) and (providers is None or slug in providers)
+        }
+        found.discard("")
+        return found.pop() if len(found) == 1 else ""
     return str(manifest.get("image_digest") or "")
 
 
@@ -431,11 +445,11 @@ def _refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, dict]:
     return found
 
 
-def _source(run: Run, benchmark: Benchmark) -> dict:
+def _source(run: Run, benchmark: Benchmark, providers: list[str] | None = None) -> dict:
     return {
         "run": str(run.id),
         "run_name": run.name,
-        "image_digest": image_digest(run.manifest or {}, benchmark.slug),
+        "image_digest": image_digest(run.manifest or {}, benchmark.slug, providers),
     }
 
 
@@ -443,11 +457,11 @@ def _sources(runs: dict[str, Run], benchmark: Benchmark, names: dict[str, str]) 
     """Each distinct run behind a page, the latest first, with the providers it feeds."""
     by_run: dict = {}
     for slug, run in runs.items():
-        by_run.setdefault(run.id, (run, []))[1].append(names[slug])
+        by_run.setdefault(run.id, (run, []))[1].append(slug)
     ordered = sorted(by_run.values(), key=lambda item: (item[0].published_at, str(item[0].id)))
     return [
-        {**_source(run, benchmark), "providers": sorted(provider_names)}
-        for run, provider_names in reversed(ordered)
+        {**_source(run, benchmark, slugs), "providers": sorted(names[slug] for slug in slugs)}
+        for run, slugs in reversed(ordered)
     ]
 
 
@@ -567,7 +581,7 @@ def _benchmark_board(
     context = {
         "benchmark": benchmark.slug,
         "benchmark_title": benchmark.title,
-        **_source(latest, benchmark),
+        **_source(latest, benchmark, [s for s, run in runs.items() if run.id == latest.id]),
         "sources": _sources(runs, benchmark, names),
         "metric": benchmark.metric,
         "measure_unit": benchmark.unit,
@@ -588,7 +602,7 @@ def _benchmark_board(
             cell = cells.get((unit.id, provider.id), EMPTY_CELL)
             row = _unit_row(provider, cell, stages, lower, benchmark)
             if provider.slug in runs:
-                row.update(_source(runs[provider.slug], benchmark))
+                row.update(_source(runs[provider.slug], benchmark, [provider.slug]))
             n = row["n"]
             # On a multi-unit workload the floor counts successes across all units; a unit row
             # is ranked once the provider has any success on it and the workload reaches it.
@@ -784,7 +798,8 @@ def _benchmark_summary(
     cost_values = workload.workload_values(costs, "cost") if multi else {}
     rows = []
     for provider in providers:
-        source = _source(runs[provider.slug], benchmark) if provider.slug in runs else {}
+        slug = provider.slug
+        source = _source(runs[slug], benchmark, [slug]) if slug in runs else {}
         if multi:
             failures = sum(
                 r["unreplaced_failures"]
@@ -909,7 +924,7 @@ def _overview(boards: list[Board], providers: dict[int, Provider]) -> dict:
                 "image_digest": b.summary["image_digest"],
                 "sources": b.summary["sources"],
                 "provider_runs": {
-                    slug: _source(run, b.benchmark) for slug, run in sorted(b.runs.items())
+                    slug: _source(run, b.benchmark, [slug]) for slug, run in sorted(b.runs.items())
                 },
                 "units": {u["unit"]: u["unit_title"] for u in b.units},
             }

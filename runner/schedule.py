@@ -39,9 +39,11 @@ from boxbench.models import (
 from runner import planning, store
 from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
-from runner.declarations import load_all
+from runner.declarations import DeclarationError, load_all
+from runner.images.build import ImageError
 from runner.lifecycle import Limits, run_trial
 from runner.providers import get_provider
+from runner.providers.base import ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +163,8 @@ def plan_run(
         },
         "refusals": [r.to_dict() for r in refusals],
         "versions": _versions(),
-        "images": {},  # the standard image everywhere; image benchmarks add their digests
+        # Per provider: the image every number of its chain ran on (results.image_digest).
+        "images": {provider: image_identity(provider) for provider in sorted(eligible)},
         "benchmarks": {},
         "providers": {},
         "chains": {},
@@ -230,6 +233,22 @@ def _create_trials(run, provider_row, benchmark_rows, order, index) -> None:
                     )
                 )
     Trial.objects.bulk_create(rows)
+
+
+def image_identity(provider: str) -> dict:
+    """What a provider's sandboxes run, as the manifest records it: {"reference", "digest"} from
+    the adapter's standard_image() (docker: the pinned standard image; local: the host toolchain,
+    runner/providers/local.py), or {"error"} saying why it is unknown; never fatal to the plan,
+    the chain's own create reports a missing image."""
+    try:
+        adapter = provider_factory(provider)
+        standard_image = getattr(adapter, "standard_image", None)
+        if standard_image is None:
+            return {"error": f"the {provider} adapter names no standard image"}
+        reference, digest = standard_image()
+    except (ProviderError, ImageError, DeclarationError, OSError) as exc:
+        return {"error": f"{provider}: cannot identify its image: {exc}"}
+    return {"reference": reference, "digest": digest}
 
 
 def _versions() -> dict:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import hashlib
 import json
 import os
 import select
@@ -58,6 +59,8 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PYTHON = "/usr/bin/python3"
 SPAWNER = (Path(__file__).with_name("local_spawner.py")).read_text()
 HEADER = struct.Struct("!I")
+OS_RELEASE = Path("/etc/os-release")
+DPKG_STATUS = Path("/var/lib/dpkg/status")
 START_TIMEOUT_S = 30.0
 GONE_TIMEOUT_S = 10.0
 CFS_PERIOD_US = 100_000
@@ -76,6 +79,10 @@ class LocalProvider(Provider):
         self.root = Path(root)
         self.bwrap = shutil.which("bwrap")
         self.python = PYTHON if os.access(PYTHON, os.X_OK) else None
+
+    def standard_image(self) -> tuple[str, str]:
+        """(description, digest) of what every local sandbox runs: the host toolchain."""
+        return host_toolchain_identity()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -386,6 +393,59 @@ class LocalProvider(Provider):
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def host_toolchain_identity(
+    os_release: Path = OS_RELEASE, dpkg_status: Path = DPKG_STATUS
+) -> tuple[str, str]:
+    """The local provider's "image": the job host's /usr and /etc, bound read-only.
+
+    Digest: SHA-256 of /etc/os-release followed by the sorted `package version architecture`
+    lines of every installed dpkg package, so an upgrade of any package (or of the OS) gives a
+    new digest and an unchanged host keeps its digest. Without a dpkg database the digest covers
+    os-release alone, and the description says so.
+    """
+    try:
+        release = os_release.read_text(errors="replace")
+    except OSError as exc:
+        raise ProviderError(
+            f"cannot read {os_release} for the host toolchain identity: {exc.strerror}",
+            operation="image",
+        ) from None
+    try:
+        packages = _installed_packages(dpkg_status.read_text(errors="replace"))
+    except OSError:
+        packages = None
+    digest = hashlib.sha256(release.encode())
+    for line in packages or []:
+        digest.update(b"\n" + line.encode())
+    name = _os_release_field(release, "PRETTY_NAME") or "unknown OS"
+    counted = f"{len(packages)} dpkg packages" if packages is not None else f"no {dpkg_status}"
+    return f"host toolchain: {name}, {counted}", "sha256:" + digest.hexdigest()
+
+
+def _installed_packages(status: str) -> list[str]:
+    """Sorted `name version architecture` of the installed packages in a dpkg status file."""
+    found = []
+    for stanza in status.split("\n\n"):
+        fields = {}
+        for line in stanza.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and not line[:1].isspace():
+                fields[key] = value.strip()
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
+            found.append(
+                f"{fields['Package']} {fields.get('Version', '')} {fields.get('Architecture', '')}"
+            )
+    return sorted(found)
+
+
+def _os_release_field(text: str, key: str) -> str:
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == key:
+            return value.strip().strip('"')
+    return ""
 
 
 def _toolchain_binds() -> list[str]:

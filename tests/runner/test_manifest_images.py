@@ -1,0 +1,80 @@
+"""Every run manifest names the image each provider's numbers ran on, and results show it."""
+
+import pytest
+
+from boxbench import results
+from runner import schedule
+from runner.providers.base import ProviderError
+from runner.providers.local import host_toolchain_identity
+from tests.runner.faults import FaultyProvider
+
+STATUS = """Package: bash
+Status: install ok installed
+Architecture: amd64
+Version: 5.2.15-2
+Description: the shell
+ continued line: not a field
+
+Package: removed-tool
+Status: deinstall ok config-files
+Version: 1.0
+
+Package: coreutils
+Status: install ok installed
+Architecture: amd64
+Version: 9.1-1
+"""
+
+
+def toolchain(tmp_path, status=STATUS, release='PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'):
+    (tmp_path / "os-release").write_text(release)
+    if status is not None:
+        (tmp_path / "status").write_text(status)
+    return host_toolchain_identity(tmp_path / "os-release", tmp_path / "status")
+
+
+def test_it_identifies_the_host_toolchain_by_os_release_and_installed_packages(tmp_path):
+    description, digest = toolchain(tmp_path)
+    assert description == "host toolchain: Debian GNU/Linux 12 (bookworm), 2 dpkg packages"
+    assert digest.startswith("sha256:") and len(digest) == 71
+    assert toolchain(tmp_path)[1] == digest  # an unchanged host keeps its digest
+    upgraded = toolchain(tmp_path, STATUS.replace("9.1-1", "9.1-2"))[1]
+    assert upgraded != digest
+
+
+def test_it_says_when_the_host_has_no_package_list(tmp_path):
+    description, digest = toolchain(tmp_path, status=None)
+    assert "no " + str(tmp_path / "status") in description and digest.startswith("sha256:")
+
+
+def test_it_refuses_a_host_without_os_release(tmp_path):
+    with pytest.raises(ProviderError, match="missing for the host toolchain identity"):
+        host_toolchain_identity(tmp_path / "missing", tmp_path / "status")
+
+
+@pytest.mark.django_db
+def test_it_records_each_providers_image_in_the_manifest_at_plan_time(chain_provider, local):
+    run = schedule.plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    reference, digest = local.standard_image()
+    assert run.manifest["images"] == {"local": {"reference": reference, "digest": digest}}
+    # The results pages read the same entry.
+    assert results.image_digest(run.manifest, "create") == digest
+    assert results.image_digest(run.manifest, "create", ["local"]) == digest
+
+
+@pytest.mark.django_db
+def test_it_records_why_an_image_is_unknown_without_refusing_the_plan(chain_provider, local):
+    chain_provider(FaultyProvider(local))  # an adapter without standard_image()
+    run = schedule.plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    assert "names no standard image" in run.manifest["images"]["local"]["error"]
+    assert results.image_digest(run.manifest, "create") == ""
+
+
+def test_it_shows_one_digest_per_source_and_none_when_providers_differ():
+    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    manifest = {"images": {"local": {"digest": a}, "docker": {"digest": b}}}
+    assert results.image_digest(manifest, "create", ["local"]) == a
+    assert results.image_digest(manifest, "create", ["docker"]) == b
+    assert results.image_digest(manifest, "create") == ""  # two images: named per provider
+    per_benchmark = {**manifest, "image_digests": {"deepswe": b}}
+    assert results.image_digest(per_benchmark, "deepswe", ["local"]) == b
