@@ -9,7 +9,6 @@ Export, import, export gives byte-identical output.
 from __future__ import annotations
 
 import io
-import json
 import math
 import uuid
 from collections.abc import Iterable, Iterator
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 from django.db import connection, transaction
 
 from boxbench.models import (
@@ -75,17 +75,10 @@ class RawDataError(Exception):
 # Export
 
 
-def _canonical(value):
-    """Nested JSON with sorted keys, so PostgreSQL's jsonb key order never leaks into output."""
-    if isinstance(value, dict):
-        return {key: _canonical(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_canonical(item) for item in value]
-    return value
-
-
 def _dumps(value) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """Canonical JSON: keys sorted at every level, compact, UTF-8. The same data always gives
+    the same bytes, whatever order a database stores JSON keys in."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -95,59 +88,61 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def run_header(run: Run) -> dict:
-    benchmark_ids = Trial.objects.filter(run=run).values("benchmark_id").distinct()
-    provider_ids = Trial.objects.filter(run=run).values("provider_id").distinct()
+    trials = Trial.objects.filter(run=run).order_by()
+    cells = trials.values_list("benchmark_id", "unit_id", "provider_id").distinct()
+    benchmark_ids, unit_ids, provider_ids = (set(column) for column in zip(*cells, strict=False))
+    meta = _measurement_meta(run)
     benchmarks = []
+    units = Unit.objects.filter(id__in=unit_ids).order_by("slug")
     for benchmark in Benchmark.objects.filter(id__in=benchmark_ids).order_by("slug", "version"):
         entry = {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS}
-        units = Unit.objects.filter(benchmark=benchmark, trials__run=run).distinct()
         entry["units"] = [
-            {name: getattr(unit, name) for name in UNIT_FIELDS} for unit in units.order_by("slug")
+            {name: getattr(unit, name) for name in UNIT_FIELDS}
+            for unit in units
+            if unit.benchmark_id == benchmark.id
         ]
-        entry["measurements"] = _measurement_meta(run, benchmark)
+        entry["measurements"] = meta.get(benchmark.id, {"metrics": {}, "stages": {}})
         benchmarks.append(entry)
     providers = [
         {name: getattr(provider, name) for name in PROVIDER_FIELDS}
         for provider in Provider.objects.filter(id__in=provider_ids).order_by("slug")
     ]
-    return _canonical_header(
-        {
-            "type": "run",
-            "schema_version": SCHEMA_VERSION,
-            "run": {
-                "id": str(run.id),
-                "name": run.name,
-                "status": run.status,
-                "created_at": _iso(run.created_at),
-                "started_at": _iso(run.started_at),
-                "ended_at": _iso(run.ended_at),
-            },
-            "manifest": run.manifest,
-            "audit_report": run.audit_report,
-            "benchmarks": benchmarks,
-            "providers": providers,
-        }
-    )
+    return {
+        "type": "run",
+        "schema_version": SCHEMA_VERSION,
+        "run": {
+            "id": str(run.id),
+            "name": run.name,
+            "status": run.status,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "ended_at": _iso(run.ended_at),
+        },
+        "manifest": run.manifest,
+        "audit_report": run.audit_report,
+        "benchmarks": benchmarks,
+        "providers": providers,
+    }
 
 
-def _canonical_header(header: dict) -> dict:
-    return {key: _canonical(value) for key, value in header.items()}
+def _measurement_meta(run: Run) -> dict[int, dict]:
+    """Unit and clock of each measurement name, declared once per benchmark in the header.
 
-
-def _measurement_meta(run: Run, benchmark: Benchmark) -> dict:
-    """Unit and clock of each measurement name, declared once per benchmark in the header."""
+    One grouped pass over the run's measurements serves every benchmark."""
     rows = (
-        Measurement.objects.filter(trial__run=run, trial__benchmark=benchmark)
-        .values_list("kind", "name", "unit", "clock")
+        Measurement.objects.filter(trial__run=run)
+        .values_list("trial__benchmark_id", "kind", "name", "unit", "clock")
         .distinct()
-        .order_by("kind", "name", "unit", "clock")
+        .order_by()
     )
-    meta: dict[str, dict[str, dict]] = {"metrics": {}, "stages": {}}
-    for kind, name, unit, clock in rows:
-        group = meta["metrics" if kind == MeasurementKind.METRIC else "stages"]
+    meta: dict[int, dict] = {}
+    for benchmark_id, kind, name, unit, clock in sorted(rows):
+        groups = meta.setdefault(benchmark_id, {"metrics": {}, "stages": {}})
+        group = groups["metrics" if kind == MeasurementKind.METRIC else "stages"]
         if name in group:
+            slug = Benchmark.objects.get(id=benchmark_id).slug
             raise RawDataError(
-                f"benchmark {benchmark.slug}: measurement {name!r} is stored with two units or "
+                f"benchmark {slug}: measurement {name!r} is stored with two units or "
                 "clocks; the raw-data format needs one per name"
             )
         group[name] = {"unit": unit, "clock": clock}
@@ -162,7 +157,7 @@ FROM boxbench_trial t
 JOIN boxbench_benchmark b ON b.id = t.benchmark_id
 JOIN boxbench_unit u ON u.id = t.unit_id
 JOIN boxbench_provider p ON p.id = t.provider_id
-WHERE t.run_id = %s AND t.state = 'done'
+WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL
 ORDER BY t.seq
 """
 
@@ -203,7 +198,7 @@ def _uuid_text(value) -> str | None:
 
 
 def _json_value(value):
-    return json.loads(value) if isinstance(value, str) else value
+    return orjson.loads(value) if isinstance(value, str) else value
 
 
 def _moment(value) -> str | None:
@@ -243,8 +238,8 @@ def _trial_record(row: tuple) -> dict:
         "started_at": _moment(started_at),
         "ended_at": _moment(ended_at),
         "in_flight": in_flight,
-        "placement": _canonical(_json_value(placement)),
-        "host_load": _canonical(_json_value(host_load)),
+        "placement": _json_value(placement),
+        "host_load": _json_value(host_load),
         "metrics": metrics,
         "stages": stages,
         "cost_usd": cost,
@@ -372,9 +367,11 @@ def _kind_name(kind) -> str:
 
 def _parse(source: str, number: int, text: str) -> _Line:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RawDataError(f"{source}, line {number}: not valid JSON ({exc.msg})") from None
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise RawDataError(
+            f"{source}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
     if not isinstance(data, dict):
         raise RawDataError(f"{source}, line {number}: a line must be a JSON object")
     return _Line(source, number, data)

@@ -99,7 +99,7 @@ def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_pa
         ("started_at", "2026-11-01T00:00:00", "has no time zone"),
         ("metrics", {"create_ms": "fast"}, "field 'metrics': 'create_ms' must be a finite number"),
         ("metrics", {"other_ms": 1.0}, "'other_ms' is not declared"),
-        ("metrics", {"create_ms": float("nan")}, "'create_ms' must be a finite number"),
+        ("metrics", {"create_ms": float("nan")}, r"line \d+: not valid JSON"),
         ("seq", 0, "field 'seq': must be at least 1"),
     ],
 )
