@@ -99,11 +99,13 @@ def background_script(command: str, tag: str) -> str:
     # code file appears atomically, by rename, only once the command has finished. Then one byte
     # goes into a FIFO, which wakes a poll that is waiting on it (opened read-write, neither side
     # blocks on open, and a byte written while no poll waits is simply not needed).
+    # setsid: the command gets a session of its own, so an engine that ends the exec's session
+    # when the call returns (seen once in ~260 Podman execs) cannot take it down with it.
     return (
         f"mkfifo {paths['fifo']} && "
-        f"( bash -c {quoted} > {base}.out 2> {base}.err < /dev/null; echo $? > {base}.rc.tmp; "
-        f"mv {base}.rc.tmp {paths['rc']}; exec 9<> {paths['fifo']}; echo >&9 ) "
-        "> /dev/null 2>&1 < /dev/null &"
+        f'setsid bash -c \'( bash -c "$1" > {base}.out 2> {base}.err < /dev/null; '
+        f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "
+        f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} > /dev/null 2>&1 < /dev/null &"
     )
 
 
@@ -126,8 +128,15 @@ def poll_command(tag: str, wait_s: float) -> list[str]:
     command waits for the next poll.
     """
     paths = background_paths(tag)
-    script = 'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; [[ -e "$2" ]]'
-    return ["/bin/bash", "-c", script, "poll", paths["fifo"], paths["rc"], f"{wait_s:g}"]
+    # Exit 0: finished; 1: still running; 2: never started or vanished (no output file).
+    script = (
+        'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; [[ -e "$2" ]] && exit 0; '
+        '[[ -e "$4" ]] || exit 2; exit 1'
+    )
+    return [
+        "/bin/bash", "-c", script, "poll", paths["fifo"], paths["rc"], f"{wait_s:g}",
+        paths["out"],
+    ]  # fmt: skip
 
 
 def _single_quote(text: str) -> str:

@@ -403,7 +403,11 @@ class LifecycleContext(TrialContext):
             error = launched.stderr.decode(errors="replace").strip()[:200]
             raise ProviderFailure(f"cannot start a background command in the sandbox: {error}")
         # Each poll waits up to `interval` inside the sandbox and returns once the command ends.
-        while self._exec(None, clock.poll_command(tag, interval), interval + 60).exit_code != 0:
+        while polled := self._exec(None, clock.poll_command(tag, interval), interval + 60):
+            if polled.exit_code == 0:
+                break
+            if polled.exit_code == 2:
+                raise ProviderFailure("the background command never started or vanished")
             if time.monotonic() - started > timeout:
                 raise ProviderFailure(f"background command still running after {timeout:g} s")
         total_ms = _ms(time.monotonic() - started)

@@ -154,7 +154,8 @@ def test_it_polls_a_long_command_and_times_it_on_the_guest_clock(local):
         assert 290 <= run.runtime_ms < 2000 and run.total_ms >= run.runtime_ms
         ctx.record("echo_ms", run.runtime_ms, gate="pass")
 
-    assert trial(local, long_command).outcome == "success"
+    result = trial(local, long_command)
+    assert result.outcome == "success", result.cause
 
 
 def test_it_runs_every_sandbox_operation_benchmark_on_local(local, monkeypatch):
@@ -265,4 +266,5 @@ def test_it_notices_a_long_command_end_without_waiting_for_the_next_poll(local):
         assert time.monotonic() - started < 5  # not the 10 s poll interval
         ctx.record("echo_ms", run.runtime_ms, gate="pass")
 
-    assert trial(local, long_command).outcome == "success"
+    result = trial(local, long_command)
+    assert result.outcome == "success", result.cause
