@@ -1,3 +1,4 @@
+import itertools
 import os
 import subprocess
 import threading
@@ -73,26 +74,35 @@ def test_it_writes_its_trailer_and_keeps_the_exit_code_under_errexit(command, co
     assert b"never" not in done.stdout
 
 
-def serve_uptime(fifo, readings):
-    """Answer each open of `fifo` with the next (uptime text, seconds held open before EOF);
+def serve_uptime(path, readings, stop):
+    """Answer each read of `path` with the next (uptime text, seconds held open before EOF);
     once they run out, the last text at once. Holding the FIFO open keeps the wrapper's `read`
-    waiting after it has the value: a shell paused between its uptime and wall readings."""
+    waiting after it has the value: a shell paused between its uptime and wall readings.
+
+    `path` is a symlink to one FIFO per read, moved to the next FIFO before the current read
+    ends, so each read meets exactly one writer (one shared FIFO lets a writer open against a
+    reader that is just closing, and the next read can then find EOF and no value)."""
+
+    def fifo(k):
+        target = path.parent / f"uptime-{k}"
+        os.mkfifo(target)
+        os.symlink(target, path.parent / "next")
+        os.replace(path.parent / "next", path)
+        return target
 
     def serve():
         queue = list(readings)
-        while True:
-            text, hold = queue.pop(0) if queue else (readings[-1][0], 0.0)
-            try:
-                fd = os.open(fifo, os.O_WRONLY)
-            except OSError:
-                return
-            try:
-                os.write(fd, text.encode())
-                time.sleep(hold)
-            except OSError:  # the wrapper has finished
-                return
-            finally:
+        fd = os.open(fifo(0), os.O_WRONLY)
+        for k in itertools.count(1):
+            if stop.is_set():
                 os.close(fd)
+                return
+            text, hold = queue.pop(0) if queue else (readings[-1][0], 0.0)
+            os.write(fd, text.encode())
+            time.sleep(hold)
+            following = fifo(k)
+            os.close(fd)  # the read ends; the wrapper's next read opens `following`
+            fd = os.open(following, os.O_WRONLY)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -100,14 +110,17 @@ def serve_uptime(fifo, readings):
 
 
 def run_with_uptime(tmp_path, readings, command="true"):
-    fifo = tmp_path / "uptime"
-    os.mkfifo(fifo)
-    serve_uptime(fifo, readings)
+    path = tmp_path / "uptime"
+    stop = threading.Event()
+    server = serve_uptime(path, readings, stop)
+    while not path.exists():
+        time.sleep(0.001)
     done = subprocess.run(
-        ["bash", "-c", clock.wrap(command, uptime=str(fifo))], capture_output=True, timeout=60
+        ["bash", "-c", clock.wrap(command, uptime=str(path))], capture_output=True, timeout=60
     )
-    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # frees a server waiting to open
-    os.unlink(fifo)  # so its next open fails (or its write finds no reader): it stops
+    stop.set()
+    os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # frees the server's waiting open
+    server.join(timeout=10)
     return clock.parse_trailer(done.stderr)[1]
 
 
@@ -116,8 +129,9 @@ def test_it_retakes_a_reading_paused_between_uptime_and_wall_clock(tmp_path):
     # Kept unpaired (as the wrapper once did), the no-op would show 120 ms on /proc/uptime and
     # under 1 ms on $EPOCHREALTIME, failing the gate as a stepped clock that never stepped.
     timing = run_with_uptime(tmp_path, [("100.00 5.00\n", 0.12), ("100.12 5.00\n", 0.0)])
+    # Retaken: both uptime readings are 100.12, not 100.00 and 100.12. (The wall span is the
+    # no-op's and not asserted: a loaded machine can pause the shell inside it as well.)
     assert timing.uptime_ms == 0.0
-    assert timing.wall_ms < clock.GATE_TOLERANCE_MS and timing.gate_ok
 
 
 def test_it_gives_up_after_five_paused_tries_at_each_end_and_still_reports(tmp_path):
