@@ -148,9 +148,11 @@ cmd_run() {
   "$PY" manage.py bench recover || true
   "$PY" manage.py bench cleanup --max-age 0 || true
   say "Starting the queue worker"
-  "$PY" manage.py qcluster >"$VAR/qcluster.log" 2>&1 &
+  # In a session of its own, so that stopping it stops its worker processes too; django-q2's
+  # cluster can hang on SIGTERM, so it gets a few seconds before SIGKILL.
+  setsid "$PY" manage.py qcluster >"$VAR/qcluster.log" 2>&1 &
   local worker=$!
-  trap 'kill $worker 2>/dev/null || true' EXIT
+  trap 'kill -TERM -- -'"$worker"' 2>/dev/null; sleep 3; kill -KILL -- -'"$worker"' 2>/dev/null; true' EXIT
   say "Running the default plan on: $providers"
   if ! "$PY" manage.py bench run --plan default --provider "$providers" --publish; then
     say "The run was not published (see above); its audit report is on its run page"
