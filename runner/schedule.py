@@ -36,7 +36,7 @@ from boxbench.models import (
     TrialState,
     Unit,
 )
-from runner import planning, store
+from runner import rules, store
 from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
@@ -117,7 +117,7 @@ def plan_run(
                 f"known: {', '.join(known)}"
             )
     parallel = {
-        slug: planning.parallel_trials(
+        slug: rules.parallel_trials(
             modules[slug].DEFINITION,
             concurrency,
             settings.RUNNER_CONCURRENCY,
@@ -135,9 +135,7 @@ def plan_run(
     refusals, eligible = [], defaultdict(list)
     for provider in providers:
         for slug in benchmarks:
-            found = planning.refusals(
-                declarations[provider], modules[slug].DEFINITION, parallel[slug]
-            )
+            found = rules.refusals(declarations[provider], modules[slug].DEFINITION, parallel[slug])
             refusals += found
             if not found:
                 eligible[provider].append(slug)
@@ -159,7 +157,7 @@ def plan_run(
             "allow_busy_account": allow_busy_account,
             "budget_usd": budget_usd,
             "refill_minutes": refill_minutes,
-            "rounds": planning.ROUNDS,
+            "rounds": rules.ROUNDS,
         },
         "refusals": [r.to_dict() for r in refusals],
         "versions": _versions(),
@@ -189,7 +187,7 @@ def plan_run(
         run = Run.objects.create(name=name, manifest=manifest, created_by=actor)
         for index, provider in enumerate(sorted(eligible)):
             declaration = declarations[provider]
-            order = planning.chain_order(sorted(eligible[provider]), rng)
+            order = rules.chain_order(sorted(eligible[provider]), rng)
             manifest["providers"][provider] = {
                 "declaration_digest": declaration.digest,
                 "pricing_digest": declaration.pricing_digest,
@@ -214,7 +212,7 @@ def _create_trials(run, provider_row, benchmark_rows, order, index) -> None:
     for slug, round_no in order:
         benchmark = benchmark_rows[slug]
         planned = run.manifest["benchmarks"][slug]
-        per_round.setdefault(slug, planning.split_rounds(planned["trials_per_unit"]))
+        per_round.setdefault(slug, rules.split_rounds(planned["trials_per_unit"]))
         # The planned units only: rows of retired units stay for old runs.
         slugs = planned["units"]
         units = list(Unit.objects.filter(benchmark=benchmark, slug__in=slugs).order_by("slug"))
@@ -494,20 +492,20 @@ class Chain:
 
     def top_up(self) -> None:
         limit_s = float(self.run.manifest["plan"].get("refill_minutes", 10)) * 60
-        state = planning.RefillState(
+        state = rules.RefillState(
             target=0,
             started_at=time.monotonic(),
             time_limit_s=limit_s,
             budget_usd=self.run.manifest["plan"].get("budget_usd"),
         )
-        round_no = planning.ROUNDS
+        round_no = rules.ROUNDS
         reason = None
         while True:
             plan = self._refill_plan()
             if not plan:
                 reason = "every unit reached its target or its 2N attempts"
                 break
-            reason = planning.refill_stop_reason(
+            reason = rules.refill_stop_reason(
                 state,
                 time.monotonic(),
                 self._spent_usd(),
@@ -551,7 +549,7 @@ class Chain:
                 for t in unit_trials
                 if t.state == TrialState.DONE and t.outcome in REFILLABLE and t.pk not in replaced
             ]
-            count = min(planning.refills_for_unit(target, successes, attempts), len(failed))
+            count = min(rules.refills_for_unit(target, successes, attempts), len(failed))
             if count:
                 plan.append((benchmark, unit, failed[:count]))
         return plan
@@ -608,7 +606,7 @@ class Chain:
             trial__run=self.run, trial__batch=label, kind="lifecycle"
         ).values_list("trial_id", "data"):
             held[trial_id] = [tuple(span) for span in data.get("held", [])]
-        for trial_id, mean in planning.in_flight_means(held).items():
+        for trial_id, mean in rules.in_flight_means(held).items():
             Trial.objects.filter(pk=trial_id).update(in_flight=mean)
 
     def _record_live(self, moment: str) -> dict:
@@ -836,7 +834,7 @@ def progress(run: Run) -> list[dict]:
             {
                 "provider": refusal["provider"],
                 "benchmark": refusal["benchmark"],
-                "refusal": f"{refusal['code']} {planning.REFUSAL_LABELS[refusal['code']]}",
+                "refusal": f"{refusal['code']} {rules.REFUSAL_LABELS[refusal['code']]}",
                 "missing": refusal["missing"],
             },
         )

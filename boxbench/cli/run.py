@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from boxbench import results
 from boxbench.models import Run, RunStatus
-from runner import plans, schedule, tasks
+from runner import named_plans, schedule, tasks
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -23,8 +23,8 @@ END_STATES = (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED)
 def add_arguments(parser):
     parser.add_argument(
         "--plan",
-        choices=sorted(plans.PLANS),
-        help="A named plan (runner/plans.py): its benchmarks, units, trials and concurrency.",
+        choices=sorted(named_plans.PLANS),
+        help="A named plan (runner/named_plans.py): its benchmarks, units, trials and concurrency.",
     )
     parser.add_argument(
         "--benchmark", action="append", help="Benchmark slug (repeatable or comma-separated)."
@@ -78,7 +78,7 @@ def handle(options, out):
         job_hosts[provider] = host
     name = options.get("name") or time.strftime("run %Y-%m-%d %H:%M:%S")
     benchmarks = _names(options.get("benchmark"))
-    plan = plans.get_plan(options["plan"]) if options.get("plan") else None
+    plan = named_plans.get_plan(options["plan"]) if options.get("plan") else None
     if plan and benchmarks:
         raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
     try:

@@ -271,7 +271,7 @@ def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider
 
 
 def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
-    from runner.plans import get_plan
+    from runner.named_plans import get_plan
 
     default = get_plan("default")
     run = schedule.plan_run(
