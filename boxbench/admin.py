@@ -12,6 +12,7 @@ from boxbench.models import RunStatus
 from runner import schedule, tasks
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
+from runner.plan import PlanError, plan_run
 
 
 @admin.register(models.Provider)
@@ -91,7 +92,7 @@ class RunAdmin(admin.ModelAdmin):
         form = StartRunForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
-                run = schedule.plan_run(
+                run = plan_run(
                     form.cleaned_data["name"],
                     benchmarks=form.cleaned_data["benchmarks"],
                     providers=form.cleaned_data["providers"],
@@ -100,7 +101,7 @@ class RunAdmin(admin.ModelAdmin):
                     allow_busy_account=form.cleaned_data["allow_busy_account"],
                     actor=request.user,
                 )
-            except schedule.PlanError as exc:
+            except PlanError as exc:
                 form.add_error(None, str(exc))
             else:
                 tasks.start_run(run)

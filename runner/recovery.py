@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
-from runner import schedule, store
+from runner import adapters, schedule, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import EvidenceRecord, TrialResult
 
@@ -127,7 +127,7 @@ def recover_orphans(
         return report
     for orphan in report.orphans:
         orphan.recovered = _end_trial(orphan, now)
-    _destroy_sandboxes(report, provider_factory or schedule.provider_factory)
+    _destroy_sandboxes(report, provider_factory or adapters.provider_factory)
     for run_id in sorted({o.run_id for o in report.recovered}):
         if _finish_cancelling_run(run_id):
             report.runs_finished.append(run_id)

@@ -1,4 +1,6 @@
-"""The narrow interface through which the runner writes trials.
+"""The narrow interface through which the runner reads and writes the database: every query and
+write of planning, chains, run state changes and recovery is a function here, named for what it
+does.
 
 A trial is claimed by a conditional UPDATE (queued -> running) that must change exactly one row, so
 a task delivered twice runs it once. A finished trial is written with its measurements and
@@ -7,10 +9,12 @@ evidence in one transaction, and only while it is still running: no half-written
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Trial, TrialState
+from boxbench.models import Evidence, Measurement, Run, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 
 
@@ -78,3 +82,56 @@ def cancel_queued(run, reason: str, **filters) -> int:
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
         state=TrialState.CANCELLED, cause=reason
     )
+
+
+# -- planning -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedBlock:
+    """One (benchmark, round) block of a provider's chain: `per_unit` trials of each unit."""
+
+    benchmark: object  # the Benchmark row
+    round: int
+    per_unit: int
+    units: list[str]  # the planned unit slugs
+    batch: str
+
+
+@dataclass(frozen=True)
+class PlannedChain:
+    provider: object  # the Provider row
+    seq_base: int  # its trials take seq_base + 1, + 2, ... in block order
+    blocks: list[PlannedBlock]
+
+
+def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedChain]) -> Run:
+    """Create a planned run with one queued Trial per planned attempt, in one transaction."""
+    with transaction.atomic():
+        run = Run.objects.create(id=run_id, name=name, manifest=manifest, created_by=actor)
+        rows = []
+        for chain in chains:
+            seq = chain.seq_base
+            for block in chain.blocks:
+                # The planned units only: rows of retired units stay for old runs.
+                units = list(
+                    Unit.objects.filter(benchmark=block.benchmark, slug__in=block.units).order_by(
+                        "slug"
+                    )
+                )
+                for _ in range(block.per_unit):
+                    for unit in units:
+                        seq += 1
+                        rows.append(
+                            Trial(
+                                run=run,
+                                benchmark=block.benchmark,
+                                unit=unit,
+                                provider=chain.provider,
+                                round=block.round,
+                                seq=seq,
+                                batch=block.batch,
+                            )
+                        )
+        Trial.objects.bulk_create(rows)
+    return run

@@ -13,6 +13,7 @@ from tqdm import tqdm
 from boxbench import results
 from boxbench.models import Run, RunStatus
 from runner import named_plans, schedule, tasks
+from runner.plan import PlanError, plan_run
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -82,7 +83,7 @@ def handle(options, out):
     if plan and benchmarks:
         raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
     try:
-        run = schedule.plan_run(
+        run = plan_run(
             name,
             benchmarks=list(plan.benchmarks) if plan else benchmarks,
             units=plan.units if plan else None,
@@ -95,7 +96,7 @@ def handle(options, out):
             refill_minutes=options["refill_minutes"],
             allow_busy_account=options.get("allow_busy_account", False),
         )
-    except schedule.PlanError as exc:
+    except PlanError as exc:
         raise CommandError(str(exc)) from None
     out.write(f"Run {run.id} ({run.name}), seed {run.manifest['seed']}")
     for refusal in run.manifest["refusals"]:

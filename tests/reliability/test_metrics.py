@@ -14,6 +14,7 @@ from boxbench import metrics
 from boxbench.models import Run, RunStatus, Trial, TrialState
 from runner import schedule, store
 from runner.lifecycle import TrialResult
+from runner.plan import plan_run
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def parse(text: str) -> dict:
 
 
 def plan(trials=4):
-    return schedule.plan_run(
+    return plan_run(
         "metrics", benchmarks=["create"], providers=["local"], trials=trials, seed=1, concurrency=1
     )
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 from boxbench.models import Evidence, Outcome, RunStatus, Trial, TrialState
 from runner import recovery, schedule, store, tasks
 from runner.lifecycle import TrialResult
+from runner.plan import plan_run
 from runner.providers.base import SandboxSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan(benchmark="create", trials=2):
-    run = schedule.plan_run(
+    run = plan_run(
         "chaos", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, concurrency=1
     )
     return run

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
 from runner import schedule, store
+from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
 
@@ -27,7 +28,7 @@ def start(run):
 
 def plan(benchmark="create", trials=4, **kwargs):
     kwargs.setdefault("concurrency", 1)
-    return schedule.plan_run(
+    return plan_run(
         "test", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, **kwargs
     )
 
@@ -39,14 +40,14 @@ def workers():
 
 def test_it_plans_rounds_and_records_the_seed_and_refusals(chain_provider):
     with pytest.raises(
-        schedule.PlanError,
+        PlanError,
         match=r"allows 8 concurrent sandboxes; create needs 9 \(9 parallel trials x 1 sandboxes",
     ):
         plan(trials=6, concurrency=9)  # R403: nothing else is eligible, so nothing is planned
     run = plan(trials=6, concurrency=2)
     assert run.manifest["seed"] == 1 and run.manifest["refusals"] == []
     assert sorted(run.trials.values_list("round", flat=True)) == [1, 1, 2, 2, 3, 4]
-    with pytest.raises(schedule.PlanError, match="unknown benchmark"):
+    with pytest.raises(PlanError, match="unknown benchmark"):
         plan(benchmark="nope")
 
 
@@ -114,7 +115,7 @@ def test_it_stops_refilling_when_cleanup_cannot_be_verified(chain_provider, loca
 def test_it_cancels_a_run_and_cleans_up_its_sandboxes(chain_provider, local):
     run = plan(trials=4)
     run.transition(RunStatus.RUNNING)
-    local.create(SandboxSpec(1, 1024, schedule.batch_label(run.id, "local", "create", 1), 60))
+    local.create(SandboxSpec(1, 1024, batch_label(run.id, "local", "create", 1), 60))
     assert schedule.cancel_run(run) == 1
     assert run.status == RunStatus.CANCELLED and local.list_sandboxes() == []
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 4
@@ -250,7 +251,7 @@ def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local
 
 def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider, settings):
     settings.RUNNER_CONCURRENCY, settings.RUNNER_JOB_HOST_CAP = 3, 16
-    run = schedule.plan_run(
+    run = plan_run(
         "parallel", benchmarks=["create", "deepswe"], providers=["local"], trials=1, seed=1
     )
     assert run.manifest["benchmarks"]["create"]["parallel_trials"] == 3  # declares none
@@ -260,21 +261,21 @@ def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider
 
     settings.RUNNER_JOB_HOST_CAP = 4
     units = ["six-ensure-bytearray", "toolz-dissoc-if"]
-    capped = schedule.plan_run(
+    capped = plan_run(
         "capped", benchmarks=["deepswe"], providers=["local"], trials=1, seed=1,
         units={"deepswe": units},
     )  # fmt: skip
     assert capped.manifest["benchmarks"]["deepswe"]["parallel_trials"] == 4
     assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
-    with pytest.raises(schedule.PlanError, match="unknown unit"):
-        schedule.plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
+    with pytest.raises(PlanError, match="unknown unit"):
+        plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
 
 
 def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     from runner.named_plans import get_plan
 
     default = get_plan("default")
-    run = schedule.plan_run(
+    run = plan_run(
         "default", benchmarks=list(default.benchmarks), units=default.units,
         providers=["local"], trials=default.trials, concurrency=default.concurrency, seed=1,
     )  # fmt: skip
