@@ -9,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 
 from boxbench import models, results
 from boxbench.models import RunStatus
-from runner import schedule, tasks
+from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
 from runner.plan import PlanError, plan_run
@@ -119,7 +119,7 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="Progress per provider and benchmark")
     def progress(self, run):
         rows = []
-        for cell in schedule.progress(run):
+        for cell in runs.progress(run):
             if "refusal" in cell:
                 status = f"{cell['refusal']} (missing {cell['missing']})"
                 rows.append((cell["provider"], cell["benchmark"], status, "", ""))
@@ -133,7 +133,7 @@ class RunAdmin(admin.ModelAdmin):
                         cell["queued"] + cell["running"],
                     )
                 )
-        notes = format_html_join("", "<p>{}</p>", ((n,) for n in schedule.chain_notes(run)))
+        notes = format_html_join("", "<p>{}</p>", ((n,) for n in runs.chain_notes(run)))
         if not rows:
             return format_html("{}No trials.", notes)
         body = format_html_join(
@@ -154,7 +154,7 @@ class RunAdmin(admin.ModelAdmin):
                     request, f"{run.name} is {run.status}: nothing to cancel.", messages.WARNING
                 )
                 continue
-            removed = schedule.cancel_run(run, actor=request.user)
+            removed = runs.cancel_run(run, actor=request.user)
             self.message_user(request, f"{run.name}: {run.status}, {removed} sandbox(es) removed.")
 
 

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
-from runner import adapters, schedule, store
+from runner import adapters, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import EvidenceRecord, TrialResult
 
@@ -235,7 +235,7 @@ def _finish_cancelling_run(run_id: str) -> bool:
     """A cancelled run waits for its running trials to end: recovery may have ended the last."""
     if not Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists():
         return False
-    return schedule.finish_if_done(run_id)
+    return runs.finish_if_done(run_id)
 
 
 def _flatten(batches: dict) -> list[str]:

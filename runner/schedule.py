@@ -17,11 +17,10 @@ import statistics
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, connections
 from django.db.models import Sum
 
 from boxbench.models import (
@@ -32,7 +31,7 @@ from boxbench.models import (
     Trial,
     TrialState,
 )
-from runner import adapters, rules, store
+from runner import adapters, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import Limits, run_trial
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
@@ -43,18 +42,6 @@ REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
 
 # Tests replace this: the lifecycle's limits.
 lifecycle_limits = Limits()
-
-
-# -- manifest updates -------------------------------------------------------------------
-
-
-def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
-    """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        change(run.manifest)
-        Run.objects.filter(pk=run_id).update(manifest=run.manifest)
-    return run.manifest
 
 
 # -- executing a chain ------------------------------------------------------------------
@@ -110,7 +97,7 @@ class Chain:
             store.cancel_queued(
                 self.run, f"the chain did not start: {busy}", provider__slug=self.slug
             )
-            update_manifest(
+            store.update_manifest(
                 self.run.pk,
                 lambda m: m["chains"][self.slug].update(status="done", stopped=busy),
             )
@@ -123,13 +110,15 @@ class Chain:
         if self.halted:
             halted = self.halted
             store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
-            update_manifest(self.run.pk, lambda m: m["chains"][self.slug].update(stopped=halted))
+            store.update_manifest(
+                self.run.pk, lambda m: m["chains"][self.slug].update(stopped=halted)
+            )
         if not self._cancelled():
             self.top_up()
         self._record_spacing()
         if self._cancelled():
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
-            cleanup_run_sandboxes(self.run, [self.slug])
+            runs.cleanup_run_sandboxes(self.run, [self.slug])
         self._set_chain_status("done")
 
     def _check_account(self) -> str | None:
@@ -257,7 +246,7 @@ class Chain:
     def _stop_unit(self, benchmark: str, unit: str) -> None:
         with self._lock:
             self.stopped_units.add((benchmark, unit))
-        update_manifest(
+        store.update_manifest(
             self.run.pk,
             lambda m: (
                 m["stopped_units"].append([self.slug, benchmark, unit])
@@ -271,7 +260,7 @@ class Chain:
             self.unreplaceable = self.unreplaceable or reason
 
     def _unreplaceable_batch(self, label: str) -> None:
-        update_manifest(
+        store.update_manifest(
             self.run.pk,
             lambda m: m.setdefault("batches_stopped_early", []).append(label),
         )
@@ -310,7 +299,7 @@ class Chain:
                 self.run_batch(benchmark, round_no)
             state.after_round(self._successes() - before)
         stopped = {"rounds": state.rounds, "stopped": reason}
-        update_manifest(self.run.pk, lambda m: m["topups"].__setitem__(self.slug, stopped))
+        store.update_manifest(self.run.pk, lambda m: m["topups"].__setitem__(self.slug, stopped))
 
     def _refill_plan(self) -> list:
         """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
@@ -412,7 +401,7 @@ class Chain:
                 "own": len(live) - len(others),
                 "at": datetime.now(UTC).isoformat(),
             }
-        update_manifest(
+        store.update_manifest(
             self.run.pk,
             lambda m: m["live_sandboxes"].setdefault(self.slug, {}).__setitem__(moment, entry),
         )
@@ -423,7 +412,7 @@ class Chain:
             endpoints = self.provider.endpoints()
         except Exception as exc:  # noqa: BLE001 - an adapter defect is recorded, not fatal
             endpoints, error = [], f"{type(exc).__name__}: {exc}"
-            update_manifest(
+            store.update_manifest(
                 self.run.pk,
                 lambda m: m["network_baselines"].__setitem__(self.slug, {"error": error}),
             )
@@ -433,7 +422,7 @@ class Chain:
             "job_host": settings.JOB_HOST,
             "endpoints": [network_baseline(host, port) for host, port in endpoints],
         }
-        update_manifest(
+        store.update_manifest(
             self.run.pk, lambda m: m["network_baselines"].__setitem__(self.slug, baseline)
         )
 
@@ -444,10 +433,14 @@ class Chain:
             "waits": self.spacer.waits,
             "waited_s": round(self.spacer.waited_s, 3),
         }
-        update_manifest(self.run.pk, lambda m: m["create_spacing"].__setitem__(self.slug, spacing))
+        store.update_manifest(
+            self.run.pk, lambda m: m["create_spacing"].__setitem__(self.slug, spacing)
+        )
 
     def _set_chain_status(self, status: str) -> None:
-        update_manifest(self.run.pk, lambda m: m["chains"][self.slug].__setitem__("status", status))
+        store.update_manifest(
+            self.run.pk, lambda m: m["chains"][self.slug].__setitem__("status", status)
+        )
 
 
 def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> dict:
@@ -474,7 +467,9 @@ def execute_chain(run_id, provider_slug: str) -> None:
     run = Run.objects.get(pk=run_id)
     if run.status != RunStatus.RUNNING:
         log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
-        update_manifest(run_id, lambda m: m["chains"][provider_slug].__setitem__("status", "done"))
+        store.update_manifest(
+            run_id, lambda m: m["chains"][provider_slug].__setitem__("status", "done")
+        )
     else:
         try:
             Chain(run, provider_slug).execute()
@@ -482,148 +477,10 @@ def execute_chain(run_id, provider_slug: str) -> None:
             # A defect in the runner itself: stop the run rather than leave it running forever.
             log.exception("chain %s of run %s failed", provider_slug, run_id)
             error = f"{type(exc).__name__}: {exc}"
-            update_manifest(
+            store.update_manifest(
                 run_id,
                 lambda m: m["chains"][provider_slug].update(status="done", error=error),
             )
-            fail_run(run_id, f"chain {provider_slug} failed: {error}")
+            runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
             raise
-    finish_if_done(run_id)
-
-
-def fail_run(run_id, note: str) -> None:
-    run = Run.objects.get(pk=run_id)
-    if run.status in (RunStatus.PLANNED, RunStatus.RUNNING, RunStatus.CANCELLING):
-        run.transition(RunStatus.FAILED, note=note[:2000])
-        store.cancel_queued(run, f"the run failed: {note[:200]}")
-
-
-def finish_if_done(run_id) -> bool:
-    """Move the run to its end state once every chain is done, then audit it."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        chains = run.manifest.get("chains", {})
-        chains_done = all(chain.get("status") == "done" for chain in chains.values())
-        if not chains_done and run.status != RunStatus.CANCELLING:
-            return False
-        if run.status == RunStatus.RUNNING:
-            run.transition(RunStatus.COMPLETED, note="every provider chain finished")
-        elif run.status == RunStatus.CANCELLING:
-            if Trial.objects.filter(run=run, state=TrialState.RUNNING).exists():
-                return False
-            run.transition(RunStatus.CANCELLED, note="every running trial ended")
-        else:
-            return False
-    if run.status == RunStatus.COMPLETED:
-        audit_run(run)
-    return True
-
-
-def audit_run(run: Run) -> None:
-    """Run and store the statistical audit (boxbench.results.run_audit, over stats.audit)."""
-    from boxbench import results
-
-    try:
-        results.run_audit(run)
-    except Exception:  # the run's data stays; the audit can be re-run with `bench audit`
-        log.exception("the audit of run %s failed; re-run it with `bench audit %s`", run.id, run.id)
-
-
-# -- cancelling and cleanup ---------------------------------------------------------------
-
-
-def cancel_run(run: Run, actor=None) -> int:
-    """Cancel a run: queued trials never start, and its sandboxes are cleaned up.
-
-    Returns the number of sandboxes removed. Running trials end on their own and clean up their
-    own sandboxes; the run becomes cancelled once none is running.
-    """
-    if run.status == RunStatus.PLANNED:
-        run.transition(RunStatus.CANCELLED, note="cancelled before it started", actor=actor)
-    elif run.status == RunStatus.RUNNING:
-        run.transition(RunStatus.CANCELLING, note="cancel requested", actor=actor)
-    store.cancel_queued(run, "the run was cancelled")
-    removed = cleanup_run_sandboxes(run, list(run.manifest.get("providers", {})))
-    if run.status == RunStatus.CANCELLING:
-        finish_if_done(run.pk)
-        run.refresh_from_db()
-    return removed
-
-
-def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
-    """Destroy the run's sandboxes that no running trial holds, on each provider."""
-    prefix = run_prefix(run.id)
-    busy = set(
-        Trial.objects.filter(run=run, state=TrialState.RUNNING).values_list("batch", flat=True)
-    )
-    removed = 0
-    for slug in providers:
-        try:
-            provider = adapters.provider_factory(slug)
-            live = provider.list_sandboxes()
-        except Exception:  # noqa: BLE001 - one unreachable provider must not stop the others
-            log.exception("cannot list the sandboxes of %s to clean up run %s", slug, run.id)
-            continue
-        for sandbox in live:
-            if sandbox.label.startswith(prefix) and sandbox.label not in busy:
-                try:
-                    provider.destroy(sandbox)
-                except Exception:  # noqa: BLE001 - the rest are still cleaned up
-                    log.exception("cannot destroy %s sandbox %s", slug, sandbox.id)
-                    continue
-                removed += 1
-    return removed
-
-
-# -- progress --------------------------------------------------------------------------------
-
-
-def chain_notes(run: Run) -> list[str]:
-    """Why a provider's chain stopped before or during the run, one sentence per chain."""
-    notes = []
-    for slug, chain in sorted(run.manifest.get("chains", {}).items()):
-        for key in ("stopped", "error"):
-            if chain.get(key):
-                notes.append(f"{slug}: {chain[key]}")
-    return notes
-
-
-def progress(run: Run) -> list[dict]:
-    """Per provider and benchmark: successes against the target, failures, and what is queued."""
-    targets = {slug: b["trials_per_unit"] for slug, b in run.manifest.get("benchmarks", {}).items()}
-    units = {slug: len(b["units"]) for slug, b in run.manifest.get("benchmarks", {}).items()}
-    cells: dict = {}
-    rows = Trial.objects.filter(run=run).values_list(
-        "provider__slug", "benchmark__slug", "state", "outcome"
-    )
-    for provider, benchmark, state, outcome in rows:
-        cell = cells.setdefault(
-            (provider, benchmark),
-            {
-                "provider": provider,
-                "benchmark": benchmark,
-                "target": targets.get(benchmark, 0) * units.get(benchmark, 1),
-                "done": 0,
-                "failures": 0,
-                "queued": 0,
-                "running": 0,
-                "cancelled": 0,
-            },
-        )
-        if state == TrialState.DONE and outcome == Outcome.SUCCESS:
-            cell["done"] += 1
-        elif state == TrialState.DONE:
-            cell["failures"] += 1
-        else:
-            cell[state] += 1
-    for refusal in run.manifest.get("refusals", []):
-        cells.setdefault(
-            (refusal["provider"], refusal["benchmark"]),
-            {
-                "provider": refusal["provider"],
-                "benchmark": refusal["benchmark"],
-                "refusal": f"{refusal['code']} {rules.REFUSAL_LABELS[refusal['code']]}",
-                "missing": refusal["missing"],
-            },
-        )
-    return [cells[key] for key in sorted(cells)]
+    runs.finish_if_done(run_id)

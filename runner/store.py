@@ -9,6 +9,8 @@ evidence in one transaction, and only while it is still running: no half-written
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -135,3 +137,45 @@ def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedCha
                         )
         Trial.objects.bulk_create(rows)
     return run
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def get_run(run_id) -> Run:
+    return Run.objects.get(pk=run_id)
+
+
+@contextmanager
+def locked_run(run_id) -> Iterator[Run]:
+    """The run with its row locked until the block ends, in one transaction."""
+    with transaction.atomic():
+        yield Run.objects.select_for_update().get(pk=run_id)
+
+
+def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
+    """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
+    with locked_run(run_id) as run:
+        change(run.manifest)
+        Run.objects.filter(pk=run_id).update(manifest=run.manifest)
+    return run.manifest
+
+
+def has_running_trials(run) -> bool:
+    return Trial.objects.filter(run=run, state=TrialState.RUNNING).exists()
+
+
+def running_batches(run) -> set[str]:
+    """Batch labels of the run's running trials: their sandboxes are still in use."""
+    return set(
+        Trial.objects.filter(run=run, state=TrialState.RUNNING).values_list("batch", flat=True)
+    )
+
+
+def trial_states(run) -> list[tuple[str, str, str, str]]:
+    """(provider, benchmark, state, outcome) of every trial of the run."""
+    return list(
+        Trial.objects.filter(run=run).values_list(
+            "provider__slug", "benchmark__slug", "state", "outcome"
+        )
+    )

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from boxbench import results
 from boxbench.models import Run, RunStatus
-from runner import named_plans, schedule, tasks
+from runner import named_plans, runs, schedule, tasks
 from runner.plan import PlanError, plan_run
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
@@ -172,7 +172,7 @@ def follow(run: Run, out, interval: float = 0.5) -> None:
     try:
         while True:
             run.refresh_from_db()
-            cells = [c for c in schedule.progress(run) if "target" in c]
+            cells = [c for c in runs.progress(run) if "target" in c]
             bar.total = max(1, sum(c["target"] for c in cells))
             bar.n = sum(min(c["done"], c["target"]) for c in cells)
             bar.set_postfix(failures=sum(c["failures"] for c in cells), status=run.status)
@@ -186,8 +186,8 @@ def follow(run: Run, out, interval: float = 0.5) -> None:
 
 def summary(run: Run) -> str:
     lines = [f"Run {run.id}: {run.status}"]
-    lines += [f"  stopped {note}" for note in schedule.chain_notes(run)]
-    for cell in schedule.progress(run):
+    lines += [f"  stopped {note}" for note in runs.chain_notes(run)]
+    for cell in runs.progress(run):
         if "refusal" in cell:
             lines.append(f"  {cell['provider']:<12} {cell['benchmark']:<20} {cell['refusal']}")
         else:

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from boxbench.models import Evidence, Outcome, RunStatus, Trial, TrialState
-from runner import recovery, schedule, store, tasks
+from runner import recovery, runs, schedule, store, tasks
 from runner.lifecycle import TrialResult
 from runner.plan import plan_run
 from runner.providers.base import SandboxSpec
@@ -115,7 +115,7 @@ def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
     assert lifecycle["cleanup_verified"] is True and len(report.destroyed) == 1
     assert local.list_sandboxes() == [] and report.errors == []
     assert not Trial.objects.filter(state=TrialState.RUNNING).exists()
-    schedule.cancel_run(run)
+    runs.cancel_run(run)
     assert run.status == RunStatus.CANCELLED
     # django-q2 hands the lost chain task out again after `retry`: it must find nothing to do.
     schedule.execute_chain(run.pk, "local")
@@ -170,7 +170,7 @@ def test_it_finishes_a_cancelling_run_once_its_last_orphan_ends(chain_provider, 
     run = plan("create", trials=2)
     run.transition(RunStatus.RUNNING)
     claim(run.trials.order_by("seq").first(), minutes_ago=60)
-    schedule.cancel_run(run)
+    runs.cancel_run(run)
     assert run.status == RunStatus.CANCELLING  # waits for the running trial forever, until...
     report = recovery.recover_orphans()
     run.refresh_from_db()

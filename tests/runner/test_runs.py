@@ -11,7 +11,7 @@ from django.db import connection
 from django.urls import reverse
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
-from runner import schedule, store
+from runner import runs, schedule, store
 from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
@@ -116,7 +116,7 @@ def test_it_cancels_a_run_and_cleans_up_its_sandboxes(chain_provider, local):
     run = plan(trials=4)
     run.transition(RunStatus.RUNNING)
     local.create(SandboxSpec(1, 1024, batch_label(run.id, "local", "create", 1), 60))
-    assert schedule.cancel_run(run) == 1
+    assert runs.cancel_run(run) == 1
     assert run.status == RunStatus.CANCELLED and local.list_sandboxes() == []
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 4
 
@@ -205,7 +205,7 @@ def test_it_stops_a_chain_before_it_starts_when_the_account_is_busy(chain_provid
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 2
     before = run.manifest["live_sandboxes"]["local"]["before_chain"]
     assert before["others"] == 1 and before["other_ids"] == [stray.id]
-    [note] = schedule.chain_notes(run)
+    [note] = runs.chain_notes(run)
     assert f"local: the account holds 1 other live sandbox(es) ({stray.id})" in note
     assert "--allow-busy-account" in note
 
@@ -332,6 +332,6 @@ def test_no_adapter_exception_kills_a_chain(chain_provider, local):
     chain_provider(FaultyProvider(local, crash=("list", RuntimeError("api down"))))
     unlisted = start(plan(trials=1))
     assert unlisted.status == RunStatus.COMPLETED
-    assert schedule.chain_notes(unlisted) == [
+    assert runs.chain_notes(unlisted) == [
         "local: the account's live sandboxes could not be listed: RuntimeError: api down"
     ]
