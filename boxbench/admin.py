@@ -76,7 +76,7 @@ class RunAdmin(admin.ModelAdmin):
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
 
-    # Starting, watching and cancelling runs (runner/schedule.py does the work).
+    # Starting, watching and cancelling runs (runner/plan.py, tasks.py and runs.py do the work).
 
     def get_urls(self):
         start = self.admin_site.admin_view(self.start_view)

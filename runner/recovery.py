@@ -6,7 +6,7 @@ and destroy limits plus a margin for readiness, probes and cleanup checks). It i
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
 failure, owner unknown, cause "cut short: worker lost", and the lifecycle evidence flags
 `cut_short` / `outcome_unknown` that runner/store.py writes (an unknown outcome stops refilling
-for that provider: schedule.Chain reads the stored flag). Its batch's sandboxes are then
+for that provider: chain.Chain reads the stored flag). Its batch's sandboxes are then
 destroyed through the provider and confirmed gone.
 
 The trial is written first, conditional on it still running, so a worker that was only slow

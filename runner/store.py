@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Run, Trial, TrialState, Unit
+from boxbench.models import Evidence, Measurement, Outcome, Run, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 
 
@@ -179,3 +180,98 @@ def trial_states(run) -> list[tuple[str, str, str, str]]:
             "provider__slug", "benchmark__slug", "state", "outcome"
         )
     )
+
+
+# -- a provider's chain -------------------------------------------------------------------------
+
+
+def run_status(run_id) -> str | None:
+    """The run's status as stored now (another process may have cancelled it)."""
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
+    """The batch's queued trials of one provider, in seq order, with their units."""
+    return list(
+        Trial.objects.filter(run=run, provider__slug=provider, batch=batch, state=TrialState.QUEUED)
+        .select_related("unit")
+        .order_by("seq")
+    )
+
+
+def chain_trials(run, provider: str) -> list[Trial]:
+    """Every trial of one provider's chain, with its benchmark and unit."""
+    return list(
+        Trial.objects.filter(run=run, provider__slug=provider).select_related("benchmark", "unit")
+    )
+
+
+def replaced_trial_ids(run) -> set:
+    """Ids of the run's trials that a top-up trial already replaces."""
+    return set(
+        Trial.objects.filter(run=run, replaces__isnull=False).values_list("replaces_id", flat=True)
+    )
+
+
+def last_seq(run, low: int, high: int) -> int | None:
+    """The highest seq of the run's trials in (low, high], or None when there is none."""
+    return (
+        Trial.objects.filter(run=run, seq__gt=low, seq__lte=high)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+
+
+def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, batch: str) -> None:
+    """Queue one top-up trial for each failed trial, numbered from after_seq + 1."""
+    Trial.objects.bulk_create(
+        Trial(
+            run=run,
+            benchmark=old.benchmark,
+            unit=old.unit,
+            provider=old.provider,
+            round=round_no,
+            seq=after_seq + i,
+            attempt=old.attempt + 1,
+            replaces=old,
+            batch=batch,
+        )
+        for i, old in enumerate(failed, start=1)
+    )
+
+
+def outcome_unknown(run, provider: str) -> bool:
+    """A trial of this chain was cut short: its lifecycle evidence flags its outcome unknown."""
+    return Evidence.objects.filter(
+        trial__run=run,
+        trial__provider__slug=provider,
+        kind="lifecycle",
+        data__outcome_unknown=True,
+    ).exists()
+
+
+def successes(run, provider: str) -> int:
+    return Trial.objects.filter(run=run, provider__slug=provider, outcome=Outcome.SUCCESS).count()
+
+
+def spent_usd(run) -> float:
+    """What the run's trials have cost so far, over every provider."""
+    total = Trial.objects.filter(run=run).aggregate(total=Sum("cost_usd"))["total"]
+    return float(total or 0.0)
+
+
+def held_spans(run, batch: str) -> dict:
+    """{trial id: [(start, end)]} of the batch's sandbox-holding spans (lifecycle evidence)."""
+    held = {}
+    for trial_id, data in Evidence.objects.filter(
+        trial__run=run, trial__batch=batch, kind="lifecycle"
+    ).values_list("trial_id", "data"):
+        held[trial_id] = [tuple(span) for span in data.get("held", [])]
+    return held
+
+
+def set_in_flight(means: dict) -> None:
+    """Store each trial's mean number of other trials in flight ({trial id: mean})."""
+    for trial_id, mean in means.items():
+        Trial.objects.filter(pk=trial_id).update(in_flight=mean)

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from boxbench import results
 from boxbench.models import Run, RunStatus
-from runner import named_plans, runs, schedule, tasks
+from runner import chain, named_plans, runs, tasks
 from runner.plan import PlanError, plan_run
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
@@ -157,7 +157,7 @@ def _chain(run_id, slug):
     from django.db import connections
 
     try:
-        schedule.execute_chain(run_id, slug)
+        chain.execute_chain(run_id, slug)
     except Exception:  # noqa: BLE001 - execute_chain logged it and failed the run
         pass
     finally:

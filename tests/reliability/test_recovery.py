@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from boxbench.models import Evidence, Outcome, RunStatus, Trial, TrialState
-from runner import recovery, runs, schedule, store, tasks
+from runner import chain, recovery, runs, store, tasks
 from runner.lifecycle import TrialResult
 from runner.plan import plan_run
 from runner.providers.base import SandboxSpec
@@ -118,7 +118,7 @@ def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
     runs.cancel_run(run)
     assert run.status == RunStatus.CANCELLED
     # django-q2 hands the lost chain task out again after `retry`: it must find nothing to do.
-    schedule.execute_chain(run.pk, "local")
+    chain.execute_chain(run.pk, "local")
     assert run.trials.filter(state=TrialState.QUEUED).count() == 0
     assert local.list_sandboxes() == []
 
@@ -217,7 +217,7 @@ def test_a_redelivered_chain_runs_what_is_queued_but_never_refills_the_unknown_o
     lost, queued = run.trials.order_by("seq")
     claim(lost, minutes_ago=60)
     recovery.recover_orphans()
-    schedule.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
+    chain.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
     run.refresh_from_db()
     assert Trial.objects.get(pk=queued.pk).outcome == Outcome.SUCCESS
     assert not run.trials.filter(replaces=lost).exists()

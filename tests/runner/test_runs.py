@@ -11,7 +11,7 @@ from django.db import connection
 from django.urls import reverse
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
-from runner import runs, schedule, store
+from runner import chain, runs, store
 from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def start(run):
     run.transition(RunStatus.RUNNING)
-    schedule.execute_chain(run.pk, "local")
+    chain.execute_chain(run.pk, "local")
     run.refresh_from_db()
     return run
 

@@ -1,12 +1,10 @@
-"""Plan a run and execute one provider's chain of trials (common methodology, "Independence").
+"""Execute one provider's chain of trials of a planned run (common methodology, "Independence").
 
-plan_run():     eligibility refusals before anything starts, a shuffled interleaved order per
-                provider with the seed in the manifest, one Trial row per planned attempt.
 execute_chain(): one provider on one job host: the live-sandbox check, the network-path baseline,
-                then each (benchmark, round) batch with `concurrency` workers, then top-up rounds
-                until a stop condition holds. A worker starts its next trial only after the previous
-                trial's sandboxes are confirmed gone. When the last chain ends, the run finishes and
-                its audit runs.
+then each (benchmark, round) batch with `concurrency` workers, then top-up rounds until a stop
+condition holds. A worker starts its next trial only after the previous trial's sandboxes are
+confirmed gone. When the last chain ends, the run finishes (runner/runs.py) and its audit runs.
+Every read and write goes through runner/store.py.
 """
 
 from __future__ import annotations
@@ -21,10 +19,8 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import close_old_connections, connections
-from django.db.models import Sum
 
 from boxbench.models import (
-    Evidence,
     Outcome,
     Run,
     RunStatus,
@@ -42,9 +38,6 @@ REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
 
 # Tests replace this: the lifecycle's limits.
 lifecycle_limits = Limits()
-
-
-# -- executing a chain ------------------------------------------------------------------
 
 
 class CreateSpacer:
@@ -141,20 +134,14 @@ class Chain:
         return None
 
     def _cancelled(self) -> bool:
-        status = Run.objects.filter(pk=self.run.pk).values_list("status", flat=True).first()
+        status = store.run_status(self.run.pk)
         return status != RunStatus.RUNNING
 
     # One batch: a (benchmark, round) block ----------------------------------------------------
 
     def run_batch(self, benchmark: str, round_no: int) -> None:
         label = batch_label(self.run.id, self.slug, benchmark, round_no)
-        queued = list(
-            Trial.objects.filter(
-                run=self.run, provider__slug=self.slug, batch=label, state=TrialState.QUEUED
-            )
-            .select_related("unit")
-            .order_by("seq")
-        )
+        queued = store.queued_in_batch(self.run, self.slug, label)
         if not queued:
             return
         self._record_live(f"{label}:start")
@@ -304,17 +291,10 @@ class Chain:
     def _refill_plan(self) -> list:
         """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
         plan = []
-        trials = Trial.objects.filter(run=self.run, provider__slug=self.slug).select_related(
-            "benchmark", "unit"
-        )
         by_unit = defaultdict(list)
-        for trial in trials:
+        for trial in store.chain_trials(self.run, self.slug):
             by_unit[(trial.benchmark.slug, trial.unit.slug)].append(trial)
-        replaced = set(
-            Trial.objects.filter(run=self.run, replaces__isnull=False).values_list(
-                "replaces_id", flat=True
-            )
-        )
+        replaced = store.replaced_trial_ids(self.run)
         for (benchmark, unit), unit_trials in sorted(by_unit.items()):
             if (benchmark, unit) in self.stopped_units:
                 continue
@@ -333,58 +313,27 @@ class Chain:
 
     def _queue_replacements(self, benchmark, unit_slug, failed, round_no) -> None:
         base = self.info["seq_base"]
-        last = (
-            Trial.objects.filter(run=self.run, seq__gt=base, seq__lte=base + SEQ_BLOCK - 1)
-            .order_by("-seq")
-            .values_list("seq", flat=True)
-            .first()
-        ) or base
-        Trial.objects.bulk_create(
-            Trial(
-                run=self.run,
-                benchmark=old.benchmark,
-                unit=old.unit,
-                provider=old.provider,
-                round=round_no,
-                seq=last + i,
-                attempt=old.attempt + 1,
-                replaces=old,
-                batch=batch_label(self.run.id, self.slug, benchmark, round_no),
-            )
-            for i, old in enumerate(failed, start=1)
-        )
+        last = store.last_seq(self.run, base, base + SEQ_BLOCK - 1) or base
+        label = batch_label(self.run.id, self.slug, benchmark, round_no)
+        store.queue_replacements(self.run, failed, round_no, last, label)
 
     def _outcome_unknown(self) -> str | None:
         """A trial of this chain was cut short (by its limit, or recovered after its worker was
         lost): its outcome is unknown, so refilling stops. Read from the stored flag, not memory,
         so trials ended by runner/recovery.py count too."""
-        flagged = Evidence.objects.filter(
-            trial__run=self.run,
-            trial__provider__slug=self.slug,
-            kind="lifecycle",
-            data__outcome_unknown=True,
-        ).exists()
+        flagged = store.outcome_unknown(self.run, self.slug)
         return "a trial was cut short, so its outcome is unknown" if flagged else None
 
     def _successes(self) -> int:
-        return Trial.objects.filter(
-            run=self.run, provider__slug=self.slug, outcome=Outcome.SUCCESS
-        ).count()
+        return store.successes(self.run, self.slug)
 
     def _spent_usd(self) -> float:
-        total = Trial.objects.filter(run=self.run).aggregate(total=Sum("cost_usd"))["total"]
-        return float(total or 0.0)
+        return store.spent_usd(self.run)
 
     # Bookkeeping -------------------------------------------------------------------------------
 
     def _store_in_flight(self, label: str) -> None:
-        held = {}
-        for trial_id, data in Evidence.objects.filter(
-            trial__run=self.run, trial__batch=label, kind="lifecycle"
-        ).values_list("trial_id", "data"):
-            held[trial_id] = [tuple(span) for span in data.get("held", [])]
-        for trial_id, mean in rules.in_flight_means(held).items():
-            Trial.objects.filter(pk=trial_id).update(in_flight=mean)
+        store.set_in_flight(rules.in_flight_means(store.held_spans(self.run, label)))
 
     def _record_live(self, moment: str) -> dict:
         """Other live sandboxes in the account (not this run's), checked outside timed steps."""
@@ -464,7 +413,7 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
 
 def execute_chain(run_id, provider_slug: str) -> None:
     """Run one provider's chain, then finish the run if it was the last chain."""
-    run = Run.objects.get(pk=run_id)
+    run = store.get_run(run_id)
     if run.status != RunStatus.RUNNING:
         log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
         store.update_manifest(
