@@ -411,8 +411,11 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
     }
 
 
-def execute_chain(run_id, provider_slug: str) -> None:
-    """Run one provider's chain, then finish the run if it was the last chain."""
+def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
+    """Run one provider's chain, then finish the run if it was the last chain.
+
+    `inline`: the run's audit task, if this chain ends the run, runs in this process too.
+    """
     run = store.get_run(run_id)
     if run.status != RunStatus.RUNNING:
         log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
@@ -432,4 +435,4 @@ def execute_chain(run_id, provider_slug: str) -> None:
             )
             runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
             raise
-    runs.finish_if_done(run_id)
+    runs.finish_if_done(run_id, inline=inline)

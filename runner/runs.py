@@ -1,5 +1,5 @@
 """A run's state changes after planning: failing it, finishing it once every chain is done (then
-its audit), cancelling it with its sandboxes, and what the admin and CLI show of its progress.
+the audit task), cancelling it with its sandboxes, and what the admin and CLI show of its progress.
 Every read and write goes through runner/store.py; each status change is a RunTransition row
 (Run.transition).
 """
@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import logging
 
+from django_q.tasks import async_task
+
 from boxbench.models import Outcome, Run, RunStatus, TrialState
 from runner import adapters, rules, store
 from runner.plan import run_prefix
 
 log = logging.getLogger(__name__)
+
+AUDIT_TASK = "boxbench.tasks.audit_run"
 
 
 def fail_run(run_id, note: str) -> None:
@@ -22,8 +26,11 @@ def fail_run(run_id, note: str) -> None:
         store.cancel_queued(run, f"the run failed: {note[:200]}")
 
 
-def finish_if_done(run_id) -> bool:
-    """Move the run to its end state once every chain is done, then audit it."""
+def finish_if_done(run_id, *, inline: bool = False) -> bool:
+    """Move the run to its end state once every chain is done, then enqueue its audit.
+
+    `inline` runs the audit task in this process (`bench run --inline`: no queue serves it).
+    """
     with store.locked_run(run_id) as run:
         chains = run.manifest.get("chains", {})
         chains_done = all(chain.get("status") == "done" for chain in chains.values())
@@ -38,16 +45,18 @@ def finish_if_done(run_id) -> bool:
         else:
             return False
     if run.status == RunStatus.COMPLETED:
-        audit_run(run)
+        enqueue_audit(run, inline=inline)
     return True
 
 
-def audit_run(run: Run) -> None:
-    """Run and store the statistical audit (boxbench.results.run_audit, over stats.audit)."""
-    from boxbench import results
-
+def enqueue_audit(run: Run, *, inline: bool = False) -> None:
+    """The statistical audit is a task of its own, named, so the runner never imports it."""
+    # Only an explicit True: sync=False would override the queue's own sync setting (tests).
+    options = {"sync": True} if inline else {}
     try:
-        results.run_audit(run)
+        async_task(
+            AUDIT_TASK, str(run.id), task_name=f"audit run {run.id}", group=str(run.id), **options
+        )
     except Exception:  # the run's data stays; the audit can be re-run with `bench audit`
         log.exception("the audit of run %s failed; re-run it with `bench audit %s`", run.id, run.id)
 

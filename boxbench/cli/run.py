@@ -157,7 +157,7 @@ def _chain(run_id, slug):
     from django.db import connections
 
     try:
-        chain.execute_chain(run_id, slug)
+        chain.execute_chain(run_id, slug, inline=True)
     except Exception:  # noqa: BLE001 - execute_chain logged it and failed the run
         pass
     finally:

@@ -59,7 +59,7 @@ def test_it_claims_a_trial_once_even_if_delivered_twice(chain_provider):
     assert Trial.objects.get(pk=trial.pk).job_host == "host-a"
 
 
-def test_it_runs_a_chain_to_an_audited_completed_run(chain_provider):
+def test_it_runs_a_chain_to_an_audited_completed_run(chain_provider, sync_queue):
     run = start(plan(trials=4, concurrency=workers()))
     assert run.status == RunStatus.COMPLETED and run.audit_report is not None
     trials = list(run.trials.order_by("seq"))
@@ -126,6 +126,31 @@ def sync_queue(monkeypatch):
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
+
+
+def test_it_enqueues_the_audit_by_name_when_the_last_chain_ends(chain_provider):
+    from django_q.brokers import get_broker
+    from django_q.signing import SignedPackage
+
+    run = start(plan(trials=1))
+    assert run.status == RunStatus.COMPLETED and run.audit_report is None  # no worker yet
+    [(_, package)] = get_broker().dequeue()
+    task = SignedPackage.loads(package)
+    assert task["func"] == "boxbench.tasks.audit_run" and task["args"] == (str(run.pk),)
+
+
+def test_a_failed_audit_leaves_the_run_completed_and_says_how_to_audit_it_again(
+    chain_provider, sync_queue, monkeypatch, caplog
+):
+    from boxbench import tasks as web_tasks
+
+    def broken(run):
+        raise RuntimeError("no statistics today")
+
+    monkeypatch.setattr(web_tasks, "run_audit", broken)
+    run = start(plan(trials=1))
+    assert run.status == RunStatus.COMPLETED and run.audit_report is None
+    assert f"re-run it with `bench audit {run.pk}`" in caplog.text
 
 
 def test_the_cli_runs_a_plan_through_the_sync_queue(chain_provider, sync_queue):
