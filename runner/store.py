@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Outcome, Run, Trial, TrialState, Unit
+from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 
 
@@ -275,3 +275,35 @@ def set_in_flight(means: dict) -> None:
     """Store each trial's mean number of other trials in flight ({trial id: mean})."""
     for trial_id, mean in means.items():
         Trial.objects.filter(pk=trial_id).update(in_flight=mean)
+
+
+# -- recovery -----------------------------------------------------------------------------------
+
+
+def running_trials() -> list[tuple]:
+    """(id, run id, provider, benchmark, batch, started_at) of every running trial, oldest first."""
+    return list(
+        Trial.objects.filter(state=TrialState.RUNNING)
+        .values_list("pk", "run_id", "provider__slug", "benchmark__slug", "batch", "started_at")
+        .order_by("started_at")
+    )
+
+
+def batches_in_use(batches: list[str]) -> set[tuple[str, str]]:
+    """(provider, batch) of these batches that a running trial still uses."""
+    return set(
+        Trial.objects.filter(state=TrialState.RUNNING, batch__in=batches).values_list(
+            "provider__slug", "batch"
+        )
+    )
+
+
+def mark_cleanup_verified(trial_ids: list[str]) -> None:
+    """Record on each trial's lifecycle evidence that its sandboxes are confirmed gone."""
+    for evidence in Evidence.objects.filter(trial_id__in=trial_ids, kind="lifecycle"):
+        evidence.data["cleanup_verified"] = True
+        evidence.save(update_fields=["data"])
+
+
+def run_is_cancelling(run_id) -> bool:
+    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists()
