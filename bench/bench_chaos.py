@@ -31,11 +31,11 @@ def fill(total: int, orphans: int) -> None:
     from django.utils import timezone
 
     from boxbench.models import RunStatus, Trial, TrialState
-    from runner import schedule
+    from runner.plan import plan_run
 
     started = time.monotonic()
     for index in range(max(1, total // PER_RUN)):
-        run = schedule.plan_run(
+        run = plan_run(
             f"chaos {index}", benchmarks=["create"], providers=["local"], trials=PER_RUN, seed=index
         )
         run.transition(RunStatus.RUNNING)

@@ -9,9 +9,10 @@ from django.utils.html import format_html, format_html_join
 
 from boxbench import models, results
 from boxbench.models import RunStatus
-from runner import schedule, tasks
+from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
+from runner.plan import PlanError, plan_run
 
 
 @admin.register(models.Provider)
@@ -75,7 +76,7 @@ class RunAdmin(admin.ModelAdmin):
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
 
-    # Starting, watching and cancelling runs (runner/schedule.py does the work).
+    # Starting, watching and cancelling runs (runner/plan.py, tasks.py and runs.py do the work).
 
     def get_urls(self):
         start = self.admin_site.admin_view(self.start_view)
@@ -91,7 +92,7 @@ class RunAdmin(admin.ModelAdmin):
         form = StartRunForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
-                run = schedule.plan_run(
+                run = plan_run(
                     form.cleaned_data["name"],
                     benchmarks=form.cleaned_data["benchmarks"],
                     providers=form.cleaned_data["providers"],
@@ -100,7 +101,7 @@ class RunAdmin(admin.ModelAdmin):
                     allow_busy_account=form.cleaned_data["allow_busy_account"],
                     actor=request.user,
                 )
-            except schedule.PlanError as exc:
+            except PlanError as exc:
                 form.add_error(None, str(exc))
             else:
                 tasks.start_run(run)
@@ -118,7 +119,7 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="Progress per provider and benchmark")
     def progress(self, run):
         rows = []
-        for cell in schedule.progress(run):
+        for cell in runs.progress(run):
             if "refusal" in cell:
                 status = f"{cell['refusal']} (missing {cell['missing']})"
                 rows.append((cell["provider"], cell["benchmark"], status, "", ""))
@@ -132,7 +133,7 @@ class RunAdmin(admin.ModelAdmin):
                         cell["queued"] + cell["running"],
                     )
                 )
-        notes = format_html_join("", "<p>{}</p>", ((n,) for n in schedule.chain_notes(run)))
+        notes = format_html_join("", "<p>{}</p>", ((n,) for n in runs.chain_notes(run)))
         if not rows:
             return format_html("{}No trials.", notes)
         body = format_html_join(
@@ -153,7 +154,7 @@ class RunAdmin(admin.ModelAdmin):
                     request, f"{run.name} is {run.status}: nothing to cancel.", messages.WARNING
                 )
                 continue
-            removed = schedule.cancel_run(run, actor=request.user)
+            removed = runs.cancel_run(run, actor=request.user)
             self.message_user(request, f"{run.name}: {run.status}, {removed} sandbox(es) removed.")
 
 

@@ -6,7 +6,7 @@ and destroy limits plus a margin for readiness, probes and cleanup checks). It i
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
 failure, owner unknown, cause "cut short: worker lost", and the lifecycle evidence flags
 `cut_short` / `outcome_unknown` that runner/store.py writes (an unknown outcome stops refilling
-for that provider: schedule.Chain reads the stored flag). Its batch's sandboxes are then
+for that provider: chain.Chain reads the stored flag). Its batch's sandboxes are then
 destroyed through the provider and confirmed gone.
 
 The trial is written first, conditional on it still running, so a worker that was only slow
@@ -29,8 +29,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
-from runner import schedule, store
+from runner import adapters, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import EvidenceRecord, TrialResult
 
@@ -92,12 +91,7 @@ def find_orphans(max_age: timedelta | None = None, now: datetime | None = None) 
     now = now or timezone.now()
     modules = all_benchmarks()
     found = []
-    running = (
-        Trial.objects.filter(state=TrialState.RUNNING)
-        .values_list("pk", "run_id", "provider__slug", "benchmark__slug", "batch", "started_at")
-        .order_by("started_at")
-    )
-    for pk, run_id, provider, benchmark, batch, started_at in running:
+    for pk, run_id, provider, benchmark, batch, started_at in store.running_trials():
         limit = max_age if max_age is not None else trial_limit(benchmark, modules)
         # claim_trial always sets started_at: a running trial without one was not claimed by
         # this runner and cannot be followed by anyone.
@@ -127,7 +121,7 @@ def recover_orphans(
         return report
     for orphan in report.orphans:
         orphan.recovered = _end_trial(orphan, now)
-    _destroy_sandboxes(report, provider_factory or schedule.provider_factory)
+    _destroy_sandboxes(report, provider_factory or adapters.provider_factory)
     for run_id in sorted({o.run_id for o in report.recovered}):
         if _finish_cancelling_run(run_id):
             report.runs_finished.append(run_id)
@@ -176,11 +170,7 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> No
     for orphan in report.recovered:
         if orphan.batch:
             batches[orphan.provider].add(orphan.batch)
-    still_used = set(
-        Trial.objects.filter(state=TrialState.RUNNING, batch__in=_flatten(batches)).values_list(
-            "provider__slug", "batch"
-        )
-    )
+    still_used = store.batches_in_use(_flatten(batches))
     for provider_slug, labels in sorted(batches.items()):
         deferred = sorted(b for b in labels if (provider_slug, b) in still_used)
         report.deferred += [f"{provider_slug} {b}" for b in deferred]
@@ -208,7 +198,8 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> No
                 verified[sandbox.label] = False
                 continue
             report.destroyed.append(name)
-        _mark_cleanup_verified(
+        # Record on each recovered trial that its batch's sandboxes are confirmed gone.
+        store.mark_cleanup_verified(
             [o.trial_id for o in report.recovered if verified.get(o.batch) is True]
         )
 
@@ -224,18 +215,11 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> 
     return True
 
 
-def _mark_cleanup_verified(trial_ids: list[str]) -> None:
-    """Record on each recovered trial that its batch's sandboxes are confirmed gone."""
-    for evidence in Evidence.objects.filter(trial_id__in=trial_ids, kind="lifecycle"):
-        evidence.data["cleanup_verified"] = True
-        evidence.save(update_fields=["data"])
-
-
 def _finish_cancelling_run(run_id: str) -> bool:
     """A cancelled run waits for its running trials to end: recovery may have ended the last."""
-    if not Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists():
+    if not store.run_is_cancelling(run_id):
         return False
-    return schedule.finish_if_done(run_id)
+    return runs.finish_if_done(run_id)
 
 
 def _flatten(batches: dict) -> list[str]:

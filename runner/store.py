@@ -1,4 +1,6 @@
-"""The narrow interface through which the runner writes trials.
+"""The narrow interface through which the runner reads and writes the database: every query and
+write of planning, chains, run state changes and recovery is a function here, named for what it
+does.
 
 A trial is claimed by a conditional UPDATE (queued -> running) that must change exactly one row, so
 a task delivered twice runs it once. A finished trial is written with its measurements and
@@ -7,10 +9,15 @@ evidence in one transaction, and only while it is still running: no half-written
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Trial, TrialState
+from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 
 
@@ -78,3 +85,225 @@ def cancel_queued(run, reason: str, **filters) -> int:
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
         state=TrialState.CANCELLED, cause=reason
     )
+
+
+# -- planning -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedBlock:
+    """One (benchmark, round) block of a provider's chain: `per_unit` trials of each unit."""
+
+    benchmark: object  # the Benchmark row
+    round: int
+    per_unit: int
+    units: list[str]  # the planned unit slugs
+    batch: str
+
+
+@dataclass(frozen=True)
+class PlannedChain:
+    provider: object  # the Provider row
+    seq_base: int  # its trials take seq_base + 1, + 2, ... in block order
+    blocks: list[PlannedBlock]
+
+
+def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedChain]) -> Run:
+    """Create a planned run with one queued Trial per planned attempt, in one transaction."""
+    with transaction.atomic():
+        run = Run.objects.create(id=run_id, name=name, manifest=manifest, created_by=actor)
+        rows = []
+        for chain in chains:
+            seq = chain.seq_base
+            for block in chain.blocks:
+                # The planned units only: rows of retired units stay for old runs.
+                units = list(
+                    Unit.objects.filter(benchmark=block.benchmark, slug__in=block.units).order_by(
+                        "slug"
+                    )
+                )
+                for _ in range(block.per_unit):
+                    for unit in units:
+                        seq += 1
+                        rows.append(
+                            Trial(
+                                run=run,
+                                benchmark=block.benchmark,
+                                unit=unit,
+                                provider=chain.provider,
+                                round=block.round,
+                                seq=seq,
+                                batch=block.batch,
+                            )
+                        )
+        Trial.objects.bulk_create(rows)
+    return run
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def get_run(run_id) -> Run:
+    return Run.objects.get(pk=run_id)
+
+
+@contextmanager
+def locked_run(run_id) -> Iterator[Run]:
+    """The run with its row locked until the block ends, in one transaction."""
+    with transaction.atomic():
+        yield Run.objects.select_for_update().get(pk=run_id)
+
+
+def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
+    """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
+    with locked_run(run_id) as run:
+        change(run.manifest)
+        Run.objects.filter(pk=run_id).update(manifest=run.manifest)
+    return run.manifest
+
+
+def has_running_trials(run) -> bool:
+    return Trial.objects.filter(run=run, state=TrialState.RUNNING).exists()
+
+
+def running_batches(run) -> set[str]:
+    """Batch labels of the run's running trials: their sandboxes are still in use."""
+    return set(
+        Trial.objects.filter(run=run, state=TrialState.RUNNING).values_list("batch", flat=True)
+    )
+
+
+def trial_states(run) -> list[tuple[str, str, str, str]]:
+    """(provider, benchmark, state, outcome) of every trial of the run."""
+    return list(
+        Trial.objects.filter(run=run).values_list(
+            "provider__slug", "benchmark__slug", "state", "outcome"
+        )
+    )
+
+
+# -- a provider's chain -------------------------------------------------------------------------
+
+
+def run_status(run_id) -> str | None:
+    """The run's status as stored now (another process may have cancelled it)."""
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
+    """The batch's queued trials of one provider, in seq order, with their units."""
+    return list(
+        Trial.objects.filter(run=run, provider__slug=provider, batch=batch, state=TrialState.QUEUED)
+        .select_related("unit")
+        .order_by("seq")
+    )
+
+
+def chain_trials(run, provider: str) -> list[Trial]:
+    """Every trial of one provider's chain, with its benchmark and unit."""
+    return list(
+        Trial.objects.filter(run=run, provider__slug=provider).select_related("benchmark", "unit")
+    )
+
+
+def replaced_trial_ids(run) -> set:
+    """Ids of the run's trials that a top-up trial already replaces."""
+    return set(
+        Trial.objects.filter(run=run, replaces__isnull=False).values_list("replaces_id", flat=True)
+    )
+
+
+def last_seq(run, low: int, high: int) -> int | None:
+    """The highest seq of the run's trials in (low, high], or None when there is none."""
+    return (
+        Trial.objects.filter(run=run, seq__gt=low, seq__lte=high)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+
+
+def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, batch: str) -> None:
+    """Queue one top-up trial for each failed trial, numbered from after_seq + 1."""
+    Trial.objects.bulk_create(
+        Trial(
+            run=run,
+            benchmark=old.benchmark,
+            unit=old.unit,
+            provider=old.provider,
+            round=round_no,
+            seq=after_seq + i,
+            attempt=old.attempt + 1,
+            replaces=old,
+            batch=batch,
+        )
+        for i, old in enumerate(failed, start=1)
+    )
+
+
+def outcome_unknown(run, provider: str) -> bool:
+    """A trial of this chain was cut short: its lifecycle evidence flags its outcome unknown."""
+    return Evidence.objects.filter(
+        trial__run=run,
+        trial__provider__slug=provider,
+        kind="lifecycle",
+        data__outcome_unknown=True,
+    ).exists()
+
+
+def successes(run, provider: str) -> int:
+    return Trial.objects.filter(run=run, provider__slug=provider, outcome=Outcome.SUCCESS).count()
+
+
+def spent_usd(run) -> float:
+    """What the run's trials have cost so far, over every provider."""
+    total = Trial.objects.filter(run=run).aggregate(total=Sum("cost_usd"))["total"]
+    return float(total or 0.0)
+
+
+def held_spans(run, batch: str) -> dict:
+    """{trial id: [(start, end)]} of the batch's sandbox-holding spans (lifecycle evidence)."""
+    held = {}
+    for trial_id, data in Evidence.objects.filter(
+        trial__run=run, trial__batch=batch, kind="lifecycle"
+    ).values_list("trial_id", "data"):
+        held[trial_id] = [tuple(span) for span in data.get("held", [])]
+    return held
+
+
+def set_in_flight(means: dict) -> None:
+    """Store each trial's mean number of other trials in flight ({trial id: mean})."""
+    for trial_id, mean in means.items():
+        Trial.objects.filter(pk=trial_id).update(in_flight=mean)
+
+
+# -- recovery -----------------------------------------------------------------------------------
+
+
+def running_trials() -> list[tuple]:
+    """(id, run id, provider, benchmark, batch, started_at) of every running trial, oldest first."""
+    return list(
+        Trial.objects.filter(state=TrialState.RUNNING)
+        .values_list("pk", "run_id", "provider__slug", "benchmark__slug", "batch", "started_at")
+        .order_by("started_at")
+    )
+
+
+def batches_in_use(batches: list[str]) -> set[tuple[str, str]]:
+    """(provider, batch) of these batches that a running trial still uses."""
+    return set(
+        Trial.objects.filter(state=TrialState.RUNNING, batch__in=batches).values_list(
+            "provider__slug", "batch"
+        )
+    )
+
+
+def mark_cleanup_verified(trial_ids: list[str]) -> None:
+    """Record on each trial's lifecycle evidence that its sandboxes are confirmed gone."""
+    for evidence in Evidence.objects.filter(trial_id__in=trial_ids, kind="lifecycle"):
+        evidence.data["cleanup_verified"] = True
+        evidence.save(update_fields=["data"])
+
+
+def run_is_cancelling(run_id) -> bool:
+    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists()

@@ -11,7 +11,7 @@ from django.conf import settings
 from django_q.tasks import async_task
 
 from boxbench.models import Run, RunStatus
-from runner import schedule
+from runner import chain
 
 
 def cluster_for(job_host: str) -> str:
@@ -36,4 +36,4 @@ def start_run(run: Run) -> None:
 
 
 def run_chain(run_id: str, provider_slug: str) -> None:
-    schedule.execute_chain(run_id, provider_slug)
+    chain.execute_chain(run_id, provider_slug)

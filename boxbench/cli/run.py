@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 from boxbench import results
 from boxbench.models import Run, RunStatus
-from runner import plans, schedule, tasks
+from runner import chain, named_plans, runs, tasks
+from runner.plan import PlanError, plan_run
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -23,8 +24,8 @@ END_STATES = (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED)
 def add_arguments(parser):
     parser.add_argument(
         "--plan",
-        choices=sorted(plans.PLANS),
-        help="A named plan (runner/plans.py): its benchmarks, units, trials and concurrency.",
+        choices=sorted(named_plans.PLANS),
+        help="A named plan (runner/named_plans.py): its benchmarks, units, trials and concurrency.",
     )
     parser.add_argument(
         "--benchmark", action="append", help="Benchmark slug (repeatable or comma-separated)."
@@ -78,11 +79,11 @@ def handle(options, out):
         job_hosts[provider] = host
     name = options.get("name") or time.strftime("run %Y-%m-%d %H:%M:%S")
     benchmarks = _names(options.get("benchmark"))
-    plan = plans.get_plan(options["plan"]) if options.get("plan") else None
+    plan = named_plans.get_plan(options["plan"]) if options.get("plan") else None
     if plan and benchmarks:
         raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
     try:
-        run = schedule.plan_run(
+        run = plan_run(
             name,
             benchmarks=list(plan.benchmarks) if plan else benchmarks,
             units=plan.units if plan else None,
@@ -95,7 +96,7 @@ def handle(options, out):
             refill_minutes=options["refill_minutes"],
             allow_busy_account=options.get("allow_busy_account", False),
         )
-    except schedule.PlanError as exc:
+    except PlanError as exc:
         raise CommandError(str(exc)) from None
     out.write(f"Run {run.id} ({run.name}), seed {run.manifest['seed']}")
     for refusal in run.manifest["refusals"]:
@@ -156,7 +157,7 @@ def _chain(run_id, slug):
     from django.db import connections
 
     try:
-        schedule.execute_chain(run_id, slug)
+        chain.execute_chain(run_id, slug, inline=True)
     except Exception:  # noqa: BLE001 - execute_chain logged it and failed the run
         pass
     finally:
@@ -171,7 +172,7 @@ def follow(run: Run, out, interval: float = 0.5) -> None:
     try:
         while True:
             run.refresh_from_db()
-            cells = [c for c in schedule.progress(run) if "target" in c]
+            cells = [c for c in runs.progress(run) if "target" in c]
             bar.total = max(1, sum(c["target"] for c in cells))
             bar.n = sum(min(c["done"], c["target"]) for c in cells)
             bar.set_postfix(failures=sum(c["failures"] for c in cells), status=run.status)
@@ -185,8 +186,8 @@ def follow(run: Run, out, interval: float = 0.5) -> None:
 
 def summary(run: Run) -> str:
     lines = [f"Run {run.id}: {run.status}"]
-    lines += [f"  stopped {note}" for note in schedule.chain_notes(run)]
-    for cell in schedule.progress(run):
+    lines += [f"  stopped {note}" for note in runs.chain_notes(run)]
+    for cell in runs.progress(run):
         if "refusal" in cell:
             lines.append(f"  {cell['provider']:<12} {cell['benchmark']:<20} {cell['refusal']}")
         else:

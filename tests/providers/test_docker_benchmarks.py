@@ -7,9 +7,9 @@ from runner import lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkDefinition
 from runner.declarations import get_declaration
-from runner.planning import refusals
 from runner.providers import adapter_class
 from runner.providers.base import Provider
+from runner.rules import refusals
 
 SANDBOX_OPERATIONS = sorted(
     slug

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from boxbench.models import Run, TrialState
-from runner import schedule
+from runner.plan import plan_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def wait_until(condition, timeout_s: float, what: str) -> None:
 def test_an_interrupted_raw_download_leaves_no_transaction_open(live_server):
     if connection.vendor != "postgresql":
         pytest.skip("the server's transaction is visible from here only on PostgreSQL")
-    run = schedule.plan_run(
+    run = plan_run(
         "big", benchmarks=["create"], providers=["local"], trials=3000, seed=1, concurrency=1
     )
     # 3,000 trials with 4 kB causes: about 13 MB, far more than the socket buffers hold.

@@ -12,8 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from boxbench import metrics
 from boxbench.models import Run, RunStatus, Trial, TrialState
-from runner import schedule, store
+from runner import store
 from runner.lifecycle import TrialResult
+from runner.plan import plan_run
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def parse(text: str) -> dict:
 
 
 def plan(trials=4):
-    return schedule.plan_run(
+    return plan_run(
         "metrics", benchmarks=["create"], providers=["local"], trials=trials, seed=1, concurrency=1
     )
 
@@ -57,7 +58,7 @@ def test_it_counts_runs_trials_queue_running_age_sandboxes_and_publishing():
     assert store.claim_trial(first.pk, "host-a") and store.claim_trial(second.pk, "host-a")
     Trial.objects.filter(pk=first.pk).update(started_at=timezone.now() - timedelta(minutes=7))
     store.save_result(second.pk, TrialResult(outcome="provider_failure", owner="provider"))
-    schedule.update_manifest(
+    store.update_manifest(
         running_run.pk,
         lambda m: m["live_sandboxes"].update(
             {"local": {"before_chain": {"others": 2, "own": 0, "at": "2026-01-01T00:00:00+00:00"},

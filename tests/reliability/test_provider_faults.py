@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from boxbench import metrics
 from boxbench.models import Outcome, RunStatus, TrialState
-from runner import schedule
+from runner import chain
+from runner.plan import plan_run
 from runner.providers.base import ProviderError
 from tests.runner.faults import FaultyProvider
 
@@ -39,11 +40,11 @@ def test_it_leaves_no_sandbox_after_one_cleanup_pass(chain_provider, local, monk
         LostCreates(local, lost=2, delay_s=0.3, create_errors=1, create_error_code="rate_limited",
                     destroy_errors=1)
     )  # fmt: skip
-    run = schedule.plan_run(
+    run = plan_run(
         "faults", benchmarks=["create"], providers=["local"], trials=4, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    schedule.execute_chain(run.pk, "local")
+    chain.execute_chain(run.pk, "local")
     run.refresh_from_db()
 
     assert run.status == RunStatus.COMPLETED

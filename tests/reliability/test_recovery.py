@@ -17,8 +17,9 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from boxbench.models import Evidence, Outcome, RunStatus, Trial, TrialState
-from runner import recovery, schedule, store, tasks
+from runner import chain, recovery, runs, store, tasks
 from runner.lifecycle import TrialResult
+from runner.plan import plan_run
 from runner.providers.base import SandboxSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan(benchmark="create", trials=2):
-    run = schedule.plan_run(
+    run = plan_run(
         "chaos", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, concurrency=1
     )
     return run
@@ -114,10 +115,10 @@ def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
     assert lifecycle["cleanup_verified"] is True and len(report.destroyed) == 1
     assert local.list_sandboxes() == [] and report.errors == []
     assert not Trial.objects.filter(state=TrialState.RUNNING).exists()
-    schedule.cancel_run(run)
+    runs.cancel_run(run)
     assert run.status == RunStatus.CANCELLED
     # django-q2 hands the lost chain task out again after `retry`: it must find nothing to do.
-    schedule.execute_chain(run.pk, "local")
+    chain.execute_chain(run.pk, "local")
     assert run.trials.filter(state=TrialState.QUEUED).count() == 0
     assert local.list_sandboxes() == []
 
@@ -169,7 +170,7 @@ def test_it_finishes_a_cancelling_run_once_its_last_orphan_ends(chain_provider, 
     run = plan("create", trials=2)
     run.transition(RunStatus.RUNNING)
     claim(run.trials.order_by("seq").first(), minutes_ago=60)
-    schedule.cancel_run(run)
+    runs.cancel_run(run)
     assert run.status == RunStatus.CANCELLING  # waits for the running trial forever, until...
     report = recovery.recover_orphans()
     run.refresh_from_db()
@@ -216,7 +217,7 @@ def test_a_redelivered_chain_runs_what_is_queued_but_never_refills_the_unknown_o
     lost, queued = run.trials.order_by("seq")
     claim(lost, minutes_ago=60)
     recovery.recover_orphans()
-    schedule.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
+    chain.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
     run.refresh_from_db()
     assert Trial.objects.get(pk=queued.pk).outcome == Outcome.SUCCESS
     assert not run.trials.filter(replaces=lost).exists()

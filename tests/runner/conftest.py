@@ -1,6 +1,6 @@
 import pytest
 
-from runner import lifecycle, schedule
+from runner import adapters, chain, lifecycle
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
 
@@ -25,8 +25,8 @@ def local(tmp_path):
 def chain_provider(local, monkeypatch):
     """Make runs use `local` (optionally wrapped) with short lifecycle limits; returns a setter."""
     current = {"provider": local}
-    monkeypatch.setattr(schedule, "provider_factory", lambda slug: current["provider"])
-    monkeypatch.setattr(schedule, "lifecycle_limits", FAST)
+    monkeypatch.setattr(adapters, "provider_factory", lambda slug: current["provider"])
+    monkeypatch.setattr(chain, "lifecycle_limits", FAST)
 
     def use(provider):
         current["provider"] = provider

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from runner import planning
+from runner import rules
 from runner.benchmarks import all_benchmarks
 from runner.declarations import DeclarationError, get_declaration, load_declaration
 from runner.pricing import trial_cost_usd
@@ -67,51 +67,51 @@ def test_it_refuses_with_stable_codes_before_a_run_starts(tmp_path):
     ).replace("concurrent_sandboxes: 8", "concurrent_sandboxes: 2")
     declaration = load_declaration(write(tmp_path, narrow))
     upload = all_benchmarks()["file-upload"].DEFINITION
-    found = planning.refusals(declaration, upload, concurrency=4)
+    found = rules.refusals(declaration, upload, concurrency=4)
     assert [(r.code, r.label) for r in found] == [
         ("R401", "Not Supported"),
         ("R403", "Account Limit"),
     ]
     assert found[0].missing == "file_transfer"
     big = upload.__class__(**{**upload.__dict__, "cpus": 16, "memory_mib": 65536})
-    assert [r.code for r in planning.refusals(declaration, big, 1)][1] == "R402"
-    assert planning.refusals(get_declaration("local"), upload, 2) == []
+    assert [r.code for r in rules.refusals(declaration, big, 1)][1] == "R402"
+    assert rules.refusals(get_declaration("local"), upload, 2) == []
 
 
 def test_it_spreads_trials_over_four_rounds():
-    assert planning.split_rounds(20) == [5, 5, 5, 5]
-    assert planning.split_rounds(6) == [2, 2, 1, 1]
+    assert rules.split_rounds(20) == [5, 5, 5, 5]
+    assert rules.split_rounds(6) == [2, 2, 1, 1]
 
 
 def test_it_interleaves_a_shuffled_benchmark_order_reproducibly_from_the_seed():
     names = ["a", "b", "c", "d"]
-    order = planning.chain_order(names, random.Random(7))
-    assert order == planning.chain_order(names, random.Random(7))
+    order = rules.chain_order(names, random.Random(7))
+    assert order == rules.chain_order(names, random.Random(7))
     assert [r for _, r in order] == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 4
     assert [b for b, r in order if r == 1] == [b for b, r in order if r == 4]
 
 
 def test_it_measures_in_flight_as_a_time_weighted_mean_of_other_trials():
-    means = planning.in_flight_means({"a": [(0, 10)], "b": [(5, 10)], "c": [(20, 30)]})
+    means = rules.in_flight_means({"a": [(0, 10)], "b": [(5, 10)], "c": [(20, 30)]})
     assert means == {"a": 0.5, "b": 1.0, "c": 0.0}
 
 
 def test_it_stops_refilling_on_every_condition_of_the_spec():
-    state = planning.RefillState(target=5, started_at=0.0, time_limit_s=60, budget_usd=1.0)
-    assert planning.refill_stop_reason(state, 1.0, 0.0, None) is None
-    assert "cannot be replaced" in planning.refill_stop_reason(state, 1.0, 0.0, "cut short")
-    assert "time limit" in planning.refill_stop_reason(state, 61.0, 0.0, None)
-    assert "budget" in planning.refill_stop_reason(state, 1.0, 1.0, None)
+    state = rules.RefillState(target=5, started_at=0.0, time_limit_s=60, budget_usd=1.0)
+    assert rules.refill_stop_reason(state, 1.0, 0.0, None) is None
+    assert "cannot be replaced" in rules.refill_stop_reason(state, 1.0, 0.0, "cut short")
+    assert "time limit" in rules.refill_stop_reason(state, 61.0, 0.0, None)
+    assert "budget" in rules.refill_stop_reason(state, 1.0, 1.0, None)
     state.after_round(0)
-    assert planning.refill_stop_reason(state, 1.0, 0.0, None) is None
+    assert rules.refill_stop_reason(state, 1.0, 0.0, None) is None
     state.after_round(0)
-    assert "two refill rounds" in planning.refill_stop_reason(state, 1.0, 0.0, None)
+    assert "two refill rounds" in rules.refill_stop_reason(state, 1.0, 0.0, None)
 
 
 def test_it_never_lets_a_unit_take_more_than_2N_attempts():
-    assert planning.refills_for_unit(target=5, successes=2, attempts=5) == 3
-    assert planning.refills_for_unit(target=5, successes=2, attempts=9) == 1
-    assert planning.refills_for_unit(target=5, successes=5, attempts=6) == 0
+    assert rules.refills_for_unit(target=5, successes=2, attempts=5) == 3
+    assert rules.refills_for_unit(target=5, successes=2, attempts=9) == 1
+    assert rules.refills_for_unit(target=5, successes=5, attempts=6) == 0
 
 
 def test_it_bills_increments_minimums_and_per_sandbox_fees():

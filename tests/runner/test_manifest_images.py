@@ -3,7 +3,7 @@
 import pytest
 
 from boxbench import results
-from runner import schedule
+from runner.plan import plan_run
 from runner.providers.base import ProviderError
 from runner.providers.local import host_toolchain_identity
 from tests.runner.faults import FaultyProvider
@@ -54,7 +54,7 @@ def test_it_refuses_a_host_without_os_release(tmp_path):
 
 @pytest.mark.django_db
 def test_it_records_each_providers_image_in_the_manifest_at_plan_time(chain_provider, local):
-    run = schedule.plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    run = plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
     reference, digest = local.standard_image()
     assert run.manifest["images"] == {"local": {"reference": reference, "digest": digest}}
     # The results pages read the same entry.
@@ -65,7 +65,7 @@ def test_it_records_each_providers_image_in_the_manifest_at_plan_time(chain_prov
 @pytest.mark.django_db
 def test_it_records_why_an_image_is_unknown_without_refusing_the_plan(chain_provider, local):
     chain_provider(FaultyProvider(local))  # an adapter without standard_image()
-    run = schedule.plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    run = plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
     assert "names no standard image" in run.manifest["images"]["local"]["error"]
     assert results.image_digest(run.manifest, "create") == ""
 

@@ -11,7 +11,8 @@ from django.db import connection
 from django.urls import reverse
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
-from runner import schedule, store
+from runner import chain, runs, store
+from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
 
@@ -20,14 +21,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def start(run):
     run.transition(RunStatus.RUNNING)
-    schedule.execute_chain(run.pk, "local")
+    chain.execute_chain(run.pk, "local")
     run.refresh_from_db()
     return run
 
 
 def plan(benchmark="create", trials=4, **kwargs):
     kwargs.setdefault("concurrency", 1)
-    return schedule.plan_run(
+    return plan_run(
         "test", benchmarks=[benchmark], providers=["local"], trials=trials, seed=1, **kwargs
     )
 
@@ -39,14 +40,14 @@ def workers():
 
 def test_it_plans_rounds_and_records_the_seed_and_refusals(chain_provider):
     with pytest.raises(
-        schedule.PlanError,
+        PlanError,
         match=r"allows 8 concurrent sandboxes; create needs 9 \(9 parallel trials x 1 sandboxes",
     ):
         plan(trials=6, concurrency=9)  # R403: nothing else is eligible, so nothing is planned
     run = plan(trials=6, concurrency=2)
     assert run.manifest["seed"] == 1 and run.manifest["refusals"] == []
     assert sorted(run.trials.values_list("round", flat=True)) == [1, 1, 2, 2, 3, 4]
-    with pytest.raises(schedule.PlanError, match="unknown benchmark"):
+    with pytest.raises(PlanError, match="unknown benchmark"):
         plan(benchmark="nope")
 
 
@@ -58,7 +59,7 @@ def test_it_claims_a_trial_once_even_if_delivered_twice(chain_provider):
     assert Trial.objects.get(pk=trial.pk).job_host == "host-a"
 
 
-def test_it_runs_a_chain_to_an_audited_completed_run(chain_provider):
+def test_it_runs_a_chain_to_an_audited_completed_run(chain_provider, sync_queue):
     run = start(plan(trials=4, concurrency=workers()))
     assert run.status == RunStatus.COMPLETED and run.audit_report is not None
     trials = list(run.trials.order_by("seq"))
@@ -114,8 +115,8 @@ def test_it_stops_refilling_when_cleanup_cannot_be_verified(chain_provider, loca
 def test_it_cancels_a_run_and_cleans_up_its_sandboxes(chain_provider, local):
     run = plan(trials=4)
     run.transition(RunStatus.RUNNING)
-    local.create(SandboxSpec(1, 1024, schedule.batch_label(run.id, "local", "create", 1), 60))
-    assert schedule.cancel_run(run) == 1
+    local.create(SandboxSpec(1, 1024, batch_label(run.id, "local", "create", 1), 60))
+    assert runs.cancel_run(run) == 1
     assert run.status == RunStatus.CANCELLED and local.list_sandboxes() == []
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 4
 
@@ -125,6 +126,31 @@ def sync_queue(monkeypatch):
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
+
+
+def test_it_enqueues_the_audit_by_name_when_the_last_chain_ends(chain_provider):
+    from django_q.brokers import get_broker
+    from django_q.signing import SignedPackage
+
+    run = start(plan(trials=1))
+    assert run.status == RunStatus.COMPLETED and run.audit_report is None  # no worker yet
+    [(_, package)] = get_broker().dequeue()
+    task = SignedPackage.loads(package)
+    assert task["func"] == "boxbench.tasks.audit_run" and task["args"] == (str(run.pk),)
+
+
+def test_a_failed_audit_leaves_the_run_completed_and_says_how_to_audit_it_again(
+    chain_provider, sync_queue, monkeypatch, caplog
+):
+    from boxbench import tasks as web_tasks
+
+    def broken(run):
+        raise RuntimeError("no statistics today")
+
+    monkeypatch.setattr(web_tasks, "run_audit", broken)
+    run = start(plan(trials=1))
+    assert run.status == RunStatus.COMPLETED and run.audit_report is None
+    assert f"re-run it with `bench audit {run.pk}`" in caplog.text
 
 
 def test_the_cli_runs_a_plan_through_the_sync_queue(chain_provider, sync_queue):
@@ -204,7 +230,7 @@ def test_it_stops_a_chain_before_it_starts_when_the_account_is_busy(chain_provid
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 2
     before = run.manifest["live_sandboxes"]["local"]["before_chain"]
     assert before["others"] == 1 and before["other_ids"] == [stray.id]
-    [note] = schedule.chain_notes(run)
+    [note] = runs.chain_notes(run)
     assert f"local: the account holds 1 other live sandbox(es) ({stray.id})" in note
     assert "--allow-busy-account" in note
 
@@ -250,7 +276,7 @@ def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local
 
 def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider, settings):
     settings.RUNNER_CONCURRENCY, settings.RUNNER_JOB_HOST_CAP = 3, 16
-    run = schedule.plan_run(
+    run = plan_run(
         "parallel", benchmarks=["create", "deepswe"], providers=["local"], trials=1, seed=1
     )
     assert run.manifest["benchmarks"]["create"]["parallel_trials"] == 3  # declares none
@@ -260,21 +286,21 @@ def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider
 
     settings.RUNNER_JOB_HOST_CAP = 4
     units = ["six-ensure-bytearray", "toolz-dissoc-if"]
-    capped = schedule.plan_run(
+    capped = plan_run(
         "capped", benchmarks=["deepswe"], providers=["local"], trials=1, seed=1,
         units={"deepswe": units},
     )  # fmt: skip
     assert capped.manifest["benchmarks"]["deepswe"]["parallel_trials"] == 4
     assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
-    with pytest.raises(schedule.PlanError, match="unknown unit"):
-        schedule.plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
+    with pytest.raises(PlanError, match="unknown unit"):
+        plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
 
 
 def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
-    from runner.plans import get_plan
+    from runner.named_plans import get_plan
 
     default = get_plan("default")
-    run = schedule.plan_run(
+    run = plan_run(
         "default", benchmarks=list(default.benchmarks), units=default.units,
         providers=["local"], trials=default.trials, concurrency=default.concurrency, seed=1,
     )  # fmt: skip
@@ -331,6 +357,6 @@ def test_no_adapter_exception_kills_a_chain(chain_provider, local):
     chain_provider(FaultyProvider(local, crash=("list", RuntimeError("api down"))))
     unlisted = start(plan(trials=1))
     assert unlisted.status == RunStatus.COMPLETED
-    assert schedule.chain_notes(unlisted) == [
+    assert runs.chain_notes(unlisted) == [
         "local: the account's live sandboxes could not be listed: RuntimeError: api down"
     ]

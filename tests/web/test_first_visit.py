@@ -141,7 +141,7 @@ def test_it_still_hides_a_refused_run_from_visitors(client, imported_run):
 
 
 def _manifest() -> dict:
-    """A plan as runner.schedule records it: two providers, one of them refused Disk."""
+    """A plan as runner.plan records it: two providers, one of them refused Disk."""
     return {
         "benchmarks": {
             "create": {"trials_per_unit": 20, "units": ["create"]},

@@ -1,5 +1,5 @@
-"""Pure planning rules (no Django): eligibility refusals, rounds, shuffled interleaved order,
-in-flight tracking and the top-up stop conditions of the common methodology.
+"""The common methodology's pure rules (no Django): eligibility refusals, rounds, shuffled
+interleaved order, in-flight tracking and the top-up stop conditions.
 """
 
 from __future__ import annotations

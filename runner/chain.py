@@ -1,0 +1,438 @@
+"""Execute one provider's chain of trials of a planned run (common methodology, "Independence").
+
+execute_chain(): one provider on one job host: the live-sandbox check, the network-path baseline,
+then each (benchmark, round) batch with `concurrency` workers, then top-up rounds until a stop
+condition holds. A worker starts its next trial only after the previous trial's sandboxes are
+confirmed gone. When the last chain ends, the run finishes (runner/runs.py) and its audit runs.
+Every read and write goes through runner/store.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import statistics
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from boxbench.models import (
+    Outcome,
+    Run,
+    RunStatus,
+    Trial,
+    TrialState,
+)
+from runner import adapters, rules, runs, store
+from runner.benchmarks import all_benchmarks
+from runner.lifecycle import Limits, run_trial
+from runner.plan import SEQ_BLOCK, batch_label, run_prefix
+
+log = logging.getLogger(__name__)
+
+REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
+
+# Tests replace this: the lifecycle's limits.
+lifecycle_limits = Limits()
+
+
+class CreateSpacer:
+    """Spaces create calls to the provider's documented rate, outside every timed step."""
+
+    def __init__(self, rate_per_s: float | None):
+        self.interval = 1.0 / rate_per_s if rate_per_s else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+        self.waits = 0
+        self.waited_s = 0.0
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self._lock:
+            now = time.monotonic()
+            pause = max(0.0, self._next - now)
+            self._next = max(now, self._next) + self.interval
+        if pause:
+            self.waits += 1
+            self.waited_s += pause
+            time.sleep(pause)
+
+
+class Chain:
+    """One provider's trials of one run, executed on this job host."""
+
+    def __init__(self, run: Run, provider_slug: str):
+        self.run = run
+        self.slug = provider_slug
+        self.info = run.manifest["providers"][provider_slug]
+        self.provider = adapters.provider_factory(provider_slug)
+        self.modules = all_benchmarks()
+        self.spacer = CreateSpacer(self.info.get("create_rate_per_s"))
+        self.stopped_units: set[tuple[str, str]] = {
+            (b, u) for p, b, u in run.manifest.get("stopped_units", []) if p == provider_slug
+        }
+        self.unreplaceable: str | None = None
+        # Set when a trial's resources may still exist: no worker of this chain starts another.
+        self.halted: str | None = None
+        self._lock = threading.Lock()
+
+    # The whole chain ---------------------------------------------------------------------------
+
+    def execute(self) -> None:
+        self._set_chain_status("running")
+        busy = self._check_account()
+        if busy:
+            store.cancel_queued(
+                self.run, f"the chain did not start: {busy}", provider__slug=self.slug
+            )
+            store.update_manifest(
+                self.run.pk,
+                lambda m: m["chains"][self.slug].update(status="done", stopped=busy),
+            )
+            return
+        self._network_baseline()
+        for benchmark, round_no in self.run.manifest["chains"][self.slug]["order"]:
+            if self._cancelled() or self.halted:
+                break
+            self.run_batch(benchmark, round_no)
+        if self.halted:
+            halted = self.halted
+            store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
+            store.update_manifest(
+                self.run.pk, lambda m: m["chains"][self.slug].update(stopped=halted)
+            )
+        if not self._cancelled():
+            self.top_up()
+        self._record_spacing()
+        if self._cancelled():
+            store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
+            runs.cleanup_run_sandboxes(self.run, [self.slug])
+        self._set_chain_status("done")
+
+    def _check_account(self) -> str | None:
+        """Empty account verification before the chain starts: why it must not start, or None.
+
+        Other live sandboxes (not this run's) stop the chain unless the run allows a busy
+        account; either way their count and ids are in the manifest.
+        """
+        entry = self._record_live("before_chain")
+        if self.run.manifest["plan"].get("allow_busy_account"):
+            return None
+        if "error" in entry:
+            return f"the account's live sandboxes could not be listed: {entry['error']}"
+        if entry["others"]:
+            ids = ", ".join(entry["other_ids"][:10])
+            return (
+                f"the account holds {entry['others']} other live sandbox(es) ({ids}); remove "
+                "them (bench cleanup) or start the run with --allow-busy-account"
+            )
+        return None
+
+    def _cancelled(self) -> bool:
+        status = store.run_status(self.run.pk)
+        return status != RunStatus.RUNNING
+
+    # One batch: a (benchmark, round) block ----------------------------------------------------
+
+    def run_batch(self, benchmark: str, round_no: int) -> None:
+        label = batch_label(self.run.id, self.slug, benchmark, round_no)
+        queued = store.queued_in_batch(self.run, self.slug, label)
+        if not queued:
+            return
+        self._record_live(f"{label}:start")
+        pending = list(queued)
+        stop = threading.Event()
+        crashes: list[BaseException] = []
+
+        def worker():
+            try:
+                while not stop.is_set():
+                    with self._lock:
+                        if not pending:
+                            return
+                        trial = pending.pop(0)
+                    if self._cancelled():
+                        return
+                    if (benchmark, trial.unit.slug) in self.stopped_units:
+                        store.cancel_queued(
+                            self.run,
+                            "unit stopped on this provider by an earlier benchmark error",
+                            pk=trial.pk,
+                        )
+                        continue
+                    result = self.run_one(trial, benchmark)
+                    if result is not None and not result.cleanup_verified:
+                        # Its resources may still exist: this worker starts no further trial.
+                        stop.set()
+                        self.halted = "resource cleanup could not be verified"
+                        self._unreplaceable("resource cleanup could not be verified")
+                        self._unreplaceable_batch(label)
+            except BaseException as exc:  # noqa: B036 - re-raised in the chain's thread below
+                stop.set()
+                crashes.append(exc)
+            finally:
+                if threading.current_thread() is not threading.main_thread():
+                    connections.close_all()
+
+        parallel = self.run.manifest["benchmarks"][benchmark]["parallel_trials"]
+        self._run_workers(worker, min(parallel, len(queued)))
+        if crashes:
+            raise crashes[0]
+        with self._lock:
+            left = list(pending)
+        if stop.is_set() and left:
+            store.cancel_queued(self.run, "the batch stopped early", pk__in=[t.pk for t in left])
+        self._record_live(f"{label}:end")
+        self._store_in_flight(label)
+
+    def _run_workers(self, worker, count: int) -> None:
+        if count == 1:
+            worker()
+            return
+        threads = [
+            threading.Thread(target=worker, name=f"{self.slug}-worker-{i}", daemon=True)
+            for i in range(count)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        close_old_connections()
+
+    def run_one(self, trial: Trial, benchmark: str):
+        if not store.claim_trial(trial.pk, settings.JOB_HOST):
+            return None  # delivered twice: someone else runs it
+        module = self.modules[benchmark]
+        unit = next(u for u in module.units() if u.slug == trial.unit.slug)
+        self.spacer.wait()
+        result = run_trial(
+            self.provider,
+            module.DEFINITION,
+            unit,
+            module.run,
+            label=trial.batch,
+            lifetime_s=min(module.DEFINITION.lifetime_s, settings.SANDBOX_LIFETIME_MINUTES * 60),
+            pricing=self.provider.declaration.pricing,
+            limits=lifecycle_limits,
+        )
+        store.save_result(trial.pk, result)
+        if result.outcome == Outcome.BENCHMARK_ERROR:
+            self._stop_unit(benchmark, trial.unit.slug)
+        if any(
+            e.kind == "create_error" and e.data.get("code") == "spend_limit"
+            for e in result.evidence
+        ):
+            self._unreplaceable("the account's spend limit was reached")
+        return result
+
+    def _stop_unit(self, benchmark: str, unit: str) -> None:
+        with self._lock:
+            self.stopped_units.add((benchmark, unit))
+        store.update_manifest(
+            self.run.pk,
+            lambda m: (
+                m["stopped_units"].append([self.slug, benchmark, unit])
+                if [self.slug, benchmark, unit] not in m["stopped_units"]
+                else None
+            ),
+        )
+
+    def _unreplaceable(self, reason: str) -> None:
+        with self._lock:
+            self.unreplaceable = self.unreplaceable or reason
+
+    def _unreplaceable_batch(self, label: str) -> None:
+        store.update_manifest(
+            self.run.pk,
+            lambda m: m.setdefault("batches_stopped_early", []).append(label),
+        )
+
+    # Top-ups ---------------------------------------------------------------------------------
+
+    def top_up(self) -> None:
+        limit_s = float(self.run.manifest["plan"].get("refill_minutes", 10)) * 60
+        state = rules.RefillState(
+            target=0,
+            started_at=time.monotonic(),
+            time_limit_s=limit_s,
+            budget_usd=self.run.manifest["plan"].get("budget_usd"),
+        )
+        round_no = rules.ROUNDS
+        reason = None
+        while True:
+            plan = self._refill_plan()
+            if not plan:
+                reason = "every unit reached its target or its 2N attempts"
+                break
+            reason = rules.refill_stop_reason(
+                state,
+                time.monotonic(),
+                self._spent_usd(),
+                self.unreplaceable or self._outcome_unknown(),
+            )
+            if reason or self._cancelled():
+                reason = reason or "the run was cancelled"
+                break
+            round_no += 1
+            before = self._successes()
+            for benchmark, unit, failed in plan:
+                self._queue_replacements(benchmark, unit, failed, round_no)
+            for benchmark in sorted({b for b, _, _ in plan}):
+                self.run_batch(benchmark, round_no)
+            state.after_round(self._successes() - before)
+        stopped = {"rounds": state.rounds, "stopped": reason}
+        store.update_manifest(self.run.pk, lambda m: m["topups"].__setitem__(self.slug, stopped))
+
+    def _refill_plan(self) -> list:
+        """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
+        plan = []
+        by_unit = defaultdict(list)
+        for trial in store.chain_trials(self.run, self.slug):
+            by_unit[(trial.benchmark.slug, trial.unit.slug)].append(trial)
+        replaced = store.replaced_trial_ids(self.run)
+        for (benchmark, unit), unit_trials in sorted(by_unit.items()):
+            if (benchmark, unit) in self.stopped_units:
+                continue
+            target = self.run.manifest["benchmarks"][benchmark]["trials_per_unit"]
+            successes = sum(t.outcome == Outcome.SUCCESS for t in unit_trials)
+            attempts = sum(t.state == TrialState.DONE for t in unit_trials)
+            failed = [
+                t
+                for t in unit_trials
+                if t.state == TrialState.DONE and t.outcome in REFILLABLE and t.pk not in replaced
+            ]
+            count = min(rules.refills_for_unit(target, successes, attempts), len(failed))
+            if count:
+                plan.append((benchmark, unit, failed[:count]))
+        return plan
+
+    def _queue_replacements(self, benchmark, unit_slug, failed, round_no) -> None:
+        base = self.info["seq_base"]
+        last = store.last_seq(self.run, base, base + SEQ_BLOCK - 1) or base
+        label = batch_label(self.run.id, self.slug, benchmark, round_no)
+        store.queue_replacements(self.run, failed, round_no, last, label)
+
+    def _outcome_unknown(self) -> str | None:
+        """A trial of this chain was cut short (by its limit, or recovered after its worker was
+        lost): its outcome is unknown, so refilling stops. Read from the stored flag, not memory,
+        so trials ended by runner/recovery.py count too."""
+        flagged = store.outcome_unknown(self.run, self.slug)
+        return "a trial was cut short, so its outcome is unknown" if flagged else None
+
+    def _successes(self) -> int:
+        return store.successes(self.run, self.slug)
+
+    def _spent_usd(self) -> float:
+        return store.spent_usd(self.run)
+
+    # Bookkeeping -------------------------------------------------------------------------------
+
+    def _store_in_flight(self, label: str) -> None:
+        store.set_in_flight(rules.in_flight_means(store.held_spans(self.run, label)))
+
+    def _record_live(self, moment: str) -> dict:
+        """Other live sandboxes in the account (not this run's), checked outside timed steps."""
+        try:
+            live = self.provider.list_sandboxes()
+        except Exception as exc:  # noqa: BLE001 - recorded; before the chain it also stops it
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        else:
+            prefix = run_prefix(self.run.id)
+            others = [s.id for s in live if not s.label.startswith(prefix)]
+            entry = {
+                "others": len(others),
+                "other_ids": others[:50],
+                "own": len(live) - len(others),
+                "at": datetime.now(UTC).isoformat(),
+            }
+        store.update_manifest(
+            self.run.pk,
+            lambda m: m["live_sandboxes"].setdefault(self.slug, {}).__setitem__(moment, entry),
+        )
+        return entry
+
+    def _network_baseline(self) -> None:
+        try:
+            endpoints = self.provider.endpoints()
+        except Exception as exc:  # noqa: BLE001 - an adapter defect is recorded, not fatal
+            endpoints, error = [], f"{type(exc).__name__}: {exc}"
+            store.update_manifest(
+                self.run.pk,
+                lambda m: m["network_baselines"].__setitem__(self.slug, {"error": error}),
+            )
+        if not endpoints:
+            return
+        baseline = {
+            "job_host": settings.JOB_HOST,
+            "endpoints": [network_baseline(host, port) for host, port in endpoints],
+        }
+        store.update_manifest(
+            self.run.pk, lambda m: m["network_baselines"].__setitem__(self.slug, baseline)
+        )
+
+    def _record_spacing(self) -> None:
+        spacing = {
+            "create_rate_per_s": self.info.get("create_rate_per_s"),
+            "min_interval_s": self.spacer.interval,
+            "waits": self.spacer.waits,
+            "waited_s": round(self.spacer.waited_s, 3),
+        }
+        store.update_manifest(
+            self.run.pk, lambda m: m["create_spacing"].__setitem__(self.slug, spacing)
+        )
+
+    def _set_chain_status(self, status: str) -> None:
+        store.update_manifest(
+            self.run.pk, lambda m: m["chains"][self.slug].__setitem__("status", status)
+        )
+
+
+def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> dict:
+    """Median TCP connect time to one endpoint over `attempts`: untimed, no API call."""
+    times, errors = [], []
+    for _ in range(attempts):
+        started = time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                times.append((time.monotonic() - started) * 1000)
+        except OSError as exc:
+            errors.append(str(exc))
+    return {
+        "host": host,
+        "port": port,
+        "median_connect_ms": statistics.median_low(times) if times else None,
+        "attempts": attempts,
+        "errors": errors[:3],
+    }
+
+
+def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
+    """Run one provider's chain, then finish the run if it was the last chain.
+
+    `inline`: the run's audit task, if this chain ends the run, runs in this process too.
+    """
+    run = store.get_run(run_id)
+    if run.status != RunStatus.RUNNING:
+        log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
+        store.update_manifest(
+            run_id, lambda m: m["chains"][provider_slug].__setitem__("status", "done")
+        )
+    else:
+        try:
+            Chain(run, provider_slug).execute()
+        except Exception as exc:
+            # A defect in the runner itself: stop the run rather than leave it running forever.
+            log.exception("chain %s of run %s failed", provider_slug, run_id)
+            error = f"{type(exc).__name__}: {exc}"
+            store.update_manifest(
+                run_id,
+                lambda m: m["chains"][provider_slug].update(status="done", error=error),
+            )
+            runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
+            raise
+    runs.finish_if_done(run_id, inline=inline)

@@ -1,0 +1,214 @@
+"""Plan a run (common methodology, "Independence"): eligibility refusals before anything starts, a
+shuffled interleaved order per provider with the seed in the manifest, and one queued Trial per
+planned attempt. The rules themselves are pure (runner/rules.py); this module applies them to the
+requested names and writes the plan through runner/store.py.
+"""
+
+from __future__ import annotations
+
+import platform
+import random
+import uuid
+from collections import defaultdict
+
+import django
+from django.conf import settings
+
+from boxbench.models import Run
+from runner import adapters, rules, store
+from runner.benchmarks import all_benchmarks
+from runner.catalog import sync_catalog
+from runner.declarations import DeclarationError, load_all
+from runner.images.build import ImageError
+from runner.providers.base import ProviderError
+
+MANIFEST_SCHEMA = 1
+SEQ_BLOCK = 1_000_000  # each provider's trials take their own seq range, so top-ups never collide
+
+
+class PlanError(ValueError):
+    """The requested plan cannot run (unknown names, nothing eligible, bad numbers)."""
+
+
+def batch_label(run_id, provider: str, benchmark: str, round_no: int) -> str:
+    return f"{run_prefix(run_id)}{provider}-{benchmark}-r{round_no}"
+
+
+def run_prefix(run_id) -> str:
+    return f"bb-{str(run_id).replace('-', '')[:12]}-"
+
+
+def plan_run(
+    name: str,
+    *,
+    benchmarks: list[str] | None = None,
+    providers: list[str] | None = None,
+    trials: int | None = None,
+    concurrency: int | None = None,
+    seed: int | None = None,
+    job_hosts: dict[str, str] | None = None,
+    budget_usd: float | None = None,
+    refill_minutes: float = 10.0,
+    units: dict[str, list[str]] | None = None,
+    allow_busy_account: bool = False,
+    actor=None,
+) -> Run:
+    """Create a planned Run with its manifest and queued trials; refusals are recorded, not run.
+
+    `concurrency` overrides every benchmark's declared parallel trials for this run; `units`
+    limits a benchmark to some of its units ({slug: [unit slugs]}); `allow_busy_account` lets a
+    chain start although the account holds other live sandboxes (recorded in the manifest).
+    """
+    modules = all_benchmarks()
+    declarations = load_all()
+    benchmarks = list(dict.fromkeys(benchmarks or modules))
+    providers = list(dict.fromkeys(providers or declarations))
+    unknown = [b for b in benchmarks if b not in modules]
+    if unknown:
+        raise PlanError(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(modules)}")
+    unknown = [p for p in providers if p not in declarations]
+    if unknown:
+        known = ", ".join(declarations)
+        raise PlanError(f"unknown provider(s) {', '.join(unknown)}; known: {known}")
+    if concurrency is not None and not 1 <= concurrency <= 256:
+        raise PlanError(f"concurrency must be between 1 and 256, got {concurrency}")
+    units = units or {}
+    for slug, wanted in units.items():
+        if slug not in benchmarks:
+            raise PlanError(f"units are given for {slug}, which the plan does not include")
+        known = [u.slug for u in modules[slug].units()]
+        missing = [u for u in wanted if u not in known]
+        if missing or not wanted:
+            raise PlanError(
+                f"unknown unit(s) {', '.join(missing) or '(none given)'} of {slug}; "
+                f"known: {', '.join(known)}"
+            )
+    parallel = {
+        slug: rules.parallel_trials(
+            modules[slug].DEFINITION,
+            concurrency,
+            settings.RUNNER_CONCURRENCY,
+            settings.RUNNER_JOB_HOST_CAP,
+        )
+        for slug in benchmarks
+    }
+    if trials is not None and not 1 <= trials <= 10_000:
+        raise PlanError(f"trials per unit must be between 1 and 10000, got {trials}")
+    if budget_usd is not None and budget_usd <= 0:
+        raise PlanError(f"the run budget must be positive, got {budget_usd}")
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+
+    refusals, eligible = [], defaultdict(list)
+    for provider in providers:
+        for slug in benchmarks:
+            found = rules.refusals(declarations[provider], modules[slug].DEFINITION, parallel[slug])
+            refusals += found
+            if not found:
+                eligible[provider].append(slug)
+    if not eligible:
+        reasons = "; ".join(r.message for r in refusals)
+        raise PlanError(f"no provider is eligible for any requested benchmark: {reasons}")
+
+    provider_rows, benchmark_rows = sync_catalog()
+    job_hosts = job_hosts or {}
+    manifest = {
+        "schema_version": MANIFEST_SCHEMA,
+        "seed": seed,
+        "plan": {
+            "benchmarks": benchmarks,
+            "providers": providers,
+            "trials_per_unit": trials,
+            "concurrency": concurrency,  # the override; None: each benchmark's declaration
+            "job_host_cap": settings.RUNNER_JOB_HOST_CAP,
+            "allow_busy_account": allow_busy_account,
+            "budget_usd": budget_usd,
+            "refill_minutes": refill_minutes,
+            "rounds": rules.ROUNDS,
+        },
+        "refusals": [r.to_dict() for r in refusals],
+        "versions": _versions(),
+        # Per provider: the image every number of its chain ran on (results.image_digest).
+        "images": {provider: image_identity(provider) for provider in sorted(eligible)},
+        "benchmarks": {},
+        "providers": {},
+        "chains": {},
+        "network_baselines": {},
+        "live_sandboxes": {},
+        "create_spacing": {},
+        "stopped_units": [],
+        "topups": {},
+    }
+    for slug in benchmarks:
+        d = modules[slug].DEFINITION
+        manifest["benchmarks"][slug] = {
+            "version": d.version,
+            "trials_per_unit": trials or d.trials_per_unit,
+            "ranking_floor": d.ranking_floor,
+            "units": units.get(slug) or [u.slug for u in modules[slug].units()],
+            "parallel_trials": parallel[slug],
+            "declared_parallel_trials": d.parallel_trials,
+            "sandboxes_per_trial": d.sandboxes_per_trial,
+        }
+    # Chosen here rather than by the database: every trial's batch label carries it.
+    run_id = uuid.uuid4()
+    chains = []
+    for index, provider in enumerate(sorted(eligible)):
+        declaration = declarations[provider]
+        order = rules.chain_order(sorted(eligible[provider]), rng)
+        manifest["providers"][provider] = {
+            "declaration_digest": declaration.digest,
+            "pricing_digest": declaration.pricing_digest,
+            "job_host": job_hosts.get(provider, settings.JOB_HOST),
+            "create_rate_per_s": declaration.create_rate_per_s,
+            "seq_base": index * SEQ_BLOCK,
+        }
+        manifest["chains"][provider] = {
+            "order": [list(block) for block in order],
+            "status": "planned",
+        }
+        blocks = _blocks(run_id, provider, manifest["benchmarks"], benchmark_rows, order)
+        chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
+    return store.create_run(run_id, name, manifest, actor, chains)
+
+
+def _blocks(run_id, provider: str, planned: dict, benchmark_rows, order) -> list:
+    """The chain's (benchmark, round) blocks in order, each round taking its share of N."""
+    per_round = {}
+    blocks = []
+    for slug, round_no in order:
+        per_round.setdefault(slug, rules.split_rounds(planned[slug]["trials_per_unit"]))
+        blocks.append(
+            store.PlannedBlock(
+                benchmark=benchmark_rows[slug],
+                round=round_no,
+                per_unit=per_round[slug][round_no - 1],
+                units=planned[slug]["units"],
+                batch=batch_label(run_id, provider, slug, round_no),
+            )
+        )
+    return blocks
+
+
+def image_identity(provider: str) -> dict:
+    """What a provider's sandboxes run, as the manifest records it: {"reference", "digest"} from
+    the adapter's standard_image() (docker: the pinned standard image; local: the host toolchain,
+    runner/providers/local.py), or {"error"} saying why it is unknown; never fatal to the plan,
+    the chain's own create reports a missing image."""
+    try:
+        adapter = adapters.provider_factory(provider)
+        standard_image = getattr(adapter, "standard_image", None)
+        if standard_image is None:
+            return {"error": f"the {provider} adapter names no standard image"}
+        reference, digest = standard_image()
+    except (ProviderError, ImageError, DeclarationError, OSError) as exc:
+        return {"error": f"{provider}: cannot identify its image: {exc}"}
+    return {"reference": reference, "digest": digest}
+
+
+def _versions() -> dict:
+    return {
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "platform": platform.platform(),
+    }

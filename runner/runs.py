@@ -1,0 +1,150 @@
+"""A run's state changes after planning: failing it, finishing it once every chain is done (then
+the audit task), cancelling it with its sandboxes, and what the admin and CLI show of its progress.
+Every read and write goes through runner/store.py; each status change is a RunTransition row
+(Run.transition).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django_q.tasks import async_task
+
+from boxbench.models import Outcome, Run, RunStatus, TrialState
+from runner import adapters, rules, store
+from runner.plan import run_prefix
+
+log = logging.getLogger(__name__)
+
+AUDIT_TASK = "boxbench.tasks.audit_run"
+
+
+def fail_run(run_id, note: str) -> None:
+    run = store.get_run(run_id)
+    if run.status in (RunStatus.PLANNED, RunStatus.RUNNING, RunStatus.CANCELLING):
+        run.transition(RunStatus.FAILED, note=note[:2000])
+        store.cancel_queued(run, f"the run failed: {note[:200]}")
+
+
+def finish_if_done(run_id, *, inline: bool = False) -> bool:
+    """Move the run to its end state once every chain is done, then enqueue its audit.
+
+    `inline` runs the audit task in this process (`bench run --inline`: no queue serves it).
+    """
+    with store.locked_run(run_id) as run:
+        chains = run.manifest.get("chains", {})
+        chains_done = all(chain.get("status") == "done" for chain in chains.values())
+        if not chains_done and run.status != RunStatus.CANCELLING:
+            return False
+        if run.status == RunStatus.RUNNING:
+            run.transition(RunStatus.COMPLETED, note="every provider chain finished")
+        elif run.status == RunStatus.CANCELLING:
+            if store.has_running_trials(run):
+                return False
+            run.transition(RunStatus.CANCELLED, note="every running trial ended")
+        else:
+            return False
+    if run.status == RunStatus.COMPLETED:
+        enqueue_audit(run, inline=inline)
+    return True
+
+
+def enqueue_audit(run: Run, *, inline: bool = False) -> None:
+    """The statistical audit is a task of its own, named, so the runner never imports it."""
+    # Only an explicit True: sync=False would override the queue's own sync setting (tests).
+    options = {"sync": True} if inline else {}
+    try:
+        async_task(
+            AUDIT_TASK, str(run.id), task_name=f"audit run {run.id}", group=str(run.id), **options
+        )
+    except Exception:  # the run's data stays; the audit can be re-run with `bench audit`
+        log.exception("the audit of run %s failed; re-run it with `bench audit %s`", run.id, run.id)
+
+
+def cancel_run(run: Run, actor=None) -> int:
+    """Cancel a run: queued trials never start, and its sandboxes are cleaned up.
+
+    Returns the number of sandboxes removed. Running trials end on their own and clean up their
+    own sandboxes; the run becomes cancelled once none is running.
+    """
+    if run.status == RunStatus.PLANNED:
+        run.transition(RunStatus.CANCELLED, note="cancelled before it started", actor=actor)
+    elif run.status == RunStatus.RUNNING:
+        run.transition(RunStatus.CANCELLING, note="cancel requested", actor=actor)
+    store.cancel_queued(run, "the run was cancelled")
+    removed = cleanup_run_sandboxes(run, list(run.manifest.get("providers", {})))
+    if run.status == RunStatus.CANCELLING:
+        finish_if_done(run.pk)
+        run.refresh_from_db()
+    return removed
+
+
+def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
+    """Destroy the run's sandboxes that no running trial holds, on each provider."""
+    prefix = run_prefix(run.id)
+    busy = store.running_batches(run)
+    removed = 0
+    for slug in providers:
+        try:
+            provider = adapters.provider_factory(slug)
+            live = provider.list_sandboxes()
+        except Exception:  # noqa: BLE001 - one unreachable provider must not stop the others
+            log.exception("cannot list the sandboxes of %s to clean up run %s", slug, run.id)
+            continue
+        for sandbox in live:
+            if sandbox.label.startswith(prefix) and sandbox.label not in busy:
+                try:
+                    provider.destroy(sandbox)
+                except Exception:  # noqa: BLE001 - the rest are still cleaned up
+                    log.exception("cannot destroy %s sandbox %s", slug, sandbox.id)
+                    continue
+                removed += 1
+    return removed
+
+
+def chain_notes(run: Run) -> list[str]:
+    """Why a provider's chain stopped before or during the run, one sentence per chain."""
+    notes = []
+    for slug, chain in sorted(run.manifest.get("chains", {}).items()):
+        for key in ("stopped", "error"):
+            if chain.get(key):
+                notes.append(f"{slug}: {chain[key]}")
+    return notes
+
+
+def progress(run: Run) -> list[dict]:
+    """Per provider and benchmark: successes against the target, failures, and what is queued."""
+    targets = {slug: b["trials_per_unit"] for slug, b in run.manifest.get("benchmarks", {}).items()}
+    units = {slug: len(b["units"]) for slug, b in run.manifest.get("benchmarks", {}).items()}
+    cells: dict = {}
+    for provider, benchmark, state, outcome in store.trial_states(run):
+        cell = cells.setdefault(
+            (provider, benchmark),
+            {
+                "provider": provider,
+                "benchmark": benchmark,
+                "target": targets.get(benchmark, 0) * units.get(benchmark, 1),
+                "done": 0,
+                "failures": 0,
+                "queued": 0,
+                "running": 0,
+                "cancelled": 0,
+            },
+        )
+        if state == TrialState.DONE and outcome == Outcome.SUCCESS:
+            cell["done"] += 1
+        elif state == TrialState.DONE:
+            cell["failures"] += 1
+        else:
+            cell[state] += 1
+    for refusal in run.manifest.get("refusals", []):
+        cells.setdefault(
+            (refusal["provider"], refusal["benchmark"]),
+            {
+                "provider": refusal["provider"],
+                "benchmark": refusal["benchmark"],
+                "refusal": f"{refusal['code']} {rules.REFUSAL_LABELS[refusal['code']]}",
+                "missing": refusal["missing"],
+            },
+        )
+    return [cells[key] for key in sorted(cells)]
