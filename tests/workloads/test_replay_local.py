@@ -95,7 +95,7 @@ def test_it_excludes_a_trial_whose_final_patch_digest_differs(local, monkeypatch
 def test_it_blocks_network_requests_through_the_deny_proxy_with_403(tmp_path):
     port_file = tmp_path / "port"
     proxy = subprocess.Popen(
-        [sys.executable, "runner/denyproxy.py", "--port-file", str(port_file)],
+        [sys.executable, "runner/traces/denyproxy.py", "--port-file", str(port_file)],
         cwd=Path(__file__).resolve().parents[2],
     )
     try:
