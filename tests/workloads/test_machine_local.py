@@ -9,8 +9,7 @@ import pytest
 from runner import lifecycle
 from runner.benchmarks import (
     machine_common,
-    machine_cpu_all,
-    machine_cpu_single,
+    machine_cpu,
     machine_disk_rand_read_4k,
     machine_disk_rand_write_4k,
     machine_disk_seq,
@@ -23,10 +22,10 @@ from runner.providers.local import LocalProvider
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5
 )
-# module -> (constants shortened for the test, measurements it must record)
+# benchmark -> (constants shortened for the test, measurements it must record)
 SHORTENED = {
-    machine_cpu_single: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
-    machine_cpu_all: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
+    machine_cpu.SINGLE: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
+    machine_cpu.ALL: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
     machine_memory_bandwidth: ({"SECONDS": 1}, {"memory_mib_s", "flag_throughput_ceiling"}),
     machine_disk_seq: (
         {"SIZE_MIB": 16, "CAP_SECONDS": 2},
@@ -72,7 +71,7 @@ def test_it_runs_the_machine_benchmark_on_local_on_the_guest_clock(local, module
 
 
 def test_it_declares_every_parameter_of_a_machine_benchmark_in_its_unit():
-    assert machine_cpu_single.units()[0].definition["seconds"] == machine_cpu_single.SECONDS
+    assert machine_cpu.SINGLE.units()[0].definition["seconds"] == machine_cpu.SINGLE.SECONDS
     seq = machine_disk_seq.units()[0].definition
     assert (seq["size_mib"], seq["cap_seconds"]) == (256, 10)
     assert machine_memory_bandwidth.units()[0].definition["seconds"] == 5
