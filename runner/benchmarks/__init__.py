@@ -23,8 +23,8 @@ BENCHMARKS = [
     "runner.benchmarks.machine_cpu:ALL",
     "runner.benchmarks.machine_memory_bandwidth",
     "runner.benchmarks.machine_disk_seq",
-    "runner.benchmarks.machine_disk_rand_read_4k",
-    "runner.benchmarks.machine_disk_rand_write_4k",
+    "runner.benchmarks.machine_disk_rand:READ",
+    "runner.benchmarks.machine_disk_rand:WRITE",
     "runner.benchmarks.machine_hard_links",
 ]
 

@@ -10,8 +10,7 @@ from runner import lifecycle
 from runner.benchmarks import (
     machine_common,
     machine_cpu,
-    machine_disk_rand_read_4k,
-    machine_disk_rand_write_4k,
+    machine_disk_rand,
     machine_disk_seq,
     machine_hard_links,
     machine_memory_bandwidth,
@@ -31,11 +30,11 @@ SHORTENED = {
         {"SIZE_MIB": 16, "CAP_SECONDS": 2},
         {"disk_seq_write_mib_s", "disk_seq_read_mib_s", *machine_common.FLAGS[:3]},
     ),
-    machine_disk_rand_read_4k: (
+    machine_disk_rand.READ: (
         {"SIZE_MIB": 16, "SECONDS": 1},
         {"rand_read_iops", "rand_read_clat_us", *machine_common.FLAGS[:3]},
     ),
-    machine_disk_rand_write_4k: (
+    machine_disk_rand.WRITE: (
         {"SIZE_MIB": 16, "SECONDS": 1},
         {"rand_write_iops", "rand_write_clat_us", "flag_throughput_ceiling", "flag_cpu_bound"},
     ),
