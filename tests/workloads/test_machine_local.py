@@ -15,8 +15,6 @@ from runner.benchmarks import (
     machine_hard_links,
     machine_memory_bandwidth,
 )
-from runner.declarations import get_declaration
-from runner.providers.local import LocalProvider
 
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5
@@ -40,14 +38,6 @@ SHORTENED = {
     ),
     machine_hard_links: ({"LINKS": 2000}, {"hard_links_ms"}),
 }
-
-
-@pytest.fixture
-def local(tmp_path):
-    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
-    yield provider
-    for sandbox in provider.list_sandboxes():
-        provider.destroy(sandbox)
 
 
 @pytest.mark.parametrize("module", SHORTENED, ids=lambda module: module.DEFINITION.slug)
