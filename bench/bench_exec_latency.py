@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from runner import clock  # noqa: E402
 from runner.declarations import get_declaration  # noqa: E402
 from runner.providers.base import SandboxSpec  # noqa: E402
-from runner.providers.local import LocalProvider, _toolchain_binds  # noqa: E402
+from runner.providers.local import LocalProvider  # noqa: E402
+from runner.providers.local.toolchain import toolchain_binds  # noqa: E402
 
 
 def pct(values, p):
@@ -33,7 +34,7 @@ def main(calls: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="bb-bench-"))
     provider = LocalProvider(get_declaration("local"), {"root": root})
     sandbox = provider.create(SandboxSpec(2, 4096, "bb-bench", 600))
-    bare = ["bwrap", "--unshare-all", *_toolchain_binds(), "--proc", "/proc", "--dev", "/dev"]
+    bare = ["bwrap", "--unshare-all", *toolchain_binds(), "--proc", "/proc", "--dev", "/dev"]
     bare += ["--", "true"]
     script = clock.wrap("true")
     added, runtime, bare_ms = [], [], []

@@ -193,7 +193,7 @@ def _blocks(run_id, provider: str, planned: dict, benchmark_rows, order) -> list
 def image_identity(provider: str) -> dict:
     """What a provider's sandboxes run, as the manifest records it: {"reference", "digest"} from
     the adapter's standard_image() (docker: the pinned standard image; local: the host toolchain,
-    runner/providers/local.py), or {"error"} saying why it is unknown; never fatal to the plan,
+    runner/providers/local/), or {"error"} saying why it is unknown; never fatal to the plan,
     the chain's own create reports a missing image."""
     try:
         adapter = adapters.provider_factory(provider)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from stats import _audit_tests as t
+from stats import significance as sig
 
 PAIR_KEYS = ("provider", "benchmark")
 REQUIRED = ("provider", "benchmark", "trial_id", "value", "seq")
@@ -274,9 +274,9 @@ def check_trend(pair: Pair) -> Finding:
     as a percentage of the median; Kendall's tau gives the p-value."""
     v = pair.value
     x = np.arange(v.size, dtype=float)
-    slope, _ = t.theil_sen(x, v)
-    effect = 100.0 * slope * (v.size - 1) / t.lower_median(v)
-    p = t.kendall_p(v)
+    slope, _ = sig.theil_sen(x, v)
+    effect = 100.0 * slope * (v.size - 1) / sig.lower_median(v)
+    p = sig.kendall_p(v)
     return tested("trend", effect, p, abs(effect) >= MIN_EFFECT["trend"], "drift")
 
 
@@ -293,8 +293,8 @@ def _two_groups(check: str, a: np.ndarray, b: np.ndarray, a_name: str, b_name: s
         return unassessed(
             check, f"{a.size} {a_name} and {b.size} {b_name} trials; needs {MIN_GROUP} in each"
         )
-    effect = t.percent_difference(a, b)
-    p = t.mann_whitney_p(a, b)
+    effect = sig.percent_difference(a, b)
+    p = sig.mann_whitney_p(a, b)
     finding = tested(check, effect, p, abs(effect) >= MIN_EFFECT[check], f"{a_name} vs {b_name}")
     finding.details = {"n_a": a.size, "n_b": b.size}
     return finding
@@ -310,7 +310,7 @@ def check_round_start(pair: Pair) -> Finding:
     initial = np.zeros(pair.value.size, dtype=bool)
     for r in np.unique(rnd):
         members = rnd == r
-        ratio[members] = pair.value[members] / t.lower_median(pair.value[members])
+        ratio[members] = pair.value[members] / sig.lower_median(pair.value[members])
         initial[members] = start[members] < end[members].min()
     return _two_groups("round_start", ratio[initial], ratio[~initial], "round-start", "rest")
 
@@ -318,13 +318,13 @@ def check_round_start(pair: Pair) -> Finding:
 def check_lag1(pair: Pair) -> Finding:
     """Lag-1 Spearman rho of residuals within batches (batch median and Theil-Sen trend
     removed); permutation p-value below 500 trials."""
-    residuals, lagged = t.batch_residuals(pair.value, pair.batch)
+    residuals, lagged = sig.batch_residuals(pair.value, pair.batch)
     if lagged < 10:
         return unassessed("lag1", f"{lagged} consecutive pairs within batches; needs 10")
-    rho, p = t.lag1_rho(residuals, pair.batch)
+    rho, p = sig.lag1_rho(residuals, pair.batch)
     if math.isnan(rho):
         return Finding("lag1", verdict="pass", reason="residuals do not vary")
-    spread = 100.0 * abs(rho) * t.robust_sigma(residuals) / t.lower_median(pair.value)
+    spread = 100.0 * abs(rho) * sig.robust_sigma(residuals) / sig.lower_median(pair.value)
     passes = abs(rho) >= MIN_EFFECT["lag1"] and spread >= LAG1_SPREAD
     finding = tested("lag1", rho, p, passes, "lag-1 rho")
     finding.details = {"spread_percent": spread}
@@ -335,7 +335,7 @@ def check_overlap(pair: Pair) -> Finding:
     busy = pair.facts["in_flight"]
     if np.isnan(busy).all():
         return unassessed("overlap", "in-flight counts not recorded")
-    ratio = pair.value / t.group_medians(pair.value, pair.batch)
+    ratio = pair.value / sig.group_medians(pair.value, pair.batch)
     return _two_groups(
         "overlap", ratio[busy >= OVERLAP_BUSY], ratio[busy <= OVERLAP_SOLO], "overlapping", "solo"
     )
@@ -374,8 +374,8 @@ def check_host_saturated(pair: Pair) -> Finding:
     n_hot, n_cool = int(hot.sum()), int(cool.sum())
     if n_hot >= MIN_GROUP and n_cool >= MIN_GROUP:
         a, b = pair.value[hot], pair.value[cool]
-        slower = t.percent_difference(a, b) * (1 if pair.lower_is_better else -1)
-        p = t.mann_whitney_p(a, b)
+        slower = sig.percent_difference(a, b) * (1 if pair.lower_is_better else -1)
+        p = sig.mann_whitney_p(a, b)
         passes = slower >= MIN_EFFECT["host_saturated"]
         finding = tested("host_saturated", slower, p, passes, "hot vs cool (% slower)")
         finding.details = {"hot": n_hot, "cool": n_cool}
@@ -395,15 +395,15 @@ def check_tier_split(pair: Pair) -> Finding:
     v = pair.value
     if v.size < TIER_MIN_N:
         return unassessed("tier_split", f"{v.size} trials; needs {TIER_MIN_N}")
-    fast, d = t.two_tiers(v)
+    fast, d = sig.two_tiers(v)
     floor = next(f for n, f in ASHMAN_FLOORS if v.size >= n)
     small = int(min(fast.sum(), (~fast).sum()))
     details = {"ashman_d": d, "d_floor": floor, "smaller_tier": small}
     if small < TIER_MIN_SMALL or not d >= floor:
         return Finding("tier_split", verdict="pass", reason="no bimodal split", details=details)
-    slow_med, fast_med = t.lower_median(v[~fast]), t.lower_median(v[fast])
+    slow_med, fast_med = sig.lower_median(v[~fast]), sig.lower_median(v[fast])
     ratio = max(slow_med, fast_med) / min(slow_med, fast_med)
-    z, p = t.runs_test(fast.astype(float))  # tiers in execution order
+    z, p = sig.runs_test(fast.astype(float))  # tiers in execution order
     details.update(tier_ratio=ratio, runs_z=z)
 
     def judge(qs):
@@ -432,8 +432,8 @@ def check_host_type(pair: Pair) -> Finding:
     for kind, count in zip(kinds, counts, strict=True):
         if kind != reference and count >= HOST_TYPE_MIN_GROUP:
             group = pair.value[codes == kind]
-            effects.append(t.percent_difference(group, base))
-            ps.append(t.mann_whitney_p(group, base))
+            effects.append(sig.percent_difference(group, base))
+            ps.append(sig.mann_whitney_p(group, base))
     if not effects:
         return Finding("host_type", verdict="pass", reason="one host type with enough trials")
 
@@ -459,7 +459,7 @@ def check_outliers(pair: Pair) -> tuple[Finding, list[dict]]:
     v = pair.value
     if v.size < OUTLIER_MIN_N:
         return unassessed("outliers", f"{v.size} trials; needs {OUTLIER_MIN_N}"), []
-    med, sigma = t.lower_median(v), t.robust_sigma(v)
+    med, sigma = sig.lower_median(v), sig.robust_sigma(v)
     # sigma 0 (over half the values equal): any other value counts as beyond the sigma bound.
     far = np.abs(v - med) > OUTLIER_SIGMAS * sigma
     extreme = far & ((v >= OUTLIER_RATIO * med) | (v <= med / OUTLIER_RATIO))
@@ -545,7 +545,7 @@ def _correct(findings: list[Finding], family: str) -> dict:
         if f.family == family:
             f.qs = [math.nan] * len(f.ps)
     usable = [(f, i) for f, i in members if not math.isnan(f.ps[i])]
-    qs = t.bh([f.ps[i] for f, i in usable])
+    qs = sig.bh([f.ps[i] for f, i in usable])
     for (f, i), q in zip(usable, qs, strict=True):
         f.qs[i] = float(q)
     discoveries = int(sum(q < Q_LEVEL for q in qs))
@@ -585,7 +585,7 @@ def audit(trials: pd.DataFrame) -> dict:
                 **_jsonable(pair.key),
                 "n": int(pair.value.size),
                 "verdict": _pair_verdict(findings),
-                "detectable_effect": t.detectable_effect(pair.value, alpha),
+                "detectable_effect": sig.detectable_effect(pair.value, alpha),
                 "excluded_trials": excluded,
                 "checks": {f.check: f.to_dict() for f in findings},
             }

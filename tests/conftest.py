@@ -1,4 +1,4 @@
-"""Suite-wide test settings.
+"""Suite-wide test settings and the fixtures several folders share.
 
 `./boxbench.sh test` runs the whole suite on SQLite, then again on PostgreSQL. Tests that never
 touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_TESTS_ONLY=1 only
@@ -6,6 +6,11 @@ tests that use the database are collected.
 """
 
 import os
+
+import pytest
+
+from runner.declarations import get_declaration
+from runner.providers.local import LocalProvider
 
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server"}
 
@@ -24,3 +29,12 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+@pytest.fixture
+def local(tmp_path):
+    """The real local provider, with its sandboxes under this test's own directory."""
+    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
+    yield provider
+    for sandbox in provider.list_sandboxes():
+        provider.destroy(sandbox)

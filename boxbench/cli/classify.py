@@ -1,4 +1,4 @@
-"""`bench classify`: the DeepSWE stage of each shell command (runner/classify.py).
+"""`bench classify`: the DeepSWE stage of each shell command (runner/traces/classify.py).
 
 Commands come on standard input, one per line, or with --json as a JSON array of command strings
 (for commands that span lines, such as heredocs). The stage of each is written on standard output,
@@ -10,7 +10,7 @@ import sys
 
 from django.core.management.base import CommandError
 
-from runner.classify import classify_all
+from runner.traces.classify import classify_all
 
 help = "Print the DeepSWE stage (Read, Write, Install, Build, Test) of each command on stdin."
 

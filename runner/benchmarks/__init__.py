@@ -1,27 +1,30 @@
-"""The benchmark registry: one module per benchmark, each exposing DEFINITION, units() and run().
+"""The benchmark registry: each entry exposes DEFINITION, units() and run() (see base.py).
 
-Add a benchmark by adding its module path to BENCHMARK_MODULES (see runner/benchmarks/base.py).
+An entry is a module ("runner.benchmarks.create") or, where several benchmarks are built from one
+parameterized definition, a named object in a module ("runner.benchmarks.machine_cpu:SINGLE").
+Add a benchmark by adding its entry to BENCHMARKS.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 
-BENCHMARK_MODULES = [
+from runner.benchmarks.base import Benchmark
+
+BENCHMARKS = [
     "runner.benchmarks.create",
     "runner.benchmarks.sequential_tti",
     "runner.benchmarks.latency_per_call",
-    "runner.benchmarks.file_upload",
-    "runner.benchmarks.file_download",
+    "runner.benchmarks.file_transfer:UPLOAD",
+    "runner.benchmarks.file_transfer:DOWNLOAD",
     "runner.benchmarks.destroy",
     "runner.benchmarks.deepswe",
-    "runner.benchmarks.machine_cpu_single",
-    "runner.benchmarks.machine_cpu_all",
+    "runner.benchmarks.machine_cpu:SINGLE",
+    "runner.benchmarks.machine_cpu:ALL",
     "runner.benchmarks.machine_memory_bandwidth",
     "runner.benchmarks.machine_disk_seq",
-    "runner.benchmarks.machine_disk_rand_read_4k",
-    "runner.benchmarks.machine_disk_rand_write_4k",
+    "runner.benchmarks.machine_disk_rand:READ",
+    "runner.benchmarks.machine_disk_rand:WRITE",
     "runner.benchmarks.machine_hard_links",
 ]
 
@@ -30,22 +33,28 @@ class UnknownBenchmark(LookupError):
     pass
 
 
-def all_benchmarks() -> dict[str, ModuleType]:
-    """Every registered benchmark module, by slug, in registry order."""
-    modules = {}
-    for path in BENCHMARK_MODULES:
-        module = importlib.import_module(path)
-        slug = module.DEFINITION.slug
-        if slug in modules:
-            raise ValueError(f"{path}: benchmark slug {slug!r} is already used by another module")
-        modules[slug] = module
-    return modules
+def _load(entry: str) -> Benchmark:
+    module_name, _, name = entry.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, name) if name else module
 
 
-def load_benchmark(slug: str) -> ModuleType:
-    modules = all_benchmarks()
+def all_benchmarks() -> dict[str, Benchmark]:
+    """Every registered benchmark, by slug, in registry order."""
+    found = {}
+    for entry in BENCHMARKS:
+        benchmark = _load(entry)
+        slug = benchmark.DEFINITION.slug
+        if slug in found:
+            raise ValueError(f"{entry}: benchmark slug {slug!r} is already used by another entry")
+        found[slug] = benchmark
+    return found
+
+
+def load_benchmark(slug: str) -> Benchmark:
+    benchmarks = all_benchmarks()
     try:
-        return modules[slug]
+        return benchmarks[slug]
     except KeyError:
-        known = ", ".join(modules)
+        known = ", ".join(benchmarks)
         raise UnknownBenchmark(f"unknown benchmark {slug!r} (known: {known})") from None

@@ -1,6 +1,8 @@
 """What a benchmark is to the runner: a definition, its units, and a timed procedure.
 
-One module per benchmark in runner/benchmarks/. Each module exposes:
+One module per benchmark in runner/benchmarks/, or one module per family of benchmarks built from
+one parameterized definition (CPU single and all cores, say). Each benchmark (the module, or an
+object of the family's module) exposes:
 
     DEFINITION: BenchmarkDefinition
     def units() -> list[UnitDefinition]
@@ -16,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 class TrialOutcome(Exception):
@@ -92,6 +94,16 @@ class UnitDefinition:
     title: str = ""
     definition: dict = field(default_factory=dict)
     digest: str = ""
+
+
+class Benchmark(Protocol):
+    """What the registry (runner/benchmarks/__init__.py) holds: a module or an object."""
+
+    DEFINITION: BenchmarkDefinition
+
+    def units(self) -> list[UnitDefinition]: ...
+
+    def run(self, ctx: TrialContext) -> None: ...
 
 
 @dataclass

@@ -10,7 +10,6 @@ the per-stage sums (Read, Write, Install, Build, Test) are the stacked bar's sta
 
 from __future__ import annotations
 
-from runner import classify
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -19,7 +18,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
-from runner.traces import replay
+from runner.traces import classify, replay
 from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, trace_folders
 from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
 from stats import labels

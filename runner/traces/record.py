@@ -32,7 +32,7 @@ from runner.traces.format import (
     trace_dict,
 )
 
-DENYPROXY = Path(__file__).resolve().parent.parent / "denyproxy.py"
+DENYPROXY = Path(__file__).resolve().with_name("denyproxy.py")
 SANDBOX_ARCHIVE = "/tmp/boxbench-repo.tar.gz"
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASH_TOOL_NAMES = {"bash", "shell", "terminal", "execute_bash", "run_shell_command", "exec"}

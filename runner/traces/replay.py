@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from runner import classify
 from runner.clock import gate
+from runner.traces import classify
 from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, Trace
 
 WORKDIR = "/app"

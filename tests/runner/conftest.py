@@ -1,8 +1,6 @@
 import pytest
 
 from runner import adapters, chain, lifecycle
-from runner.declarations import get_declaration
-from runner.providers.local import LocalProvider
 
 # Short limits where a test waits them out; the readiness deadline stays a few seconds, since a
 # loaded machine can take longer than 0.5 s to answer the first `true` and the tests that are
@@ -13,17 +11,9 @@ FAST = lifecycle.Limits(
 
 
 @pytest.fixture
-def local(tmp_path):
-    """The real local provider, with its sandboxes under this test's own directory."""
-    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
-    yield provider
-    for sandbox in provider.list_sandboxes():
-        provider.destroy(sandbox)
-
-
-@pytest.fixture
 def chain_provider(local, monkeypatch):
-    """Make runs use `local` (optionally wrapped) with short lifecycle limits; returns a setter."""
+    """Make runs use `local` (optionally wrapped; the fixture is in tests/conftest.py) with short
+    lifecycle limits; returns a setter."""
     current = {"provider": local}
     monkeypatch.setattr(adapters, "provider_factory", lambda slug: current["provider"])
     monkeypatch.setattr(chain, "lifecycle_limits", FAST)

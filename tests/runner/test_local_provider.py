@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.providers import local as local_module
 from runner.providers.base import ExecTimeout, SandboxSpec
+from runner.providers.local import adapter as local_module
 
 
 def spec(**overrides):

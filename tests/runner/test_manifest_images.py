@@ -5,7 +5,7 @@ import pytest
 from boxbench import results
 from runner.plan import plan_run
 from runner.providers.base import ProviderError
-from runner.providers.local import host_toolchain_identity
+from runner.providers.local.toolchain import host_toolchain_identity
 from tests.runner.faults import FaultyProvider
 
 STATUS = """Package: bash

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from stats import _audit_tests as t
 from stats import audit
+from stats import significance as sig
 from tests.stats.synthetic import clean_pair
 
 
@@ -15,23 +15,23 @@ def test_it_estimates_the_trend_of_a_large_pair_from_seeded_sampled_slopes():
     rng = np.random.default_rng(3)
     x = np.arange(n, dtype=float)
     y = 1000 + 0.001 * x + rng.normal(0, 20, n)
-    slope, intercept = t.theil_sen(x, y)
+    slope, intercept = sig.theil_sen(x, y)
     assert slope == pytest.approx(0.001, rel=0.02)
     assert intercept == pytest.approx(np.median(y) - slope * np.median(x))
-    assert t.theil_sen(x, y) == (slope, intercept)  # seeded: the same estimate every time
+    assert sig.theil_sen(x, y) == (slope, intercept)  # seeded: the same estimate every time
 
 
 def test_it_keeps_exact_theil_sen_up_to_the_pairwise_limit():
     rng = np.random.default_rng(4)
-    y = rng.lognormal(0, 0.3, t.PAIRWISE_MAX_N)
+    y = rng.lognormal(0, 0.3, sig.PAIRWISE_MAX_N)
     x = np.arange(y.size, dtype=float)
-    assert t.theil_sen(x, y)[0] == pytest.approx(sps.theilslopes(y, x).slope, rel=1e-12)
+    assert sig.theil_sen(x, y)[0] == pytest.approx(sps.theilslopes(y, x).slope, rel=1e-12)
 
 
 def test_it_counts_kendall_pairs_of_a_large_pair_like_scipy():
     rng = np.random.default_rng(5)
     y = np.round(rng.normal(0, 1, 100_000), 2)  # with ties
-    assert t.kendall_p(y) == pytest.approx(sps.kendalltau(np.arange(y.size), y).pvalue, rel=1e-9)
+    assert sig.kendall_p(y) == pytest.approx(sps.kendalltau(np.arange(y.size), y).pvalue, rel=1e-9)
 
 
 def test_it_audits_a_pair_of_100000_trials():

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from runner.classify import BUILD, INSTALL, READ, TEST, WRITE, classify
+from runner.traces.classify import BUILD, INSTALL, READ, TEST, WRITE, classify
 
 LABELLED = [
     # Read: navigation, search, read-only inspection.

@@ -9,47 +9,35 @@ import pytest
 from runner import lifecycle
 from runner.benchmarks import (
     machine_common,
-    machine_cpu_all,
-    machine_cpu_single,
-    machine_disk_rand_read_4k,
-    machine_disk_rand_write_4k,
+    machine_cpu,
+    machine_disk_rand,
     machine_disk_seq,
     machine_hard_links,
     machine_memory_bandwidth,
 )
-from runner.declarations import get_declaration
-from runner.providers.local import LocalProvider
 
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5
 )
-# module -> (constants shortened for the test, measurements it must record)
+# benchmark -> (constants shortened for the test, measurements it must record)
 SHORTENED = {
-    machine_cpu_single: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
-    machine_cpu_all: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
+    machine_cpu.SINGLE: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
+    machine_cpu.ALL: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),
     machine_memory_bandwidth: ({"SECONDS": 1}, {"memory_mib_s", "flag_throughput_ceiling"}),
     machine_disk_seq: (
         {"SIZE_MIB": 16, "CAP_SECONDS": 2},
         {"disk_seq_write_mib_s", "disk_seq_read_mib_s", *machine_common.FLAGS[:3]},
     ),
-    machine_disk_rand_read_4k: (
+    machine_disk_rand.READ: (
         {"SIZE_MIB": 16, "SECONDS": 1},
         {"rand_read_iops", "rand_read_clat_us", *machine_common.FLAGS[:3]},
     ),
-    machine_disk_rand_write_4k: (
+    machine_disk_rand.WRITE: (
         {"SIZE_MIB": 16, "SECONDS": 1},
         {"rand_write_iops", "rand_write_clat_us", "flag_throughput_ceiling", "flag_cpu_bound"},
     ),
     machine_hard_links: ({"LINKS": 2000}, {"hard_links_ms"}),
 }
-
-
-@pytest.fixture
-def local(tmp_path):
-    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
-    yield provider
-    for sandbox in provider.list_sandboxes():
-        provider.destroy(sandbox)
 
 
 @pytest.mark.parametrize("module", SHORTENED, ids=lambda module: module.DEFINITION.slug)
@@ -72,7 +60,7 @@ def test_it_runs_the_machine_benchmark_on_local_on_the_guest_clock(local, module
 
 
 def test_it_declares_every_parameter_of_a_machine_benchmark_in_its_unit():
-    assert machine_cpu_single.units()[0].definition["seconds"] == machine_cpu_single.SECONDS
+    assert machine_cpu.SINGLE.units()[0].definition["seconds"] == machine_cpu.SINGLE.SECONDS
     seq = machine_disk_seq.units()[0].definition
     assert (seq["size_mib"], seq["cap_seconds"]) == (256, 10)
     assert machine_memory_bandwidth.units()[0].definition["seconds"] == 5

@@ -10,8 +10,6 @@ import pytest
 
 from runner import lifecycle
 from runner.benchmarks import deepswe
-from runner.declarations import get_declaration
-from runner.providers.local import LocalProvider
 from runner.traces.format import load_trace
 
 pytestmark = pytest.mark.podman
@@ -35,10 +33,9 @@ def _replay(provider, slug, label):
 
 @pytest.mark.parametrize("slug", UNITS)
 def test_it_replays_a_trace_on_docker_with_the_digest_it_gives_on_local(
-    slug, docker_provider, batch_label, tmp_path
+    slug, docker_provider, batch_label, local
 ):
     on_docker, result = _replay(docker_provider, slug, batch_label)
-    local = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
     on_local, _ = _replay(local, slug, "test")
     expected = load_trace(deepswe.TRACES_DIR / slug / "trace.json").patch_sha256
     assert on_docker["digest"] == on_local["digest"] == expected

@@ -14,8 +14,6 @@ import pytest
 
 from runner import clock, lifecycle
 from runner.benchmarks import deepswe
-from runner.declarations import get_declaration
-from runner.providers.local import LocalProvider
 from runner.traces.format import load_trace
 
 FAST = lifecycle.Limits(
@@ -23,14 +21,6 @@ FAST = lifecycle.Limits(
 )
 PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
 UNIT = "six-ensure-bytearray"
-
-
-@pytest.fixture
-def local(tmp_path):
-    provider = LocalProvider(get_declaration("local"), {"root": tmp_path / "sandboxes"})
-    yield provider
-    for sandbox in provider.list_sandboxes():
-        provider.destroy(sandbox)
 
 
 def _unit():
@@ -95,7 +85,7 @@ def test_it_excludes_a_trial_whose_final_patch_digest_differs(local, monkeypatch
 def test_it_blocks_network_requests_through_the_deny_proxy_with_403(tmp_path):
     port_file = tmp_path / "port"
     proxy = subprocess.Popen(
-        [sys.executable, "runner/denyproxy.py", "--port-file", str(port_file)],
+        [sys.executable, "runner/traces/denyproxy.py", "--port-file", str(port_file)],
         cwd=Path(__file__).resolve().parents[2],
     )
     try:

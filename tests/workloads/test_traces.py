@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.classify import STAGES
 from runner.traces import replay
+from runner.traces.classify import STAGES
 from runner.traces.format import STRATA, TraceError, dump_trace, load_all, load_trace, parse_trace
 from runner.traces.record import SessionError, read_session
 

@@ -1,4 +1,4 @@
-"""Numerical building blocks of the audit: robust summaries, rank tests, Theil-Sen, the lag-1
+"""The significance tests and robust summaries the audit builds on: rank tests, Theil-Sen, the lag-1
 permutation test, the two-tier fit, Benjamini-Hochberg and the detectable effect.
 
 Small pure-numpy versions replace scipy calls where scipy's per-call overhead would dominate a

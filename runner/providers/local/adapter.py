@@ -1,34 +1,10 @@
-"""`local`: each sandbox is a bubblewrap namespace sandbox on the job host.
-
-A sandbox is a directory under the sandbox root:
-
-    <root>/<id>/sandbox.json   metadata: batch label, lifetime, host pid of the sandbox's init
-    <root>/<id>/app/           the fresh working directory, bound at /app inside
-    <root>/<id>/bwrap.log      bubblewrap's own error output
-
-bwrap starts detached (its own session) with every namespace unshared (no network unless the spec
-asks for it), the host toolchain read-only (/usr, /etc and the /bin, /lib links) and a private
-/tmp. Its command is `sleep <lifetime>`: when that exits, the sandbox's PID namespace loses its
-init and the kernel ends every process in it, so a crashed runner leaves at most a directory
-behind, which `bench cleanup` removes.
-
-Commands are forked by an exec helper inside the sandbox (runner/providers/local_spawner.py, run by
-the system Python in place of `sleep <lifetime>` and ending the sandbox the same way), reached on a
-Unix socket the runner binds before bubblewrap starts and hands to it. A forked command is born in
-the sandbox's namespaces and cgroups: no `nsenter` and no cgroup migration per exec, which cost
-about 7 ms per call under load (bench/bench_exec_latency.py). Background processes started by one
-call survive until the next.
-
-The requested size is enforced with cgroups (v2 cpu.max/memory.max, or v1 CFS quota and memory
-limit) nested under the runner's own cgroup, where the kernel lets us create them; the sandbox's
-facts say when it could not. nproc and /proc/meminfo inside still report the host's figures.
-"""
+"""The `local` adapter: bubblewrap sandboxes on the job host, commands forked by the exec helper
+inside each (spawner.py). The package docstring describes the design."""
 
 from __future__ import annotations
 
 import array
 import contextlib
-import hashlib
 import json
 import os
 import select
@@ -53,17 +29,22 @@ from runner.providers.base import (
     Sandbox,
     SandboxSpec,
 )
+from runner.providers.local.cgroups import (
+    describe_limits,
+    join_cgroups_prefix,
+    make_cgroups,
+    probe_cgroups,
+    remove_cgroup,
+)
+from runner.providers.local.toolchain import host_toolchain_identity, toolchain_binds
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The exec helper runs on the host's Python, bound read-only into the sandbox with /usr.
 PYTHON = "/usr/bin/python3"
-SPAWNER = (Path(__file__).with_name("local_spawner.py")).read_text()
+SPAWNER = (Path(__file__).with_name("spawner.py")).read_text()
 HEADER = struct.Struct("!I")
-OS_RELEASE = Path("/etc/os-release")
-DPKG_STATUS = Path("/var/lib/dpkg/status")
 START_TIMEOUT_S = 30.0
 GONE_TIMEOUT_S = 10.0
-CFS_PERIOD_US = 100_000
 
 
 class LocalProvider(Provider):
@@ -126,7 +107,7 @@ class LocalProvider(Provider):
         # Written before the process starts, so a crash in between still leaves a labelled entry.
         _write_meta(directory, meta)
         try:
-            cgroups, facts = _make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
+            cgroups, facts = make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
             meta["cgroups"] = [str(path) for path in cgroups]
             _write_meta(directory, meta)
             pid = self._start(directory, app, spec, cgroups, meta["socket"])
@@ -152,12 +133,12 @@ class LocalProvider(Provider):
         info_read, info_write = os.pipe()
         ready_read, ready_write = os.pipe()
         argv = [
-            *_join_cgroups_prefix(cgroups),
+            *join_cgroups_prefix(cgroups),
             self.bwrap,
             "--unshare-all",
             *(["--share-net"] if spec.network else []),
             "--hostname", "sandbox",
-            *_toolchain_binds(),
+            *toolchain_binds(),
             "--proc", "/proc",
             "--dev", "/dev",
             "--tmpfs", "/tmp",
@@ -302,7 +283,7 @@ class LocalProvider(Provider):
                     )
                 time.sleep(0.002)
         for cgroup in meta.get("cgroups", []):
-            _remove_cgroup(Path(cgroup), deadline)
+            remove_cgroup(Path(cgroup), deadline)
         shutil.rmtree(directory, ignore_errors=True)
         if directory.exists():
             raise ProviderError(f"cannot remove {directory}", operation="destroy")
@@ -358,9 +339,9 @@ class LocalProvider(Provider):
             checks.append(DoctorCheck("sandbox root", True, f"{self.root} ({free:.1f} GiB free)"))
         except OSError as exc:
             checks.append(DoctorCheck("sandbox root", False, f"{self.root}: {exc.strerror}"))
-        _, facts = _probe_cgroups()
+        _, facts = probe_cgroups()
         checks.append(
-            DoctorCheck("size limits", all(facts["enforced"].values()), _describe_limits(facts))
+            DoctorCheck("size limits", all(facts["enforced"].values()), describe_limits(facts))
         )
         if all(check.ok for check in checks[:3]):
             checks.append(self._smoke_test())
@@ -393,71 +374,6 @@ class LocalProvider(Provider):
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def host_toolchain_identity(
-    os_release: Path = OS_RELEASE, dpkg_status: Path = DPKG_STATUS
-) -> tuple[str, str]:
-    """The local provider's "image": the job host's /usr and /etc, bound read-only.
-
-    Digest: SHA-256 of /etc/os-release followed by the sorted `package version architecture`
-    lines of every installed dpkg package, so an upgrade of any package (or of the OS) gives a
-    new digest and an unchanged host keeps its digest. Without a dpkg database the digest covers
-    os-release alone, and the description says so.
-    """
-    try:
-        release = os_release.read_text(errors="replace")
-    except OSError as exc:
-        raise ProviderError(
-            f"cannot read {os_release} for the host toolchain identity: {exc.strerror}",
-            operation="image",
-        ) from None
-    try:
-        packages = _installed_packages(dpkg_status.read_text(errors="replace"))
-    except OSError:
-        packages = None
-    digest = hashlib.sha256(release.encode())
-    for line in packages or []:
-        digest.update(b"\n" + line.encode())
-    name = _os_release_field(release, "PRETTY_NAME") or "unknown OS"
-    counted = f"{len(packages)} dpkg packages" if packages is not None else f"no {dpkg_status}"
-    return f"host toolchain: {name}, {counted}", "sha256:" + digest.hexdigest()
-
-
-def _installed_packages(status: str) -> list[str]:
-    """Sorted `name version architecture` of the installed packages in a dpkg status file."""
-    found = []
-    for stanza in status.split("\n\n"):
-        fields = {}
-        for line in stanza.splitlines():
-            key, sep, value = line.partition(":")
-            if sep and not line[:1].isspace():
-                fields[key] = value.strip()
-        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
-            found.append(
-                f"{fields['Package']} {fields.get('Version', '')} {fields.get('Architecture', '')}"
-            )
-    return sorted(found)
-
-
-def _os_release_field(text: str, key: str) -> str:
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name.strip() == key:
-            return value.strip().strip('"')
-    return ""
-
-
-def _toolchain_binds() -> list[str]:
-    """Bind the host toolchain read-only, mirroring /bin, /lib... whether links or directories."""
-    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = Path("/") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
-    return args
 
 
 def _write_meta(directory: Path, meta: dict) -> None:
@@ -587,114 +503,3 @@ def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: floa
                         reply_done = bool(chunk)
     stdout, stderr = b"".join(chunks[ours[1]]), b"".join(chunks[ours[2]])
     return stdout, stderr, json.loads(reply) if reply_done else None
-
-
-# -- cgroups ---------------------------------------------------------------------------------------
-
-
-def _own_cgroups() -> dict[str, Path]:
-    """The runner's own cgroup per controller: sandboxes nest inside it, within its limits."""
-    found = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            base = Path("/sys/fs/cgroup")
-            if not (base / "cgroup.controllers").exists():
-                base = Path("/sys/fs/cgroup/unified")
-            found["v2"] = base / path.lstrip("/")
-        for controller in controllers.split(","):
-            if controller in ("cpu", "memory"):
-                found[controller] = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
-    return found
-
-
-def _probe_cgroups() -> tuple[dict[str, Path], dict]:
-    """Where the cpu and memory limits can be written, and facts saying what can be enforced."""
-    own = _own_cgroups()
-    places = {}
-    v2 = own.get("v2")
-    if v2 is not None:
-        try:
-            controllers = (v2 / "cgroup.controllers").read_text().split()
-        except OSError:
-            controllers = []
-        for controller in ("cpu", "memory"):
-            if controller in controllers and os.access(v2, os.W_OK):
-                places[controller] = ("v2", v2)
-    for controller in ("cpu", "memory"):
-        parent = own.get(controller)
-        if controller not in places and parent is not None and os.access(parent, os.W_OK):
-            places[controller] = ("v1", parent)
-    facts = {
-        "enforced": {"cpus": "cpu" in places, "memory": "memory" in places},
-        "cgroup": {name: version for name, (version, _) in places.items()},
-        "notes": [],
-    }
-    for name, key in (("cpu", "cpus"), ("memory", "memory")):
-        if not facts["enforced"][key]:
-            facts["notes"].append(
-                f"the {name} limit is not enforced: no writable cgroup {name} controller"
-            )
-    return places, facts
-
-
-def _make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path], dict]:
-    places, facts = _probe_cgroups()
-    made: list[Path] = []
-    for controller, (version, parent) in places.items():
-        path = parent / f"boxbench-{sandbox_id}"
-        try:
-            if path not in made:
-                path.mkdir(exist_ok=True)
-                made.append(path)
-            if version == "v2" and controller == "cpu":
-                (path / "cpu.max").write_text(f"{cpus * CFS_PERIOD_US} {CFS_PERIOD_US}")
-            elif version == "v2":
-                (path / "memory.max").write_text(str(memory_mib * 2**20))
-            elif controller == "cpu":
-                (path / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-                (path / "cpu.cfs_quota_us").write_text(str(cpus * CFS_PERIOD_US))
-            else:
-                (path / "memory.limit_in_bytes").write_text(str(memory_mib * 2**20))
-        except OSError as exc:
-            key = "cpus" if controller == "cpu" else "memory"
-            facts["enforced"][key] = False
-            facts["notes"].append(f"the {controller} limit is not enforced: {path}: {exc.strerror}")
-    facts["notes"].append(
-        "nproc and /proc/meminfo inside report the host's CPUs and memory, not the limits"
-    )
-    return made, facts
-
-
-def _join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
-    """A /bin/sh prelude that moves itself into the sandbox's cgroups, then execs the command."""
-    if not cgroups:
-        return []
-    script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f/cgroup.procs"; done; '
-    script += 'while [ "$1" != -- ]; do shift; done; shift; exec "$@"'
-    return ["/bin/sh", "-c", script, "sh", *map(str, cgroups), "--"]
-
-
-def _remove_cgroup(path: Path, deadline: float) -> None:
-    while path.exists():
-        try:
-            path.rmdir()
-        except OSError as exc:
-            # EBUSY until the kernel has finished tearing down the processes inside.
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
-                ) from None
-            time.sleep(0.005)
-
-
-def _describe_limits(facts: dict) -> str:
-    parts = []
-    for (key, ok), name in zip(facts["enforced"].items(), ("cpu", "memory"), strict=True):
-        how = f"enforced (cgroup {facts['cgroup'].get(name, '?')})" if ok else "not enforced"
-        parts.append(f"{key}: {how}")
-    return "; ".join(parts)

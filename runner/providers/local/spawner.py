@@ -1,9 +1,10 @@
 """The exec helper of a `local` sandbox: the sandbox's main process, run by the system Python.
 
-runner/providers/local.py starts it inside bubblewrap (`python3 -I -S -c <this file> FD LIFETIME`),
-already in the sandbox's namespaces and cgroups, so every command it forks is born there: no
-`nsenter` and no cgroup migration per exec (on cgroup v1 a migration waits for an RCU grace
-period, milliseconds under load). Standard library only; nothing of the project is importable here.
+runner/providers/local/adapter.py reads this file as text and starts it inside bubblewrap
+(`python3 -I -S -c <this file> FD LIFETIME`), already in the sandbox's namespaces and cgroups, so
+every command it forks is born there: no `nsenter` and no cgroup migration per exec (on cgroup v1
+a migration waits for an RCU grace period, milliseconds under load). Standard library only; nothing
+of the project is importable here.
 
 Protocol, one connection per command on the inherited listening socket FD:
   runner -> helper  a 4-byte big-endian length, with the command's stdin, stdout and stderr

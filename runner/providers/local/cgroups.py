@@ -1,0 +1,120 @@
+"""The size limits of a `local` sandbox: cgroups (v2 cpu.max/memory.max, or v1 CFS quota and memory
+limit) nested under the runner's own cgroup, where the kernel lets us create them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from runner.providers.base import ProviderError
+
+CFS_PERIOD_US = 100_000
+
+
+def _own_cgroups() -> dict[str, Path]:
+    """The runner's own cgroup per controller: sandboxes nest inside it, within its limits."""
+    found = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base = Path("/sys/fs/cgroup")
+            if not (base / "cgroup.controllers").exists():
+                base = Path("/sys/fs/cgroup/unified")
+            found["v2"] = base / path.lstrip("/")
+        for controller in controllers.split(","):
+            if controller in ("cpu", "memory"):
+                found[controller] = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+    return found
+
+
+def probe_cgroups() -> tuple[dict[str, Path], dict]:
+    """Where the cpu and memory limits can be written, and facts saying what can be enforced."""
+    own = _own_cgroups()
+    places = {}
+    v2 = own.get("v2")
+    if v2 is not None:
+        try:
+            controllers = (v2 / "cgroup.controllers").read_text().split()
+        except OSError:
+            controllers = []
+        for controller in ("cpu", "memory"):
+            if controller in controllers and os.access(v2, os.W_OK):
+                places[controller] = ("v2", v2)
+    for controller in ("cpu", "memory"):
+        parent = own.get(controller)
+        if controller not in places and parent is not None and os.access(parent, os.W_OK):
+            places[controller] = ("v1", parent)
+    facts = {
+        "enforced": {"cpus": "cpu" in places, "memory": "memory" in places},
+        "cgroup": {name: version for name, (version, _) in places.items()},
+        "notes": [],
+    }
+    for name, key in (("cpu", "cpus"), ("memory", "memory")):
+        if not facts["enforced"][key]:
+            facts["notes"].append(
+                f"the {name} limit is not enforced: no writable cgroup {name} controller"
+            )
+    return places, facts
+
+
+def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path], dict]:
+    places, facts = probe_cgroups()
+    made: list[Path] = []
+    for controller, (version, parent) in places.items():
+        path = parent / f"boxbench-{sandbox_id}"
+        try:
+            if path not in made:
+                path.mkdir(exist_ok=True)
+                made.append(path)
+            if version == "v2" and controller == "cpu":
+                (path / "cpu.max").write_text(f"{cpus * CFS_PERIOD_US} {CFS_PERIOD_US}")
+            elif version == "v2":
+                (path / "memory.max").write_text(str(memory_mib * 2**20))
+            elif controller == "cpu":
+                (path / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+                (path / "cpu.cfs_quota_us").write_text(str(cpus * CFS_PERIOD_US))
+            else:
+                (path / "memory.limit_in_bytes").write_text(str(memory_mib * 2**20))
+        except OSError as exc:
+            key = "cpus" if controller == "cpu" else "memory"
+            facts["enforced"][key] = False
+            facts["notes"].append(f"the {controller} limit is not enforced: {path}: {exc.strerror}")
+    facts["notes"].append(
+        "nproc and /proc/meminfo inside report the host's CPUs and memory, not the limits"
+    )
+    return made, facts
+
+
+def join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
+    """A /bin/sh prelude that moves itself into the sandbox's cgroups, then execs the command."""
+    if not cgroups:
+        return []
+    script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f/cgroup.procs"; done; '
+    script += 'while [ "$1" != -- ]; do shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", *map(str, cgroups), "--"]
+
+
+def remove_cgroup(path: Path, deadline: float) -> None:
+    while path.exists():
+        try:
+            path.rmdir()
+        except OSError as exc:
+            # EBUSY until the kernel has finished tearing down the processes inside.
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
+                ) from None
+            time.sleep(0.005)
+
+
+def describe_limits(facts: dict) -> str:
+    parts = []
+    for (key, ok), name in zip(facts["enforced"].items(), ("cpu", "memory"), strict=True):
+        how = f"enforced (cgroup {facts['cgroup'].get(name, '?')})" if ok else "not enforced"
+        parts.append(f"{key}: {how}")
+    return "; ".join(parts)
