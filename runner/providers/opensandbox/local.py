@@ -256,6 +256,61 @@ def start_server(
     raise LocalStackError(f"opensandbox-server did not answer within {within_s:g}s: {_tail(log)}")
 
 
+@dataclass
+class Stack:
+    """A running server (and the Podman service it drives, when the stack started one)."""
+
+    url: str
+    api_key: str
+    docker_host: str
+    execd_image: str
+    standard_image: str
+    server: Process
+    podman: Process | None = None
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.podman is not None:
+            self.podman.stop()
+
+
+def start_stack(
+    directory: Path,
+    port: int,
+    api_key: str,
+    images_dir: Path,
+    docker_host: str = "",
+    log=lambda message: None,
+) -> Stack:
+    """Podman (unless `docker_host` names an engine), the standard image, the execd image and
+    the server, in that order; everything a failure leaves running is stopped."""
+    from runner.images.prepare import prepare_image
+    from runner.providers import get_provider
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    podman = None
+    if not docker_host:
+        podman, docker_host = start_podman(directory)
+        log(f"podman service on {docker_host} (ulimits from {directory / 'containers.conf'})")
+    try:
+        engine = get_provider("docker", settings={"host": docker_host})
+        prepared = prepare_image(engine, images_dir, log=log)
+        engine.close()
+        execd_image = ensure_execd_image(docker_host, prepared.tag)
+        log(f"execd image {execd_image} (from {prepared.tag})")
+        config = server_config(directory, port, api_key, execd_image)
+        server = start_server(directory, config, docker_host, port)
+    except BaseException:
+        if podman is not None:
+            podman.stop()
+        raise
+    log(f"opensandbox-server on http://127.0.0.1:{port} (log {server.log})")
+    return Stack(
+        f"http://127.0.0.1:{port}", api_key, docker_host, execd_image, prepared.tag, server, podman
+    )
+
+
 def free_port() -> int:
     import socket
 
