@@ -471,9 +471,14 @@ class OpenSandboxProvider(Provider):
         failed. Empty without BOXBENCH_OPENSANDBOX_DOCKER_HOST."""
         if not self.docker_host:
             return []
+        import docker.errors
+
         api = self._engine()
         try:
             found = api.containers(all=True, filters={"label": f"boxbench.kind={HELPER_KIND}"})
+        except (docker.errors.DockerException, OSError) as exc:
+            where = f"BOXBENCH_OPENSANDBOX_DOCKER_HOST={self.docker_host}"
+            raise ProviderError(f"list helper containers: {where}: {exc}", "cleanup") from exc
         finally:
             api.close()
         strays = []

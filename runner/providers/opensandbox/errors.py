@@ -36,11 +36,13 @@ class WrongState(ProviderError):
     """409: the operation does not fit the sandbox's state (pause a paused one...)."""
 
 
-class _Refused(BenchmarkError):
-    """A refusal that is ours to fix; carries `operation` and `code` like a ProviderError."""
+class _Refused(BenchmarkError, ProviderError):
+    """A refusal that is ours to fix: a benchmark error to the lifecycle's create, and still a
+    ProviderError (operation, code) to callers that catch those, such as `bench cleanup`."""
 
     def __init__(self, message: str, operation: str = "", code: str = ""):
-        super().__init__(message)
+        Exception.__init__(self, message)
+        self.cause = message
         self.operation = operation
         self.code = code
 
