@@ -18,7 +18,9 @@ import yaml
 
 DECLARATIONS_DIR = Path(__file__).resolve().parent / "declarations"
 SCHEMA_VERSION = 1
-CAPABILITIES = ("exec", "file_transfer", "network_lockdown", "custom_images", "snapshot", "fork")
+CAPABILITIES = (
+    "exec", "file_transfer", "network_lockdown", "custom_images", "snapshot", "fork", "pause",
+)  # fmt: skip
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 _TOP_KEYS = {

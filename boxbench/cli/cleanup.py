@@ -70,12 +70,16 @@ def handle(options, out):
 
 
 def _leftovers(provider) -> list:
-    """(item, remove) pairs: live sandboxes, and snapshot images where the provider keeps them
-    (docker's commits carry the batch label too)."""
+    """(item, remove) pairs: live sandboxes, snapshot images where the provider keeps them
+    (docker's commits carry the batch label too), and stray helper containers."""
     found = [(sandbox, provider.destroy) for sandbox in provider.list_sandboxes()]
     list_snapshots = getattr(provider, "list_snapshots", None)
     if list_snapshots is not None:
         found += [(image, partial(_delete_snapshot, provider)) for image in list_snapshots()]
+    # Engine containers a provider's own server leaves behind (opensandbox's execd helpers).
+    list_strays = getattr(provider, "list_strays", None)
+    if list_strays is not None:
+        found += [(stray, provider.remove_stray) for stray in list_strays()]
     return found
 
 

@@ -14,6 +14,7 @@ REGISTRY = {
     "local": "runner.providers.local:LocalProvider",
     "docker": "runner.providers.docker:DockerProvider",
     "remote-docker": "runner.providers.docker:RemoteDockerProvider",
+    "opensandbox": "runner.providers.opensandbox:OpenSandboxProvider",
 }
 
 

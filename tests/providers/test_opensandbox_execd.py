@@ -1,0 +1,208 @@
+"""boxbench's execd (runner/providers/opensandbox/execd/execd.py) run on loopback, driven through
+the opensandbox adapter's exec and file calls: the wire format of OpenSandbox's execd API, exit
+codes, the guest clock wrapper, timeouts, background commands, files and /proxy/{port}."""
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from runner import clock
+from runner.providers import get_provider
+from runner.providers.base import ExecTimeout, NotReady, Sandbox
+from runner.providers.opensandbox import local
+from runner.providers.opensandbox.errors import RequestRejected, SandboxGone
+
+EXECD = local.EXECD_DIR / "execd.py"
+
+
+def start_execd(directory, port, token=""):
+    env = {"EXECD_PORT": str(port), "EXECD_HOST": "127.0.0.1", "PATH": "/usr/bin:/bin"}
+    if token:
+        env["EXECD_ACCESS_TOKEN"] = token
+    process = subprocess.Popen([sys.executable, str(EXECD)], cwd=directory, env=env)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    pytest.fail("execd did not answer /ping")
+
+
+@pytest.fixture(scope="module")
+def execd(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("execd")
+    port = local.free_port()
+    process = start_execd(directory, port)
+    yield port, directory
+    process.kill()
+    process.wait(5)
+
+
+@pytest.fixture
+def provider():
+    provider = get_provider("opensandbox", settings={"url": "127.0.0.1:9", "api_key": "unused"})
+    yield provider
+    provider.close()
+
+
+def sandbox_at(port, target=None):
+    # As the server's endpoint says in bridge mode: execd reached through its own /proxy/44772.
+    target = target or port
+    return Sandbox(
+        id="local",
+        label="t",
+        handle={"url": f"http://127.0.0.1:{port}/proxy/{target}", "headers": {}},
+    )
+
+
+def run(provider, port, argv, timeout, **kwargs):
+    kwargs.setdefault("workdir", "/tmp")  # the adapter's default, /app, is the sandbox's
+    return provider.exec(sandbox_at(port), argv, timeout, **kwargs)
+
+
+def test_it_streams_output_as_blank_line_separated_json_events(execd):
+    port, _ = execd
+    with httpx.stream(
+        "POST", f"http://127.0.0.1:{port}/command", json={"command": "echo a; echo b >&2; exit 4"}
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        raw = response.read().decode()
+    frames = [json.loads(frame) for frame in raw.split("\n\n") if frame.strip()]
+    kinds = [frame["type"] for frame in frames]
+    assert kinds[0] == "init" and kinds[-1] == "error" and {"stdout", "stderr"} <= set(kinds)
+    assert frames[-1]["error"] == {"ename": "CommandExecError", "evalue": "4", "traceback": []}
+    assert not raw.startswith("data:")
+
+
+def test_exec_returns_stdout_stderr_and_exit_codes(execd, provider):
+    port, _ = execd
+    ok = run(provider, port, ["sh", "-c", "echo out; echo err >&2"], 10)
+    assert (ok.exit_code, ok.stdout, ok.stderr) == (0, b"out\n", b"err\n")
+    failed = run(provider, port, ["sh", "-c", "exit 42"], 10)
+    assert failed.exit_code == 42
+    killed = run(provider, port, ["sh", "-c", "kill -TERM $$"], 10)
+    assert killed.exit_code == 128 + 15
+
+
+def test_exec_keeps_bytes_exact_and_passes_stdin_workdir_and_env(execd, provider, tmp_path):
+    port, _ = execd
+    payload = bytes(range(256))
+    result = run(provider, port, ["cat"], 10, stdin=payload)
+    assert result.stdout == payload
+    where = run(
+        provider, port, ["sh", "-c", 'pwd; echo "$GREETING"'], 10, workdir=str(tmp_path),
+        env={"GREETING": "it's here"},
+    )  # fmt: skip
+    assert where.stdout == f"{tmp_path}\nit's here\n".encode()
+
+
+def test_the_guest_clock_wrapper_works_through_exec(execd, provider):
+    port, _ = execd
+    result = run(provider, port, ["/bin/bash", "-c", clock.wrap("sleep 0.05; exit 3")], 10)
+    stderr, timing = clock.parse_trailer(result.stderr)
+    assert result.exit_code == 3 and stderr == b""
+    assert timing is not None and timing.wall_ms >= 50
+
+
+def test_a_command_past_its_timeout_is_interrupted(execd, provider):
+    port, directory = execd
+    marker = directory / "survived"
+    with pytest.raises(ExecTimeout):
+        run(provider, port, ["sh", "-c", f"sleep 2; touch {marker}"], 0.5)
+    time.sleep(2.5)
+    assert not marker.exists()
+
+
+def test_a_background_launch_returns_and_its_command_finishes(execd, provider, tmp_path):
+    port, _ = execd
+    tag = "t" + str(time.monotonic_ns())[-8:]
+    script = clock.background_script("echo done", tag)
+    launched = run(provider, port, ["/bin/bash", "-c", script], 10)
+    assert launched.exit_code == 0
+    polled = run(provider, port, clock.poll_command(tag, 5), 10)
+    assert polled.exit_code == 0
+    out = run(provider, port, ["cat", clock.background_paths(tag)["out"]], 10)
+    assert out.stdout == b"done\n"
+
+
+def test_background_mode_status_and_logs(execd):
+    port, _ = execd
+    base = f"http://127.0.0.1:{port}"
+    answer = httpx.post(
+        f"{base}/command", json={"command": "echo one; echo two", "background": True}
+    )
+    command_id = json.loads(answer.text.split("\n\n")[0])["text"]
+    for _ in range(100):
+        status = httpx.get(f"{base}/command/status/{command_id}").json()
+        if not status["running"]:
+            break
+        time.sleep(0.02)
+    assert status["exit_code"] == 0 and status["finished_at"]
+    logs = httpx.get(f"{base}/command/{command_id}/logs", params={"cursor": 4})
+    assert logs.text == "two\n" and logs.headers["EXECD-COMMANDS-TAIL-CURSOR"] == "8"
+    assert httpx.get(f"{base}/command/status/nope").status_code == 404
+
+
+def test_files_upload_and_download_exactly(execd, provider, tmp_path):
+    port, _ = execd
+    data = bytes(range(256)) * 100 + b"\r\n--tail"
+    target = tmp_path / "deep" / "file.bin"
+    provider.upload(sandbox_at(port), str(target), data)
+    assert target.read_bytes() == data
+    assert provider.download(sandbox_at(port), str(target)) == data
+    ranged = httpx.get(
+        f"http://127.0.0.1:{port}/files/download", params={"path": str(target)},
+        headers={"Range": "bytes=2-5"},
+    )  # fmt: skip
+    assert ranged.status_code == 206 and ranged.content == data[2:6]
+    with pytest.raises(SandboxGone, match="FILE_NOT_FOUND"):
+        provider.download(sandbox_at(port), str(tmp_path / "missing"))
+
+
+def test_bad_requests_are_400_with_a_code_and_message(execd, provider):
+    port, _ = execd
+    answer = httpx.post(f"http://127.0.0.1:{port}/command", json={"cwd": "/"})
+    assert answer.status_code == 400 and answer.json()["code"] == "INVALID_REQUEST"
+    with pytest.raises(RequestRejected, match="is not a directory"):
+        run(provider, port, ["true"], 10, workdir="/no/such/dir")
+
+
+def test_proxy_forwards_other_ports(execd, tmp_path):
+    port, _ = execd
+    other = local.free_port()
+    second = start_execd(tmp_path, other)
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{port}/proxy/{other}/command/status/none")
+        assert answer.status_code == 404 and answer.json()["code"] == "COMMAND_NOT_FOUND"
+        closed = httpx.get(f"http://127.0.0.1:{port}/proxy/{local.free_port()}/ping")
+        assert closed.status_code == 502
+    finally:
+        second.kill()
+        second.wait(5)
+
+
+def test_a_closed_port_is_not_ready(provider):
+    with pytest.raises(NotReady):
+        run(provider, local.free_port(), ["true"], 5)
+
+
+def test_a_token_guards_everything_but_ping(tmp_path):
+    port = local.free_port()
+    process = start_execd(tmp_path, port, token="s3cret")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.post(f"{base}/command", json={"command": "true"}).status_code == 401
+        allowed = httpx.post(
+            f"{base}/command", json={"command": "true"}, headers={"X-EXECD-ACCESS-TOKEN": "s3cret"}
+        )
+        assert allowed.status_code == 200
+    finally:
+        process.kill()
+        process.wait(5)

@@ -1,0 +1,243 @@
+"""The opensandbox adapter against OpenSandbox's real server (opensandbox-server on Podman, with
+boxbench's execd): the whole sandbox lifecycle, the server's error answers, expiry, the helper
+containers a failed create leaves behind, and whole benchmark trials through the lifecycle."""
+
+import io
+import secrets
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import docker
+import pytest
+from django.core.management import call_command
+
+from runner import clock, lifecycle
+from runner.benchmarks import all_benchmarks
+from runner.benchmarks.base import BenchmarkError
+from runner.lifecycle import readiness_check
+from runner.providers.base import ExecTimeout, ProviderError, SandboxSpec
+from runner.providers.opensandbox import local
+from runner.providers.opensandbox.errors import (
+    CredentialsRejected,
+    RequestRejected,
+    SandboxGone,
+    WrongState,
+)
+from tests.providers.opensandbox_fixtures import *  # noqa: F403 - the fixtures
+from tests.providers.opensandbox_fixtures import provider_for
+
+pytestmark = pytest.mark.podman
+LIMITS = lifecycle.Limits(poll_interval_s=0.05)
+
+
+def spec(label, lifetime_s=300, **overrides):
+    return SandboxSpec(cpus=1, memory_mib=1024, label=label, lifetime_s=lifetime_s, **overrides)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def expiring(opensandbox):
+    """A sandbox with the server's shortest TTL (60 s), made first so its expiry overlaps the
+    other tests."""
+    label = f"pytest-ttl-{uuid.uuid4().hex[:8]}"
+    return opensandbox.create(spec(label, lifetime_s=1))
+
+
+def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    assert sandbox.facts["state_at_create"] == "Running"  # 202 with Running on the Docker runtime
+    assert sandbox.facts["execd_endpoint"].endswith("/proxy/44772")
+    assert sandbox.facts["resource_limits"] == {"cpu": "1", "memory": "1024Mi"}
+    info = opensandbox.get(sandbox.id)
+    # The server reports container labels as metadata: the image's own labels come along.
+    assert info["status"]["state"] == "Running" and info["metadata"]["boxbench.batch"] == os_label
+    evidence = readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    assert evidence["tti_ms"] is not None and evidence["attempts"][-1]["result"] == "ready"
+
+
+def test_exec_streams_output_and_returns_non_zero_exits(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    result = opensandbox.exec(
+        sandbox, ["/bin/bash", "-c", clock.wrap("pwd; echo e >&2; exit 5")], 30
+    )
+    stderr, timing = clock.parse_trailer(result.stderr)
+    assert (result.exit_code, result.stdout, stderr) == (5, b"/app\n", b"e\n")
+    assert timing is not None and timing.gate_ok
+    assert opensandbox.exec(sandbox, ["cat"], 30, stdin=b"\x00\xff").stdout == b"\x00\xff"
+    with pytest.raises(ExecTimeout):
+        opensandbox.exec(sandbox, ["sleep", "20"], 1)
+    assert opensandbox.exec(sandbox, ["pgrep", "-x", "sleep", "-c"], 30).stdout.strip() == b"1"
+
+
+def test_files_round_trip_through_execd(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    data = secrets.token_bytes(300_000)
+    opensandbox.upload(sandbox, "/app/in/data.bin", data)
+    assert opensandbox.download(sandbox, "/app/in/data.bin") == data
+    assert opensandbox.exec(sandbox, ["stat", "-c", "%s", "in/data.bin"], 30).stdout == b"300000\n"
+    with pytest.raises(SandboxGone):
+        opensandbox.download(sandbox, "/app/missing")
+
+
+def test_list_finds_sandboxes_by_their_batch_label(opensandbox, os_label):
+    mine = opensandbox.create(spec(os_label))
+    other_label = f"pytest-{uuid.uuid4().hex[:12]}"
+    other = opensandbox.create(spec(other_label))
+    try:
+        assert [s.id for s in opensandbox.list_sandboxes(os_label)] == [mine.id]
+        every = {s.id for s in opensandbox.list_sandboxes()}
+        assert {mine.id, other.id} <= every
+    finally:
+        opensandbox.destroy(other)
+
+
+def test_renew_moves_the_expiry(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label, lifetime_s=120))
+    expires = opensandbox.renew(sandbox, 3600)
+    assert expires > datetime.now(UTC) + timedelta(minutes=50)
+    listed = opensandbox.get(sandbox.id)["expiresAt"]
+    assert abs(datetime.fromisoformat(listed.replace("Z", "+00:00")) - expires).total_seconds() < 1
+
+
+def test_pause_and_resume_and_409_on_a_second_pause(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    opensandbox.pause(sandbox)
+    assert opensandbox.get(sandbox.id)["status"]["state"] == "Paused"
+    with pytest.raises(WrongState, match="DOCKER::SANDBOX_NOT_RUNNING"):
+        opensandbox.pause(sandbox)
+    opensandbox.resume(sandbox)
+    assert opensandbox.exec(sandbox, ["true"], 30).exit_code == 0
+
+
+def test_snapshot_restores_the_file_system_and_is_deleted(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    opensandbox.upload(sandbox, "/app/kept.txt", b"kept")
+    snapshot_id = opensandbox.snapshot(sandbox)
+    assert [s.id for s in opensandbox.list_snapshots(os_label)] == [snapshot_id]
+    restored = opensandbox.restore(snapshot_id, spec(os_label))
+    readiness_check(opensandbox, restored, LIMITS.readiness)
+    assert opensandbox.download(restored, "/app/kept.txt") == b"kept"
+    assert restored.facts["restored_from"] == snapshot_id
+    with pytest.raises(WrongState, match="409 SNAPSHOT::DELETE_CONFLICT"):
+        opensandbox.delete_snapshot(snapshot_id)  # a sandbox still runs from its image
+    opensandbox.destroy(restored)
+    opensandbox.delete_snapshot(snapshot_id)
+    assert opensandbox.list_snapshots(os_label) == []
+
+
+def test_delete_then_404(opensandbox, os_label):
+    sandbox = opensandbox.create(spec(os_label))
+    opensandbox.destroy(sandbox)
+    assert opensandbox.is_gone(sandbox.id)
+    with pytest.raises(SandboxGone, match="DOCKER::SANDBOX_NOT_FOUND"):
+        opensandbox.get(sandbox.id)
+    opensandbox.destroy(sandbox)  # already gone: not an error
+
+
+def test_error_bodies_map_to_clear_adapter_errors(opensandbox, opensandbox_stack, os_label):
+    wrong_key = provider_for(opensandbox_stack, api_key="wrong")
+    with pytest.raises(CredentialsRejected, match="401 .*OPEN_SANDBOX_API_KEY"):
+        wrong_key.create(spec(os_label))
+    with pytest.raises(SandboxGone, match="404 DOCKER::SANDBOX_NOT_FOUND"):
+        opensandbox.get("no-such-sandbox")
+    with pytest.raises(RequestRejected, match="422 VALIDATION_ERROR: timeout"):
+        opensandbox._api(
+            "POST", "/sandboxes", "create", (202,),
+            json={"image": {"uri": "x"}, "entrypoint": ["true"], "timeout": 30},
+        )  # fmt: skip
+    missing_image = spec(os_label, image="localhost/boxbench-no-such-image:1")
+    with pytest.raises(ProviderError, match="500 DOCKER::SANDBOX_IMAGE_PULL_FAILED") as raised:
+        opensandbox.create(missing_image)
+    assert not isinstance(raised.value, BenchmarkError)
+
+
+def test_outcome_classes_of_failed_creates(opensandbox, opensandbox_stack, os_label):
+    module = all_benchmarks()["create"]
+    unit = module.units()[0]
+
+    def trial(provider, label):
+        return lifecycle.run_trial(
+            provider, module.DEFINITION, unit, module.run, label=label, limits=LIMITS
+        )
+
+    wrong_key = provider_for(opensandbox_stack, api_key="wrong")
+    refused = trial(wrong_key, os_label)
+    assert (refused.outcome, refused.owner) == ("benchmark_error", "benchmark")
+    assert "401" in refused.cause
+    no_image = provider_for(opensandbox_stack, image="localhost/boxbench-no-such-image:1")
+    failed = trial(no_image, os_label)
+    assert (failed.outcome, failed.owner) == ("provider_failure", "provider")
+    assert "DOCKER::SANDBOX_IMAGE_PULL_FAILED" in failed.cause
+
+
+@pytest.mark.parametrize("slug", ["create", "latency-per-call"])
+def test_a_whole_benchmark_trial_runs_through_the_adapter(opensandbox, os_label, slug):
+    module = all_benchmarks()[slug]
+    result = lifecycle.run_trial(
+        opensandbox,
+        module.DEFINITION,
+        module.units()[0],
+        module.run,
+        label=os_label,
+        pricing=opensandbox.declaration.pricing,
+        limits=LIMITS,
+    )
+    assert result.outcome == "success", result.cause
+    assert module.DEFINITION.metric in {m.name for m in result.measurements}
+    # Self-hosted, like docker: a zero bill, marked as not provider-sourced.
+    assert result.cost_usd == 0.0 and not opensandbox.declaration.pricing["provider_sourced"]
+    assert result.cleanup_verified and opensandbox.list_sandboxes(os_label) == []
+
+
+def test_a_failed_create_leaves_an_execd_helper_that_cleanup_sweeps(
+    opensandbox_stack, os_label, tmp_path, monkeypatch
+):
+    # An execd image without `tail`: the server's helper container cannot start, the create
+    # fails with 503, and the server leaves the helper behind in state Created.
+    api = docker.APIClient(base_url=opensandbox_stack.docker_host, version="1.41")
+    broken = f"{local.EXECD_REPOSITORY}:broken-{uuid.uuid4().hex[:8]}"
+    container = api.create_container(opensandbox_stack.execd_image, command=["true"])["Id"]
+    api.commit(container, repository=broken.split(":")[0], tag=broken.split(":")[1],
+               changes=['ENTRYPOINT ["/no/such/program"]'])  # fmt: skip
+    api.remove_container(container, force=True)
+    port = local.free_port()
+    config = local.server_config(tmp_path, port, "k", broken)
+    server = local.start_server(tmp_path, config, opensandbox_stack.docker_host, port)
+    try:
+        failing = provider_for(opensandbox_stack, url=f"127.0.0.1:{port}", api_key="k")
+        with pytest.raises(ProviderError, match="DOCKER::SANDBOX_EXECD_START_FAILED"):
+            failing.create(spec(os_label))
+        strays = failing.list_strays()
+        assert strays and all(s.label == local.EXECD_BATCH for s in strays)
+        names = {
+            c["Names"][0].lstrip("/")
+            for c in api.containers(all=True, filters={"id": strays[0].id})
+        }
+        assert all(name.startswith("sandbox-execd-") for name in names)
+    finally:
+        server.stop()
+
+    monkeypatch.setenv("OPEN_SANDBOX_DOMAIN", opensandbox_stack.url)
+    monkeypatch.setenv("OPEN_SANDBOX_API_KEY", opensandbox_stack.api_key)
+    monkeypatch.setenv("BOXBENCH_OPENSANDBOX_DOCKER_HOST", opensandbox_stack.docker_host)
+    out = io.StringIO()
+    call_command("bench", "cleanup", "--provider", "opensandbox", "--max-age", "0", stdout=out)
+    assert f"removed opensandbox {strays[0].id}" in out.getvalue()
+    assert failing.list_strays() == []
+    api.remove_image(broken, force=True)
+    api.close()
+
+
+def test_expiry_removes_the_sandbox_then_404(opensandbox, expiring):
+    assert expiring.facts["lifetime_s"] == 60  # the server's minimum TTL
+    expires = datetime.fromisoformat(expiring.facts["expires_at"].replace("Z", "+00:00"))
+    deadline = time.monotonic() + max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 30
+    while not opensandbox.is_gone(expiring.id):
+        assert time.monotonic() < deadline, "the sandbox outlived its TTL by 30 s"
+        time.sleep(1)
+    with pytest.raises(SandboxGone, match="DOCKER::SANDBOX_NOT_FOUND"):
+        opensandbox.get(expiring.id)
