@@ -11,8 +11,6 @@ provider's numbers come from.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,13 +36,10 @@ from boxbench.models import (
     Unit,
 )
 from stats import audit as stats_audit
-from stats import bars, estimators, labels, scores, workload
+from stats import estimators, labels, scores, summary, workload
+from stats.summary import POOLED, Samples
 
-MAX_DERIVED_STAGES = 8  # 2^8 - 1 = 255 stage subsets precomputed per provider and unit
-MAX_POINTS = 400  # per-trial points drawn per provider; beyond, evenly spaced ranks
 REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
-POOLED = "pooled_median"  # many calls per trial (Latency per Call): statistics over pooled calls
-TIME_UNITS = frozenset({"ms", "s", "us", "µs", "min"})  # a time median carries a 95 % interval
 
 
 class PublishRefused(Exception):
@@ -385,14 +380,6 @@ class Board:
     units: list[dict]  # one per unit page
 
 
-def _num(value):
-    """JSON-safe float: None for missing or non-finite values."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def _cells_q(by_provider: dict[int, Run], prefix: str = "") -> Q:
     """Trials of each provider's chosen run: OR of (run, providers) groups."""
     groups: dict = {}
@@ -469,16 +456,13 @@ def _sources(runs: dict[str, Run], benchmark: Benchmark, names: dict[str, str]) 
 class Cell:
     """One provider on one unit: what the statistics read."""
 
-    values: np.ndarray  # the main metric of each successful trial
-    stages: dict  # stage -> per-trial values (NaN where not recorded)
-    costs: np.ndarray  # cost of each successful trial (NaN where not recorded)
-    calls: list  # pooled calls per successful trial (pooled_median only)
+    samples: Samples  # the successful trials' values, stages, costs and calls
     outcomes: dict
     failures: int  # unreplaced provider failures
 
 
 def _empty_cell() -> Cell:
-    return Cell(np.array([]), {}, np.array([]), [], {}, 0)
+    return Cell(Samples(np.array([])), {}, 0)
 
 
 EMPTY_CELL = _empty_cell()  # read only: a provider with no trial on a unit
@@ -540,11 +524,14 @@ def _cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int], Cel
         if benchmark.statistic == POOLED:
             # A trial without recorded calls counts as one call: its own value.
             trial_calls = [calls.get(int(r), metric[r : r + 1]) for r in rows]
-        cells[(int(key[0]), int(key[1]))] = Cell(
+        samples = Samples(
             values=metric[rows],
             stages={s: stage_values[s][rows] for s in stages},
             costs=costs[rows],
             calls=trial_calls,
+        )
+        cells[(int(key[0]), int(key[1]))] = Cell(
+            samples=samples,
             outcomes={},
             failures=0,
         )
@@ -575,6 +562,7 @@ def _benchmark_board(
     lower = benchmark.direction != "higher"
     stages = [s for s in benchmark.stage_names if isinstance(s, str)]
     cells = _cells(benchmark, trials, measurements, stages)
+    method = summary.Method(lower, benchmark.statistic, benchmark.unit, stages)
     names = {p.slug: p.name for p in providers.values()}
     floors = {slug: ranking_floor(benchmark, run, len(units)) for slug, run in runs.items()}
     latest = max(runs.values(), key=lambda r: (r.published_at, str(r.id)))
@@ -590,7 +578,8 @@ def _benchmark_board(
     }
     multi = len(units) > 1
     totals = {
-        p.slug: sum(len(cells.get((u.id, p.id), EMPTY_CELL).values) for u in units) for p in in_run
+        p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
+        for p in in_run
     }
     unit_pages = []
     per_unit_median: dict[str, dict[str, float | None]] = {p.slug: {} for p in in_run}
@@ -600,7 +589,7 @@ def _benchmark_board(
         rows = []
         for provider in in_run + refused:
             cell = cells.get((unit.id, provider.id), EMPTY_CELL)
-            row = _unit_row(provider, cell, stages, lower, benchmark)
+            row = _unit_row(provider, cell, method)
             if provider.slug in runs:
                 row.update(_source(runs[provider.slug], benchmark, [provider.slug]))
             n = row["n"]
@@ -618,7 +607,7 @@ def _benchmark_board(
                     per_unit_cost[provider.slug][unit.slug] = row["mean_cost_usd"]
                 else:
                     cost_complete[provider.slug] = False
-        _rank_rows(rows, "median", lower)
+        summary.rank_rows(rows, "median", lower)
         unit_pages.append(
             {
                 **context,
@@ -631,16 +620,16 @@ def _benchmark_board(
                 "unit_digest": unit.digest,
                 "trial_count": int(sum(sum(c.outcomes.values()) for (u, _), c in cells.items()
                                        if u == unit.id)),
-                "derived_available": 0 < len(stages) <= MAX_DERIVED_STAGES,
+                "derived_available": summary.derived_available(stages),
                 "ranking_floors": floors,
                 "rows": rows,
             }
         )  # fmt: skip
-    summary = _benchmark_summary(
+    page = _benchmark_summary(
         benchmark, context, unit_pages, in_run + refused, refusals, totals, floors,
         per_unit_median, per_unit_cost, cost_complete, runs,
     )  # fmt: skip
-    return Board(benchmark, runs, summary, unit_pages)
+    return Board(benchmark, runs, page, unit_pages)
 
 
 def _provider_cost(provider: Provider) -> bool:
@@ -671,116 +660,14 @@ def _provider_info(provider: Provider) -> dict:
     }
 
 
-def _unit_row(provider: Provider, cell: Cell, stages, lower: bool, benchmark: Benchmark) -> dict:
+def _unit_row(provider: Provider, cell: Cell, method: summary.Method) -> dict:
     """Every statistic of one provider on one unit, from its successful trials."""
-    values = cell.values
-    row = {
+    return {
         **_provider_info(provider),
-        "n": int(values.size),
         "outcomes": cell.outcomes,
         "unreplaced_failures": cell.failures,
-        "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
-        "mean": None, "mean_cost_usd": None, "stage_medians": {}, "segments": [], "scale": None,
-        "distribution": None, "derived": {},
-    }  # fmt: skip
-    if values.size == 0:
-        return row
-    if benchmark.statistic == POOLED:
-        median, interval, (tail, tail_kind), mean = _pooled_statistics(cell.calls, lower)
-    else:
-        median = estimators.median(values)
-        interval = estimators.bootstrap_median_ci(values)
-        tail, tail_kind = estimators.tail(values, lower)
-        mean = estimators.mean(values)
-    if benchmark.unit not in TIME_UNITS:
-        interval = (None, None)  # the methodology gives an interval to the time median only
-    row.update(
-        median=median,
-        ci_low=interval[0],
-        ci_high=interval[1],
-        tail=tail,
-        tail_kind=tail_kind,
-        mean=mean,
-        distribution=_distribution(values),
-    )
-    costs = cell.costs
-    if costs.size and np.isfinite(costs).all():
-        row["mean_cost_usd"] = _num(costs.mean())
-    recorded = [s for s in stages if np.isfinite(cell.stages[s]).any()]
-    if recorded:
-        columns = {s: cell.stages[s] for s in recorded}
-        bar = bars.stacked_bar(values, columns)
-        row["stage_medians"] = {s.stage: s.median for s in bar.segments}
-        row["segments"] = [
-            {"stage": s.stage, "median": s.median, "width": s.width} for s in bar.segments
-        ]
-        row["scale"] = bar.scale
-        if len(stages) <= MAX_DERIVED_STAGES:
-            row["derived"] = _derived_views(columns, recorded, lower)
-    return row
-
-
-def _pooled_statistics(calls: list[np.ndarray], lower: bool):
-    """Latency per Call: every statistic over the pooled calls of the successful trials; the
-    interval resamples whole trials; the tail keeps the 20-trial floor, counted in trials."""
-    pooled = np.concatenate(calls)
-    interval = estimators.pooled_bootstrap_median_ci(calls)
-    if len(calls) >= estimators.TAIL_FLOOR:
-        tail = estimators.tail(pooled, lower)
-    else:
-        tail = (float(pooled.max()), "Slowest") if lower else (float(pooled.min()), "Lowest")
-    return estimators.median(pooled), interval, tail, estimators.mean(pooled)
-
-
-def _distribution(values: np.ndarray) -> dict:
-    """Box-plot quartiles (nearest rank) and up to MAX_POINTS per-trial points."""
-    ordered = np.sort(values)
-    if ordered.size > MAX_POINTS:
-        # Evenly spaced ranks keep the shape of the distribution with a bounded page size.
-        picks = np.linspace(0, ordered.size - 1, MAX_POINTS).round().astype(int)
-        points = ordered[picks]
-    else:
-        points = ordered
-    return {
-        "min": float(ordered[0]),
-        "p25": estimators.percentile(ordered, 25),
-        "p50": estimators.percentile(ordered, 50),
-        "p75": estimators.percentile(ordered, 75),
-        "max": float(ordered[-1]),
-        "points": [float(v) for v in points],
-        "points_shown": int(points.size),
+        **summary.summarize(cell.samples, method),
     }
-
-
-def derived_key(selected) -> str:
-    """The key of a stage subset in the precomputed derived views (and in the page's URL)."""
-    return "+".join(selected)
-
-
-def _derived_views(columns: dict[str, list], stages: list[str], lower: bool) -> dict:
-    """Every non-empty subset of stages, summarized from per-trial sums (no interval)."""
-    views = {}
-    for size in range(1, len(stages) + 1):
-        for selected in itertools.combinations(stages, size):
-            view = bars.derived_view(columns, list(selected), lower)
-            views[derived_key(selected)] = {
-                "trials": view.trials,
-                "median": view.median,
-                "tail": view.tail,
-                "tail_kind": view.tail_label,
-            }
-    return views
-
-
-def _rank_rows(rows: list[dict], field: str, lower: bool) -> None:
-    """Rank the ranked rows on `field` (ties share the better rank) and order the table."""
-    eligible = {r["provider"]: r[field] for r in rows if r["ranked"] and r[field] is not None}
-    order = scores.rank({p: -v if lower else v for p, v in eligible.items()})
-    for row in rows:
-        row["rank"] = order.get(row["provider"])
-        if row["provider"] not in order:
-            row["ranked"] = False
-    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["provider"]))
 
 
 def _benchmark_summary(
@@ -849,7 +736,7 @@ def _benchmark_summary(
                 "workload_cost_usd": only["mean_cost_usd"] if only["ranked"] else None,
             }
         rows.append(row)
-    _rank_rows(rows, "workload_value", lower)
+    summary.rank_rows(rows, "workload_value", lower)
     latest_floor = floors.get(
         next(
             iter(sorted(runs, key=lambda s: (runs[s].published_at, str(runs[s].id)), reverse=True))
