@@ -1,4 +1,4 @@
-"""Published results: the audit, publishing, and the aggregates the dashboard reads.
+"""Published results: the aggregates the dashboard reads (the workflow is boxbench.publishing).
 
 Publishing materializes every number a page shows (medians, intervals, tails, stage bars, derived
 views, workload values, scores, ranks, labels) into Aggregate rows, so requests never recompute
@@ -16,235 +16,26 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import transaction
-from django.db.models import Count, F, Q
-from django.utils import timezone
+from django.db.models import Q
 
 from boxbench.models import (
     Aggregate,
-    AuditResolution,
     Benchmark,
     Measurement,
     MeasurementKind,
     Outcome,
     Provider,
-    ResolutionKind,
     Run,
-    RunStatus,
     Section,
     Trial,
     TrialState,
     Unit,
 )
-from stats import audit as stats_audit
-from stats import estimators, labels, scores, summary, workload
+from boxbench.publishing import progress, resolutions
+from stats import labels, scores, summary, workload
 from stats.summary import POOLED, Samples
 
 REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
-
-
-class PublishRefused(Exception):
-    """Publishing (or resolving) is not allowed yet; the message says what is in the way."""
-
-
-# ---------------------------------------------------------------------------------------------
-# The audit
-
-
-def audit_frame(run: Run) -> pd.DataFrame:
-    """One row per successful trial and main metric, in the columns stats.audit expects.
-
-    Facts come from the trial (placement, host load) and from its flag measurements (the
-    physical-limit and cache checks, named as the audit's columns). On a multi-unit benchmark each
-    value is divided by its (provider, unit) lower median: one pair pools units that differ by an
-    order of magnitude, run in trace order, so raw values would correlate by construction.
-    """
-    trials = Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).order_by("seq")
-    # Declared by the provider (runner/declarations); absent means its sandboxes are remote.
-    shares_job_host = {
-        slug: (declaration or {}).get("shares_job_host") is True
-        for slug, declaration in Provider.objects.filter(
-            id__in=trials.values("provider_id")
-        ).values_list("slug", "declaration")
-    }
-    facts = {
-        trial_id: (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
-                   started, ended, in_flight, {**(placement or {}), **(host_load or {})})
-        for (trial_id, provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
-             started, ended, in_flight, placement, host_load) in trials.values_list(
-            "id", "provider__slug", "benchmark__slug", "unit_id", "benchmark__metric",
-            "benchmark__direction", "benchmark__steps_include_create_or_build", "seq", "round",
-            "batch", "started_at", "ended_at", "in_flight", "placement", "host_load",
-        )
-    }  # fmt: skip
-    measured = (
-        Measurement.objects.filter(
-            trial__run=run, trial__outcome=Outcome.SUCCESS, kind=MeasurementKind.METRIC
-        )
-        .filter(Q(name__in=stats_audit.FLAGS) | Q(name=F("trial__benchmark__metric")))
-        .order_by()
-    )
-    values: dict = {}
-    flags: dict = {}
-    for trial_id, name, value in measured.values_list("trial_id", "name", "value"):
-        if name in stats_audit.FLAGS:
-            if value is not None:
-                flags.setdefault(trial_id, {})[name] = float(value)
-        elif value is not None:
-            values[trial_id] = value
-    records = []
-    for trial_id, value in values.items():
-        (provider, benchmark, unit, _, direction, builds, seq, rnd, batch, started, ended,
-         in_flight, known) = facts[trial_id]  # fmt: skip
-        record = {
-            "provider": provider,
-            "benchmark": benchmark,
-            "unit": unit,
-            "trial_id": str(trial_id),
-            "value": value,
-            "seq": seq,
-            "round": rnd,
-            "batch": batch or "",
-            "started_at": started.timestamp() if started else np.nan,
-            "ended_at": ended.timestamp() if ended else np.nan,
-            "in_flight": np.nan if in_flight is None else in_flight,
-            "lower_is_better": direction != "higher",
-            "steps_create_or_build": builds,
-            "shares_job_host": shares_job_host.get(provider, False),
-        }
-        for fact in AUDIT_FACTS:
-            if fact in known:
-                record[fact] = known[fact]
-        record.update(flags.get(trial_id, {}))
-        records.append(record)
-    if not records:
-        return pd.DataFrame(columns=list(stats_audit.REQUIRED))
-    frame = pd.DataFrame.from_records(records)
-    return _normalize_multi_unit(frame).drop(columns="unit")
-
-
-# Facts read from a trial's placement and host load; the flags come from its measurements.
-AUDIT_FACTS = tuple(
-    f for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
-    if f not in ("round", "started_at", "ended_at", "in_flight")
-)  # fmt: skip
-
-
-def _normalize_multi_unit(frame: pd.DataFrame) -> pd.DataFrame:
-    """Divide each value by its (provider, benchmark, unit) lower median where the benchmark
-    has several units, so the audit sees one comparable data point per trial."""
-    units = frame.groupby("benchmark")["unit"].transform("nunique")
-    multi = units > 1
-    if not multi.any():
-        return frame
-    cell = frame.loc[multi].groupby(["provider", "benchmark", "unit"])["value"]
-    medians = cell.transform(lambda v: estimators.median(v.to_numpy(dtype=float)))
-    frame.loc[multi, "value"] = frame.loc[multi, "value"] / medians
-    return frame
-
-
-def run_audit(run: Run) -> dict:
-    """Audit the run's successful trials and store the report on the run."""
-    frame = audit_frame(run)
-    report = stats_audit.audit(frame) if len(frame) else _empty_report()
-    run.audit_report = report
-    run.audited_at = timezone.now()
-    run.save(update_fields=["audit_report", "audited_at"])
-    return report
-
-
-def _empty_report() -> dict:
-    return {"schema_version": 1, "q_level": stats_audit.Q_LEVEL, "families": {}, "pairs": []}
-
-
-def failing_checks(report: dict) -> list[tuple[str, str, str]]:
-    """(provider, benchmark, check) of every failed check in the report."""
-    found = []
-    for pair in report.get("pairs", []):
-        for check, finding in pair.get("checks", {}).items():
-            if finding.get("verdict") == "fail":
-                found.append((pair["provider"], pair["benchmark"], check))
-    return found
-
-
-def unresolved_failures(run: Run) -> list[tuple[str, str, str]]:
-    resolved = set(
-        AuditResolution.objects.filter(run=run).values_list(
-            "provider__slug", "benchmark__slug", "check_name"
-        )
-    )
-    return [f for f in failing_checks(run.audit_report or {}) if f not in resolved]
-
-
-def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:
-    """Why this resolution cannot be recorded, or "" when it can."""
-    if not run.audit_report:
-        return f"run {run.id} has no audit report yet: run `bench audit` first"
-    if (provider, benchmark, check) not in failing_checks(run.audit_report):
-        return f"{provider} / {benchmark} / {check} did not fail the audit of run {run.id}"
-    if kind == ResolutionKind.OUTLIERS_EXCLUDED and check != "outliers":
-        return "only the outliers check is resolved by excluding outliers"
-    if kind not in ResolutionKind.values:
-        return f"{kind!r} is not one of {', '.join(ResolutionKind.values)}"
-    return ""
-
-
-def apply_resolution(resolution: AuditResolution) -> int:
-    """Save a resolution; an outlier exclusion also marks the audit's excluded trials excluded.
-
-    Returns the number of trials excluded. All or nothing: one transaction.
-    """
-    run = resolution.run
-    problem = resolution_problem(
-        run, resolution.provider.slug, resolution.benchmark.slug, resolution.check_name,
-        resolution.kind,
-    )  # fmt: skip
-    if problem:
-        raise PublishRefused(problem)
-    excluded = 0
-    with transaction.atomic():
-        resolution.save()
-        if resolution.kind == ResolutionKind.OUTLIERS_EXCLUDED:
-            for pair in run.audit_report["pairs"]:
-                if (pair["provider"], pair["benchmark"]) != (
-                    resolution.provider.slug,
-                    resolution.benchmark.slug,
-                ):
-                    continue
-                for item in pair.get("excluded_trials", []):
-                    excluded += Trial.objects.filter(
-                        run=run, id=item["trial_id"], outcome=Outcome.SUCCESS
-                    ).update(
-                        outcome=Outcome.EXCLUDED,
-                        cause=f"Excluded by the audit's outlier rule: {item['reason']} "
-                        f"(value {item['value']:g}).",
-                    )
-    return excluded
-
-
-def publish(run: Run, actor=None) -> Run:
-    """Publish a completed run whose audit has no unresolved failure, then materialize."""
-    if run.published:
-        raise PublishRefused(f"run {run.id} is already published")
-    if run.status != RunStatus.COMPLETED:
-        raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
-    if run.audit_report is None:
-        run_audit(run)
-    unresolved = unresolved_failures(run)
-    if unresolved:
-        names = ", ".join(f"{p} / {b} / {c}" for p, b, c in unresolved)
-        raise PublishRefused(
-            f"run {run.id} has unresolved audit failures: {names}. Resolve each (outliers "
-            "excluded, effect explained, or pair re-run) before publishing."
-        )
-    with transaction.atomic():
-        changed = Run.objects.filter(pk=run.pk, published=False).update(
-            published=True, published_at=timezone.now()
-        )
-        if changed != 1:
-            raise PublishRefused(f"run {run.id} was published by someone else meanwhile")
-        run.refresh_from_db()
-        materialize()
-    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,33 +134,6 @@ def materialize() -> int:
         Aggregate.objects.all().delete()
         Aggregate.objects.bulk_create(rows, batch_size=500)
     return len(rows)
-
-
-def progress(run: Run) -> list[dict]:
-    """Trial counts by state and outcome (live while running; materialized once published)."""
-    return list(
-        Trial.objects.filter(run=run)
-        .values("state", "outcome")
-        .annotate(n=Count("id"))
-        .order_by("state", "outcome")
-    )
-
-
-def resolutions(run: Run) -> list[dict]:
-    """How each failed check of the run's audit was resolved, for its report page."""
-    found = AuditResolution.objects.filter(run=run).select_related("provider", "benchmark")
-    return [
-        {
-            "provider": r.provider.slug,
-            "benchmark": r.benchmark.slug,
-            "check_name": r.check_name,
-            "kind": r.get_kind_display(),
-            "note": r.note,
-            "rerun": str(r.rerun_id) if r.rerun_id else None,
-            "at": r.at.isoformat(timespec="minutes"),
-        }
-        for r in found.order_by("provider__slug", "benchmark__slug", "check_name")
-    ]
 
 
 @dataclass

@@ -734,11 +734,11 @@ def finish_if_done(run_id) -> bool:
 
 
 def audit_run(run: Run) -> None:
-    """Run and store the statistical audit (boxbench.results.run_audit, over stats.audit)."""
-    from boxbench import results
+    """Run and store the statistical audit (boxbench.publishing.run_audit, over stats.audit)."""
+    from boxbench import publishing
 
     try:
-        results.run_audit(run)
+        publishing.run_audit(run)
     except Exception:  # the run's data stays; the audit can be re-run with `bench audit`
         log.exception("the audit of run %s failed; re-run it with `bench audit %s`", run.id, run.id)
 

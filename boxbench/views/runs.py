@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus
 from boxbench.views.access import visible_run
 
@@ -18,8 +18,8 @@ def run_page(request, run_id):
     # rather than count a million trials per request.
     stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
     stored = stored.first() if run.published else None
-    counts = stored["progress"] if stored else results.progress(run)
-    resolutions = stored["resolutions"] if stored else results.resolutions(run)
+    counts = stored["progress"] if stored else publishing.progress(run)
+    resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
