@@ -114,7 +114,7 @@ def publish(run: Run, actor=None) -> Run:
     The publication is a row of the run's transitions (its status stays completed) naming the
     actor, the user who published (None from the command line).
     """
-    from boxbench.results import materialize  # pandas: loaded only to publish
+    from boxbench.leaderboard import materialize  # pandas: loaded only to publish
 
     if run.published:
         raise PublishRefused(f"run {run.id} is already published")

@@ -192,19 +192,19 @@ def test_it_serves_a_visitor_the_page_rendered_for_the_current_publication(
     first = client.get("/benchmarks/create/").content
     with django_assert_num_queries(1):  # only the publication version
         assert client.get("/benchmarks/create/").content == first
-    from boxbench import results
+    from boxbench import leaderboard
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="create").update(title="Create, renamed")
-    results.materialize()  # a new publication: new version, fresh render
+    leaderboard.materialize()  # a new publication: new version, fresh render
     assert b"Create, renamed" in client.get("/benchmarks/create/").content
 
 
 def test_it_renders_fresh_pages_for_staff(staff_client, published_run):
     staff_client.get("/")
-    from boxbench import results
+    from boxbench import leaderboard
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="cpu").update(title="CPU, renamed")
-    results.materialize()
+    leaderboard.materialize()
     assert b"CPU, renamed" in staff_client.get("/").content

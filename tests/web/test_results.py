@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from boxbench import audit_input, publishing, results
+from boxbench import audit_input, leaderboard, publishing
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -159,7 +159,7 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
 def test_it_takes_the_ranking_floor_from_the_runs_plan(planned, units, declared, floor):
     benchmark = Benchmark(slug="b", trials_per_unit=20, ranking_floor=declared)
     run = Run(manifest={"benchmarks": {"b": planned}} if planned else {})
-    assert results.ranking_floor(benchmark, run, units) == floor
+    assert leaderboard.ranking_floor(benchmark, run, units) == floor
 
 
 def test_it_ranks_a_provider_that_reached_a_smaller_runs_floor(imported_run):
