@@ -17,7 +17,7 @@ from django.db import transaction
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
-from boxbench.models import Aggregate, Benchmark, Provider, Run
+from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
 from boxbench.publishing import progress, resolutions
 
 __all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"]
@@ -34,19 +34,19 @@ def materialize() -> int:
     for benchmark in benchmarks:
         board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
         boards.append(board)
-        rows.append(Aggregate(scope="benchmark", key=benchmark.slug, data=board.summary))
+        rows.append(Aggregate.of(Scope.BENCHMARK, benchmark.slug, data=board.summary))
         for unit_data in board.units:
-            key = f"{benchmark.slug}/{unit_data['unit']}"
-            rows.append(Aggregate(scope="unit", key=key, data=unit_data))
+            unit = unit_data["unit"]
+            rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
     used = {run.id: run for by_provider in sources.values() for run in by_provider.values()}
     for run in used.values():
         data = {"progress": progress(run), "resolutions": resolutions(run)}
-        rows.append(Aggregate(scope="run", key=str(run.id), data=data))
+        rows.append(Aggregate.of(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
-    rows.append(Aggregate(scope="overview", key="", data=overview))
+    rows.append(Aggregate.of(Scope.OVERVIEW, data=overview))
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
-        rows.append(Aggregate(scope="provider", key=provider.slug, data=data))
+        rows.append(Aggregate.of(Scope.PROVIDER, provider.slug, data=data))
     with transaction.atomic():
         Aggregate.objects.all().delete()
         Aggregate.objects.bulk_create(rows, batch_size=500)

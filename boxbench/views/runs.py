@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from boxbench import publishing
-from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus
+from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus, Scope
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -16,8 +16,7 @@ def run_page(request, run_id):
     run = visible_run(request, run_id)
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
-    stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
-    stored = stored.first() if run.published else None
+    stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
     counts = stored["progress"] if stored else publishing.progress(run)
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
