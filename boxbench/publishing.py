@@ -32,15 +32,22 @@ def run_audit(run: Run) -> dict:
     from stats import audit as stats_audit
 
     frame = audit_frame(run)
-    report = stats_audit.audit(frame) if len(frame) else _empty_report(stats_audit.Q_LEVEL)
+    report = stats_audit.audit(frame) if len(frame) else _empty_report(stats_audit)
     run.audit_report = report
     run.audited_at = timezone.now()
     run.save(update_fields=["audit_report", "audited_at"])
     return report
 
 
-def _empty_report(q_level: float) -> dict:
-    return {"schema_version": 1, "q_level": q_level, "families": {}, "pairs": []}
+def _empty_report(stats_audit) -> dict:
+    """The report of a run without a successful trial, with the audit's own thresholds."""
+    return {
+        "schema_version": 1,
+        "q_level": stats_audit.Q_LEVEL,
+        "min_successes": stats_audit.MIN_SUCCESSES,
+        "families": {},
+        "pairs": [],
+    }
 
 
 def failing_checks(report: dict) -> list[tuple[str, str, str]]:

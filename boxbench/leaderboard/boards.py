@@ -138,6 +138,7 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
         "unit_digest": unit.digest,
         "trial_count": int(trial_count),
         "derived_available": summary.derived_available(build.context["stages"]),
+        "max_points": summary.MAX_POINTS,  # the distribution chart's dots per provider
         "ranking_floors": build.floors,
         "rows": rows,
     }

@@ -5,7 +5,15 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from boxbench import publishing
-from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus, Scope
+from boxbench.models import (
+    Aggregate,
+    Benchmark,
+    Evidence,
+    Provider,
+    ResolutionKind,
+    RunStatus,
+    Scope,
+)
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -84,12 +92,17 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
     add_url = reverse("admin:boxbench_auditresolution_add")
     blockers = []
     for pair, check in failing:
+        kind = (
+            ResolutionKind.OUTLIERS_EXCLUDED
+            if check["name"] == "outliers"
+            else ResolutionKind.EXPLAINED
+        )
         initial = {
             "run": run.id,
             "provider": provider_ids.get(pair["provider"], ""),
             "benchmark": benchmark_ids.get(pair["benchmark"], ""),
             "check_name": check["name"],
-            "kind": "outliers_excluded" if check["name"] == "outliers" else "explained",
+            "kind": kind,
         }
         blockers.append(
             {
@@ -98,6 +111,7 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
                 "check": check,
                 "admin_url": f"{add_url}?{urlencode(initial)}",
                 "resolve": f"{pair['provider']}/{pair['benchmark']}/{check['name']}",
+                "kind": kind,  # the resolution the admin form and the command suggest
             }
         )
     return blockers

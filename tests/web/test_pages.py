@@ -3,7 +3,10 @@ import re
 
 import pytest
 
+from boxbench import leaderboard
 from boxbench.models import Evidence, Trial
+from stats import audit as stats_audit
+from stats import summary
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
@@ -111,6 +114,18 @@ def test_it_shows_the_unit_trials_with_outcomes_causes_and_clock_gates(client, p
     trials = response.context["trials"]
     assert len(trials) == 21 and {t["provider__slug"] for t in trials} == {"docker"}
     assert figure(response, "distribution-chart")["data"][0]["type"] == "box"
+
+
+def test_the_pages_state_the_caps_the_code_applies(client, published_run, monkeypatch):
+    unit = client.get("/benchmarks/create/units/create/").content.decode()
+    assert f"at most {summary.MAX_POINTS} per provider" in unit
+    run = client.get(RUN_URL).content.decode()
+    assert f"fewer than {stats_audit.MIN_SUCCESSES} successful trials are unassessed" in run
+    # The caps come from the code that applied them, so a new cap shows after the next publication.
+    monkeypatch.setattr(summary, "MAX_POINTS", 250)
+    leaderboard.materialize()
+    again = client.get("/benchmarks/create/units/create/").content.decode()
+    assert "at most 250 per provider" in again
 
 
 def test_it_pages_the_trials_table(client, published_run):
