@@ -40,15 +40,15 @@ PUBLISH = r"""
 import time, django
 django.setup()
 from django.utils import timezone
-from boxbench import results
+from boxbench import leaderboard, publishing
 from boxbench.models import Run
 run = Run.objects.get()
 start = time.perf_counter()
-report = results.run_audit(run)
+report = publishing.run_audit(run)
 audit_s = time.perf_counter() - start
 Run.objects.filter(id=run.id).update(published=True, published_at=timezone.now())
 start = time.perf_counter()
-rows = results.materialize()
+rows = leaderboard.materialize()
 print(f"audited {len(report['pairs'])} pairs in {audit_s:.1f} s; "
       f"materialized {rows} aggregates in {time.perf_counter() - start:.1f} s")
 print(run.id)

@@ -7,7 +7,7 @@ from django.template import RequestContext, Template
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import models, results
+from boxbench import models, publishing
 from boxbench.models import RunStatus
 from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
@@ -50,7 +50,7 @@ class RunTransitionInline(admin.TabularInline):
 @admin.action(description="Audit selected runs (store the report)")
 def audit_runs(modeladmin, request, queryset):
     for run in queryset:
-        failing = results.failing_checks(results.run_audit(run))
+        failing = publishing.failing_checks(publishing.run_audit(run))
         level = messages.WARNING if failing else messages.SUCCESS
         modeladmin.message_user(
             request, f"{run.name}: audited, {len(failing)} failing check(s).", level
@@ -61,8 +61,8 @@ def audit_runs(modeladmin, request, queryset):
 def publish_runs(modeladmin, request, queryset):
     for run in queryset:
         try:
-            results.publish(run, actor=request.user)
-        except results.PublishRefused as exc:
+            publishing.publish(run, actor=request.user)
+        except publishing.PublishRefused as exc:
             modeladmin.message_user(request, str(exc), messages.ERROR)
         else:
             modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
@@ -241,7 +241,7 @@ class AuditResolutionForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         if all(data.get(k) for k in ("run", "provider", "benchmark", "check_name", "kind")):
-            problem = results.resolution_problem(
+            problem = publishing.resolution_problem(
                 data["run"], data["provider"].slug, data["benchmark"].slug, data["check_name"],
                 data["kind"],
             )  # fmt: skip
@@ -259,10 +259,10 @@ class AuditResolutionAdmin(admin.ModelAdmin):
     readonly_fields = ["actor", "at"]
 
     def save_model(self, request, obj, form, change):
-        # Recorded through results.apply_resolution so an outlier exclusion also marks the
+        # Recorded through publishing.apply_resolution so an outlier exclusion also marks the
         # audit's excluded trials, in the same transaction.
         obj.actor = request.user
-        excluded = results.apply_resolution(obj)
+        excluded = publishing.apply_resolution(obj)
         if excluded:
             self.message_user(request, f"{excluded} trial(s) marked excluded.", messages.INFO)
 

@@ -10,8 +10,7 @@ import logging
 
 from boxbench.models import Run
 
-# run_audit moves to boxbench.publishing when results.py is split; import it from there then.
-from boxbench.results import run_audit
+from boxbench.publishing import run_audit
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import time
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.models import Run, RunStatus
 from runner import chain, named_plans, runs, tasks
 from runner.plan import PlanError, plan_run
@@ -137,8 +137,8 @@ def publish(run: Run, out) -> None:
     if run.status != RunStatus.COMPLETED:
         raise CommandError(f"run {run.id} is {run.status}: only a completed run is published")
     if run.audit_report is None:
-        results.run_audit(run)
-    failing = results.unresolved_failures(run)
+        publishing.run_audit(run)
+    failing = publishing.unresolved_failures(run)
     if failing:
         for provider, benchmark, check in failing:
             out.write(f"  audit FAIL {provider} / {benchmark}: {check}")
@@ -147,8 +147,8 @@ def publish(run: Run, out) -> None:
             f"See `manage.py bench audit {run.id}`, resolve each, then `bench publish {run.id}`."
         )
     try:
-        results.publish(run)
-    except results.PublishRefused as exc:
+        publishing.publish(run)
+    except publishing.PublishRefused as exc:
         raise CommandError(f"run {run.id} was not published: {exc}") from None
     out.write(f"Published run {run.name} ({run.id}); the dashboard shows it.")
 

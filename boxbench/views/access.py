@@ -4,14 +4,14 @@ import uuid
 
 from django.http import Http404
 
-from boxbench.models import Aggregate, Run
+from boxbench.models import Aggregate, Run, Scope, aggregate_key
 
 
-def aggregate(scope: str, key: str) -> dict:
+def aggregate(scope: Scope, *parts) -> dict:
     """The materialized data of one page; 404 when nothing is published for it."""
-    data = Aggregate.objects.filter(scope=scope, key=key).values_list("data", flat=True).first()
+    data = Aggregate.objects.page(scope, *parts)
     if data is None:
-        raise Http404(f"nothing published for {scope} {key!r}")
+        raise Http404(f"nothing published for {scope} {aggregate_key(*parts)!r}")
     return data
 
 

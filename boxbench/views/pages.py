@@ -17,6 +17,7 @@ from boxbench.models import (
     Measurement,
     MeasurementKind,
     Provider,
+    Scope,
     Trial,
 )
 from boxbench.views import tables
@@ -27,8 +28,7 @@ TRIALS_PER_PAGE = 100
 
 
 def overview(request):
-    data = Aggregate.objects.filter(scope="overview", key="").values_list("data", flat=True)
-    data = data.first()
+    data = Aggregate.objects.page(Scope.OVERVIEW)
     context = {"overview": data}
     if not data and request.user.is_staff:
         context["awaiting"] = awaiting_runs()
@@ -75,15 +75,14 @@ def _composite_rows(data: dict) -> list[dict]:
 
 
 def benchmark(request, slug):
-    summary = Aggregate.objects.filter(scope="benchmark", key=slug).values_list("data", flat=True)
-    summary = summary.first()
+    summary = Aggregate.objects.page(Scope.BENCHMARK, slug)
     if summary is None:
         return _benchmark_without_results(request, slug)
     units = [u["slug"] for u in summary["units"]]
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
-    unit = aggregate("unit", f"{slug}/{chosen}")
+    unit = aggregate(Scope.UNIT, slug, chosen)
     context = {
         "summary": summary,
         "unit": unit,
@@ -124,7 +123,7 @@ def _derived(unit: dict) -> dict | None:
 
 
 def unit(request, slug, unit_slug):
-    data = aggregate("unit", f"{slug}/{unit_slug}")
+    data = aggregate(Scope.UNIT, slug, unit_slug)
     provider = request.GET.get("provider", "")
     page = _page_number(request)
     trials, has_next = _trials_page(data, provider, page)
@@ -198,8 +197,7 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
 
 
 def provider(request, slug):
-    data = Aggregate.objects.filter(scope="provider", key=slug).values_list("data", flat=True)
-    data = data.first()
+    data = Aggregate.objects.page(Scope.PROVIDER, slug)
     if data is None:
         # A provider added since the last publication: its declaration, nothing measured yet.
         found = Provider.objects.filter(slug=slug).first()

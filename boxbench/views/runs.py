@@ -4,8 +4,16 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from boxbench import results
-from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus
+from boxbench import publishing
+from boxbench.models import (
+    Aggregate,
+    Benchmark,
+    Evidence,
+    Provider,
+    ResolutionKind,
+    RunStatus,
+    Scope,
+)
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -16,10 +24,9 @@ def run_page(request, run_id):
     run = visible_run(request, run_id)
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
-    stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
-    stored = stored.first() if run.published else None
-    counts = stored["progress"] if stored else results.progress(run)
-    resolutions = stored["resolutions"] if stored else results.resolutions(run)
+    stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
+    counts = stored["progress"] if stored else publishing.progress(run)
+    resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
@@ -85,12 +92,17 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
     add_url = reverse("admin:boxbench_auditresolution_add")
     blockers = []
     for pair, check in failing:
+        kind = (
+            ResolutionKind.OUTLIERS_EXCLUDED
+            if check["name"] == "outliers"
+            else ResolutionKind.EXPLAINED
+        )
         initial = {
             "run": run.id,
             "provider": provider_ids.get(pair["provider"], ""),
             "benchmark": benchmark_ids.get(pair["benchmark"], ""),
             "check_name": check["name"],
-            "kind": "outliers_excluded" if check["name"] == "outliers" else "explained",
+            "kind": kind,
         }
         blockers.append(
             {
@@ -99,6 +111,7 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
                 "check": check,
                 "admin_url": f"{add_url}?{urlencode(initial)}",
                 "resolve": f"{pair['provider']}/{pair['benchmark']}/{check['name']}",
+                "kind": kind,  # the resolution the admin form and the command suggest
             }
         )
     return blockers

@@ -3,7 +3,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.management import call_command
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.models import AuditResolution, Benchmark, Provider, Run
 from tests.web import factory
 
@@ -27,9 +27,9 @@ def imported_run(tmp_path, db):
 def explain_failures(run):
     """Resolve every failing check by explanation: the fixture's Create trials drift by
     design."""
-    results.run_audit(run)
-    for provider, benchmark, check in results.failing_checks(run.audit_report):
-        results.apply_resolution(
+    publishing.run_audit(run)
+    for provider, benchmark, check in publishing.failing_checks(run.audit_report):
+        publishing.apply_resolution(
             AuditResolution(
                 run=run,
                 provider=Provider.objects.get(slug=provider),
@@ -44,7 +44,7 @@ def explain_failures(run):
 @pytest.fixture
 def published_run(imported_run):
     explain_failures(imported_run)
-    return results.publish(imported_run)
+    return publishing.publish(imported_run)
 
 
 @pytest.fixture
