@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 from boxbench.models import Run
-
 from boxbench.publishing import run_audit
 
 log = logging.getLogger(__name__)

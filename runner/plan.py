@@ -128,7 +128,7 @@ def plan_run(
         },
         "refusals": [r.to_dict() for r in refusals],
         "versions": _versions(),
-        # Per provider: the image every number of its chain ran on (boxbench.leaderboard.image_digest).
+        # Per provider: the image every number of its chain ran on (leaderboard.image_digest).
         "images": {provider: image_identity(provider) for provider in sorted(eligible)},
         "benchmarks": {},
         "providers": {},
