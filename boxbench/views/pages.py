@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench import charts
+from boxbench import charts, permissions
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -30,7 +30,7 @@ def overview(request):
     data = Aggregate.objects.filter(scope="overview", key="").values_list("data", flat=True)
     data = data.first()
     context = {"overview": data}
-    if not data and request.user.is_staff:
+    if not data and permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs()
     if data:
         opened = {p for p in request.GET.get("open", "").split(",") if p}
@@ -104,7 +104,7 @@ def _benchmark_without_results(request, slug):
     if not known:
         raise Http404(f"no benchmark {slug!r}")
     context = {"benchmark": known[0]}
-    if request.user.is_staff:
+    if permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs([b.id for b in known])
     return render(request, "boxbench/benchmark_empty.html", context)
 
