@@ -24,6 +24,9 @@ from boxbench.views.access import aggregate
 from boxbench.views.awaiting import awaiting_runs
 
 TRIALS_PER_PAGE = 100
+# Far beyond any run (a billion trials), and an OFFSET every database takes: a larger page
+# number is a 404 before any query.
+LAST_POSSIBLE_PAGE = 10_000_000
 
 
 def overview(request):
@@ -128,6 +131,8 @@ def unit(request, slug, unit_slug):
     provider = request.GET.get("provider", "")
     page = _page_number(request)
     trials, has_next = _trials_page(data, provider, page)
+    if page > 1 and not trials:
+        raise Http404(f"page {page} is beyond the last page of trials")
     context = {
         "unit": data,
         "table": tables.unit_table(data),
@@ -147,8 +152,8 @@ def _page_number(request) -> int:
         page = int(request.GET.get("page", "1"))
     except ValueError:
         raise Http404("page must be a whole number") from None
-    if page < 1:
-        raise Http404("page must be at least 1")
+    if not 1 <= page <= LAST_POSSIBLE_PAGE:
+        raise Http404(f"page must be between 1 and the last page, not {page}")
     return page
 
 
