@@ -108,6 +108,8 @@ class RunAdmin(admin.ModelAdmin):
 
     def add_view(self, request, form_url="", extra_context=None):
         # A run is never typed in by hand: "Add run" opens the start-a-run form.
+        if not self.has_add_permission(request):
+            raise PermissionDenied
         return redirect("admin:boxbench_run_start")
 
     def start_view(self, request):

@@ -6,13 +6,16 @@
   refused with 400 naming the parameter: no page takes one, and PostgreSQL refuses NUL inside a
   string, which would otherwise end in a 500 deep inside a query.
 - HEAD answers with GET's headers and no body, whichever server runs the application.
+- A ValidationError escaping a view is a value from the URL that names no object (Django's
+  admin "view on site" link with a malformed UUID, say): 404, not 500.
 - Content-Security-Policy (settings.CONTENT_SECURITY_POLICY) on every answer that sets none.
 """
 
 import re
 
 from django.conf import settings
-from django.http import HttpResponseBadRequest, HttpResponseNotAllowed
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseBadRequest, HttpResponseNotAllowed, HttpResponseNotFound
 
 ALLOWED_METHODS = ("GET", "HEAD", "POST")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -44,6 +47,14 @@ class RequestHygieneMiddleware:
         if request.method == "HEAD":
             without_body(response)
         return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, ValidationError):
+            return HttpResponseNotFound(
+                "no such object: the address holds a malformed value\n",
+                content_type="text/plain; charset=utf-8",
+            )
+        return None
 
 
 def without_body(response) -> None:

@@ -80,3 +80,12 @@ def test_it_drops_the_body_of_a_head_answer_and_keeps_its_length():
 def test_the_development_server_answers_head_without_a_body(live_server):
     """live_server runs Django's runserver server (django.core.servers.basehttp)."""
     check_methods(int(live_server.url.rsplit(":", 1)[1]))
+
+
+def test_it_answers_404_to_a_malformed_id_in_the_admins_view_on_site_link(admin_client):
+    from django.contrib.contenttypes.models import ContentType
+
+    from boxbench.models import Run
+
+    run_type = ContentType.objects.get_for_model(Run).id
+    assert admin_client.get(f"/admin/r/{run_type}/not-a-uuid/").status_code == 404
