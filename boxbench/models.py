@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from boxbench.permissions import RUN_PERMISSIONS
+
 
 class Section(models.TextChoices):
     WORKLOAD = "workload", "Workload"
@@ -148,6 +150,7 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = RUN_PERMISSIONS
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(published=False) | models.Q(published_at__isnull=False),
