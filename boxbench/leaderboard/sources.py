@@ -37,7 +37,7 @@ def _newer(run: Run, other: Run) -> bool:
 def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = None) -> str:
     """The image digest a benchmark ran on, as the run manifest records it.
 
-    Runs record each provider's image under "images" (runner.schedule.image_identity); given
+    Runs record each provider's image under "images" (runner.plan.image_identity); given
     `providers` (default: all of the run's), the one digest they share, or "" when they differ
     or none is known. "image_digests" (per benchmark, or "standard") takes precedence.
     """
