@@ -43,7 +43,8 @@ def fake_class(slug: str):
         target = FAKES[slug]
     except KeyError:
         known = ", ".join(sorted(FAKES))
-        raise ValueError(f"provider {slug!r} has no demo fake (providers with one: {known})")
+        message = f"provider {slug!r} has no demo fake (providers with one: {known})"
+        raise ValueError(message) from None
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
 

@@ -21,6 +21,7 @@ boxbench's standard image (default boxbench-standard).
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
 import os
 import time
@@ -127,7 +128,11 @@ class E2BProvider(Provider):
             raise transport_error(exc, "e2b", operation, data_plane=True) from None
         if response.status_code not in ok:
             raise status_error(
-                response, "e2b", operation, data_plane=True, secrets=(self._key, headers["X-Access-Token"])
+                response,
+                "e2b",
+                operation,
+                data_plane=True,
+                secrets=(self._key, headers["X-Access-Token"]),
             )
         return response
 
@@ -242,7 +247,7 @@ class E2BProvider(Provider):
                     if time.monotonic() > deadline:
                         raise _Overdue()
                 else:
-                    raise ProviderError("e2b exec: the stream ended without its end message", "exec")
+                    raise ProviderError("e2b exec: the stream ended with no end message", "exec")
         except _Overdue:
             self._kill(sandbox, pid)
             raise ExecTimeout(
@@ -277,18 +282,17 @@ class E2BProvider(Provider):
         selector = {"pid": pid}
         if data:
             stdin = base64.b64encode(data).decode()
-            self._unary(sandbox, "SendInput", {"process": selector, "input": {"stdin": stdin}}, "exec")
+            message = {"process": selector, "input": {"stdin": stdin}}
+            self._unary(sandbox, "SendInput", message, "exec")
         self._unary(sandbox, "CloseStdin", {"process": selector}, "exec")
 
     def _kill(self, sandbox: Sandbox, pid) -> None:
         if pid is None:
             return
-        try:
-            self._unary(
-                sandbox, "SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}, "exec"
-            )
-        except ProviderError:
-            pass  # the command may have ended meanwhile; the timeout is reported either way
+        # The command may have ended meanwhile; the timeout is reported either way.
+        with contextlib.suppress(ProviderError):
+            message = {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}
+            self._unary(sandbox, "SendSignal", message, "exec")
 
     def upload(self, sandbox, path, data) -> None:
         self._envd(
@@ -342,7 +346,7 @@ class E2BProvider(Provider):
         elapsed = (time.monotonic() - started) * 1000
         return [
             DoctorCheck("credentials", True, "E2B_API_KEY set"),
-            DoctorCheck("api", True, f"{self.api_url} answered the sandbox list in {elapsed:.0f} ms"),
+            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
             DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)"),
         ]
 

@@ -58,7 +58,9 @@ def status_error(
     detail = redact(_detail(response), *secrets)
     if data_plane and status in NOT_READY_STATUS:
         return NotReady(
-            f"{provider} {operation}: HTTP {status}: {detail}", operation=operation, code=str(status)
+            f"{provider} {operation}: HTTP {status}: {detail}",
+            operation=operation,
+            code=str(status),
         )
     if status == 429:
         retry = response.headers.get("Retry-After")

@@ -10,6 +10,7 @@ Retry-After), and a table of running processes so a client can signal one by its
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -140,7 +141,8 @@ class Backend:
     def get(self, box_id: str) -> Box | None:
         with self._lock:
             box = self.boxes.get(box_id)
-        if box is not None and box.state in ("running", "creating") and time.time() >= box.expires_at:
+        live = box is not None and box.state in ("running", "creating")
+        if live and time.time() >= box.expires_at:
             self._retire(box, "expired")
             return None
         return box
@@ -168,10 +170,9 @@ class Backend:
         for process in list(box.processes.values()):
             process.killed = True
         if box.local is not None:
-            try:
+            # On failure the local sandbox still ends on its own at its lifetime.
+            with contextlib.suppress(ProviderError):
                 self.local.destroy(box.local)
-            except ProviderError:
-                pass  # the local sandbox ends on its own at its lifetime
             box.local = None
 
     def _reap(self) -> None:
@@ -235,10 +236,8 @@ class Backend:
         if box.local is None:
             return
         script = f'p=$(cat {process.pidfile} 2>/dev/null) && kill -{signal_name} -- -"$p" "$p"'
-        try:
+        with contextlib.suppress(ProviderError):
             self.local.exec(box.local, ["/bin/sh", "-c", script + " 2>/dev/null; true"], 10)
-        except ProviderError:
-            pass
 
     def run(self, box: Box, argv: list[str], timeout_s: float, *, env=None, workdir=None,
             stdin: bytes | None = None) -> ExecResult:  # fmt: skip

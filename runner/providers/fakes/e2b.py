@@ -19,8 +19,8 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from pathlib import Path
 
-from runner.providers.base import ProviderError
 from runner.providers import connect
+from runner.providers.base import ProviderError
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
 
@@ -107,14 +107,20 @@ class E2BFake:
             self.backend.admit()
         except Busy as exc:
             return error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
-        box = self.backend.reserve(timeout, label=metadata.get("boxbench.batch", ""),
-                                   metadata=metadata, cpus=size[0], memory_mib=size[1])
+        box = self.backend.reserve(
+            timeout,
+            label=metadata.get("boxbench.batch", ""),
+            metadata=metadata,
+            cpus=size[0],
+            memory_mib=size[1],
+        )
         box.extra.update(template=body["templateID"], token=secrets.token_hex(16))
         try:
             self.backend.start(box, network=bool(body.get("allow_internet_access", True)))
         except ProviderError as exc:
             self.backend.kill(box, "failed")
-            return error(500, f"failed to create sandbox: {exc}", error_code="sandbox_create_failed")
+            problem = f"failed to create sandbox: {exc}"
+            return error(500, problem, error_code="sandbox_create_failed")
         return Response.json(201, {
             "templateID": box.extra["template"], "sandboxID": box.id, "clientID": "fake",
             "envdVersion": ENVD_VERSION, "envdAccessToken": box.extra["token"], "domain": None,

@@ -223,9 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _reset(self) -> None:
         """Close with RST: the client sees a connection reset, not an orderly end."""
         with contextlib.suppress(OSError):
-            self.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
         self.close_connection = True
 
