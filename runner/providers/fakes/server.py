@@ -124,6 +124,9 @@ class FakeHTTPServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
 
+    def handle_error(self, request, client_address):
+        pass  # a client that hung up (a timed-out exec) is not the fake's error
+
     def next_connection(self) -> int:
         with self._lock:
             self.connections += 1
@@ -205,7 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()
             if self.command != "HEAD":
-                self.wfile.write(response.body)
+                try:
+                    self.wfile.write(response.body)
+                except OSError:
+                    self.close_connection = True  # the client gave up waiting
             return
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
