@@ -42,7 +42,7 @@ from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
 from runner.lifecycle import Limits, run_trial
-from runner.providers import get_provider
+from runner.providers import get_provider, unavailable
 from runner.providers.base import ProviderError
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,8 @@ def plan_run(
     if unknown:
         known = ", ".join(declarations)
         raise PlanError(f"unknown provider(s) {', '.join(unknown)}; known: {known}")
+    if problems := unavailable(providers):  # unconfigured, or its SDK not installed
+        raise PlanError(f"provider(s) cannot run here: {'; '.join(problems)}")
     if concurrency is not None and not 1 <= concurrency <= 256:
         raise PlanError(f"concurrency must be between 1 and 256, got {concurrency}")
     units = units or {}
