@@ -198,6 +198,7 @@ class E2BProvider(Provider):
         stdout, stderr = bytearray(), bytearray()
         pid = None
         result: ExecResult | None = None
+        ended = False
         try:
             with self.client.stream(
                 "POST",
@@ -222,7 +223,8 @@ class E2BProvider(Provider):
                                 operation="exec",
                                 code=str(error.get("code", "")),
                             )
-                        break
+                        ended = True  # read on to the end of the body: the connection stays warm
+                        continue
                     event = (message.get("event") or {}) if isinstance(message, dict) else {}
                     if "start" in event:
                         pid = event["start"].get("pid")
@@ -246,7 +248,7 @@ class E2BProvider(Provider):
                         result = ExecResult(exit_code, bytes(stdout), bytes(stderr))
                     if time.monotonic() > deadline:
                         raise _Overdue()
-                else:
+                if not ended:
                     raise ProviderError("e2b exec: the stream ended with no end message", "exec")
         except _Overdue:
             self._kill(sandbox, pid)

@@ -235,9 +235,10 @@ class Backend:
         process.killed = True
         if box.local is None:
             return
-        script = f'p=$(cat {process.pidfile} 2>/dev/null) && kill -{signal_name} -- -"$p" "$p"'
+        # The whole process group: the command and everything it started.
+        script = f'p=$(cat {process.pidfile} 2>/dev/null) && kill -s {signal_name} -- -"$p"'
         with contextlib.suppress(ProviderError):
-            self.local.exec(box.local, ["/bin/sh", "-c", script + " 2>/dev/null; true"], 10)
+            self.local.exec(box.local, ["/bin/bash", "-c", script + " 2>/dev/null; true"], 10)
 
     def run(self, box: Box, argv: list[str], timeout_s: float, *, env=None, workdir=None,
             stdin: bytes | None = None) -> ExecResult:  # fmt: skip
