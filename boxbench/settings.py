@@ -1,5 +1,7 @@
 """boxbench settings, driven by environment variables (see .env.example)."""
 
+import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -87,6 +89,9 @@ else:
         "NAME": VAR_DIR / "boxbench.sqlite3",
         # The queue worker and the web server write at the same time: wait instead of failing.
         "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+        # Tests get a file of their own, not SQLite's shared in-memory database: threads there
+        # fail at once with "table is locked" instead of waiting as the file database does.
+        "TEST": {"NAME": str(Path(tempfile.gettempdir()) / f"boxbench-test-{os.getpid()}.sqlite3")},
     }
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

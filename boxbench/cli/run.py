@@ -133,15 +133,16 @@ def _handle(options, out, demo_slugs=None):
         )
     if options.get("inline"):
         run.transition(RunStatus.RUNNING, note="started inline by bench run")
-        chains = [
-            threading.Thread(target=_chain, args=(run.pk, slug), daemon=True)
-            for slug in run.manifest["providers"]
-        ]
-        for chain in chains:
-            chain.start()
+        # One provider's chain after another, in one thread: SQLite takes one writer at a time
+        # (parallel chains there fail with "table is locked"), and chains in one process share
+        # its job host, so running them side by side would let one slow the other.
+        slugs = list(run.manifest["providers"])
+        worker = threading.Thread(
+            target=lambda: [_chain(run.pk, slug) for slug in slugs], daemon=True
+        )
+        worker.start()
         follow(run, out)
-        for chain in chains:
-            chain.join()
+        worker.join()
     else:
         tasks.start_run(run)
         if options.get("wait") or options.get("publish"):

@@ -102,7 +102,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     with pytest.raises(publishing.PublishRefused, match="demo run"):
         publishing.publish(run)
 
-    staff = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+    staff = django_user_model.objects.create_superuser("staff", password="pw")  # sees every part
     client.force_login(staff)
     page = client.get(f"/runs/{run.id}/").content.decode()
     assert "Demo run, not a measurement" in page
