@@ -170,9 +170,9 @@ cmd_test() {
   say "ruff"
   "$VENV/bin/ruff" check .
   "$VENV/bin/ruff" format --check .
-  # On SQLite each xdist worker has its own in-memory database; many tests wait on subprocesses
-  # and sandboxes, so more workers than cores pays (measured on 2 cores: docs/testing notes in
-  # tests/conftest.py). Podman and browser tests keep to one worker each (--dist loadgroup).
+  # On SQLite each xdist worker has its own in-memory database. Many tests wait on subprocesses
+  # and sandboxes, so 3 workers on a 2-core machine; Podman and browser tests keep to one worker
+  # each (--dist loadgroup, tests/conftest.py).
   say "Tests on SQLite (${BOXBENCH_TEST_WORKERS:-3} workers)"
   env -u DATABASE_URL "$VENV/bin/pytest" -n "${BOXBENCH_TEST_WORKERS:-3}" --dist loadgroup "$@"
   say "Tests that use the database, again on PostgreSQL ($pg_url)"
