@@ -183,8 +183,11 @@ cmd_test() {
   say "ruff"
   "$VENV/bin/ruff" check .
   "$VENV/bin/ruff" format --check .
-  say "Tests on SQLite"
-  env -u DATABASE_URL "$VENV/bin/pytest" "$@"
+  # On SQLite each xdist worker has its own in-memory database. Many tests wait on subprocesses
+  # and sandboxes, so 3 workers on a 2-core machine; Podman and browser tests keep to one worker
+  # each (--dist loadgroup, tests/conftest.py).
+  say "Tests on SQLite (${BOXBENCH_TEST_WORKERS:-3} workers)"
+  env -u DATABASE_URL "$VENV/bin/pytest" -n "${BOXBENCH_TEST_WORKERS:-3}" --dist loadgroup "$@"
   say "Tests that use the database, again on PostgreSQL ($pg_url)"
   DATABASE_URL=$pg_url BOXBENCH_DATABASE_TESTS_ONLY=1 "$VENV/bin/pytest" "$@"
 }

@@ -70,6 +70,16 @@ class ReadinessPolicy:
 
 
 @dataclass(frozen=True)
+class Timer:
+    """The time the lifecycle's waits read and spend: the readiness backoff, the grace for a
+    create still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once,
+    so they do not wait; measurements and the watchdogs always use real time."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
 class Limits:
     """Step limits and knobs the lifecycle applies; tests shorten them."""
 
@@ -79,6 +89,7 @@ class Limits:
     # How long cleanup waits for a create still in flight (an overrun create, or one a cut-short
     # procedure started) to return a sandbox it can destroy, before calling cleanup unverified.
     late_create_grace_s: float = 30.0
+    timer: Timer = Timer()
 
 
 @dataclass
@@ -326,7 +337,11 @@ class LifecycleContext(TrialContext):
 
     def check_readiness(self, sandbox: Sandbox) -> dict:
         try:
-            evidence = readiness_check(self.provider, sandbox, self._limits.readiness)
+            timer = self._limits.timer
+            evidence = readiness_check(
+                self.provider, sandbox, self._limits.readiness,
+                sleep=timer.sleep, monotonic=timer.monotonic,
+            )  # fmt: skip
         except ReadinessFailed as exc:
             self.evidence("readiness", {"sandbox": sandbox.id, **exc.evidence})
             raise
@@ -616,8 +631,8 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
             continue
         if not creating:
             break
-        grace_ends = grace_ends or time.monotonic() + limits.late_create_grace_s
-        if time.monotonic() > grace_ends:
+        grace_ends = grace_ends or limits.timer.monotonic() + limits.late_create_grace_s
+        if limits.timer.monotonic() > grace_ends:
             result.cleanup_verified = False
             cause = (
                 f"cleanup not verified: {creating} create call(s) still running "
@@ -626,7 +641,7 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
             result.fail("provider_failure", "provider", cause)
             result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
             break
-        time.sleep(0.01)
+        limits.timer.sleep(0.01)
     result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
 
 
@@ -657,7 +672,7 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
                 EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
             )
             return
-    confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s)
+    confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s, limits.timer)
     result.evidence.append(
         EvidenceRecord(
             "cleanup",
@@ -698,8 +713,8 @@ def destroy_entry(provider, entry: dict, limit_s: float) -> float:
     return entry["destroy_ms"]
 
 
-def _wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
+def _wait_gone(provider, sandbox_id: str, timeout_s: float, timer: Timer) -> bool:
+    deadline = timer.monotonic() + timeout_s
     wait = 0.005
     while True:
         try:
@@ -707,9 +722,9 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
                 return True
         except Exception:  # noqa: BLE001, S110 - an error is not a confirmation; keep asking
             pass
-        if time.monotonic() > deadline:
+        if timer.monotonic() > deadline:
             return False
-        time.sleep(wait)
+        timer.sleep(wait)
         wait = min(wait * 2, 0.5)
 
 

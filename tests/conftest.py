@@ -3,6 +3,12 @@
 `./boxbench.sh test` runs the whole suite on SQLite, then again on PostgreSQL. Tests that never
 touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_TESTS_ONLY=1 only
 tests that use the database are collected.
+
+The SQLite pass runs on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
+own in-memory test database and its own tmp_path tree; what a worker would otherwise start once per
+worker and share with nobody, it shares with its group instead: every test that needs the Podman
+service runs on one worker (one service, one check of the standard image, no two imports of it at
+once), and the browser tests on one worker (one Chromium).
 """
 
 import os
@@ -17,6 +23,8 @@ import pytest
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
 
+import pytest
+
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server"}
 
 
@@ -26,7 +34,17 @@ def uses_database(item) -> bool:
     return bool(DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())))
 
 
+# The xdist worker group of a test with this marker or session/module fixture.
+WORKER_GROUPS = {"podman": "podman_socket", "browser": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name, fixture in WORKER_GROUPS.items():
+            if item.get_closest_marker(name) or fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
     if os.environ.get("BOXBENCH_DATABASE_TESTS_ONLY") != "1":
         return
     kept = [item for item in items if uses_database(item)]

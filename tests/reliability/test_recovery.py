@@ -52,7 +52,10 @@ def tool_running(provider, command: str) -> bool:
     """True once `command` runs inside one of the provider's sandboxes (its PID namespace)."""
     namespaces = set()
     for sandbox in provider.list_sandboxes():
-        meta = json.loads((provider.root / sandbox.id / "sandbox.json").read_text())
+        try:
+            meta = json.loads((provider.root / sandbox.id / "sandbox.json").read_text())
+        except FileNotFoundError:
+            continue  # still being created: its metadata (written atomically) comes later
         if meta.get("pid"):
             with contextlib.suppress(OSError):
                 namespaces.add(os.readlink(f"/proc/{meta['pid']}/ns/pid"))

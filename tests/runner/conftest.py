@@ -1,3 +1,7 @@
+import dataclasses
+import threading
+import time
+
 import pytest
 
 from runner import adapters, chain, lifecycle
@@ -8,6 +12,34 @@ from runner import adapters, chain, lifecycle
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=0.5
 )
+
+
+class SkippedTime:
+    """A lifecycle timer whose sleeps return at once and move its monotonic clock on instead,
+    so a test of the lifecycle's waits (backoff, deadlines, grace) does not spend them."""
+
+    def __init__(self):
+        self.skipped = 0.0
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skipped
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.skipped += seconds
+        time.sleep(0)  # still let other threads run, as a real sleep would
+
+    def limits(self, base: lifecycle.Limits = FAST, **changes) -> lifecycle.Limits:
+        timer = lifecycle.Timer(monotonic=self.monotonic, sleep=self.sleep)
+        return dataclasses.replace(base, timer=timer, **changes)
+
+
+@pytest.fixture
+def skipped_time():
+    return SkippedTime()
 
 
 @pytest.fixture

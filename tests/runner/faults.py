@@ -1,6 +1,7 @@
 """A fault-injecting wrapper around a real provider: every call reaches the real `local`
 sandbox unless a fault is armed, so each lifecycle rule is proved against real sandboxes."""
 
+import threading
 import time
 
 from runner.providers.base import ExecResult, ExecTimeout, NotReady, Provider, ProviderError
@@ -21,6 +22,9 @@ class FaultyProvider(Provider):
         self.never_gone = faults.get("never_gone", False)
         self.create_delay_s = faults.get("create_delay_s", 0)  # every create hangs this long
         self.destroy_delay_s = faults.get("destroy_delay_s", 0)
+        # Every create waits for this event (a test sets it): a create hung until released.
+        self.create_gate: threading.Event | None = faults.get("create_gate")
+        self.create_returned = threading.Event()  # set when a create has returned a sandbox
         # An adapter defect: the first N calls of an operation raise this non-ProviderError.
         self.crash = faults.get("crash")  # (operation, exception)
         self.crashes = faults.get("crashes", 1)
@@ -35,10 +39,14 @@ class FaultyProvider(Provider):
         self.calls.append("create")
         self._maybe_crash("create")
         time.sleep(self.create_delay_s)
+        if self.create_gate is not None and not self.create_gate.wait(60):
+            raise ProviderError("injected create hang was never released", "create")
         if self.create_errors:
             self.create_errors -= 1
             raise ProviderError("injected create error", "create", self.create_error_code)
-        return self.inner.create(spec)
+        sandbox = self.inner.create(spec)
+        self.create_returned.set()
+        return sandbox
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None):
         self.calls.append("exec")

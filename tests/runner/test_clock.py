@@ -119,8 +119,13 @@ def run_with_uptime(tmp_path, readings, command="true"):
         ["bash", "-c", clock.wrap(command, uptime=str(path))], capture_output=True, timeout=60
     )
     stop.set()
-    os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # frees the server's waiting open
-    server.join(timeout=10)
+    # Free the server's waiting open of its next FIFO. It may not have reached that open yet
+    # (a loaded machine), and a reader gone before it opens frees nothing: repeat until it ends.
+    deadline = time.monotonic() + 30
+    while server.is_alive() and time.monotonic() < deadline:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        server.join(timeout=0.05)
+    assert not server.is_alive(), "the uptime server did not stop"
     return clock.parse_trailer(done.stderr)[1]
 
 

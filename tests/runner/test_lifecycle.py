@@ -1,10 +1,11 @@
 """Every lifecycle rule against real bubblewrap sandboxes, with faults injected around them."""
 
 import dataclasses
+import threading
 import time
 
 from runner.benchmarks import all_benchmarks, latency_per_call
-from runner.benchmarks.base import BenchmarkDefinition, Excluded, UnitDefinition
+from runner.benchmarks.base import BenchmarkDefinition, Excluded, TrialOutcome, UnitDefinition
 from runner.lifecycle import run_trial
 from tests.runner.conftest import FAST
 from tests.runner.faults import FaultyProvider
@@ -44,8 +45,8 @@ def test_it_charges_a_create_error_to_the_provider(local):
     assert "injected create error" in result.cause
 
 
-def test_it_retries_not_ready_answers_and_keeps_every_attempt(local):
-    result = trial(FaultyProvider(local, not_ready=3))
+def test_it_retries_not_ready_answers_and_keeps_every_attempt(local, skipped_time):
+    result = trial(FaultyProvider(local, not_ready=3), limits=skipped_time.limits())
     assert result.outcome == "success"
     readiness = next(e.data for e in result.evidence if e.kind == "readiness")
     assert [a["result"] for a in readiness["attempts"]] == ["not_ready"] * 3 + ["ready"]
@@ -53,10 +54,11 @@ def test_it_retries_not_ready_answers_and_keeps_every_attempt(local):
     # 20 ms, then x1.5 per not-ready answer, each +-20 % jitter.
     assert 16 <= waits[0] <= 24 and 24 <= waits[1] <= 36 and 36 <= waits[2] <= 54
     assert readiness["tti_ms"] >= sum(waits)
+    assert [round(s * 1000, 6) for s in skipped_time.sleeps] == [round(w, 6) for w in waits]
 
 
-def test_it_caps_the_backoff_at_200_ms(local):
-    patient = dataclasses.replace(FAST, readiness=dataclasses.replace(FAST.readiness, deadline_s=5))
+def test_it_caps_the_backoff_at_200_ms(local, skipped_time):
+    patient = skipped_time.limits(readiness=dataclasses.replace(FAST.readiness, deadline_s=5))
     result = run_trial(
         FaultyProvider(local, not_ready=9), DEFINITION, UNIT, echo, label="bb-t", limits=patient
     )
@@ -66,9 +68,9 @@ def test_it_caps_the_backoff_at_200_ms(local):
     assert max(waits) <= 240 and min(waits[-3:]) >= 160  # 200 ms +-20 %
 
 
-def test_it_fails_a_readiness_check_that_reaches_its_deadline(local):
+def test_it_fails_a_readiness_check_that_reaches_its_deadline(local, skipped_time):
     faulty = FaultyProvider(local, not_ready=10_000)
-    short = dataclasses.replace(FAST, readiness=dataclasses.replace(FAST.readiness, deadline_s=0.5))
+    short = skipped_time.limits(readiness=dataclasses.replace(FAST.readiness, deadline_s=0.5))
     result = trial(faulty, limits=short)
     assert result.outcome == "provider_failure" and "deadline" in result.cause
     readiness = next(e.data for e in result.evidence if e.kind == "readiness")
@@ -108,16 +110,22 @@ def test_it_fails_and_flags_a_sandbox_that_cannot_be_destroyed(local):
     local.destroy(local.list_sandboxes()[0])
 
 
-def test_it_fails_cleanup_that_is_never_confirmed(local):
-    result = trial(FaultyProvider(local, never_gone=True))
+def test_it_fails_cleanup_that_is_never_confirmed(local, skipped_time):
+    result = trial(FaultyProvider(local, never_gone=True), limits=skipped_time.limits())
     assert result.outcome == "provider_failure" and "cleanup not verified" in result.cause
-    assert not result.cleanup_verified
+    assert "0.5 s after destroy" in result.cause and not result.cleanup_verified
+    assert sum(skipped_time.sleeps) >= 0.5  # it kept asking until its deadline
 
 
 def test_it_cuts_short_a_procedure_that_overruns_its_limit(local):
     short = dataclasses.replace(DEFINITION, procedure_timeout_s=0.3)
-    result = trial(local, lambda ctx: time.sleep(2), definition=short)
+    release = threading.Event()
+    try:
+        result = trial(local, lambda ctx: release.wait(60), definition=short)
+    finally:
+        release.set()
     assert (result.outcome, result.owner) == ("provider_failure", "unknown")
+    assert result.cause == "cut short: the procedure overran its 0.3 s limit"
     assert result.cut_short and result.cleanup_verified
 
 
@@ -197,13 +205,18 @@ def test_it_fails_a_create_that_overruns_its_limit_and_destroys_its_late_sandbox
     assert result.cleanup_verified and local.list_sandboxes() == []
 
 
-def test_it_leaves_cleanup_unverified_while_a_create_still_hangs(local):
-    hung = FaultyProvider(local, create_delay_s=1.0)
-    impatient = dataclasses.replace(FAST, late_create_grace_s=0.1)
-    result = trial(hung, definition=limited(create_timeout_s=0.1), limits=impatient)
+def test_it_leaves_cleanup_unverified_while_a_create_still_hangs(local, skipped_time):
+    release = threading.Event()
+    hung = FaultyProvider(local, create_gate=release)
+    impatient = skipped_time.limits(late_create_grace_s=0.1)
+    try:
+        result = trial(hung, definition=limited(create_timeout_s=0.1), limits=impatient)
+    finally:
+        release.set()
     assert result.outcome == "provider_failure" and not result.cleanup_verified
     assert any(e.data.get("creates_in_flight") == 1 for e in result.evidence)
-    time.sleep(1.2)  # the abandoned create returns a sandbox nobody waits for any more
+    # The abandoned create returns a sandbox nobody waits for any more.
+    assert hung.create_returned.wait(30)
     for sandbox in local.list_sandboxes():
         local.destroy(sandbox)
 
@@ -219,13 +232,25 @@ def test_it_cuts_short_a_destroy_that_overruns_its_limit(local):
 
 
 def test_it_refuses_sandboxes_a_cut_short_procedure_asks_for_later(local):
-    def keeps_going(ctx):
-        time.sleep(0.4)
-        ctx.new_sandbox()
+    resume, asked = threading.Event(), threading.Event()
+    answer = {}
 
-    result = trial(local, keeps_going, definition=limited(procedure_timeout_s=0.2))
+    def keeps_going(ctx):
+        resume.wait(60)  # still running when the trial is cut short, then asks for more
+        try:
+            answer["sandbox"] = ctx.new_sandbox()
+        except TrialOutcome as exc:
+            answer["refusal"] = exc.cause
+        finally:
+            asked.set()
+
+    try:
+        result = trial(local, keeps_going, definition=limited(procedure_timeout_s=0.2))
+    finally:
+        resume.set()
     assert result.cut_short and result.cleanup_verified
-    time.sleep(0.5)
+    assert asked.wait(30), "the cut-short procedure never asked for its sandbox"
+    assert answer == {"refusal": "create_2: refused, the trial has already ended"}
     assert local.list_sandboxes() == []
 
 

@@ -163,10 +163,14 @@ def test_it_computes_the_permutation_null_like_scipy_spearman_on_the_same_shuffl
     shuffles = sig._shuffles(tuple(bounds), 0)
     assert shuffles.shape == (999, 12)
     assert all(set(row[:5]) == set(range(5)) for row in shuffles)  # shuffled within batches
+    # scipy, one shuffle at a time, on every third shuffle: the vectorized null must agree row by
+    # row, and 333 rows of each kind check that as well as all 999 would.
+    rows = np.arange(0, 999, 3)
     for values in (r, np.round(r)):  # without ties (fast path) and with ties (rankdata path)
-        slow = [sps.spearmanr(values[p][a_pos], values[p][b_pos]).statistic for p in shuffles]
+        slow = [sps.spearmanr(values[p][a_pos], values[p][b_pos]).statistic for p in shuffles[rows]]
         fast = sig._null_rhos(values, bounds, a_pos, b_pos, 0)
-        assert fast == pytest.approx(np.nan_to_num(slow), rel=1e-9, abs=1e-12)
+        assert fast.shape == (999,)
+        assert fast[rows] == pytest.approx(np.nan_to_num(slow), rel=1e-9, abs=1e-12)
 
 
 def test_it_gives_small_p_to_a_strongly_autocorrelated_series():
