@@ -5,7 +5,7 @@ touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_
 tests that use the database are collected.
 
 The SQLite pass runs on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
-own in-memory test database and its own tmp_path tree; what a worker would otherwise start once per
+own SQLite database file and its own tmp_path tree; what a worker would otherwise start once per
 worker and share with nobody, it shares with its group instead: every test that needs the Podman
 service runs on one worker (one service, one check of the standard image, no two imports of it at
 once), and the browser tests on one worker (one Chromium).
@@ -22,8 +22,6 @@ import pytest
 
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
-
-import pytest
 
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server"}
 
