@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from boxbench.leaderboard.cells import EMPTY_CELL, Cell, group_cells, load_trials
-from boxbench.leaderboard.sources import planned_refusals, ranking_floor, run_source, run_sources
+from boxbench.leaderboard.sources import (
+    planned_refusals,
+    ranking_floor,
+    run_source,
+    run_sources,
+    unit_scope,
+)
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from stats import labels, summary, workload
 
@@ -57,6 +63,7 @@ def benchmark_board(
 ) -> Board:
     trials, measurements = load_trials(benchmark, by_provider)
     units = list(Unit.objects.filter(id__in=set(trials["unit"])).order_by("slug"))
+    declared_units = Unit.objects.filter(benchmark=benchmark).count()
     runs = {providers[i].slug: run for i, run in by_provider.items()}
     # A refusal explains a missing provider only: one with finished trials shows their numbers.
     refusals = {s: r for s, r in planned_refusals(benchmark, published).items() if s not in runs}
@@ -71,12 +78,16 @@ def benchmark_board(
         runs=runs,
         providers=in_run + refused,
         refusals=refusals,
-        floors={slug: ranking_floor(benchmark, run, len(units)) for slug, run in runs.items()},
+        floors={slug: ranking_floor(benchmark, run, declared_units) for slug, run in runs.items()},
         totals={
             p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
             for p in in_run
         },
-        context=_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
+        context={
+            **_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
+            # Published as the subset it covers, never as the whole workload.
+            "unit_scope": unit_scope(len(units), declared_units),
+        },
         medians={p.slug: {} for p in in_run},
         costs={p.slug: {} for p in in_run},
         cost_complete={p.slug: True for p in in_run},

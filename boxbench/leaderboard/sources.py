@@ -56,22 +56,39 @@ def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = N
     return str(manifest.get("image_digest") or "")
 
 
-def ranking_floor(benchmark: Benchmark, run: Run, units: int) -> int:
-    """The successes a provider needs on this benchmark in this run before it is ranked.
-
-    The declared floor, lowered to what the run asked for: a run planned with fewer trials per
-    unit (or fewer units) than the catalog needs 90 % of its requested successes across all units
-    on a multi-unit workload, and its requested N on a single-unit benchmark.
-    """
+def planned_units(benchmark: Benchmark, run: Run) -> list[str] | None:
+    """The units of `benchmark` the run's plan named (manifest `benchmarks.<slug>.units`), or
+    None when the run records no plan for it."""
     manifest = run.manifest if isinstance(run.manifest, dict) else {}
     planned = (manifest.get("benchmarks") or {}).get(benchmark.slug) or {}
-    requested = planned.get("trials_per_unit")
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-        requested = benchmark.trials_per_unit
-    if units > 1:
-        planned_units = len(planned.get("units") or []) or units
-        return min(benchmark.ranking_floor, labels.ranking_floor(requested * planned_units))
-    return min(benchmark.ranking_floor, requested)
+    units = planned.get("units") if isinstance(planned, dict) else None
+    if isinstance(units, list) and units and all(isinstance(u, str) for u in units):
+        return list(dict.fromkeys(units))
+    return None
+
+
+def ranking_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
+    """The successes a provider needs on this benchmark in this run before it is ranked.
+
+    The declared floor; a run planned over a subset of a multi-unit workload's units needs the
+    same share of it per unit (stats.labels.subset_floor). The trials per unit the run asked for
+    never lower it: a run of 3 trials is Not Ranked, never ranked on 3.
+    """
+    units = planned_units(benchmark, run)
+    planned = len(units) if units is not None else declared_units
+    return labels.subset_floor(benchmark.ranking_floor, declared_units, planned)
+
+
+def unit_scope(units: int, declared_units: int) -> dict:
+    """How much of the workload a page's numbers cover: {"units", "of", "subset", "text"}; the
+    text ("2 of 6 units") goes wherever a subset's numbers appear."""
+    subset = 0 < units < declared_units
+    noun = "unit" if declared_units == 1 else "units"
+    if subset:
+        text = f"{units} of {declared_units} {noun}"
+    else:
+        text = f"all {declared_units} {noun}" if declared_units > 1 else f"{declared_units} {noun}"
+    return {"units": units, "of": declared_units, "subset": subset, "text": text}
 
 
 def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, dict]:
