@@ -57,7 +57,7 @@ def audit_runs(modeladmin, request, queryset):
         )
 
 
-@admin.action(description="Publish selected runs (refused while an audit failure is open)")
+@admin.action(description="Publish selected runs (failing pairs stay out until resolved)")
 def publish_runs(modeladmin, request, queryset):
     for run in queryset:
         try:
@@ -65,7 +65,16 @@ def publish_runs(modeladmin, request, queryset):
         except publishing.PublishRefused as exc:
             modeladmin.message_user(request, str(exc), messages.ERROR)
         else:
-            modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
+            held = publishing.held_back([run])[run.id]
+            if held:
+                names = ", ".join(f"{p['provider']} / {p['benchmark']}" for p in held)
+                modeladmin.message_user(
+                    request,
+                    f"{run.name}: published; held back until resolved: {names}.",
+                    messages.WARNING,
+                )
+            else:
+                modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
 
 
 @admin.register(models.Run)

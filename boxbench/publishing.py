@@ -1,4 +1,5 @@
-"""The audit and publish workflow: audit a run, resolve its failed checks, publish it.
+"""The audit and publish workflow: audit a run, resolve its failed checks, publish it pair by
+pair (a failing pair stays out of publication until it is resolved).
 
 Publishing materializes the leaderboard (boxbench.leaderboard). This module imports neither pandas
 nor the statistics at load time, so the web process that reads it (admin, run pages) starts light:
@@ -69,6 +70,45 @@ def unresolved_failures(run: Run) -> list[tuple[str, str, str]]:
     return [f for f in failing_checks(run.audit_report or {}) if f not in resolved]
 
 
+def held_back(runs: list[Run]) -> dict:
+    """{run id: [{"provider", "benchmark", "checks": [{"check", "why"}]}]}: the pairs of each
+    run kept out of publication (one query for all runs).
+
+    A failing pair stays out until resolved; a pair resolved as explained or by excluding its
+    outliers publishes; a pair resolved by a re-run publishes from the re-run only, so the
+    original run's numbers of that pair stay out for good.
+    """
+    ids = [run.id for run in runs]
+    resolved = {
+        (run_id, p, b, c): (kind, rerun)
+        for run_id, p, b, c, kind, rerun in AuditResolution.objects.filter(
+            run_id__in=ids
+        ).values_list(
+            "run_id", "provider__slug", "benchmark__slug", "check_name", "kind", "rerun_id"
+        )
+    }
+    found: dict = {}
+    for run in runs:
+        pairs: dict = {}
+        for provider, benchmark, check in failing_checks(run.audit_report or {}):
+            kind, rerun = resolved.get((run.id, provider, benchmark, check), (None, None))
+            if kind is None:
+                why = f"{check} failed the audit and is not resolved"
+            elif kind == ResolutionKind.RERUN:
+                why = (
+                    f"{check} was resolved by re-running the pair (run {rerun}): "
+                    "only the re-run publishes it"
+                )
+            else:
+                continue
+            entry = pairs.setdefault(
+                (provider, benchmark), {"provider": provider, "benchmark": benchmark, "checks": []}
+            )
+            entry["checks"].append({"check": check, "why": why})
+        found[run.id] = [pairs[key] for key in sorted(pairs)]
+    return found
+
+
 def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:
     """Why this resolution cannot be recorded, or "" when it can."""
     if not run.audit_report:
@@ -112,14 +152,21 @@ def apply_resolution(resolution: AuditResolution) -> int:
                         cause=f"Excluded by the audit's outlier rule: {item['reason']} "
                         f"(value {item['value']:g}).",
                     )
+        if Run.objects.filter(pk=run.pk, published=True).exists():
+            # The resolved pair joins (or, for a re-run, leaves) the published leaderboards.
+            from boxbench.leaderboard import materialize
+
+            materialize()
     return excluded
 
 
 def publish(run: Run, actor=None) -> Run:
-    """Publish a completed run whose audit has no unresolved failure, then materialize.
+    """Publish a completed run pair by pair, then materialize.
 
-    The publication is a row of the run's transitions (its status stays completed) naming the
-    actor, the user who published (None from the command line).
+    Passing pairs and pairs resolved as explained or by excluding outliers publish; a failing
+    pair stays out until it is resolved (held_back). The publication is a row of the run's
+    transitions (its status stays completed) naming the actor, the user who published (None
+    from the command line).
     """
     from boxbench.leaderboard import materialize  # pandas: loaded only to publish
 
@@ -129,13 +176,6 @@ def publish(run: Run, actor=None) -> Run:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
     if run.audit_report is None:
         run_audit(run)
-    unresolved = unresolved_failures(run)
-    if unresolved:
-        names = ", ".join(f"{p} / {b} / {c}" for p, b, c in unresolved)
-        raise PublishRefused(
-            f"run {run.id} has unresolved audit failures: {names}. Resolve each (outliers "
-            "excluded, effect explained, or pair re-run) before publishing."
-        )
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, published=False).update(
             published=True, published_at=timezone.now()

@@ -27,6 +27,7 @@ def run_page(request, run_id):
     stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
     counts = stored["progress"] if stored else publishing.progress(run)
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
+    held = stored.get("held_back", []) if stored else publishing.held_back([run])[run.id]
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
@@ -37,14 +38,12 @@ def run_page(request, run_id):
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
+        "held_back": held,
         "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
     }
     if request.user.is_staff and not run.published:
         context["blockers"] = _blockers(run, pairs)
-        context["ready"] = (
-            run.status == RunStatus.COMPLETED and run.audit_report is not None
-            and not context["blockers"]
-        )  # fmt: skip
+        context["ready"] = run.status == RunStatus.COMPLETED and run.audit_report is not None
     if request.user.is_staff:
         context["evidence"] = list(
             Evidence.objects.filter(trial__run=run)

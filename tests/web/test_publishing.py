@@ -1,13 +1,26 @@
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from boxbench import publishing
-from boxbench.models import Aggregate, AuditResolution, Benchmark, Outcome, Provider, Trial
+from boxbench.models import (
+    Aggregate,
+    AuditResolution,
+    Benchmark,
+    Measurement,
+    Outcome,
+    Provider,
+    Run,
+    Scope,
+    Trial,
+)
 from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
@@ -23,15 +36,101 @@ def test_it_prints_and_stores_the_audit_report(imported_run, capsys):
     assert "detectable effect" in out
 
 
-def test_it_refuses_to_publish_and_names_the_failing_pairs(imported_run):
-    with pytest.raises(CommandError) as refused:
-        call_command("bench", "publish", str(imported_run.id))
-    message = str(refused.value)
+def test_it_publishes_passing_pairs_and_holds_back_the_failing_ones(imported_run, capsys):
+    call_command("bench", "publish", str(imported_run.id))
+    out = capsys.readouterr().out
     for provider in ("local", "docker", "boat"):
-        assert f"{provider} / create / trend" in message
+        assert f"held back {provider} / create: trend failed the audit" in out
     imported_run.refresh_from_db()
-    assert not imported_run.published
-    assert not Aggregate.objects.exists()
+    assert imported_run.published
+    # Every Create pair failed its trend check: Create has no published numbers at all.
+    assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None
+    deepswe = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    assert {r["provider"] for r in deepswe["rows"] if r["ranked"]} == {"local", "docker", "boat"}
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert [(p["provider"], p["benchmark"]) for p in held] == [
+        ("boat", "create"), ("docker", "create"), ("local", "create")
+    ]  # fmt: skip
+
+
+def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_run):
+    publishing.publish(imported_run)
+    page = client.get(f"/runs/{imported_run.id}/").content.decode()
+    held = page[page.index('id="held-back"') :]
+    assert "Held back from publication: 3 pairs" in held
+    assert "<td>local / create</td><td>trend failed the audit and is not resolved" in held
+
+
+def resolve(run, provider, check="trend", kind="explained", rerun=None):
+    return publishing.apply_resolution(
+        AuditResolution(
+            run=run, provider=Provider.objects.get(slug=provider),
+            benchmark=Benchmark.objects.get(slug="create"), check_name=check, kind=kind,
+            note="for the test", rerun=rerun,
+        )
+    )  # fmt: skip
+
+
+def test_a_pair_resolved_after_publication_joins_the_leaderboard(imported_run):
+    publishing.publish(imported_run)
+    resolve(imported_run, "local")
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert [r["provider"] for r in create["rows"] if r["ranked"]] == ["local"]
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert {p["provider"] for p in held} == {"docker", "boat"}
+
+
+def rerun_of_docker_create(name, minutes):
+    """A completed run re-measuring docker on Create, its trials ending `minutes` from now."""
+    run = Run.objects.create(name=name, status="completed", manifest={})
+    create, docker = Benchmark.objects.get(slug="create"), Provider.objects.get(slug="docker")
+    values = np.random.default_rng(minutes).lognormal(np.log(50), 0.02, 20)
+    at = timezone.now() + timedelta(minutes=minutes)
+    for i, value in enumerate(values):
+        trial = Trial.objects.create(
+            run=run, benchmark=create, unit=create.units.get(), provider=docker, round=1 + i % 4,
+            seq=i + 1, state="done", outcome="success", started_at=at, ended_at=at,
+        )  # fmt: skip
+        Measurement.objects.create(
+            trial=trial, kind="metric", name="total", value=float(value), unit="ms",
+            clock="job_host",
+        )  # fmt: skip
+    return run
+
+
+def test_a_pair_resolved_by_a_rerun_publishes_from_the_rerun_only(imported_run):
+    rerun = rerun_of_docker_create("docker-create-rerun", 5)
+    publishing.run_audit(imported_run)
+    resolve(imported_run, "local")
+    resolve(imported_run, "boat")
+    resolve(imported_run, "docker", kind="rerun", rerun=rerun)
+    publishing.publish(imported_run)
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert "docker" not in {r["provider"] for r in create["rows"]}
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert held[0]["provider"] == "docker" and "only the re-run publishes it" in str(held)
+    publishing.publish(rerun)
+    docker = next(
+        r for r in Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
+        if r["provider"] == "docker"
+    )  # fmt: skip
+    assert docker["run"] == str(rerun.id) and docker["n"] == 20
+
+
+def test_each_pair_shows_its_newest_measured_run_whatever_the_publication_order(imported_run):
+    newer = rerun_of_docker_create("measured-later", 10)
+    older = rerun_of_docker_create("measured-earlier", 5)
+    publishing.publish(newer)
+    publishing.publish(older)  # published last, measured first
+
+    def docker_run():
+        rows = Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
+        return next(r["run"] for r in rows if r["provider"] == "docker")
+
+    assert docker_run() == str(newer.id)
+    explain_failures(imported_run)
+    publishing.publish(imported_run)  # measured on 2026-11-01, before both
+    assert docker_run() == str(newer.id)
 
 
 def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
@@ -63,6 +162,8 @@ def test_a_publication_from_the_command_line_names_no_actor(imported_run):
 
 
 def test_a_refused_publication_records_no_transition(imported_run):
+    imported_run.status = "running"
+    imported_run.save()
     before = imported_run.transitions.count()
     with pytest.raises(publishing.PublishRefused):
         publishing.publish(imported_run)
