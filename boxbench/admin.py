@@ -81,7 +81,10 @@ def publish_runs(modeladmin, request, queryset):
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
+    readonly_fields = [
+        "id", "status", "published", "published_at", "audit_report", "imported_audit_report",
+        "audited_at", "progress",
+    ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
 

@@ -27,28 +27,55 @@ class PublishRefused(Exception):
     """Publishing (or resolving) is not allowed yet; the message says what is in the way."""
 
 
-def run_audit(run: Run) -> dict:
-    """Audit the run's successful trials and store the report on the run."""
+def run_audit(run: Run, current_settings: bool = False) -> dict:
+    """Audit the run's stored successful trials and store the report on the run.
+
+    Re-auditing a run applies the settings its previous report recorded (every threshold and
+    minimum), unless `current_settings`; the new report says where its settings came from
+    (`settings_source`), which of them differ from today's defaults (`settings_changed`), and
+    which the previous report did not record, so that today's default was applied
+    (`settings_missing`).
+    """
     from boxbench.audit_input import audit_frame  # pandas and scipy: loaded only to audit
     from stats import audit as stats_audit
 
+    settings, source, missing = audit_settings(run, current_settings)
     frame = audit_frame(run)
-    report = stats_audit.audit(frame) if len(frame) else _empty_report(stats_audit)
+    if len(frame):
+        report = stats_audit.audit(frame, settings)
+    else:
+        report = stats_audit.report(settings, {}, [])
+    report["settings_source"] = source
+    report["settings_changed"] = settings.differences(stats_audit.DEFAULT_SETTINGS)
+    report["settings_missing"] = missing
     run.audit_report = report
     run.audited_at = timezone.now()
     run.save(update_fields=["audit_report", "audited_at"])
     return report
 
 
-def _empty_report(stats_audit) -> dict:
-    """The report of a run without a successful trial, with the audit's own thresholds."""
-    return {
-        "schema_version": 1,
-        "q_level": stats_audit.Q_LEVEL,
-        "min_successes": stats_audit.MIN_SUCCESSES,
-        "families": {},
-        "pairs": [],
-    }
+def audit_settings(run: Run, current_settings: bool = False):
+    """(settings, source, names not recorded) for auditing `run`: those of its previous audit
+    by boxbench when there is one, else the current defaults."""
+    from stats import audit as stats_audit
+
+    previous = run.audit_report
+    if current_settings or not isinstance(previous, dict):
+        return stats_audit.DEFAULT_SETTINGS, "current defaults", []
+    when = run.audited_at.isoformat(timespec="seconds") if run.audited_at else "unknown"
+    recorded = previous.get("settings")
+    if recorded is None:
+        # A report from before settings were recorded: its q level and minimum successes are
+        # known; everything else takes today's default, and the report says so.
+        recorded = {
+            k: previous[k] for k in ("q_level", "min_successes") if previous.get(k) is not None
+        }
+    try:
+        settings, missing = stats_audit.AuditSettings.from_dict(recorded)
+    except ValueError as exc:
+        message = f"run {run.id}: its previous audit's settings are unusable: {exc}"
+        raise PublishRefused(message) from None
+    return settings, f"the previous audit of {when}", missing
 
 
 def failing_checks(report: dict) -> list[tuple[str, str, str]]:
@@ -174,7 +201,11 @@ def publish(run: Run, actor=None) -> Run:
         raise PublishRefused(f"run {run.id} is already published")
     if run.status != RunStatus.COMPLETED:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
+    if not Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).exists():
+        raise PublishRefused(f"run {run.id} has no successful trial: there is nothing to publish")
     if run.audit_report is None:
+        # Only boxbench's own audit of the stored trials counts (an imported file's report is
+        # kept apart as imported_audit_report, for comparison).
         run_audit(run)
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, published=False).update(

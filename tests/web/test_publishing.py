@@ -21,6 +21,7 @@ from boxbench.models import (
     Scope,
     Trial,
 )
+from tests.web import factory
 from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
@@ -254,3 +255,70 @@ def test_it_feeds_each_leaderboard_from_the_latest_published_run(published_run):
     assert summary["image_digest"] == "sha256:" + "ab" * 32
     create = Aggregate.objects.get(scope="benchmark", key="create").data
     assert create["image_digest"] == "sha256:" + "89" * 32
+
+
+# boxbench computes the audit; audits keep their settings ----------------------------------------
+
+
+def test_an_imported_report_is_kept_apart_and_publishing_recomputes_the_audit(tmp_path):
+    empty_report = {"schema_version": 1, "q_level": 0.05, "families": {}, "pairs": []}
+    path = tmp_path / "claims-clean.jsonl"
+    path.write_text("\n".join(factory.run_lines(audit_report=empty_report)) + "\n")
+    call_command("bench", "import", str(path))
+    run = Run.objects.get(id=factory.RUN_ID)
+    assert run.audit_report is None and run.imported_audit_report == empty_report
+    publishing.publish(run)
+    run.refresh_from_db()
+    assert ("local", "create", "trend") in publishing.failing_checks(run.audit_report)
+    assert run.imported_audit_report == empty_report  # kept, for comparison
+    assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None  # held back
+
+
+def test_the_report_records_every_threshold_and_minimum_it_used(imported_run):
+    from stats import audit
+
+    report = publishing.run_audit(imported_run)
+    settings = report["settings"]
+    assert settings == audit.DEFAULT_SETTINGS.to_dict()
+    assert settings["min_effect"]["trend"] == 8.0 and settings["min_group"] == 5
+    assert settings["q_level"] == 0.05 and settings["min_successes"] == 15
+    assert report["settings_source"] == "current defaults" and report["settings_changed"] == {}
+
+
+def test_a_re_audit_applies_the_settings_the_run_was_audited_with(imported_run, capsys):
+    report = publishing.run_audit(imported_run)
+    assert ("local", "create", "trend") in publishing.failing_checks(report)
+    # An audit made when a drift needed 500 % to fail:
+    report["settings"]["min_effect"]["trend"] = 500.0
+    imported_run.audit_report = report
+    imported_run.save()
+    call_command("bench", "audit", imported_run.name, "--again")
+    imported_run.refresh_from_db()
+    again = imported_run.audit_report
+    assert ("local", "create", "trend") not in publishing.failing_checks(again)
+    assert again["settings"]["min_effect"]["trend"] == 500.0
+    assert again["settings_changed"]["min_effect"]["current"]["trend"] == 8.0
+    assert again["settings_source"].startswith("the previous audit of ")
+    out = capsys.readouterr().out
+    assert "settings: the previous audit of" in out and "min_effect" in out
+    current = publishing.run_audit(imported_run, current_settings=True)
+    assert ("local", "create", "trend") in publishing.failing_checks(current)
+
+
+def test_a_re_audit_of_a_report_without_settings_says_which_it_could_not_restore(imported_run):
+    imported_run.audit_report = {"schema_version": 1, "q_level": 0.01, "min_successes": 15,
+                                 "families": {}, "pairs": []}  # fmt: skip
+    imported_run.save()
+    report = publishing.run_audit(imported_run)
+    assert report["settings"]["q_level"] == 0.01
+    assert report["settings_changed"] == {"q_level": {"used": 0.01, "current": 0.05}}
+    assert (
+        "min_effect" in report["settings_missing"] and "q_level" not in report["settings_missing"]
+    )
+
+
+def test_a_re_audit_refuses_settings_it_cannot_read(imported_run):
+    imported_run.audit_report = {"settings": {"q_level": "often"}, "pairs": []}
+    imported_run.save()
+    with pytest.raises(CommandError, match="settings are unusable: audit setting q_level"):
+        call_command("bench", "audit", imported_run.name, "--again")

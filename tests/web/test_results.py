@@ -262,7 +262,7 @@ def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
     assert len(docker_values) == 20 and max(docker_values) < 100
 
 
-def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(published_run):
+def test_it_refuses_to_publish_a_run_without_a_successful_trial(published_run):
     refusal = {"provider": "boat", "benchmark": "cpu", "code": "R402", "message": "no such size"}
     empty = later_run("refusals-only", {"refusals": [refusal]})
     cpu = Benchmark.objects.get(slug="cpu")
@@ -270,9 +270,11 @@ def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(publishe
         empty, cpu, cpu.units.get(), Provider.objects.get(slug="local"), [{}], 1,
         state=TrialState.CANCELLED,
     )  # fmt: skip
-    publishing.publish(empty)
-    assert summary_row("cpu", "local")["run"] == str(published_run.id)
-    assert summary_row("cpu", "boat")["ranked"]  # its measured numbers stay on the board
+    with pytest.raises(publishing.PublishRefused, match="has no successful trial"):
+        publishing.publish(empty)
+    empty.refresh_from_db()
+    assert not empty.published
+    assert summary_row("cpu", "boat")["ranked"]  # the board is untouched
 
 
 # Minor: the interval belongs to time medians -----------------------------------------------------
