@@ -112,7 +112,10 @@ def decide(state: ProviderState) -> Status:
        (successes + unreplaced failures reach the floor), else Not Ranked.
     5. Ranked: a bar, labelled Provider Failures when unreplaced failures remain on the chart.
     """
-    if state.refused_capability or state.known_fault:
+    if state.known_fault:
+        status = _status(Label.NOT_SUPPORTED)
+        return Status(status.label, False, f"{status.meaning} Known fault: {state.known_fault}")
+    if state.refused_capability:
         return _status(Label.NOT_SUPPORTED)
     if state.not_offered:
         return _status(Label.NOT_OFFERED)

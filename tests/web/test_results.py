@@ -285,3 +285,29 @@ def test_it_gives_an_interval_to_time_medians_only(published_run):
     assert create["ci_low"] < create["median"] < create["ci_high"]
     cpu = unit_row("cpu/cpu", "local")  # ops/s
     assert cpu["median"] and cpu["ci_low"] is None and cpu["ci_high"] is None
+
+
+# Every status label: Not Supported for a known fault, Not Displayed without a result in a view ---
+
+
+def test_a_known_fault_in_the_declaration_reads_not_supported_with_its_note(imported_run):
+    docker = Provider.objects.get(slug="docker")
+    docker.declaration = {**docker.declaration, "known_faults": {"cpu": "the CPU probe hangs"}}
+    docker.save()
+    publish(imported_run)
+    row = summary_row("cpu", "docker")
+    assert (row["label"], row["ranked"]) == ("Not Supported", False)
+    assert row["meaning"].endswith("Known fault: the CPU probe hangs")
+    assert summary_row("cpu", "local")["label"] is None  # others unaffected
+
+
+def test_a_provider_without_a_result_in_a_derived_view_reads_not_displayed(imported_run):
+    Measurement.objects.filter(
+        trial__run=imported_run, trial__provider__slug="boat", kind="stage", name="ready"
+    ).delete()
+    publish(imported_run)
+    boat = unit_row("create/create", "boat")
+    assert boat["derived"]["ready"]["trials"] == 0
+    assert boat["derived"]["ready"]["label"] == "Not Displayed"
+    assert "label" not in boat["derived"]["create"]  # it has a result there
+    assert "label" not in unit_row("create/create", "local")["derived"]["ready"]
