@@ -65,7 +65,10 @@ def test_it_has_seven_labels_each_with_its_meaning():
 def test_it_decides_each_label(state, label, ranked):
     status = decide(state)
     assert (status.label, status.ranked) == (label, ranked)
-    assert status.meaning == (MEANINGS[label] if label else "")
+    expected = MEANINGS[label] if label else ""
+    if state.known_fault:  # the fault's note follows the label's meaning
+        expected += f" Known fault: {state.known_fault}"
+    assert status.meaning == expected
 
 
 def test_it_lets_not_supported_win_over_everything_else():
