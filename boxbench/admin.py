@@ -58,7 +58,7 @@ def audit_runs(modeladmin, request, queryset):
 
 
 @admin.action(
-    description="Publish selected runs (refused while an audit failure is open)",
+    description="Publish selected runs (failing pairs stay out until resolved)",
     permissions=["publish"],
 )
 def publish_runs(modeladmin, request, queryset):
@@ -68,7 +68,16 @@ def publish_runs(modeladmin, request, queryset):
         except publishing.PublishRefused as exc:
             modeladmin.message_user(request, str(exc), messages.ERROR)
         else:
-            modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
+            held = publishing.held_back([run])[run.id]
+            if held:
+                names = ", ".join(f"{p['provider']} / {p['benchmark']}" for p in held)
+                modeladmin.message_user(
+                    request,
+                    f"{run.name}: published; held back until resolved: {names}.",
+                    messages.WARNING,
+                )
+            else:
+                modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
 
 
 @admin.register(models.Run)
@@ -79,7 +88,7 @@ class RunAdmin(admin.ModelAdmin):
     # them by hand would bypass the audit-and-publish permissions.
     readonly_fields = [
         "id", "status", "published", "published_at", "audited_at", "progress", "manifest",
-        "audit_report",
+        "audit_report", "imported_audit_report",
     ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]

@@ -165,8 +165,10 @@ def workload_bars(summary: dict) -> dict:
         "hovertemplate": f"workload value %{{x}} {measure}<extra></extra>",
         "marker": {"color": PALETTE[0]},
     }
+    scope = summary.get("unit_scope") or {}
+    covered = scope["text"] if scope.get("subset") else "All units"
     layout = _layout(
-        f"All units: geometric mean of unit medians ({measure}); * substituted units",
+        f"{covered}: geometric mean of unit medians ({measure}); * substituted units",
         120 + 45 * len(rows),
         showlegend=False,
         xaxis={"title": {"text": measure}, "gridcolor": "#eee"},

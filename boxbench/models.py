@@ -135,7 +135,10 @@ class Run(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PLANNED)
     manifest = models.JSONField(default=dict, blank=True)
+    # Only boxbench's own audit of the stored trials (boxbench.publishing.run_audit) is written
+    # here; a report carried by an imported file is kept apart, for comparison only.
     audit_report = models.JSONField(null=True, blank=True)
+    imported_audit_report = models.JSONField(null=True, blank=True)
     audited_at = models.DateTimeField(null=True, blank=True)
     published = models.BooleanField(default=False)
     published_at = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,5 @@
-"""The audit and publish workflow: audit a run, resolve its failed checks, publish it.
+"""The audit and publish workflow: audit a run, resolve its failed checks, publish it pair by
+pair (a failing pair stays out of publication until it is resolved).
 
 Publishing materializes the leaderboard (boxbench.leaderboard). This module imports neither pandas
 nor the statistics at load time, so the web process that reads it (admin, run pages) starts light:
@@ -26,28 +27,55 @@ class PublishRefused(Exception):
     """Publishing (or resolving) is not allowed yet; the message says what is in the way."""
 
 
-def run_audit(run: Run) -> dict:
-    """Audit the run's successful trials and store the report on the run."""
+def run_audit(run: Run, current_settings: bool = False) -> dict:
+    """Audit the run's stored successful trials and store the report on the run.
+
+    Re-auditing a run applies the settings its previous report recorded (every threshold and
+    minimum), unless `current_settings`; the new report says where its settings came from
+    (`settings_source`), which of them differ from today's defaults (`settings_changed`), and
+    which the previous report did not record, so that today's default was applied
+    (`settings_missing`).
+    """
     from boxbench.audit_input import audit_frame  # pandas and scipy: loaded only to audit
     from stats import audit as stats_audit
 
+    settings, source, missing = audit_settings(run, current_settings)
     frame = audit_frame(run)
-    report = stats_audit.audit(frame) if len(frame) else _empty_report(stats_audit)
+    if len(frame):
+        report = stats_audit.audit(frame, settings)
+    else:
+        report = stats_audit.report(settings, {}, [])
+    report["settings_source"] = source
+    report["settings_changed"] = settings.differences(stats_audit.DEFAULT_SETTINGS)
+    report["settings_missing"] = missing
     run.audit_report = report
     run.audited_at = timezone.now()
     run.save(update_fields=["audit_report", "audited_at"])
     return report
 
 
-def _empty_report(stats_audit) -> dict:
-    """The report of a run without a successful trial, with the audit's own thresholds."""
-    return {
-        "schema_version": 1,
-        "q_level": stats_audit.Q_LEVEL,
-        "min_successes": stats_audit.MIN_SUCCESSES,
-        "families": {},
-        "pairs": [],
-    }
+def audit_settings(run: Run, current_settings: bool = False):
+    """(settings, source, names not recorded) for auditing `run`: those of its previous audit
+    by boxbench when there is one, else the current defaults."""
+    from stats import audit as stats_audit
+
+    previous = run.audit_report
+    if current_settings or not isinstance(previous, dict):
+        return stats_audit.DEFAULT_SETTINGS, "current defaults", []
+    when = run.audited_at.isoformat(timespec="seconds") if run.audited_at else "unknown"
+    recorded = previous.get("settings")
+    if recorded is None:
+        # A report from before settings were recorded: its q level and minimum successes are
+        # known; everything else takes today's default, and the report says so.
+        recorded = {
+            k: previous[k] for k in ("q_level", "min_successes") if previous.get(k) is not None
+        }
+    try:
+        settings, missing = stats_audit.AuditSettings.from_dict(recorded)
+    except ValueError as exc:
+        message = f"run {run.id}: its previous audit's settings are unusable: {exc}"
+        raise PublishRefused(message) from None
+    return settings, f"the previous audit of {when}", missing
 
 
 def failing_checks(report: dict) -> list[tuple[str, str, str]]:
@@ -67,6 +95,45 @@ def unresolved_failures(run: Run) -> list[tuple[str, str, str]]:
         )
     )
     return [f for f in failing_checks(run.audit_report or {}) if f not in resolved]
+
+
+def held_back(runs: list[Run]) -> dict:
+    """{run id: [{"provider", "benchmark", "checks": [{"check", "why"}]}]}: the pairs of each
+    run kept out of publication (one query for all runs).
+
+    A failing pair stays out until resolved; a pair resolved as explained or by excluding its
+    outliers publishes; a pair resolved by a re-run publishes from the re-run only, so the
+    original run's numbers of that pair stay out for good.
+    """
+    ids = [run.id for run in runs]
+    resolved = {
+        (run_id, p, b, c): (kind, rerun)
+        for run_id, p, b, c, kind, rerun in AuditResolution.objects.filter(
+            run_id__in=ids
+        ).values_list(
+            "run_id", "provider__slug", "benchmark__slug", "check_name", "kind", "rerun_id"
+        )
+    }
+    found: dict = {}
+    for run in runs:
+        pairs: dict = {}
+        for provider, benchmark, check in failing_checks(run.audit_report or {}):
+            kind, rerun = resolved.get((run.id, provider, benchmark, check), (None, None))
+            if kind is None:
+                why = f"{check} failed the audit and is not resolved"
+            elif kind == ResolutionKind.RERUN:
+                why = (
+                    f"{check} was resolved by re-running the pair (run {rerun}): "
+                    "only the re-run publishes it"
+                )
+            else:
+                continue
+            entry = pairs.setdefault(
+                (provider, benchmark), {"provider": provider, "benchmark": benchmark, "checks": []}
+            )
+            entry["checks"].append({"check": check, "why": why})
+        found[run.id] = [pairs[key] for key in sorted(pairs)]
+    return found
 
 
 def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:
@@ -112,14 +179,21 @@ def apply_resolution(resolution: AuditResolution) -> int:
                         cause=f"Excluded by the audit's outlier rule: {item['reason']} "
                         f"(value {item['value']:g}).",
                     )
+        if Run.objects.filter(pk=run.pk, published=True).exists():
+            # The resolved pair joins (or, for a re-run, leaves) the published leaderboards.
+            from boxbench.leaderboard import materialize
+
+            materialize()
     return excluded
 
 
 def publish(run: Run, actor=None) -> Run:
-    """Publish a completed run whose audit has no unresolved failure, then materialize.
+    """Publish a completed run pair by pair, then materialize.
 
-    The publication is a row of the run's transitions (its status stays completed) naming the
-    actor, the user who published (None from the command line).
+    Passing pairs and pairs resolved as explained or by excluding outliers publish; a failing
+    pair stays out until it is resolved (held_back). The publication is a row of the run's
+    transitions (its status stays completed) naming the actor, the user who published (None
+    from the command line).
     """
     from boxbench.leaderboard import materialize  # pandas: loaded only to publish
 
@@ -129,15 +203,12 @@ def publish(run: Run, actor=None) -> Run:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
     if run.manifest.get("demo"):
         raise PublishRefused(f"run {run.id} is a demo run against loopback fakes: never published")
+    if not Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).exists():
+        raise PublishRefused(f"run {run.id} has no successful trial: there is nothing to publish")
     if run.audit_report is None:
+        # Only boxbench's own audit of the stored trials counts (an imported file's report is
+        # kept apart as imported_audit_report, for comparison).
         run_audit(run)
-    unresolved = unresolved_failures(run)
-    if unresolved:
-        names = ", ".join(f"{p} / {b} / {c}" for p, b, c in unresolved)
-        raise PublishRefused(
-            f"run {run.id} has unresolved audit failures: {names}. Resolve each (outliers "
-            "excluded, effect explained, or pair re-run) before publishing."
-        )
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, published=False).update(
             published=True, published_at=timezone.now()

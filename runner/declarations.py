@@ -25,9 +25,9 @@ CAPABILITIES = (
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 _TOP_KEYS = {
     "schema_version", "provider", "name", "adapter", "region", "region_marker", "region_note",
-    "capabilities", "machine_sizes", "limits", "pricing", "shares_job_host",
+    "capabilities", "machine_sizes", "limits", "pricing", "shares_job_host", "known_faults",
 }  # fmt: skip
-_OPTIONAL_KEYS = {"region_marker", "region_note", "shares_job_host"}
+_OPTIONAL_KEYS = {"region_marker", "region_note", "shares_job_host", "known_faults"}
 _PRICING_KEYS = {
     "provider_sourced", "source", "date", "currency", "per_vcpu_second", "per_gib_second",
     "per_sandbox", "billing_increment_s", "minimum_s",
@@ -64,6 +64,8 @@ class Declaration:
     path: str = ""
     # The sandboxes run on the job host itself, so a trial's own load is the job host's load.
     shares_job_host: bool = False
+    # Benchmark slug -> note: a known fault holds that benchmark back (label Not Supported).
+    known_faults: dict = field(default_factory=dict, hash=False)
 
     def offers(self, cpus: int, memory_mib: int) -> bool:
         return MachineSize(cpus, memory_mib) in self.machine_sizes
@@ -152,6 +154,13 @@ def parse_declaration(raw, where: str) -> Declaration:
     if not isinstance(shares_job_host, bool):
         fail(f"shares_job_host must be true or false, got {shares_job_host!r}")
 
+    known_faults = data.get("known_faults", {})
+    if not isinstance(known_faults, dict) or not all(
+        isinstance(k, str) and _SLUG.match(k) and isinstance(v, str) and v.strip()
+        for k, v in known_faults.items()
+    ):
+        fail("known_faults must map benchmark slugs to a note saying what the fault is")
+
     pricing = data["pricing"]
     if not isinstance(pricing, dict):
         fail("pricing must be a mapping")
@@ -192,6 +201,7 @@ def parse_declaration(raw, where: str) -> Declaration:
         pricing_digest=sha256_of(pricing),
         path=where,
         shares_job_host=shares_job_host,
+        known_faults=dict(known_faults),
     )
 
 

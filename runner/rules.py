@@ -9,14 +9,21 @@ from dataclasses import asdict, dataclass
 
 ROUNDS = 4
 
-REFUSAL_LABELS = {"R401": "Not Supported", "R402": "Not Offered", "R403": "Account Limit"}
+REFUSAL_LABELS = {
+    "R401": "Not Supported",
+    "R402": "Not Offered",
+    "R403": "Account Limit",
+    "R404": "Not Supported",  # a known fault the declaration records
+}
 
 
 @dataclass(frozen=True)
 class Refusal:
     provider: str
     benchmark: str
-    code: str  # R401 missing capability, R402 machine size not offered, R403 concurrency limit
+    # R401 missing capability, R402 machine size not offered, R403 concurrency limit, R404 a known
+    # fault recorded in the declaration (missing: its note)
+    code: str
     missing: str
     message: str
 
@@ -46,6 +53,13 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
     def refuse(code, missing, message):
         found.append(Refusal(declaration.provider, definition.slug, code, missing, message))
 
+    fault = declaration.known_faults.get(definition.slug)
+    if fault:
+        refuse(
+            "R404",
+            fault,
+            f"{declaration.provider}: a known fault holds {definition.slug} back: {fault}",
+        )
     missing = [c for c in definition.required_capabilities if c not in declaration.capabilities]
     if missing:
         refuse(

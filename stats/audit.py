@@ -9,9 +9,10 @@ Speed matters (30 providers x 30 benchmarks x 20 trials within 10 s on one core)
 converted to numpy once and each pair works on array slices; no pandas inside the pair loop.
 """
 
+import copy
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,91 @@ CACHE_SHARE = 0.15
 STATEMENT_FLAGS = {"flag_throughput_ceiling", "flag_cached_direct_read"}
 
 
+@dataclass(frozen=True)
+class AuditSettings:
+    """Every threshold and minimum an audit applies; the report records them all
+    (`settings`), so re-auditing an old run can apply the settings it was audited with.
+    The defaults are the module constants above."""
+
+    min_successes: int = MIN_SUCCESSES
+    q_level: float = Q_LEVEL
+    power: float = POWER
+    min_effect: dict = field(default_factory=lambda: dict(MIN_EFFECT))
+    lag1_spread: float = LAG1_SPREAD
+    lag1_min_pairs: int = 10
+    min_group: int = MIN_GROUP
+    host_type_min_group: int = HOST_TYPE_MIN_GROUP
+    saturated_share: float = SATURATED_SHARE
+    saturation: dict = field(default_factory=lambda: dict(SATURATION))
+    overlap_busy: float = OVERLAP_BUSY
+    overlap_solo: float = OVERLAP_SOLO
+    tier_min_n: int = TIER_MIN_N
+    tier_min_small: int = TIER_MIN_SMALL
+    tier_fail_small: int = TIER_FAIL_SMALL
+    tier_note_ratio: float = TIER_NOTE_RATIO
+    tier_fail_ratio: float = TIER_FAIL_RATIO
+    ashman_floors: tuple = ASHMAN_FLOORS
+    outlier_min_n: int = OUTLIER_MIN_N
+    outlier_sigmas: float = OUTLIER_SIGMAS
+    outlier_ratio: float = OUTLIER_RATIO
+    outlier_share: float = OUTLIER_SHARE
+    cache_share: float = CACHE_SHARE
+
+    def to_dict(self) -> dict:
+        # Copies: the report must never share a dict with the settings (or the defaults).
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        out["ashman_floors"] = [list(pair) for pair in self.ashman_floors]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> tuple["AuditSettings", list[str]]:
+        """The settings a report recorded, and the names it did not record (those take the
+        current defaults). Unknown names and wrong types are refused with a ValueError."""
+        if not isinstance(data, dict):
+            raise ValueError("audit settings must be an object")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown audit settings: {', '.join(unknown)}")
+        default = cls()
+        values = {}
+        for name, value in data.items():
+            expected = getattr(default, name)
+            if isinstance(expected, dict):
+                if not isinstance(value, dict) or set(value) != set(expected):
+                    raise ValueError(f"audit setting {name} must name {sorted(expected)}")
+                value = {k: _setting_number(name, v) for k, v in value.items()}
+            elif isinstance(expected, tuple):
+                try:
+                    value = tuple((int(n), float(f)) for n, f in value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"audit setting {name} must be [n, floor] pairs") from None
+            else:
+                value = _setting_number(name, value)
+                value = int(value) if isinstance(expected, int) else float(value)
+            values[name] = value
+        missing = sorted(set(known) - set(data))
+        return cls(**values), missing
+
+    def differences(self, other: "AuditSettings") -> dict:
+        """{name: {"used": mine, "current": other's}} for every setting that differs."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return {
+            name: {"used": mine[name], "current": theirs[name]}
+            for name in mine
+            if mine[name] != theirs[name]
+        }
+
+
+def _setting_number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"audit setting {name} must be a finite number, not {value!r}")
+    return value
+
+
+DEFAULT_SETTINGS = AuditSettings()
+
+
 @dataclass
 class Finding:
     """One check on one pair. `judge(qs)` turns the q-values of `ps` into (verdict, reason)."""
@@ -158,16 +244,18 @@ def unassessed(check: str, reason: str) -> Finding:
     return Finding(check, verdict="unassessed", reason=reason)
 
 
-def tested(check: str, effect: float, p: float, passes_effect: bool, what: str) -> Finding:
-    """A failure-family finding under the failure rule: fail = large and q < 0.05."""
+def tested(
+    check: str, effect: float, p: float, passes_effect: bool, what: str, q_level: float = Q_LEVEL
+) -> Finding:
+    """A failure-family finding under the failure rule: fail = large and q < q_level."""
 
     def judge(qs):
         q = qs[0]
         if math.isnan(q):
             return "pass", f"{what}: no variation to test"
-        if q < Q_LEVEL and passes_effect:
+        if q < q_level and passes_effect:
             return "fail", f"{what}: effect {effect:+.1f} reaches its minimum and q = {q:.3g}"
-        if q < Q_LEVEL:
+        if q < q_level:
             return "note", f"{what}: significant (q = {q:.3g}) but below the minimum effect"
         return "pass", f"{what}: effect {effect:+.1f}, q = {q:.3g}"
 
@@ -188,6 +276,7 @@ class Pair:
     lower_is_better: bool
     steps_create_or_build: bool
     shares_job_host: bool = False
+    settings: AuditSettings = DEFAULT_SETTINGS
 
 
 def _seconds(column: pd.Series) -> np.ndarray:
@@ -225,7 +314,7 @@ def _validate(frame: pd.DataFrame) -> None:
         raise ValueError("audit input: every value must be positive and finite (successes only)")
 
 
-def split_pairs(frame: pd.DataFrame) -> list[Pair]:
+def split_pairs(frame: pd.DataFrame, settings: AuditSettings = DEFAULT_SETTINGS) -> list[Pair]:
     """Sort once by pair and execution order, then cut numpy slices per pair."""
     _validate(frame)
     keys = [*PAIR_KEYS, *(["metric"] if "metric" in frame else [])]
@@ -261,6 +350,7 @@ def split_pairs(frame: pd.DataFrame) -> list[Pair]:
                 lower_is_better=direction[start] != 0.0,  # NaN (absent) -> lower is better
                 steps_create_or_build=builds[start] == 1.0,
                 shares_job_host=shares[start] == 1.0,
+                settings=settings,
             )
         )
     return pairs
@@ -277,7 +367,8 @@ def check_trend(pair: Pair) -> Finding:
     slope, _ = sig.theil_sen(x, v)
     effect = 100.0 * slope * (v.size - 1) / sig.lower_median(v)
     p = sig.kendall_p(v)
-    return tested("trend", effect, p, abs(effect) >= MIN_EFFECT["trend"], "drift")
+    cfg = pair.settings
+    return tested("trend", effect, p, abs(effect) >= cfg.min_effect["trend"], "drift", cfg.q_level)
 
 
 def check_first_round(pair: Pair) -> Finding:
@@ -285,17 +376,24 @@ def check_first_round(pair: Pair) -> Finding:
     if np.isnan(rnd).any():
         return unassessed("first_round", "round numbers not recorded")
     first = rnd == rnd.min()
-    return _two_groups("first_round", pair.value[first], pair.value[~first], "first round", "later")
+    return _two_groups(
+        pair, "first_round", pair.value[first], pair.value[~first], "first round", "later"
+    )
 
 
-def _two_groups(check: str, a: np.ndarray, b: np.ndarray, a_name: str, b_name: str) -> Finding:
-    if a.size < MIN_GROUP or b.size < MIN_GROUP:
+def _two_groups(
+    pair: Pair, check: str, a: np.ndarray, b: np.ndarray, a_name: str, b_name: str
+) -> Finding:
+    cfg = pair.settings
+    if a.size < cfg.min_group or b.size < cfg.min_group:
         return unassessed(
-            check, f"{a.size} {a_name} and {b.size} {b_name} trials; needs {MIN_GROUP} in each"
+            check,
+            f"{a.size} {a_name} and {b.size} {b_name} trials; needs {cfg.min_group} in each",
         )
     effect = sig.percent_difference(a, b)
     p = sig.mann_whitney_p(a, b)
-    finding = tested(check, effect, p, abs(effect) >= MIN_EFFECT[check], f"{a_name} vs {b_name}")
+    passes = abs(effect) >= cfg.min_effect[check]
+    finding = tested(check, effect, p, passes, f"{a_name} vs {b_name}", cfg.q_level)
     finding.details = {"n_a": a.size, "n_b": b.size}
     return finding
 
@@ -312,21 +410,24 @@ def check_round_start(pair: Pair) -> Finding:
         members = rnd == r
         ratio[members] = pair.value[members] / sig.lower_median(pair.value[members])
         initial[members] = start[members] < end[members].min()
-    return _two_groups("round_start", ratio[initial], ratio[~initial], "round-start", "rest")
+    return _two_groups(pair, "round_start", ratio[initial], ratio[~initial], "round-start", "rest")
 
 
 def check_lag1(pair: Pair) -> Finding:
     """Lag-1 Spearman rho of residuals within batches (batch median and Theil-Sen trend
     removed); permutation p-value below 500 trials."""
     residuals, lagged = sig.batch_residuals(pair.value, pair.batch)
-    if lagged < 10:
-        return unassessed("lag1", f"{lagged} consecutive pairs within batches; needs 10")
+    cfg = pair.settings
+    if lagged < cfg.lag1_min_pairs:
+        return unassessed(
+            "lag1", f"{lagged} consecutive pairs within batches; needs {cfg.lag1_min_pairs}"
+        )
     rho, p = sig.lag1_rho(residuals, pair.batch)
     if math.isnan(rho):
         return Finding("lag1", verdict="pass", reason="residuals do not vary")
     spread = 100.0 * abs(rho) * sig.robust_sigma(residuals) / sig.lower_median(pair.value)
-    passes = abs(rho) >= MIN_EFFECT["lag1"] and spread >= LAG1_SPREAD
-    finding = tested("lag1", rho, p, passes, "lag-1 rho")
+    passes = abs(rho) >= cfg.min_effect["lag1"] and spread >= cfg.lag1_spread
+    finding = tested("lag1", rho, p, passes, "lag-1 rho", cfg.q_level)
     finding.details = {"spread_percent": spread}
     return finding
 
@@ -336,22 +437,22 @@ def check_overlap(pair: Pair) -> Finding:
     if np.isnan(busy).all():
         return unassessed("overlap", "in-flight counts not recorded")
     ratio = pair.value / sig.group_medians(pair.value, pair.batch)
-    return _two_groups(
-        "overlap", ratio[busy >= OVERLAP_BUSY], ratio[busy <= OVERLAP_SOLO], "overlapping", "solo"
-    )
+    cfg = pair.settings
+    busy_rows, solo_rows = busy >= cfg.overlap_busy, busy <= cfg.overlap_solo
+    return _two_groups(pair, "overlap", ratio[busy_rows], ratio[solo_rows], "overlapping", "solo")
 
 
-def saturated(facts: dict) -> tuple[np.ndarray, np.ndarray]:
+def saturated(facts: dict, saturation: dict = SATURATION) -> tuple[np.ndarray, np.ndarray]:
     """(hot, known) per trial. Hot: peak CPU >= 0.9, any throttling, pressure >= 10 %, or, where
     pressure is absent, under 262144 KiB available. Cool needs peak CPU and a memory fact."""
     peak, throttled = facts["cpu_peak"], facts["cpu_throttled"]
     pressure, available = facts["mem_pressure_some_avg10"], facts["mem_available_kib"]
     with np.errstate(invalid="ignore"):
         hot = (
-            (peak >= SATURATION["cpu_peak"])
+            (peak >= saturation["cpu_peak"])
             | (throttled == 1.0)
-            | (pressure >= SATURATION["mem_pressure"])
-            | (np.isnan(pressure) & (available < SATURATION["mem_available_kib"]))
+            | (pressure >= saturation["mem_pressure"])
+            | (np.isnan(pressure) & (available < saturation["mem_available_kib"]))
         )
     memory_known = ~np.isnan(pressure) | ~np.isnan(available)
     return hot, hot | (~np.isnan(peak) & memory_known)
@@ -367,23 +468,25 @@ def check_host_saturated(pair: Pair) -> Finding:
             "the provider's sandboxes run on the job host (shares_job_host): the trial's own "
             "load is the job host's load, so saturation cannot be told from the workload",
         )
-    hot, known = saturated(pair.facts)
+    cfg = pair.settings
+    hot, known = saturated(pair.facts, cfg.saturation)
     if not known.any():
         return unassessed("host_saturated", "job-host load facts not recorded")
     cool = known & ~hot
     n_hot, n_cool = int(hot.sum()), int(cool.sum())
-    if n_hot >= MIN_GROUP and n_cool >= MIN_GROUP:
+    if n_hot >= cfg.min_group and n_cool >= cfg.min_group:
         a, b = pair.value[hot], pair.value[cool]
         slower = sig.percent_difference(a, b) * (1 if pair.lower_is_better else -1)
         p = sig.mann_whitney_p(a, b)
-        passes = slower >= MIN_EFFECT["host_saturated"]
-        finding = tested("host_saturated", slower, p, passes, "hot vs cool (% slower)")
+        passes = slower >= cfg.min_effect["host_saturated"]
+        what = "hot vs cool (% slower)"
+        finding = tested("host_saturated", slower, p, passes, what, cfg.q_level)
         finding.details = {"hot": n_hot, "cool": n_cool}
         return finding
     share = n_hot / int(known.sum())
     details = {"hot": n_hot, "cool": n_cool, "saturated_share": share}
-    if share >= SATURATED_SHARE:
-        reason = f"saturated share {share:.2f} >= {SATURATED_SHARE} (fails without a test)"
+    if share >= cfg.saturated_share:
+        reason = f"saturated share {share:.2f} >= {cfg.saturated_share} (fails without a test)"
         return Finding("host_saturated", share, verdict="fail", reason=reason, details=details)
     if n_hot:
         reason = f"{n_hot} saturated trials (share {share:.2f}), too few to test"
@@ -392,14 +495,14 @@ def check_host_saturated(pair: Pair) -> Finding:
 
 
 def check_tier_split(pair: Pair) -> Finding:
-    v = pair.value
-    if v.size < TIER_MIN_N:
-        return unassessed("tier_split", f"{v.size} trials; needs {TIER_MIN_N}")
+    v, cfg = pair.value, pair.settings
+    if v.size < cfg.tier_min_n:
+        return unassessed("tier_split", f"{v.size} trials; needs {cfg.tier_min_n}")
     fast, d = sig.two_tiers(v)
-    floor = next(f for n, f in ASHMAN_FLOORS if v.size >= n)
+    floor = next(f for n, f in cfg.ashman_floors if v.size >= n)
     small = int(min(fast.sum(), (~fast).sum()))
     details = {"ashman_d": d, "d_floor": floor, "smaller_tier": small}
-    if small < TIER_MIN_SMALL or not d >= floor:
+    if small < cfg.tier_min_small or not d >= floor:
         return Finding("tier_split", verdict="pass", reason="no bimodal split", details=details)
     slow_med, fast_med = sig.lower_median(v[~fast]), sig.lower_median(v[fast])
     ratio = max(slow_med, fast_med) / min(slow_med, fast_med)
@@ -407,30 +510,33 @@ def check_tier_split(pair: Pair) -> Finding:
     details.update(tier_ratio=ratio, runs_z=z)
 
     def judge(qs):
-        clustered = z < 0 and qs[0] < Q_LEVEL  # fewer runs than chance: tiers bunch in time
-        if ratio >= TIER_FAIL_RATIO and small >= TIER_FAIL_SMALL and clustered:
+        clustered = z < 0 and qs[0] < cfg.q_level  # fewer runs than chance: tiers bunch in time
+        if ratio >= cfg.tier_fail_ratio and small >= cfg.tier_fail_small and clustered:
             return "fail", f"tier ratio {ratio:.2f}, tiers cluster in time (q = {qs[0]:.3g})"
-        if ratio >= TIER_NOTE_RATIO:
+        if ratio >= cfg.tier_note_ratio:
             where = "cluster in time" if clustered else "do not cluster in time (placement)"
             return "note", f"tier ratio {ratio:.2f}; tiers {where}"
-        return "pass", f"split with tier ratio {ratio:.2f} below {TIER_NOTE_RATIO}"
+        return "pass", f"split with tier ratio {ratio:.2f} below {cfg.tier_note_ratio}"
 
     return Finding("tier_split", ratio, [p], "failure", details=details, judge=judge)
 
 
 def check_host_type(pair: Pair) -> Finding:
-    codes = pair.host_type
+    codes, cfg = pair.host_type, pair.settings
     if (codes < 0).all():
         return unassessed("host_type", "CPU count and model not recorded")
     known = codes >= 0
     kinds, counts = np.unique(codes[known], return_counts=True)
     reference = kinds[np.argmax(counts)]  # most common; ties go to the first in sorted order
-    if counts.max() < MIN_GROUP:
-        return unassessed("host_type", f"most common host type has {counts.max()} trials; needs 5")
+    if counts.max() < cfg.min_group:
+        return unassessed(
+            "host_type",
+            f"most common host type has {counts.max()} trials; needs {cfg.min_group}",
+        )
     base = pair.value[codes == reference]
     effects, ps = [], []
     for kind, count in zip(kinds, counts, strict=True):
-        if kind != reference and count >= HOST_TYPE_MIN_GROUP:
+        if kind != reference and count >= cfg.host_type_min_group:
             group = pair.value[codes == kind]
             effects.append(sig.percent_difference(group, base))
             ps.append(sig.mann_whitney_p(group, base))
@@ -438,8 +544,8 @@ def check_host_type(pair: Pair) -> Finding:
         return Finding("host_type", verdict="pass", reason="one host type with enough trials")
 
     def judge(qs):
-        minimum = MIN_EFFECT["host_type"]
-        hits = [e for e, q in zip(effects, qs, strict=True) if abs(e) >= minimum and q < Q_LEVEL]
+        minimum, q_level = cfg.min_effect["host_type"], cfg.q_level
+        hits = [e for e, q in zip(effects, qs, strict=True) if abs(e) >= minimum and q < q_level]
         if hits:
             return "note", f"placement: a host type differs by {max(hits, key=abs):+.1f} %"
         return "pass", f"host types agree within {minimum:g} % or not significantly"
@@ -456,14 +562,14 @@ def _any_flag(pair: Pair) -> np.ndarray:
 def check_outliers(pair: Pair) -> tuple[Finding, list[dict]]:
     """Isolated extremes: beyond 6 robust sigmas and at least 2x away from the median, at most
     max(1, 0.05 n) of them. Returns the finding and the trials it excludes."""
-    v = pair.value
-    if v.size < OUTLIER_MIN_N:
-        return unassessed("outliers", f"{v.size} trials; needs {OUTLIER_MIN_N}"), []
+    v, cfg = pair.value, pair.settings
+    if v.size < cfg.outlier_min_n:
+        return unassessed("outliers", f"{v.size} trials; needs {cfg.outlier_min_n}"), []
     med, sigma = sig.lower_median(v), sig.robust_sigma(v)
     # sigma 0 (over half the values equal): any other value counts as beyond the sigma bound.
-    far = np.abs(v - med) > OUTLIER_SIGMAS * sigma
-    extreme = far & ((v >= OUTLIER_RATIO * med) | (v <= med / OUTLIER_RATIO))
-    limit = max(1, math.floor(OUTLIER_SHARE * v.size))
+    far = np.abs(v - med) > cfg.outlier_sigmas * sigma
+    extreme = far & ((v >= cfg.outlier_ratio * med) | (v <= med / cfg.outlier_ratio))
+    limit = max(1, math.floor(cfg.outlier_share * v.size))
     count = int(extreme.sum())
     if count == 0:
         return Finding("outliers", 0, verdict="pass", reason="no isolated extreme values"), []
@@ -501,12 +607,13 @@ def check_cache_flags(pair: Pair) -> Finding:
             shares[name] = float((pair.facts[name][recorded] == 1.0).mean())
     if not shares:
         return unassessed("cache_flags", "no physical-limit or cache check recorded")
-    frequent = [n for n, s in shares.items() if s >= CACHE_SHARE]
+    frequent = [n for n, s in shares.items() if s >= pair.settings.cache_share]
     statements = [n for n in frequent if n in STATEMENT_FLAGS]
     notes = [n for n in frequent if n not in STATEMENT_FLAGS]
     details = {"shares": shares, "page_statements": statements, "notes": notes}
     if frequent:
-        reason = f"fires in >= 15 % of trials: {', '.join(frequent)}"
+        share = pair.settings.cache_share
+        reason = f"fires in >= {100 * share:g} % of trials: {', '.join(frequent)}"
         top = max(shares.values())
         return Finding("cache_flags", top, verdict="note", reason=reason, details=details)
     return Finding("cache_flags", max(shares.values()), verdict="pass", reason="", details=details)
@@ -526,8 +633,9 @@ PAIR_CHECKS = (
 
 def audit_pair(pair: Pair) -> tuple[list[Finding], list[dict]]:
     """All ten checks on one pair; under 15 successes every check is unassessed."""
-    if pair.value.size < MIN_SUCCESSES:
-        reason = f"{pair.value.size} successful trials; needs {MIN_SUCCESSES}"
+    minimum = pair.settings.min_successes
+    if pair.value.size < minimum:
+        reason = f"{pair.value.size} successful trials; needs {minimum}"
         return [unassessed(c, reason) for c in CHECKS], []
     findings = [check(pair) for check in PAIR_CHECKS]
     outliers, excluded = check_outliers(pair)
@@ -538,7 +646,7 @@ def audit_pair(pair: Pair) -> tuple[list[Finding], list[dict]]:
 # --- correction, verdicts and the report -------------------------------------------------------
 
 
-def _correct(findings: list[Finding], family: str) -> dict:
+def _correct(findings: list[Finding], family: str, q_level: float = Q_LEVEL) -> dict:
     """BH over every p-value of one family (NaN dropped first: scipy refuses them)."""
     members = [(f, i) for f in findings if f.family == family for i in range(len(f.ps))]
     for f in findings:
@@ -548,7 +656,7 @@ def _correct(findings: list[Finding], family: str) -> dict:
     qs = sig.bh([f.ps[i] for f, i in usable])
     for (f, i), q in zip(usable, qs, strict=True):
         f.qs[i] = float(q)
-    discoveries = int(sum(q < Q_LEVEL for q in qs))
+    discoveries = int(sum(q < q_level for q in qs))
     return {
         "size": len(usable),
         "untestable": len(members) - len(usable),
@@ -564,19 +672,20 @@ def _pair_verdict(findings: list[Finding]) -> str:
     return "unassessed"
 
 
-def audit(trials: pd.DataFrame) -> dict:
-    """Audit a run; see COLUMNS for the input and docs/methodology.md for the report layout."""
-    pairs = split_pairs(trials)
+def audit(trials: pd.DataFrame, settings: AuditSettings = DEFAULT_SETTINGS) -> dict:
+    """Audit a run; see COLUMNS for the input and docs/methodology.md for the report layout.
+    The report records every setting it applied (`settings`)."""
+    pairs = split_pairs(trials, settings)
     audited = [(pair, *audit_pair(pair)) for pair in pairs]
     everything = [f for _, findings, _ in audited for f in findings]
-    failure = _correct(everything, "failure")
-    host_type = _correct(everything, "host_type")
+    failure = _correct(everything, "failure", settings.q_level)
+    host_type = _correct(everything, "host_type", settings.q_level)
     for f in everything:
         if f.judge is not None:
             f.verdict, f.reason = f.judge(f.qs)
     # The threshold a new finding would have needed in this family: BH's cut-off at the realized
     # number of discoveries (at least one).
-    alpha = Q_LEVEL * max(1, failure["discoveries"]) / max(1, failure["size"])
+    alpha = settings.q_level * max(1, failure["discoveries"]) / max(1, failure["size"])
     failure["detectable_alpha"] = alpha
     report_pairs = []
     for pair, findings, excluded in audited:
@@ -585,15 +694,21 @@ def audit(trials: pd.DataFrame) -> dict:
                 **_jsonable(pair.key),
                 "n": int(pair.value.size),
                 "verdict": _pair_verdict(findings),
-                "detectable_effect": sig.detectable_effect(pair.value, alpha),
+                "detectable_effect": sig.detectable_effect(pair.value, alpha, settings.power),
                 "excluded_trials": excluded,
                 "checks": {f.check: f.to_dict() for f in findings},
             }
         )
+    return report(settings, {"failure": failure, "host_type": host_type}, report_pairs)
+
+
+def report(settings: AuditSettings, families: dict, pairs: list[dict]) -> dict:
+    """The report's layout (schema 2: version 1 plus `settings`)."""
     return {
-        "schema_version": 1,
-        "q_level": Q_LEVEL,
-        "min_successes": MIN_SUCCESSES,  # below it a pair is unassessed; the run page says so
-        "families": {"failure": failure, "host_type": host_type},
-        "pairs": report_pairs,
+        "schema_version": 2,
+        "q_level": settings.q_level,
+        "min_successes": settings.min_successes,  # below it a pair is unassessed
+        "settings": settings.to_dict(),
+        "families": families,
+        "pairs": pairs,
     }

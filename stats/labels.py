@@ -49,6 +49,25 @@ def ranking_floor(
     return math.ceil(Fraction(fraction) * requested_successes)
 
 
+def subset_floor(declared_floor: int, declared_units: int, units: int) -> int:
+    """The floor of a run over `units` of a workload's `declared_units` units.
+
+    The declared floor counts successes across all units; a run over a subset needs the same
+    share of it per unit, exactly: ceil(declared_floor x units / declared_units). It never counts
+    fewer trials per unit than the benchmark declares, whatever the run asked for (DeepSWE: 180
+    over 10 units, so 36 on 2 of them).
+    """
+    if declared_units <= 1 or units >= declared_units:
+        return declared_floor
+    return math.ceil(Fraction(declared_floor) * max(units, 1) / declared_units)
+
+
+def failures_explain_shortfall(successes: int, failures: int, floor: int) -> bool:
+    """Below the floor, the unreplaced failures explain the shortfall when the provider would
+    have reached the floor had they succeeded."""
+    return failures > 0 and successes + failures >= floor
+
+
 @dataclass(frozen=True)
 class ProviderState:
     """What is known about one provider on one benchmark (and view) when the page is built."""
@@ -89,11 +108,14 @@ def decide(state: ProviderState) -> Status:
     1. Not Supported, Not Offered, Account Limit: the benchmark never ran, say why.
     2. No successful trial: Provider Failures if failures were left unreplaced, else Not Measured.
     3. Not Displayed: the view holds none of its results, or needs a provider-sourced cost it lacks.
-    4. Below the ranking floor: Provider Failures if unreplaced failures explain the shortfall,
-       else Not Ranked.
+    4. Below the ranking floor: Provider Failures if unreplaced failures explain the shortfall
+       (successes + unreplaced failures reach the floor), else Not Ranked.
     5. Ranked: a bar, labelled Provider Failures when unreplaced failures remain on the chart.
     """
-    if state.refused_capability or state.known_fault:
+    if state.known_fault:
+        status = _status(Label.NOT_SUPPORTED)
+        return Status(status.label, False, f"{status.meaning} Known fault: {state.known_fault}")
+    if state.refused_capability:
         return _status(Label.NOT_SUPPORTED)
     if state.not_offered:
         return _status(Label.NOT_OFFERED)
@@ -107,5 +129,8 @@ def decide(state: ProviderState) -> Status:
     if state.view_needs_provider_cost and not state.has_provider_cost:
         return _status(Label.NOT_DISPLAYED)
     if state.successes < state.ranking_floor:
-        return _status(Label.PROVIDER_FAILURES if failures else Label.NOT_RANKED)
+        explained = failures_explain_shortfall(
+            state.successes, state.unreplaced_provider_failures, state.ranking_floor
+        )
+        return _status(Label.PROVIDER_FAILURES if explained else Label.NOT_RANKED)
     return _status(Label.PROVIDER_FAILURES if failures else None, ranked=True)

@@ -335,19 +335,19 @@ def bh(p_values: list[float]) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=1024)
-def detectable_d(n1: int, n2: int, alpha: float) -> float | None:
-    """Smallest Cohen's d a two-sided rank test detects at 80 % power: the t-test power with the
+def detectable_d(n1: int, n2: int, alpha: float, power: float = 0.8) -> float | None:
+    """Smallest Cohen's d a two-sided rank test detects at `power`: the t-test power with the
     Mann-Whitney efficiency 3/pi applied to the group sizes. None means unbounded: even a
     perfect separation has p = 2 / C(n1 + n2, n1) > alpha."""
     if 2 / math.comb(n1 + n2, n1) > alpha:
         return None
     d = TTestIndPower().solve_power(
-        effect_size=None, nobs1=n1 * 3 / math.pi, ratio=n2 / n1, alpha=alpha, power=0.8
+        effect_size=None, nobs1=n1 * 3 / math.pi, ratio=n2 / n1, alpha=alpha, power=power
     )
     return float(np.squeeze(d))
 
 
-def detectable_effect(values: np.ndarray, alpha: float) -> dict:
+def detectable_effect(values: np.ndarray, alpha: float, power: float = 0.8) -> dict:
     """Per pair: the detectable effect for an even split of its trials, as Cohen's d and as a
     percentage of the median (d x robust sigma / median)."""
     n1 = values.size // 2
@@ -356,7 +356,7 @@ def detectable_effect(values: np.ndarray, alpha: float) -> dict:
     if n1 < 2:
         out["unbounded"] = True
         return out
-    d = detectable_d(n1, n2, float(alpha))
+    d = detectable_d(n1, n2, float(alpha), power)
     out["unbounded"] = d is None
     if d is not None:
         out["cohen_d"] = d

@@ -133,6 +133,15 @@ def derived_key(selected) -> str:
     return "+".join(selected)
 
 
+def derived_keys(stages: Sequence[str]) -> list[str]:
+    """The key of every non-empty subset of `stages`, in the order derived_views makes them."""
+    return [
+        derived_key(selected)
+        for size in range(1, len(stages) + 1)
+        for selected in itertools.combinations(stages, size)
+    ]
+
+
 def derived_views(columns: dict[str, np.ndarray], stages: list[str], lower: bool) -> dict:
     """Every non-empty subset of stages, summarized from per-trial sums (no interval)."""
     views = {}

@@ -12,7 +12,16 @@ help = "Print a run's audit report (running the audit if none is stored) or reco
 
 def add_arguments(parser):
     parser.add_argument("run", help="Run id (UUID) or a unique run name.")
-    parser.add_argument("--again", action="store_true", help="Re-run the audit and store it.")
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="Re-run the audit and store it, with the settings of the run's previous audit.",
+    )
+    parser.add_argument(
+        "--current-settings",
+        action="store_true",
+        help="With --again: apply today's audit settings instead of the previous audit's.",
+    )
     parser.add_argument(
         "--resolve",
         metavar="PROVIDER/BENCHMARK/CHECK",
@@ -29,7 +38,10 @@ def handle(options, out):
         _resolve(run, options, out)
         return
     if options.get("again") or run.audit_report is None:
-        publishing.run_audit(run)
+        try:
+            publishing.run_audit(run, current_settings=bool(options.get("current_settings")))
+        except publishing.PublishRefused as exc:
+            raise CommandError(str(exc)) from None
     out.write(format_report(run))
 
 
@@ -67,6 +79,13 @@ def format_report(run) -> str:
     report = run.audit_report or {}
     unresolved = set(publishing.unresolved_failures(run))
     lines = [f"Audit of run {run.name} ({run.id}), q level {report.get('q_level')}"]
+    if report.get("settings_source"):
+        lines.append(f"settings: {report['settings_source']}")
+    for name, change in (report.get("settings_changed") or {}).items():
+        lines.append(f"  {name}: {change['used']} (today's default: {change['current']})")
+    if report.get("settings_missing"):
+        missing = ", ".join(report["settings_missing"])
+        lines.append(f"  not recorded by the previous audit, today's default applied: {missing}")
     family = report.get("families", {}).get("failure", {})
     if family:
         lines.append(

@@ -1,11 +1,12 @@
-"""`bench publish RUN`: publish a completed, audited run and materialize the dashboard."""
+"""`bench publish RUN`: publish a completed run pair by pair and materialize the dashboard."""
 
 from django.core.management.base import CommandError
 
 from boxbench import publishing
 from boxbench.cli.common import get_run
+from boxbench.cli.run import write_held_back
 
-help = "Publish a run whose audit has no unresolved failure, and rebuild the dashboard data."
+help = "Publish a run pair by pair (failing pairs stay out until resolved); rebuild the dashboard."
 
 
 def add_arguments(parser):
@@ -19,3 +20,4 @@ def handle(options, out):
     except publishing.PublishRefused as exc:
         raise CommandError(str(exc)) from None
     out.write(f"Published run {run.name} ({run.id}); dashboard aggregates rebuilt.")
+    write_held_back(run, out)

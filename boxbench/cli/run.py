@@ -161,24 +161,27 @@ def _names(values: list[str] | None) -> list[str]:
 
 
 def publish(run: Run, out) -> None:
-    """Audit the ended run (unless audited) and publish it; a failed audit leaves it unpublished."""
+    """Audit the ended run (unless audited) and publish it pair by pair; a failing pair stays
+    out of publication and is printed with its check."""
     if run.status != RunStatus.COMPLETED:
         raise CommandError(f"run {run.id} is {run.status}: only a completed run is published")
-    if run.audit_report is None:
-        publishing.run_audit(run)
-    failing = publishing.unresolved_failures(run)
-    if failing:
-        for provider, benchmark, check in failing:
-            out.write(f"  audit FAIL {provider} / {benchmark}: {check}")
-        raise CommandError(
-            f"run {run.id} was not published: the audit failed {len(failing)} check(s) above. "
-            f"See `manage.py bench audit {run.id}`, resolve each, then `bench publish {run.id}`."
-        )
     try:
         publishing.publish(run)
     except publishing.PublishRefused as exc:
         raise CommandError(f"run {run.id} was not published: {exc}") from None
     out.write(f"Published run {run.name} ({run.id}); the dashboard shows it.")
+    write_held_back(run, out)
+
+
+def write_held_back(run: Run, out) -> None:
+    held = publishing.held_back([run])[run.id]
+    for pair in held:
+        for check in pair["checks"]:
+            out.write(f"  held back {pair['provider']} / {pair['benchmark']}: {check['why']}")
+    if held:
+        out.write(
+            f"{len(held)} pair(s) held back until resolved: see `manage.py bench audit {run.id}`."
+        )
 
 
 def _chain(run_id, slug):

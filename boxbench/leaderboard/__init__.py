@@ -18,7 +18,7 @@ from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
-from boxbench.publishing import progress, resolutions
+from boxbench.publishing import held_back, progress, resolutions
 
 __all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"]
 
@@ -38,9 +38,14 @@ def materialize() -> int:
         for unit_data in board.units:
             unit = unit_data["unit"]
             rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
-    used = {run.id: run for by_provider in sources.values() for run in by_provider.values()}
-    for run in used.values():
-        data = {"progress": progress(run), "resolutions": resolutions(run)}
+    # Every published run has its page, also one whose every pair is held back or superseded.
+    held = held_back(published)
+    for run in published:
+        data = {
+            "progress": progress(run),
+            "resolutions": resolutions(run),
+            "held_back": held.get(run.id, []),
+        }
         rows.append(Aggregate.of(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
     rows.append(Aggregate.of(Scope.OVERVIEW, data=overview))

@@ -5,11 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from boxbench.leaderboard.cells import EMPTY_CELL, Cell, group_cells, load_trials
-from boxbench.leaderboard.sources import planned_refusals, ranking_floor, run_source, run_sources
+from boxbench.leaderboard.sources import (
+    planned_refusals,
+    ranking_floor,
+    run_source,
+    run_sources,
+    unit_scope,
+)
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from stats import labels, summary, workload
 
-REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
+REFUSAL_LABELS = {
+    "R401": "refused_capability",
+    "R402": "not_offered",
+    "R403": "account_limit",
+    "R404": "known_fault",
+}
 
 
 @dataclass
@@ -42,7 +53,9 @@ class Build:
 
     def state(self, provider: Provider, successes: int, failures: int, **view):
         floor = self.floors.get(provider.slug, 1)
-        return provider_state(provider, self.refusals, successes, floor, failures, **view)
+        return provider_state(
+            provider, self.refusals, successes, floor, failures, self.benchmark.slug, **view
+        )
 
     def source(self, slug: str) -> dict:
         """The run (and image) behind one provider's numbers; {} for one only refused."""
@@ -57,6 +70,7 @@ def benchmark_board(
 ) -> Board:
     trials, measurements = load_trials(benchmark, by_provider)
     units = list(Unit.objects.filter(id__in=set(trials["unit"])).order_by("slug"))
+    declared_units = Unit.objects.filter(benchmark=benchmark).count()
     runs = {providers[i].slug: run for i, run in by_provider.items()}
     # A refusal explains a missing provider only: one with finished trials shows their numbers.
     refusals = {s: r for s, r in planned_refusals(benchmark, published).items() if s not in runs}
@@ -71,12 +85,16 @@ def benchmark_board(
         runs=runs,
         providers=in_run + refused,
         refusals=refusals,
-        floors={slug: ranking_floor(benchmark, run, len(units)) for slug, run in runs.items()},
+        floors={slug: ranking_floor(benchmark, run, declared_units) for slug, run in runs.items()},
         totals={
             p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
             for p in in_run
         },
-        context=_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
+        context={
+            **_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
+            # Published as the subset it covers, never as the whole workload.
+            "unit_scope": unit_scope(len(units), declared_units),
+        },
         medians={p.slug: {} for p in in_run},
         costs={p.slug: {} for p in in_run},
         cost_complete={p.slug: True for p in in_run},
@@ -122,6 +140,13 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
         # is ranked once the provider has any success on it and the workload reaches it.
         successes = (build.totals.get(slug, 0) if n else 0) if multi else n
         row.update(labels.decide(build.state(provider, successes, cell.failures)).to_dict())
+        if n and summary.derived_available(build.context["stages"]):
+            # A stage subset none of the provider's trials recorded: no result in this view.
+            empty = {"trials": 0, "median": None, "tail": None, "tail_kind": None}
+            shown = build.state(provider, successes, cell.failures, has_result_in_view=False)
+            for key in summary.derived_keys(build.context["stages"]):
+                view = row["derived"].setdefault(key, dict(empty))
+                view.update(labels.decide(shown).to_dict() if not view["trials"] else {})
         rows.append(row)
         if slug in build.runs and n:
             build.medians[slug][unit.slug] = row["median"]
@@ -148,11 +173,24 @@ def provider_cost(provider: Provider) -> bool:
     return bool((provider.pricing or {}).get("provider_sourced"))
 
 
-def provider_state(provider, refusals, successes, floor, failures, **view) -> labels.ProviderState:
+def known_fault(provider: Provider, benchmark: str) -> str | None:
+    """The note of a known fault the provider's stored declaration records for `benchmark`."""
+    faults = (provider.declaration or {}).get("known_faults") or {}
+    note = faults.get(benchmark) if isinstance(faults, dict) else None
+    return str(note) if note else None
+
+
+def provider_state(
+    provider, refusals, successes, floor, failures, benchmark="", **view
+) -> labels.ProviderState:
     refusal = refusals.get(provider.slug, {})
     flag = REFUSAL_LABELS.get(str(refusal.get("code", "")))
     missing = refusal.get("missing") or refusal.get("code") or "refused"
+    fault = known_fault(provider, benchmark)
+    if flag == "known_fault":
+        fault = fault or str(refusal.get("missing") or refusal.get("message") or "known fault")
     return labels.ProviderState(
+        known_fault=fault,
         successes=successes,
         ranking_floor=floor,
         unreplaced_provider_failures=failures,

@@ -52,6 +52,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> dict:
                 "run_name": b.summary["run_name"],
                 "image_digest": b.summary["image_digest"],
                 "sources": b.summary["sources"],
+                "unit_scope": b.summary["unit_scope"],
                 "provider_runs": {
                     slug: run_source(run, b.benchmark, [slug])
                     for slug, run in sorted(b.runs.items())

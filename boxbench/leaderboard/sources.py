@@ -1,10 +1,13 @@
 """Which run each provider's numbers come from, and what that run records about them.
 
-For each benchmark and provider, the latest published run that holds finished trials of that
-provider on it; every page names the run (and image digest) behind each provider's numbers.
+For each benchmark and provider, the newest measured published run that holds finished trials of
+that provider on it and publishes that pair; every page names the run (and image digest) behind
+each provider's numbers.
 """
 
 from __future__ import annotations
+
+from django.db.models import Max
 
 from boxbench.models import Benchmark, Run, Trial, TrialState
 from stats import labels
@@ -12,26 +15,39 @@ from stats import labels
 
 def leaderboard_sources() -> dict[int, dict[int, Run]]:
     """{benchmark id: {provider id: run}}: each provider's numbers on a benchmark come from the
-    latest published run holding finished trials of that provider on that benchmark, so a
-    re-run of one pair replaces that pair only."""
+    newest measured published run holding finished trials of that provider on that benchmark
+    and not holding the pair back (boxbench.publishing.held_back), whatever the order in which
+    runs were published. A re-run of one pair replaces that pair only."""
+    from boxbench.publishing import held_back
+
     published = {run.id: run for run in Run.objects.published()}
+    held = {
+        run_id: {(pair["provider"], pair["benchmark"]) for pair in pairs}
+        for run_id, pairs in held_back(list(published.values())).items()
+    }
     cells = (
         Trial.objects.filter(run_id__in=published, state=TrialState.DONE)
-        .values_list("benchmark_id", "provider_id", "run_id")
-        .order_by()  # the model's ordering would join DISTINCT and make every row distinct
-        .distinct()
+        .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
+        .order_by()  # the model's ordering would join GROUP BY and make every row a group
+        .annotate(measured=Max("ended_at"))
     )
     chosen: dict[int, dict[int, Run]] = {}
-    for benchmark_id, provider_id, run_id in cells:
-        run = published[run_id]
-        current = chosen.setdefault(benchmark_id, {}).get(provider_id)
-        if current is None or _newer(run, current):
-            chosen[benchmark_id][provider_id] = run
+    when: dict[tuple[int, int], tuple] = {}
+    for cell in cells:
+        run = published[cell["run_id"]]
+        if (cell["provider__slug"], cell["benchmark__slug"]) in held.get(run.id, ()):
+            continue
+        key = (cell["benchmark_id"], cell["provider_id"])
+        measured = (_measured_at(cell["measured"], run), str(run.id))
+        if key not in when or measured > when[key]:
+            when[key] = measured
+            chosen.setdefault(key[0], {})[key[1]] = run
     return chosen
 
 
-def _newer(run: Run, other: Run) -> bool:
-    return (run.published_at, str(run.id)) > (other.published_at, str(other.id))
+def _measured_at(last_trial_end, run: Run):
+    """When a pair was measured: its last trial's end, else the run's end, start or creation."""
+    return last_trial_end or run.ended_at or run.started_at or run.created_at
 
 
 def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = None) -> str:
@@ -56,22 +72,39 @@ def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = N
     return str(manifest.get("image_digest") or "")
 
 
-def ranking_floor(benchmark: Benchmark, run: Run, units: int) -> int:
-    """The successes a provider needs on this benchmark in this run before it is ranked.
-
-    The declared floor, lowered to what the run asked for: a run planned with fewer trials per
-    unit (or fewer units) than the catalog needs 90 % of its requested successes across all units
-    on a multi-unit workload, and its requested N on a single-unit benchmark.
-    """
+def planned_units(benchmark: Benchmark, run: Run) -> list[str] | None:
+    """The units of `benchmark` the run's plan named (manifest `benchmarks.<slug>.units`), or
+    None when the run records no plan for it."""
     manifest = run.manifest if isinstance(run.manifest, dict) else {}
     planned = (manifest.get("benchmarks") or {}).get(benchmark.slug) or {}
-    requested = planned.get("trials_per_unit")
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-        requested = benchmark.trials_per_unit
-    if units > 1:
-        planned_units = len(planned.get("units") or []) or units
-        return min(benchmark.ranking_floor, labels.ranking_floor(requested * planned_units))
-    return min(benchmark.ranking_floor, requested)
+    units = planned.get("units") if isinstance(planned, dict) else None
+    if isinstance(units, list) and units and all(isinstance(u, str) for u in units):
+        return list(dict.fromkeys(units))
+    return None
+
+
+def ranking_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
+    """The successes a provider needs on this benchmark in this run before it is ranked.
+
+    The declared floor; a run planned over a subset of a multi-unit workload's units needs the
+    same share of it per unit (stats.labels.subset_floor). The trials per unit the run asked for
+    never lower it: a run of 3 trials is Not Ranked, never ranked on 3.
+    """
+    units = planned_units(benchmark, run)
+    planned = len(units) if units is not None else declared_units
+    return labels.subset_floor(benchmark.ranking_floor, declared_units, planned)
+
+
+def unit_scope(units: int, declared_units: int) -> dict:
+    """How much of the workload a page's numbers cover: {"units", "of", "subset", "text"}; the
+    text ("2 of 6 units") goes wherever a subset's numbers appear."""
+    subset = 0 < units < declared_units
+    noun = "unit" if declared_units == 1 else "units"
+    if subset:
+        text = f"{units} of {declared_units} {noun}"
+    else:
+        text = f"all {declared_units} {noun}" if declared_units > 1 else f"{declared_units} {noun}"
+    return {"units": units, "of": declared_units, "subset": subset, "text": text}
 
 
 def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, dict]:

@@ -67,7 +67,10 @@ def run_header(run: Run) -> dict:
             "ended_at": _iso(run.ended_at),
         },
         "manifest": run.manifest,
-        "audit_report": run.audit_report,
+        # boxbench's own audit once computed; before that, the report an imported file carried.
+        "audit_report": run.audit_report
+        if run.audit_report is not None
+        else run.imported_audit_report,
         "benchmarks": benchmarks,
         "providers": providers,
     }

@@ -196,7 +196,8 @@ class _Importer:
             name=info.get("name", str),
             status=status,
             manifest=manifest,
-            audit_report=audit,
+            # Kept for comparison only: publishing recomputes the audit from the stored trials.
+            imported_audit_report=audit,
             created_at=info.moment("created_at") or datetime.now(UTC),
             started_at=info.moment("started_at"),
             ended_at=info.moment("ended_at"),

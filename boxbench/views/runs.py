@@ -28,6 +28,7 @@ def run_page(request, run_id):
     stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
     counts = stored["progress"] if stored else publishing.progress(run)
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
+    held = stored.get("held_back", []) if stored else publishing.held_back([run])[run.id]
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
@@ -38,6 +39,7 @@ def run_page(request, run_id):
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
+        "held_back": held,
         "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
@@ -45,10 +47,7 @@ def run_page(request, run_id):
     )
     if reviewer and not run.published:
         context["blockers"] = _blockers(run, pairs)
-        context["ready"] = (
-            run.status == RunStatus.COMPLETED and run.audit_report is not None
-            and not context["blockers"]
-        )  # fmt: skip
+        context["ready"] = run.status == RunStatus.COMPLETED and run.audit_report is not None
     if permissions.may(request, permissions.VIEW_EVIDENCE):
         context["evidence"] = list(
             Evidence.objects.filter(trial__run=run)

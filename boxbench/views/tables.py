@@ -16,8 +16,12 @@ def _rank(value) -> str:
     return "" if value is None else str(value)
 
 
+def _scope(data: dict) -> str:
+    return (data.get("unit_scope") or {}).get("text", "")
+
+
 def benchmark_table(summary: dict) -> Table:
-    columns = ["provider", "rank", "label", "workload value", "substituted units", "n"]
+    columns = ["provider", "rank", "label", "workload value", "substituted units", "n", "units"]
     rows = [
         [
             r["provider"],
@@ -26,6 +30,7 @@ def benchmark_table(summary: dict) -> Table:
             num(r["workload_value"]),
             " ".join(r["substituted_units"]),
             str(r["n"]),
+            _scope(summary),
         ]
         for r in summary["rows"]
     ]
@@ -76,6 +81,7 @@ def score_rows(overview: dict) -> list[dict]:
                 "image_digest": source.get("image_digest", "")
                 if node["level"] in ("benchmark", "unit")
                 else "",
+                "units": _scope(source) if node["level"] in ("benchmark", "unit") else "",
                 "ranking": sorted(
                     ((p, node["scores"][p], node["ranks"][p]) for p in node["scores"]),
                     key=lambda item: (item[2], item[0]),
@@ -90,14 +96,16 @@ def score_rows(overview: dict) -> list[dict]:
 
 
 def score_table(overview: dict) -> Table:
-    columns = ["level", "node", "label", "provider", "score", "rank", "run", "image digest"]
+    columns = [
+        "level", "node", "label", "provider", "score", "rank", "run", "image digest", "units",
+    ]  # fmt: skip
     rows = []
     for node in score_rows(overview):
         for provider, value, rank in node["ranking"]:
             rows.append(
                 [
                     node["level"], node["path"], node["label"], provider, score(value),
-                    str(rank), node["run"], node["image_digest"],
+                    str(rank), node["run"], node["image_digest"], node["units"],
                 ]
             )  # fmt: skip
     return Table(columns, rows)

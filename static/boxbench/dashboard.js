@@ -53,6 +53,7 @@ function setupDerivedView() {
       const cells = view
         ? [entry.provider, view.trials, formatNumber(view.median), formatNumber(view.tail), view.tail_kind || ""]
         : [entry.provider, 0, "", "", "not recorded"];
+      if (view && view.label) cells[4] = view.label;  // Not Displayed: no result in this view
       cells.forEach((text) => { row.insertCell().textContent = String(text); });
     });
   }

@@ -122,3 +122,16 @@ def test_it_bills_increments_minimums_and_per_sandbox_fees():
     assert trial_cost_usd(pricing, 2, 4096, 10.2) == pytest.approx(60 * (0.02 + 0.004) + 0.5)
     assert trial_cost_usd(pricing, 2, 4096, 61.1) == pytest.approx(62 * 0.024 + 0.5)
     assert trial_cost_usd({}, 2, 4096, 10) is None
+
+
+def test_a_declaration_records_a_known_fault_and_the_planner_holds_the_test_back(tmp_path):
+    faulty = LOCAL_YAML + "known_faults:\n  file-upload: uploads over 1 MiB hang (upstream bug)\n"
+    declaration = load_declaration(write(tmp_path, faulty))
+    assert declaration.known_faults == {"file-upload": "uploads over 1 MiB hang (upstream bug)"}
+    upload = all_benchmarks()["file-upload"].DEFINITION
+    found = rules.refusals(declaration, upload, concurrency=2)
+    assert [(r.code, r.label, r.missing) for r in found] == [
+        ("R404", "Not Supported", "uploads over 1 MiB hang (upstream bug)")
+    ]
+    with pytest.raises(DeclarationError, match="known_faults must map benchmark slugs"):
+        load_declaration(write(tmp_path, LOCAL_YAML + "known_faults:\n  file-upload: ''\n"))

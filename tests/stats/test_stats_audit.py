@@ -360,3 +360,32 @@ def test_it_splits_pairs_by_metric_when_given():
     frame = pd.concat([clean_pair().assign(metric="total"), clean_pair().assign(metric="read")])
     report = audit(frame)
     assert [p["metric"] for p in report["pairs"]] == ["read", "total"]
+
+
+def test_audit_settings_round_trip_and_refuse_what_they_do_not_know():
+    from stats.audit import DEFAULT_SETTINGS, AuditSettings
+
+    restored, missing = AuditSettings.from_dict(DEFAULT_SETTINGS.to_dict())
+    assert restored == DEFAULT_SETTINGS and missing == []
+    partial, missing = AuditSettings.from_dict({"q_level": 0.01})
+    assert partial.q_level == 0.01 and "min_group" in missing
+    assert partial.differences(DEFAULT_SETTINGS) == {"q_level": {"used": 0.01, "current": 0.05}}
+    for bad in ({"q_levels": 0.05}, {"q_level": True}, {"min_effect": {"trend": 8.0}}):
+        with pytest.raises(ValueError):
+            AuditSettings.from_dict(bad)
+
+
+def test_stricter_settings_change_the_verdict_and_are_recorded():
+    from stats.audit import AuditSettings, audit
+
+    rng = np.random.default_rng(1)
+    values = 100 * (1 + 0.02 * np.arange(30)) * rng.lognormal(0, 0.01, 30)
+    frame = pd.DataFrame(
+        {"provider": "p", "benchmark": "b", "trial_id": range(30), "value": values,
+         "seq": range(30)}
+    )  # fmt: skip
+    assert audit(frame)["pairs"][0]["checks"]["trend"]["verdict"] == "fail"
+    lenient = AuditSettings(min_effect={**AuditSettings().min_effect, "trend": 1000.0})
+    report = audit(frame, lenient)
+    assert report["pairs"][0]["checks"]["trend"]["verdict"] == "note"
+    assert report["settings"]["min_effect"]["trend"] == 1000.0

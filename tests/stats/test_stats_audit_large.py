@@ -42,11 +42,11 @@ def test_it_audits_a_pair_of_100000_trials():
     assert abs(checks["trend"]["effect"]) < 1.0
 
 
-def test_it_uses_the_host_type_minimum_effect_constant(monkeypatch):
+def test_it_uses_the_host_type_minimum_effect_setting():
     frame = clean_pair()
     other = frame["seq"] >= 14
     frame.loc[other, "cpu_model"] = "Xeon"
     frame.loc[other, "value"] *= 1.5
-    monkeypatch.setitem(audit.MIN_EFFECT, "host_type", 80.0)
-    check = audit.audit(frame)["pairs"][0]["checks"]["host_type"]
+    settings = audit.AuditSettings(min_effect={**audit.MIN_EFFECT, "host_type": 80.0})
+    check = audit.audit(frame, settings)["pairs"][0]["checks"]["host_type"]
     assert check["verdict"] == "pass" and "within 80 %" in check["reason"]

@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from stats.labels import MEANINGS, Label, ProviderState, decide, ranking_floor
+from stats.labels import MEANINGS, Label, ProviderState, decide, ranking_floor, subset_floor
 
 FLOOR = ranking_floor(200)
 
@@ -23,8 +23,14 @@ def test_it_has_seven_labels_each_with_its_meaning():
         (ProviderState(successes=180, ranking_floor=FLOOR), None, True),
         (ProviderState(successes=179, ranking_floor=FLOOR), Label.NOT_RANKED, False),
         (
-            ProviderState(successes=170, ranking_floor=FLOOR, unreplaced_provider_failures=3),
+            ProviderState(successes=170, ranking_floor=FLOOR, unreplaced_provider_failures=10),
             Label.PROVIDER_FAILURES,
+            False,
+        ),
+        # Three failures cannot explain a shortfall of ten: Not Ranked.
+        (
+            ProviderState(successes=170, ranking_floor=FLOOR, unreplaced_provider_failures=3),
+            Label.NOT_RANKED,
             False,
         ),
         (
@@ -59,7 +65,10 @@ def test_it_has_seven_labels_each_with_its_meaning():
 def test_it_decides_each_label(state, label, ranked):
     status = decide(state)
     assert (status.label, status.ranked) == (label, ranked)
-    assert status.meaning == (MEANINGS[label] if label else "")
+    expected = MEANINGS[label] if label else ""
+    if state.known_fault:  # the fault's note follows the label's meaning
+        expected += f" Known fault: {state.known_fault}"
+    assert status.meaning == expected
 
 
 def test_it_lets_not_supported_win_over_everything_else():
@@ -71,3 +80,12 @@ def test_it_lets_not_supported_win_over_everything_else():
 def test_it_serializes_a_status_with_the_display_text():
     data = decide(ProviderState(account_limit=True)).to_dict()
     assert data == {"label": "Account Limit", "ranked": False, "meaning": MEANINGS["Account Limit"]}
+
+
+@pytest.mark.parametrize(
+    ("declared", "units", "planned", "floor"),
+    [(180, 10, 10, 180), (180, 10, 2, 36), (180, 10, 1, 18), (40, 3, 2, 27), (20, 1, 1, 20),
+     (180, 10, 12, 180)],
+)  # fmt: skip
+def test_a_subset_of_units_needs_the_declared_share_of_the_floor(declared, units, planned, floor):
+    assert subset_floor(declared, units, planned) == floor

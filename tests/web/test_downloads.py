@@ -28,10 +28,12 @@ def html_table(response, table_id):
 
 def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run):
     rows = rows_of(client.get("/benchmarks/deepswe.csv"))
-    assert rows[0] == ["provider", "rank", "label", "workload value", "substituted units", "n"]
+    assert rows[0] == [
+        "provider", "rank", "label", "workload value", "substituted units", "n", "units"
+    ]  # fmt: skip
     assert rows == html_table(client.get("/benchmarks/deepswe/"), "benchmark-table")
     boat = next(r for r in rows if r[0] == "boat")
-    assert boat[4] == "trace-c" and boat[5] == "40"
+    assert boat[4] == "trace-c" and boat[5] == "40" and boat[6] == "all 3 units"
     tiny = next(r for r in rows if r[0] == "tiny")
     assert tiny[1:4] == ["", "Not Supported", ""]
 
@@ -50,7 +52,9 @@ def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published
 
 def test_it_downloads_the_score_tree(client, published_run):
     rows = rows_of(client.get("/scores.csv"))
-    assert rows[0] == ["level", "node", "label", "provider", "score", "rank", "run", "image digest"]
+    assert rows[0] == [
+        "level", "node", "label", "provider", "score", "rank", "run", "image digest", "units"
+    ]  # fmt: skip
     overall = [r for r in rows if r[0] == "overall"]
     assert overall[0][3:6] == ["local", "100.0", "1"]
     assert {r[3] for r in overall} == {"local", "docker", "boat"}

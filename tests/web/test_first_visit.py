@@ -87,7 +87,10 @@ def test_it_puts_the_failing_checks_and_their_resolutions_at_the_top_of_a_refuse
     for way in ("Exclude the outliers", "Explain the effect", "Re-run the pair"):
         assert way in refused
     assert f"bench publish {imported_run.id}" in refused
-    assert "Ready to publish" not in page
+    held = page[page.index('id="held-back"') : page.index('id="publication-refused"')]
+    for provider, benchmark, _ in failing:
+        assert f"<td>{provider} / {benchmark}</td>" in held
+    assert "failed the audit and is not resolved" in held
 
 
 def test_it_links_each_failing_check_to_a_filled_in_admin_form(admin_client, imported_run):
@@ -131,6 +134,7 @@ def test_it_says_a_run_is_ready_once_every_failure_is_resolved(staff_client, imp
     explain_failures(imported_run)
     page = staff_client.get(RUN_URL).content.decode()
     assert "Ready to publish" in page and "publication-refused" not in page
+    assert 'id="held-back"' not in page
     publishing.publish(imported_run)
     page = staff_client.get(RUN_URL).content.decode()
     assert "Ready to publish" not in page and "publication-refused" not in page

@@ -1,13 +1,27 @@
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from boxbench import publishing
-from boxbench.models import Aggregate, AuditResolution, Benchmark, Outcome, Provider, Trial
+from boxbench.models import (
+    Aggregate,
+    AuditResolution,
+    Benchmark,
+    Measurement,
+    Outcome,
+    Provider,
+    Run,
+    Scope,
+    Trial,
+)
+from tests.web import factory
 from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
@@ -23,15 +37,101 @@ def test_it_prints_and_stores_the_audit_report(imported_run, capsys):
     assert "detectable effect" in out
 
 
-def test_it_refuses_to_publish_and_names_the_failing_pairs(imported_run):
-    with pytest.raises(CommandError) as refused:
-        call_command("bench", "publish", str(imported_run.id))
-    message = str(refused.value)
+def test_it_publishes_passing_pairs_and_holds_back_the_failing_ones(imported_run, capsys):
+    call_command("bench", "publish", str(imported_run.id))
+    out = capsys.readouterr().out
     for provider in ("local", "docker", "boat"):
-        assert f"{provider} / create / trend" in message
+        assert f"held back {provider} / create: trend failed the audit" in out
     imported_run.refresh_from_db()
-    assert not imported_run.published
-    assert not Aggregate.objects.exists()
+    assert imported_run.published
+    # Every Create pair failed its trend check: Create has no published numbers at all.
+    assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None
+    deepswe = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    assert {r["provider"] for r in deepswe["rows"] if r["ranked"]} == {"local", "docker", "boat"}
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert [(p["provider"], p["benchmark"]) for p in held] == [
+        ("boat", "create"), ("docker", "create"), ("local", "create")
+    ]  # fmt: skip
+
+
+def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_run):
+    publishing.publish(imported_run)
+    page = client.get(f"/runs/{imported_run.id}/").content.decode()
+    held = page[page.index('id="held-back"') :]
+    assert "Held back from publication: 3 pairs" in held
+    assert "<td>local / create</td><td>trend failed the audit and is not resolved" in held
+
+
+def resolve(run, provider, check="trend", kind="explained", rerun=None):
+    return publishing.apply_resolution(
+        AuditResolution(
+            run=run, provider=Provider.objects.get(slug=provider),
+            benchmark=Benchmark.objects.get(slug="create"), check_name=check, kind=kind,
+            note="for the test", rerun=rerun,
+        )
+    )  # fmt: skip
+
+
+def test_a_pair_resolved_after_publication_joins_the_leaderboard(imported_run):
+    publishing.publish(imported_run)
+    resolve(imported_run, "local")
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert [r["provider"] for r in create["rows"] if r["ranked"]] == ["local"]
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert {p["provider"] for p in held} == {"docker", "boat"}
+
+
+def rerun_of_docker_create(name, minutes):
+    """A completed run re-measuring docker on Create, its trials ending `minutes` from now."""
+    run = Run.objects.create(name=name, status="completed", manifest={})
+    create, docker = Benchmark.objects.get(slug="create"), Provider.objects.get(slug="docker")
+    values = np.random.default_rng(minutes).lognormal(np.log(50), 0.02, 20)
+    at = timezone.now() + timedelta(minutes=minutes)
+    for i, value in enumerate(values):
+        trial = Trial.objects.create(
+            run=run, benchmark=create, unit=create.units.get(), provider=docker, round=1 + i % 4,
+            seq=i + 1, state="done", outcome="success", started_at=at, ended_at=at,
+        )  # fmt: skip
+        Measurement.objects.create(
+            trial=trial, kind="metric", name="total", value=float(value), unit="ms",
+            clock="job_host",
+        )  # fmt: skip
+    return run
+
+
+def test_a_pair_resolved_by_a_rerun_publishes_from_the_rerun_only(imported_run):
+    rerun = rerun_of_docker_create("docker-create-rerun", 5)
+    publishing.run_audit(imported_run)
+    resolve(imported_run, "local")
+    resolve(imported_run, "boat")
+    resolve(imported_run, "docker", kind="rerun", rerun=rerun)
+    publishing.publish(imported_run)
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert "docker" not in {r["provider"] for r in create["rows"]}
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert held[0]["provider"] == "docker" and "only the re-run publishes it" in str(held)
+    publishing.publish(rerun)
+    docker = next(
+        r for r in Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
+        if r["provider"] == "docker"
+    )  # fmt: skip
+    assert docker["run"] == str(rerun.id) and docker["n"] == 20
+
+
+def test_each_pair_shows_its_newest_measured_run_whatever_the_publication_order(imported_run):
+    newer = rerun_of_docker_create("measured-later", 10)
+    older = rerun_of_docker_create("measured-earlier", 5)
+    publishing.publish(newer)
+    publishing.publish(older)  # published last, measured first
+
+    def docker_run():
+        rows = Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
+        return next(r["run"] for r in rows if r["provider"] == "docker")
+
+    assert docker_run() == str(newer.id)
+    explain_failures(imported_run)
+    publishing.publish(imported_run)  # measured on 2026-11-01, before both
+    assert docker_run() == str(newer.id)
 
 
 def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
@@ -63,6 +163,8 @@ def test_a_publication_from_the_command_line_names_no_actor(imported_run):
 
 
 def test_a_refused_publication_records_no_transition(imported_run):
+    imported_run.status = "running"
+    imported_run.save()
     before = imported_run.transitions.count()
     with pytest.raises(publishing.PublishRefused):
         publishing.publish(imported_run)
@@ -153,3 +255,70 @@ def test_it_feeds_each_leaderboard_from_the_latest_published_run(published_run):
     assert summary["image_digest"] == "sha256:" + "ab" * 32
     create = Aggregate.objects.get(scope="benchmark", key="create").data
     assert create["image_digest"] == "sha256:" + "89" * 32
+
+
+# boxbench computes the audit; audits keep their settings ----------------------------------------
+
+
+def test_an_imported_report_is_kept_apart_and_publishing_recomputes_the_audit(tmp_path):
+    empty_report = {"schema_version": 1, "q_level": 0.05, "families": {}, "pairs": []}
+    path = tmp_path / "claims-clean.jsonl"
+    path.write_text("\n".join(factory.run_lines(audit_report=empty_report)) + "\n")
+    call_command("bench", "import", str(path))
+    run = Run.objects.get(id=factory.RUN_ID)
+    assert run.audit_report is None and run.imported_audit_report == empty_report
+    publishing.publish(run)
+    run.refresh_from_db()
+    assert ("local", "create", "trend") in publishing.failing_checks(run.audit_report)
+    assert run.imported_audit_report == empty_report  # kept, for comparison
+    assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None  # held back
+
+
+def test_the_report_records_every_threshold_and_minimum_it_used(imported_run):
+    from stats import audit
+
+    report = publishing.run_audit(imported_run)
+    settings = report["settings"]
+    assert settings == audit.DEFAULT_SETTINGS.to_dict()
+    assert settings["min_effect"]["trend"] == 8.0 and settings["min_group"] == 5
+    assert settings["q_level"] == 0.05 and settings["min_successes"] == 15
+    assert report["settings_source"] == "current defaults" and report["settings_changed"] == {}
+
+
+def test_a_re_audit_applies_the_settings_the_run_was_audited_with(imported_run, capsys):
+    report = publishing.run_audit(imported_run)
+    assert ("local", "create", "trend") in publishing.failing_checks(report)
+    # An audit made when a drift needed 500 % to fail:
+    report["settings"]["min_effect"]["trend"] = 500.0
+    imported_run.audit_report = report
+    imported_run.save()
+    call_command("bench", "audit", imported_run.name, "--again")
+    imported_run.refresh_from_db()
+    again = imported_run.audit_report
+    assert ("local", "create", "trend") not in publishing.failing_checks(again)
+    assert again["settings"]["min_effect"]["trend"] == 500.0
+    assert again["settings_changed"]["min_effect"]["current"]["trend"] == 8.0
+    assert again["settings_source"].startswith("the previous audit of ")
+    out = capsys.readouterr().out
+    assert "settings: the previous audit of" in out and "min_effect" in out
+    current = publishing.run_audit(imported_run, current_settings=True)
+    assert ("local", "create", "trend") in publishing.failing_checks(current)
+
+
+def test_a_re_audit_of_a_report_without_settings_says_which_it_could_not_restore(imported_run):
+    imported_run.audit_report = {"schema_version": 1, "q_level": 0.01, "min_successes": 15,
+                                 "families": {}, "pairs": []}  # fmt: skip
+    imported_run.save()
+    report = publishing.run_audit(imported_run)
+    assert report["settings"]["q_level"] == 0.01
+    assert report["settings_changed"] == {"q_level": {"used": 0.01, "current": 0.05}}
+    assert (
+        "min_effect" in report["settings_missing"] and "q_level" not in report["settings_missing"]
+    )
+
+
+def test_a_re_audit_refuses_settings_it_cannot_read(imported_run):
+    imported_run.audit_report = {"settings": {"q_level": "often"}, "pairs": []}
+    imported_run.save()
+    with pytest.raises(CommandError, match="settings are unusable: audit setting q_level"):
+        call_command("bench", "audit", imported_run.name, "--again")

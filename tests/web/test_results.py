@@ -140,7 +140,7 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
     assert pair["checks"]["cache_flags"]["details"]["notes"] == ["flag_cpu_bound"]
 
 
-# 8. The ranking floor follows the run's plan ---------------------------------------------------
+# 8. The ranking floor is the benchmark's; a subset of units is published as that subset -------
 
 
 @pytest.mark.parametrize(
@@ -148,21 +148,24 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
     [
         (None, 1, 20, 20),  # no plan in the manifest: the declared floor
         ({"trials_per_unit": 20}, 1, 20, 20),
-        ({"trials_per_unit": 10}, 1, 20, 10),  # single unit: the requested N
-        ({"trials_per_unit": 40}, 1, 20, 20),  # never above the declared floor
-        ({"trials_per_unit": 10, "units": ["a", "b", "c"]}, 3, 54, 27),  # 90 % of 3 x 10
-        ({"trials_per_unit": 20, "units": ["a", "b", "c"]}, 3, 54, 54),
-        ({"trials_per_unit": 20, "units": ["a", "b"]}, 2, 54, 36),  # fewer units planned
+        ({"trials_per_unit": 3}, 1, 20, 20),  # asking for fewer trials never lowers it
+        ({"trials_per_unit": 40}, 1, 20, 20),
+        ({"trials_per_unit": 3, "units": ["a", "b", "c"]}, 3, 54, 54),
+        ({"trials_per_unit": 20, "units": ["a", "b"]}, 3, 54, 36),  # a subset: its share
+        ({"trials_per_unit": 3, "units": ["a"]}, 10, 180, 18),
+        ({"trials_per_unit": 20, "units": ["a", "b"]}, 10, 180, 36),  # the default plan
         (None, 3, 54, 54),
     ],
 )
-def test_it_takes_the_ranking_floor_from_the_runs_plan(planned, units, declared, floor):
+def test_it_takes_the_ranking_floor_from_the_benchmark_not_the_runs_trials(
+    planned, units, declared, floor
+):
     benchmark = Benchmark(slug="b", trials_per_unit=20, ranking_floor=declared)
     run = Run(manifest={"benchmarks": {"b": planned}} if planned else {})
     assert leaderboard.ranking_floor(benchmark, run, units) == floor
 
 
-def test_it_ranks_a_provider_that_reached_a_smaller_runs_floor(imported_run):
+def test_a_run_of_fewer_trials_than_the_floor_is_not_ranked(imported_run):
     imported_run.manifest = {
         **imported_run.manifest,
         "benchmarks": {"cpu": {"trials_per_unit": 10}},
@@ -174,7 +177,47 @@ def test_it_ranks_a_provider_that_reached_a_smaller_runs_floor(imported_run):
     Trial.objects.filter(id__in=[t.id for t in dropped]).delete()
     publish(imported_run)
     row = summary_row("cpu", "boat")
-    assert row["n"] == 10 and row["ranked"] and row["ranking_floor"] == 10
+    assert row["n"] == 10 and not row["ranked"] and row["ranking_floor"] == 20
+    assert row["label"] == "Not Ranked"
+
+
+def test_unreplaced_failures_that_explain_the_shortfall_read_provider_failures(imported_run):
+    boat_cpu = Trial.objects.filter(run=imported_run, provider__slug="boat", benchmark__slug="cpu")
+    failed = boat_cpu.order_by("seq")[:3]
+    boat_cpu.filter(id__in=[t.id for t in failed]).update(
+        outcome="provider_failure", owner="provider", cause="create returned HTTP 503"
+    )
+    publish(imported_run)
+    row = summary_row("cpu", "boat")
+    assert (row["n"], row["ranked"], row["label"]) == (17, False, "Provider Failures")
+
+
+def test_a_run_over_some_units_is_published_as_that_subset(client, imported_run):
+    imported_run.manifest = {
+        **imported_run.manifest,
+        "benchmarks": {"deepswe": {"trials_per_unit": 20, "units": ["trace-a", "trace-b"]}},
+    }
+    imported_run.save()
+    Trial.objects.filter(run=imported_run, unit__slug="trace-c").delete()
+    Trial.objects.filter(run=imported_run, unit__slug="trace-b", provider__slug="boat").delete()
+    publish(imported_run)
+    summary = Aggregate.objects.get(scope="benchmark", key="deepswe").data
+    assert summary["unit_scope"] == {
+        "units": 2, "of": 3, "subset": True, "text": "2 of 3 units"
+    }  # fmt: skip
+    # ceil(40 x 2 / 3) = 27: the declared share per unit, so boat's 20 (trace-a only) are too few.
+    assert summary_row("deepswe", "local")["ranking_floor"] == 27
+    assert summary_row("deepswe", "local")["ranked"]
+    assert summary_row("deepswe", "boat")["label"] == "Not Ranked"
+    page = client.get("/benchmarks/deepswe/")
+    html = page.content.decode()
+    assert "2 of 3 units" in html and "Published as a subset" in html
+    assert page.context["workload_chart"]["layout"]["title"]["text"].startswith("2 of 3 units")
+    csv_text = client.get("/benchmarks/deepswe.csv").content.decode()
+    assert csv_text.splitlines()[0].endswith(",units")
+    assert all(line.endswith(",2 of 3 units") for line in csv_text.splitlines()[1:])
+    overview = Aggregate.objects.get(scope="overview").data
+    assert overview["benchmarks"]["deepswe"]["unit_scope"]["text"] == "2 of 3 units"
 
 
 # 9. Each provider's numbers come from its own latest run ---------------------------------------
@@ -219,7 +262,7 @@ def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
     assert len(docker_values) == 20 and max(docker_values) < 100
 
 
-def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(published_run):
+def test_it_refuses_to_publish_a_run_without_a_successful_trial(published_run):
     refusal = {"provider": "boat", "benchmark": "cpu", "code": "R402", "message": "no such size"}
     empty = later_run("refusals-only", {"refusals": [refusal]})
     cpu = Benchmark.objects.get(slug="cpu")
@@ -227,9 +270,11 @@ def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(publishe
         empty, cpu, cpu.units.get(), Provider.objects.get(slug="local"), [{}], 1,
         state=TrialState.CANCELLED,
     )  # fmt: skip
-    publishing.publish(empty)
-    assert summary_row("cpu", "local")["run"] == str(published_run.id)
-    assert summary_row("cpu", "boat")["ranked"]  # its measured numbers stay on the board
+    with pytest.raises(publishing.PublishRefused, match="has no successful trial"):
+        publishing.publish(empty)
+    empty.refresh_from_db()
+    assert not empty.published
+    assert summary_row("cpu", "boat")["ranked"]  # the board is untouched
 
 
 # Minor: the interval belongs to time medians -----------------------------------------------------
@@ -240,3 +285,29 @@ def test_it_gives_an_interval_to_time_medians_only(published_run):
     assert create["ci_low"] < create["median"] < create["ci_high"]
     cpu = unit_row("cpu/cpu", "local")  # ops/s
     assert cpu["median"] and cpu["ci_low"] is None and cpu["ci_high"] is None
+
+
+# Every status label: Not Supported for a known fault, Not Displayed without a result in a view ---
+
+
+def test_a_known_fault_in_the_declaration_reads_not_supported_with_its_note(imported_run):
+    docker = Provider.objects.get(slug="docker")
+    docker.declaration = {**docker.declaration, "known_faults": {"cpu": "the CPU probe hangs"}}
+    docker.save()
+    publish(imported_run)
+    row = summary_row("cpu", "docker")
+    assert (row["label"], row["ranked"]) == ("Not Supported", False)
+    assert row["meaning"].endswith("Known fault: the CPU probe hangs")
+    assert summary_row("cpu", "local")["label"] is None  # others unaffected
+
+
+def test_a_provider_without_a_result_in_a_derived_view_reads_not_displayed(imported_run):
+    Measurement.objects.filter(
+        trial__run=imported_run, trial__provider__slug="boat", kind="stage", name="ready"
+    ).delete()
+    publish(imported_run)
+    boat = unit_row("create/create", "boat")
+    assert boat["derived"]["ready"]["trials"] == 0
+    assert boat["derived"]["ready"]["label"] == "Not Displayed"
+    assert "label" not in boat["derived"]["create"]  # it has a result there
+    assert "label" not in unit_row("create/create", "local")["derived"]["ready"]
