@@ -8,6 +8,7 @@ from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from boxbench import models, publishing
+from boxbench.admin_provenance import FrozenOnceEnded, RecordedRunDeletion, frozen
 from boxbench.models import RunStatus
 from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
@@ -41,10 +42,21 @@ class UnitAdmin(admin.ModelAdmin):
 
 
 class RunTransitionInline(admin.TabularInline):
+    """Status changes are rows written by the code: never added, edited or deleted here."""
+
     model = models.RunTransition
     extra = 0
     can_delete = False
     readonly_fields = ["from_status", "to_status", "at", "note", "actor"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.action(description="Audit selected runs (store the report)")
@@ -69,10 +81,14 @@ def publish_runs(modeladmin, request, queryset):
 
 
 @admin.register(models.Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(RecordedRunDeletion, admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
+    # The runner and the audit write these; an ended run is read-only as a whole (below).
+    readonly_fields = [
+        "id", "status", "published", "published_at", "audited_at", "progress", "manifest",
+        "audit_report", "created_at", "started_at", "ended_at", "created_by",
+    ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
 
@@ -120,6 +136,9 @@ class RunAdmin(admin.ModelAdmin):
             "run": run,
         }
         return HttpResponse(RESOLVE_TEMPLATE.render(RequestContext(request, context)))
+
+    def has_change_permission(self, request, obj=None):
+        return not frozen(obj) and super().has_change_permission(request, obj)
 
     def add_view(self, request, form_url="", extra_context=None):
         # A run is never typed in by hand: "Add run" opens the start-a-run form.
@@ -284,18 +303,18 @@ RESOLVE_TEMPLATE = Template(
 )
 
 
-class MeasurementInline(admin.TabularInline):
+class MeasurementInline(FrozenOnceEnded, admin.TabularInline):
     model = models.Measurement
     extra = 0
 
 
-class EvidenceInline(admin.TabularInline):
+class EvidenceInline(FrozenOnceEnded, admin.TabularInline):
     model = models.Evidence
     extra = 0
 
 
 @admin.register(models.Trial)
-class TrialAdmin(admin.ModelAdmin):
+class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = [
         "id", "run", "benchmark", "unit", "provider", "round", "seq", "attempt", "state",
         "outcome", "owner",
@@ -307,14 +326,14 @@ class TrialAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Measurement)
-class MeasurementAdmin(admin.ModelAdmin):
+class MeasurementAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = ["trial", "kind", "name", "value", "unit", "clock", "clock_gate"]
     list_filter = ["kind", "clock", "clock_gate"]
     raw_id_fields = ["trial"]
 
 
 @admin.register(models.Evidence)
-class EvidenceAdmin(admin.ModelAdmin):
+class EvidenceAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = ["trial", "kind", "at"]
     list_filter = ["kind"]
     raw_id_fields = ["trial"]

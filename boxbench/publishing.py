@@ -187,6 +187,18 @@ def publish(run: Run, actor=None) -> Run:
     return run
 
 
+def rematerialize() -> None:
+    """Rebuild the leaderboards after a published run was deleted: from the runs still
+    published, or empty when none is left."""
+    from boxbench.leaderboard import materialize
+    from boxbench.models import Aggregate
+
+    if Run.objects.published().exists():
+        materialize()
+    else:
+        Aggregate.objects.all().delete()
+
+
 def progress(run: Run) -> list[dict]:
     """Trial counts by state and outcome (live while running; materialized once published)."""
     return list(
