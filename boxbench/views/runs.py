@@ -27,7 +27,7 @@ from boxbench.models import (
 from boxbench.views.access import CANCEL_RUN, VIEW_EVIDENCE, may, visible_run
 from runner import runs
 
-EVIDENCE_PER_PAGE = 50
+EVIDENCE_PER_PAGE = 25
 VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
 
 

@@ -20,7 +20,7 @@ function renderProgress(section, data) {
       cell(row, `refused: ${c.refusal} (missing ${c.missing.join(", ")})`, 4);
       return;
     }
-    [`${c.done} / ${c.target}`, c.failures, c.running, c.queued].forEach((v) => cell(row, v));
+    [`${c.done} / ${c.target || "?"}`, c.failures, c.running, c.queued].forEach((v) => cell(row, v));
   });
   section.querySelector(".live-counts").textContent =
     `${data.finished} trials finished (${data.successes} successful, ${data.failures} failed), ` +

@@ -120,10 +120,10 @@ def test_the_staff_run_page_pages_private_evidence(staff_client, published_run):
         [Evidence(trial=t, kind=k, data={"n": 1}) for t in trials for k in ("readiness", "probe")]
     )
     page = " ".join(staff_client.get(RUN_URL).content.decode().split())
-    assert "Evidence page 1 of 5 (1–50 of 240 records)" in page
-    assert page.count('<tr><td title="seq') == 50
+    assert "Evidence page 1 of 10 (1–25 of 240 records)" in page
+    assert page.count('<tr><td title="seq') == 25
     assert 'href="?evidence=2#evidence-section">next →</a>' in page
-    last = " ".join(staff_client.get(RUN_URL + "?evidence=5").content.decode().split())
-    assert "Evidence page 5 of 5 (201–240 of 240 records)" in last
-    assert staff_client.get(RUN_URL + "?evidence=6").status_code == 404
+    last = " ".join(staff_client.get(RUN_URL + "?evidence=10").content.decode().split())
+    assert "Evidence page 10 of 10 (226–240 of 240 records)" in last
+    assert staff_client.get(RUN_URL + "?evidence=11").status_code == 404
     assert staff_client.get(RUN_URL + "?evidence=x").status_code == 404
