@@ -1,13 +1,14 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template import RequestContext, Template
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from boxbench import models, permissions, publishing
+from boxbench.admin_provenance import FrozenOnceEnded, RecordedRunDeletion, frozen
 from boxbench.models import RunStatus
 from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
@@ -41,10 +42,21 @@ class UnitAdmin(admin.ModelAdmin):
 
 
 class RunTransitionInline(admin.TabularInline):
+    """Status changes are rows written by the code: never added, edited or deleted here."""
+
     model = models.RunTransition
     extra = 0
     can_delete = False
     readonly_fields = ["from_status", "to_status", "at", "note", "actor"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.action(description="Audit selected runs (store the report)", permissions=["audit"])
@@ -81,14 +93,14 @@ def publish_runs(modeladmin, request, queryset):
 
 
 @admin.register(models.Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(RecordedRunDeletion, admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    # The manifest and the audit report are written by the runner and the audit only: editing
-    # them by hand would bypass the audit-and-publish permissions.
+    # The runner and the audit write these; an ended run is read-only as a whole (below).
     readonly_fields = [
         "id", "status", "published", "published_at", "audited_at", "progress", "manifest",
-        "audit_report", "imported_audit_report",
+        "audit_report", "imported_audit_report", "created_at", "started_at", "ended_at",
+        "created_by",
     ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
@@ -114,7 +126,49 @@ class RunAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         start = self.admin_site.admin_view(self.start_view)
-        return [path("start/", start, name="boxbench_run_start"), *super().get_urls()]
+        resolve = self.admin_site.admin_view(self.resolve_view)
+        return [
+            path("start/", start, name="boxbench_run_start"),
+            path("<uuid:run_id>/resolve/", resolve, name="boxbench_run_resolve"),
+            *super().get_urls(),
+        ]
+
+    def resolve_view(self, request, run_id):
+        """Several failing checks of one run resolved in one form: one AuditResolution each."""
+        resolutions = self.admin_site._registry[models.AuditResolution]
+        if not resolutions.has_add_permission(request):
+            raise PermissionDenied
+        run = models.Run.objects.filter(id=run_id).first()
+        if run is None:
+            raise Http404("no such run")
+        form = BulkResolutionForm(run, request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            chosen = form.cleaned_data["checks"]
+            try:
+                excluded = publishing.resolve_failing(
+                    run, [tuple(c.split("/")) for c in chosen], form.cleaned_data["kind"],
+                    form.cleaned_data["note"], form.cleaned_data["rerun"], actor=request.user,
+                )  # fmt: skip
+            except publishing.PublishRefused as exc:
+                form.add_error(None, f"Nothing recorded: {exc}")
+            else:
+                kind = models.ResolutionKind(form.cleaned_data["kind"]).label
+                saved = f"Recorded {len(chosen)} resolution(s) ({kind}): {', '.join(chosen)}."
+                if excluded:
+                    saved += f" {excluded} trial(s) marked excluded."
+                self.message_user(request, saved, messages.SUCCESS)
+                return redirect("run", run.id)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Resolve failing checks of run {run.name}",
+            "form": form,
+            "run": run,
+        }
+        return HttpResponse(RESOLVE_TEMPLATE.render(RequestContext(request, context)))
+
+    def has_change_permission(self, request, obj=None):
+        return not frozen(obj) and super().has_change_permission(request, obj)
 
     def add_view(self, request, form_url="", extra_context=None):
         # A run is never typed in by hand: "Add run" opens the start-a-run form.
@@ -254,18 +308,66 @@ class PrivateEvidenceMixin:
         return self._private(request) and super().has_delete_permission(request, obj)
 
 
-class MeasurementInline(admin.TabularInline):
+class BulkResolutionForm(forms.Form):
+    checks = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The run's unresolved failing checks (provider/benchmark/check).",
+    )
+    kind = forms.ChoiceField(choices=models.ResolutionKind.choices)
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="Why, for the record."
+    )
+    rerun = forms.ModelChoiceField(
+        models.Run.objects.all(), required=False, help_text="With a re-run: the run that re-ran."
+    )
+
+    def __init__(self, run, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        failing = ["/".join(f) for f in publishing.unresolved_failures(run)]
+        self.fields["checks"].choices = [(f, f) for f in failing]
+        self.fields["checks"].initial = failing
+
+    def clean(self):
+        data = super().clean()
+        kind, checks = data.get("kind"), data.get("checks") or []
+        if kind == models.ResolutionKind.OUTLIERS_EXCLUDED:
+            others = [c for c in checks if not c.endswith("/outliers")]
+            if others:
+                raise forms.ValidationError(
+                    "Only the outliers check is resolved by excluding outliers; unselect: "
+                    + ", ".join(others)
+                )
+        if kind == models.ResolutionKind.RERUN and not data.get("rerun"):
+            raise forms.ValidationError("A re-run resolution names the run that re-ran the pairs.")
+        return data
+
+
+RESOLVE_TEMPLATE = Template(
+    """{% extends "admin/base_site.html" %}
+{% block content %}
+<p><a href="{% url 'run' run.id %}">Back to the run's report</a></p>
+{% if not form.checks.field.choices %}<p>This run has no unresolved failing check.</p>{% else %}
+<form method="post" id="bulk-resolve">{% csrf_token %}
+{{ form.non_field_errors }}
+<table>{{ form.as_table }}</table>
+<input type="submit" value="Record the resolutions">
+</form>{% endif %}
+{% endblock %}"""
+)
+
+
+class MeasurementInline(FrozenOnceEnded, admin.TabularInline):
     model = models.Measurement
     extra = 0
 
 
-class EvidenceInline(PrivateEvidenceMixin, admin.TabularInline):
+class EvidenceInline(PrivateEvidenceMixin, FrozenOnceEnded, admin.TabularInline):
     model = models.Evidence
     extra = 0
 
 
 @admin.register(models.Trial)
-class TrialAdmin(admin.ModelAdmin):
+class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = [
         "id", "run", "benchmark", "unit", "provider", "round", "seq", "attempt", "state",
         "outcome", "owner",
@@ -277,14 +379,14 @@ class TrialAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Measurement)
-class MeasurementAdmin(admin.ModelAdmin):
+class MeasurementAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = ["trial", "kind", "name", "value", "unit", "clock", "clock_gate"]
     list_filter = ["kind", "clock", "clock_gate"]
     raw_id_fields = ["trial"]
 
 
 @admin.register(models.Evidence)
-class EvidenceAdmin(PrivateEvidenceMixin, admin.ModelAdmin):
+class EvidenceAdmin(PrivateEvidenceMixin, FrozenOnceEnded, admin.ModelAdmin):
     list_display = ["trial", "kind", "at"]
     list_filter = ["kind"]
     raw_id_fields = ["trial"]

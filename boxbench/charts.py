@@ -6,21 +6,58 @@ and costs milliseconds per request, while the browser's plotly.js validates anyw
 
 from boxbench.templatetags.boxbench_format import num
 
-PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D"]
+# Providers: one colour each, the same on every chart (see provider_colour).
+PALETTE = [
+    "#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D",
+    "#FF9DA6", "#BAB0AC",
+]  # fmt: skip
+# Stages: a separate, muted palette, so a stage segment is never mistaken for a provider.
+STAGE_PALETTE = ["#8DA0CB", "#FC8D62", "#66C2A5", "#E78AC3", "#A6D854", "#FFD92F", "#E5C494"]
 FONT = {"family": "system-ui, sans-serif", "size": 13}
+
+
+def provider_colour(row: dict) -> str:
+    """The provider's colour: fixed by its colour_index (the provider's registration order, set
+    when the leaderboard is materialized), so a provider looks the same on every chart and page.
+    Pages materialized before the index existed fall back to the slug's characters."""
+    index = row.get("colour_index")
+    if index is None:
+        index = sum(ord(c) for c in row.get("provider", ""))
+    return PALETTE[index % len(PALETTE)]
+
+
+def plain(text: str) -> str:
+    """A title without the Markdown backticks some unit titles carry (`true`)."""
+    return str(text).replace("`", "")
+
+
+def nothing_to_chart(rows: list[dict]) -> str:
+    """Why a chart has no bar: each provider's status label and what it means."""
+    reasons = {}
+    for row in rows:
+        if row.get("label"):
+            reasons.setdefault((row["label"], row["meaning"]), []).append(row["provider_name"])
+    if not reasons:
+        return "No provider has a ranked result here yet."
+    return " ".join(
+        f"{', '.join(names)}: {label}. {meaning}" for (label, meaning), names in reasons.items()
+    )
 
 
 def _layout(title: str, height: int, **extra) -> dict:
     layout = {
         "title": {"text": title, "font": {"size": 15}},
         "height": height,
-        "margin": {"l": 150, "r": 30, "t": 50, "b": 50},
+        # automargin widens the margins to fit every provider name: none is ever cut.
+        "margin": {"l": 10, "r": 20, "t": 50, "b": 50},
         "font": FONT,
         "plot_bgcolor": "white",
         "showlegend": True,
         "legend": {"orientation": "h", "y": -0.2, "traceorder": "normal"},
     }
     layout.update(extra)
+    for axis in ("xaxis", "yaxis"):
+        layout.setdefault(axis, {})["automargin"] = True
     return layout
 
 
@@ -88,12 +125,12 @@ def stacked_stage_bars(unit: dict) -> dict | None:
                     f"{stage}: median %{{customdata[0]}} {measure}<br>"
                     f"total median %{{customdata[1]}} {measure}<extra></extra>"
                 ),
-                "marker": {"color": PALETTE[i % len(PALETTE)]},
+                "marker": {"color": STAGE_PALETTE[i % len(STAGE_PALETTE)]},
             }
         )
     layout = _layout(
-        f"Stage medians of {unit['unit_title']} ({measure}): bars fill the total median, "
-        "labels show each stage's own median",
+        f"Stage medians of {plain(unit['unit_title'])} ({measure})<br><sub>bars fill the total "
+        "median; labels show each stage's own median</sub>",
         120 + 45 * len(rows),
         barmode="stack",
         xaxis={"title": {"text": f"total median ({measure})"}, "gridcolor": "#eee"},
@@ -103,10 +140,13 @@ def stacked_stage_bars(unit: dict) -> dict | None:
     return {"data": traces, "layout": layout}
 
 
-def metric_bars(unit: dict) -> dict:
-    """The median of the metric per ranked provider, with its 95 % interval."""
+def metric_bars(unit: dict) -> dict | None:
+    """The median of the metric per ranked provider, with its 95 % interval; None without a
+    ranked provider (the page says why: nothing_to_chart)."""
     rows = unit["rows"]
     barred = [r for r in rows if _has_bar(r)]
+    if not barred:
+        return None
     measure = unit["measure_unit"]
     trace = {
         "type": "bar",
@@ -115,9 +155,11 @@ def metric_bars(unit: dict) -> dict:
         "y": [_provider_label(r) for r in barred],
         "x": [r["median"] for r in barred],
         "text": [num(r["median"]) for r in barred],
-        # Labels at the bar's start keep clear of the interval whisker at its end.
+        # Labels at the bar's base keep clear of the interval whisker at its end.
         "textposition": "inside",
         "insidetextanchor": "start",
+        "textfont": {"color": "white"},
+        "constraintext": "inside",
         "error_x": {
             "type": "data",
             "symmetric": False,
@@ -128,12 +170,12 @@ def metric_bars(unit: dict) -> dict:
             "visible": any(r["ci_low"] is not None for r in barred),
         },
         "hovertemplate": f"median %{{x}} {measure}<extra></extra>",
-        "marker": {"color": PALETTE[0]},
+        "marker": {"color": [provider_colour(r) for r in barred]},
     }
     better = "lower" if unit["lower_is_better"] else "higher"
     interval = " with 95 % interval" if trace["error_x"]["visible"] else ""
     layout = _layout(
-        f"{unit['metric']} median{interval} ({measure}, {better} is better)",
+        f"{unit['metric']} median{interval}<br><sub>{measure}, {better} is better</sub>",
         120 + 45 * len(rows),
         showlegend=False,
         xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
@@ -147,10 +189,13 @@ def _minus(a, b):
     return None if a is None or b is None else a - b
 
 
-def workload_bars(summary: dict) -> dict:
-    """The All view: each provider's workload value (geometric mean over the unit set)."""
+def workload_bars(summary: dict) -> dict | None:
+    """The All view: each provider's workload value (geometric mean over the unit set); None
+    when no provider has one (the page says why: nothing_to_chart)."""
     rows = summary["rows"]
     barred = [r for r in rows if _has_bar(r) and r["workload_value"] is not None]
+    if not barred:
+        return None
     measure = summary["measure_unit"]
     trace = {
         "type": "bar",
@@ -161,14 +206,17 @@ def workload_bars(summary: dict) -> dict:
         "text": [
             num(r["workload_value"]) + (" *" if r["substituted_units"] else "") for r in barred
         ],
-        "textposition": "auto",
+        "textposition": "inside",
+        "insidetextanchor": "start",
+        "textfont": {"color": "white"},
         "hovertemplate": f"workload value %{{x}} {measure}<extra></extra>",
-        "marker": {"color": PALETTE[0]},
+        "marker": {"color": [provider_colour(r) for r in barred]},
     }
     scope = summary.get("unit_scope") or {}
     covered = scope["text"] if scope.get("subset") else "All units"
     layout = _layout(
-        f"{covered}: geometric mean of unit medians ({measure}); * substituted units",
+        f"{covered}: workload value ({measure})<br><sub>geometric mean of unit medians; "
+        "* a substituted unit</sub>",
         120 + 45 * len(rows),
         showlegend=False,
         xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
@@ -186,7 +234,7 @@ def distribution(unit: dict) -> dict | None:
     traces = []
     for i, row in enumerate(rows):
         d = row["distribution"]
-        color = PALETTE[i % len(PALETTE)]
+        color = provider_colour(row)
         traces.append(
             {
                 "type": "box",
@@ -221,7 +269,6 @@ def distribution(unit: dict) -> dict | None:
     layout = _layout(
         f"Per-trial {unit['metric']} ({unit['measure_unit']}) of successful trials",
         420,
-        margin={"l": 70, "r": 30, "t": 50, "b": 60},
         xaxis={
             "tickvals": list(range(len(rows))),
             "ticktext": [_provider_label(r) for r in rows],

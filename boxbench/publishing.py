@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from boxbench.models import (
     AuditResolution,
+    Benchmark,
     Outcome,
+    Provider,
     ResolutionKind,
     Run,
     RunStatus,
@@ -187,6 +189,37 @@ def apply_resolution(resolution: AuditResolution) -> int:
     return excluded
 
 
+def resolve_failing(
+    run: Run, failures: list[tuple[str, str, str]], kind: str, note: str, rerun=None, actor=None
+) -> int:
+    """Record one resolution per (provider, benchmark, check), all or none (one transaction).
+
+    Each is checked and saved by apply_resolution, so an outlier exclusion also marks its trials.
+    Returns the number of trials excluded.
+    """
+    if not failures:
+        raise PublishRefused(f"run {run.id} has no unresolved failing check to resolve")
+    if not note.strip():
+        raise PublishRefused("a resolution needs a note saying why")
+    providers = {p.slug: p for p in Provider.objects.filter(slug__in={f[0] for f in failures})}
+    # The newest version of a slug, as `bench audit --resolve` picks it.
+    benchmarks = {}
+    for b in Benchmark.objects.filter(slug__in={f[1] for f in failures}).order_by("version"):
+        benchmarks[b.slug] = b
+    excluded = 0
+    with transaction.atomic():
+        for provider, benchmark, check in failures:
+            if provider not in providers or benchmark not in benchmarks:
+                raise PublishRefused(f"unknown provider or benchmark in {provider}/{benchmark}")
+            excluded += apply_resolution(
+                AuditResolution(
+                    run=run, provider=providers[provider], benchmark=benchmarks[benchmark],
+                    check_name=check, kind=kind, note=note, rerun=rerun, actor=actor,
+                )
+            )  # fmt: skip
+    return excluded
+
+
 def publish(run: Run, actor=None) -> Run:
     """Publish a completed run pair by pair, then materialize.
 
@@ -225,6 +258,18 @@ def publish(run: Run, actor=None) -> Run:
         run.refresh_from_db()
         materialize()
     return run
+
+
+def rematerialize() -> None:
+    """Rebuild the leaderboards after a published run was deleted: from the runs still
+    published, or empty when none is left."""
+    from boxbench.leaderboard import materialize
+    from boxbench.models import Aggregate
+
+    if Run.objects.published().exists():
+        materialize()
+    else:
+        Aggregate.objects.all().delete()
 
 
 def progress(run: Run) -> list[dict]:

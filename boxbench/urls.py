@@ -20,6 +20,8 @@ urlpatterns = [
     ),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
     path("runs/<uuid:run_id>/", cached(runs.run_page), name="run"),
+    path("runs/<uuid:run_id>/progress.json", runs.progress_json, name="run-progress"),
+    path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
     path("runs/<uuid:run_id>/raw.jsonl", downloads.raw_jsonl, name="run-raw-jsonl"),
     path("runs/<uuid:run_id>/raw.csv", downloads.raw_csv, name="run-raw-csv"),
     path("methodology/", pages.methodology, name="methodology"),

@@ -27,6 +27,15 @@ def add_arguments(parser):
         metavar="PROVIDER/BENCHMARK/CHECK",
         help="Record the resolution of one failed check (needs --kind and --note).",
     )
+    parser.add_argument(
+        "--resolve-failing",
+        action="store_true",
+        help="Record one resolution for every unresolved failing check (narrow the set with "
+        "--check, --provider, --benchmark; needs --kind and --note).",
+    )
+    parser.add_argument("--check", action="append", metavar="NAME", help="Only this check.")
+    parser.add_argument("--provider", action="append", metavar="SLUG", help="Only this provider.")
+    parser.add_argument("--benchmark", action="append", metavar="SLUG", help="Only this benchmark.")
     parser.add_argument("--kind", choices=ResolutionKind.values)
     parser.add_argument("--note", help="What explains or resolves the failure, for the record.")
     parser.add_argument("--rerun", help="With --kind rerun: the run that re-ran the pair.")
@@ -34,8 +43,13 @@ def add_arguments(parser):
 
 def handle(options, out):
     run = get_run(options["run"])
+    if options.get("resolve") and options.get("resolve_failing"):
+        raise CommandError("give either --resolve or --resolve-failing, not both")
     if options.get("resolve"):
         _resolve(run, options, out)
+        return
+    if options.get("resolve_failing"):
+        _resolve_failing(run, options, out)
         return
     if options.get("again") or run.audit_report is None:
         try:
@@ -69,6 +83,41 @@ def _resolve(run, options, out):
     out.write(f"Resolved {options['resolve']} ({resolution.get_kind_display()}).")
     if excluded:
         out.write(f"{excluded} trial(s) marked excluded by the objective outlier rule.")
+
+
+def _resolve_failing(run, options, out):
+    if not options.get("kind") or not options.get("note"):
+        raise CommandError("--resolve-failing needs --kind and a --note saying why")
+    if run.audit_report is None:
+        raise CommandError(f"run {run.id} has no audit report yet: run `bench audit {run.id}`")
+    wanted = {"check": options.get("check"), "provider": options.get("provider"),
+              "benchmark": options.get("benchmark")}  # fmt: skip
+    chosen = [
+        (provider, benchmark, check)
+        for provider, benchmark, check in publishing.unresolved_failures(run)
+        if (not wanted["provider"] or provider in wanted["provider"])
+        and (not wanted["benchmark"] or benchmark in wanted["benchmark"])
+        and (not wanted["check"] or check in wanted["check"])
+    ]
+    if not chosen:
+        raise CommandError(f"no unresolved failing check of run {run.id} matches")
+    rerun = get_run(options["rerun"]) if options.get("rerun") else None
+    if options["kind"] == ResolutionKind.RERUN and rerun is None:
+        raise CommandError("--kind rerun needs --rerun RUN naming the run that re-ran the pairs")
+    try:
+        excluded = publishing.resolve_failing(run, chosen, options["kind"], options["note"], rerun)
+    except publishing.PublishRefused as exc:
+        raise CommandError(f"nothing recorded: {exc}") from None
+    kind = ResolutionKind(options["kind"]).label
+    out.write(f"Recorded {len(chosen)} resolution(s) ({kind}):")
+    for provider, benchmark, check in chosen:
+        out.write(f"  {provider}/{benchmark}/{check}")
+    if excluded:
+        out.write(f"{excluded} trial(s) marked excluded by the objective outlier rule.")
+    left = len(publishing.unresolved_failures(run))
+    out.write(
+        f"{left} failing check(s) still unresolved." if left else "Every failing check is resolved."
+    )
 
 
 def _value(x, suffix=""):

@@ -207,6 +207,9 @@ def provider_info(provider: Provider) -> dict:
         "provider_name": provider.name,
         "region_marker": provider.region_marker,
         "region_note": provider.region_note,
+        # The provider's chart colour (boxbench.charts.provider_colour): its registration order,
+        # so it never changes with the set of providers on a page.
+        "colour_index": provider.pk - 1,
     }
 
 

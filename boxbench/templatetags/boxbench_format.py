@@ -5,6 +5,8 @@ import json
 import math
 
 from django import template
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -56,3 +58,23 @@ def short(digest) -> str:
     """The first 12 hex digits of a digest (the full value is in the title attribute)."""
     text = str(digest or "")
     return text.split(":", 1)[-1][:12]
+
+
+@register.filter
+def ticks(text) -> str:
+    """A title with Markdown code spans (`true`) shown as code, never as raw backticks."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: show the text without it
+        return conditional_escape("".join(parts))
+    return mark_safe(
+        "".join(
+            f"<code>{conditional_escape(p)}</code>" if i % 2 else conditional_escape(p)
+            for i, p in enumerate(parts)
+        )
+    )
+
+
+@register.filter
+def plain(text) -> str:
+    """A title without backticks, for places that cannot hold markup (<title>, attributes)."""
+    return str(text or "").replace("`", "")

@@ -4,7 +4,7 @@ import functools
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Exists, F, FilteredRelation, OuterRef, Q
+from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, Subquery
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
@@ -29,6 +29,12 @@ TRIALS_PER_PAGE = 100
 # number is a 404 before any query.
 LAST_POSSIBLE_PAGE = 10_000_000
 
+COMPOSITE_BLANKS = {
+    "blank_time": "No composite time: the provider lacks a ranked value on some workload.",
+    "blank_cost": "No composite cost: it needs a provider-sourced cost on every workload, which "
+    "providers without pricing of their own (local, docker) do not have.",
+}
+
 
 def overview(request):
     data = Aggregate.objects.page(Scope.OVERVIEW)
@@ -42,6 +48,9 @@ def overview(request):
         context["columns"] = [data["providers"].get(p, {"provider_name": p}) for p in columns]
         context["score_rows"] = _visible_rows(rows, columns, opened)
         context["composite_rows"] = _composite_rows(data)
+        context.update(COMPOSITE_BLANKS)
+        context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
+        context["composite_blank_cost"] = any(r["cost"] is None for r in context["composite_rows"])
     return render(request, "boxbench/overview.html", context)
 
 
@@ -92,7 +101,9 @@ def benchmark(request, slug):
         "table": tables.benchmark_table(summary),
         "unit_table": tables.unit_table(unit),
         "workload_chart": charts.workload_bars(summary) if summary["multi_unit"] else None,
+        "workload_empty": charts.nothing_to_chart(summary["rows"]),
         "metric_chart": charts.metric_bars(unit),
+        "metric_empty": charts.nothing_to_chart(unit["rows"]),
         "stage_chart": charts.stacked_stage_bars(unit),
         "derived": _derived(unit),
     }
@@ -136,6 +147,7 @@ def unit(request, slug, unit_slug):
         "unit": data,
         "table": tables.unit_table(data),
         "distribution_chart": charts.distribution(data),
+        "distribution_empty": "no provider has a successful trial on this unit.",
         "stage_chart": charts.stacked_stage_bars(data),
         "derived": _derived(data),
         "trials": trials,
@@ -160,6 +172,15 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query."""
     gates = Measurement.objects.filter(trial=OuterRef("pk"))
+    # A trial's number as a reader counts: its position in its run (1..N in execution order),
+    # not the seq, which starts each provider's chain at a block of its own (1000001, ...).
+    position = (
+        Trial.objects.filter(run=OuterRef("run"), seq__lte=OuterRef("seq"))
+        .order_by()
+        .values("run")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
     # Each provider's trials come from the run its numbers come from.
     cells = Q()
     for run_id, provider_id in data["cells"]:
@@ -179,6 +200,7 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
             value=F("main__value"),
             gate_failed=Exists(gates.filter(clock_gate=ClockGate.FAIL)),
             gate_passed=Exists(gates.filter(clock_gate=ClockGate.PASS)),
+            position=Subquery(position),
         )
         .order_by("seq")
     )
@@ -187,8 +209,8 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
     start = (page - 1) * TRIALS_PER_PAGE
     rows = list(
         trials.values(
-            "id", "seq", "round", "attempt", "provider__slug", "outcome", "owner", "cause",
-            "replaces_id", "cost_usd", "value", "gate_failed", "gate_passed",
+            "id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "owner",
+            "cause", "replaces_id", "cost_usd", "value", "gate_failed", "gate_passed",
         )[start : start + TRIALS_PER_PAGE + 1]
     )  # fmt: skip
     for row in rows:

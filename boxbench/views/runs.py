@@ -1,11 +1,20 @@
-"""A run's report: manifest, progress, audit with resolutions, and (with view_private_evidence)
-private evidence."""
+"""A run's report: manifest, progress (live while it runs), audit with resolutions, and (with
+view_private_evidence) private evidence, a page at a time; its progress as JSON, and cancelling
+it."""
 
-from django.shortcuts import render
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, Subquery
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
 
-from boxbench import permissions, publishing
+from boxbench import live, permissions, publishing
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -14,10 +23,13 @@ from boxbench.models import (
     ResolutionKind,
     RunStatus,
     Scope,
+    Trial,
 )
+from boxbench.permissions import CANCEL, VIEW_EVIDENCE, may
 from boxbench.views.access import visible_run
+from runner import runs
 
-EVIDENCE_SHOWN = 200
+EVIDENCE_PER_PAGE = 25
 VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
 
 
@@ -33,6 +45,7 @@ def run_page(request, run_id):
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
+        "badge": live.badge(run, live.failed_trials(counts)),
         "counts": counts,
         "total": sum(c["n"] for c in counts),
         "done": sum(c["n"] for c in counts if c["state"] == "done"),
@@ -48,13 +61,61 @@ def run_page(request, run_id):
     if reviewer and not run.published:
         context["blockers"] = _blockers(run, pairs)
         context["ready"] = run.status == RunStatus.COMPLETED and run.audit_report is not None
-    if permissions.may(request, permissions.VIEW_EVIDENCE):
-        context["evidence"] = list(
-            Evidence.objects.filter(trial__run=run)
-            .select_related("trial__provider", "trial__benchmark")
-            .order_by("trial__seq", "kind")[:EVIDENCE_SHOWN]
-        )
+    if not run.published:
+        context["live"] = live.snapshot(run, counts, timezone.now())
+        context["may_cancel"] = run.status in live.CANCELLABLE and may(request, CANCEL)
+    if may(request, VIEW_EVIDENCE):
+        context["evidence"] = _evidence_page(request, run)
     return render(request, "boxbench/run.html", context)
+
+
+def _evidence_page(request, run):
+    """One page of the run's private evidence, each row with its trial's position in the run
+    (1..N in execution order) rather than its raw seq."""
+    position = (
+        Trial.objects.filter(run=run, seq__lte=OuterRef("trial__seq"))
+        .order_by()
+        .values("run")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    found = (
+        Evidence.objects.filter(trial__run=run)
+        .select_related("trial__provider", "trial__benchmark")
+        .annotate(position=Subquery(position))
+        .order_by("trial__seq", "kind", "id")
+    )
+    pages = Paginator(found, EVIDENCE_PER_PAGE)
+    number = request.GET.get("evidence", "1")
+    if not number.isdigit() or not 1 <= int(number) <= max(pages.num_pages, 1):
+        raise Http404(f"no evidence page {number!r}")
+    return pages.page(int(number))
+
+
+@never_cache
+def progress_json(request, run_id):
+    """The run's progress for the page's poll (static/boxbench/run.js)."""
+    run = visible_run(request, run_id)
+    return JsonResponse(live.snapshot(run, publishing.progress(run), timezone.now()))
+
+
+@require_POST
+def cancel(request, run_id):
+    """Cancel a planned or running run: its queued trials never start, its sandboxes go."""
+    run = visible_run(request, run_id)
+    if not may(request, CANCEL):
+        raise PermissionDenied("cancelling a run needs the cancel_run permission")
+    if run.status not in live.CANCELLABLE:
+        messages.warning(
+            request, f"{run.name} is {run.get_status_display().lower()}: nothing to cancel."
+        )
+    else:
+        removed = runs.cancel_run(run, actor=request.user)
+        messages.success(
+            request,
+            f"{run.name}: {run.get_status_display().lower()}, {removed} sandbox(es) removed.",
+        )
+    return redirect("run", run.id)
 
 
 def _pairs(report: dict, resolved: dict) -> list[dict]:

@@ -1,15 +1,49 @@
 """The rows of every downloadable table, built once from an aggregate and used by both the HTML
 page and its CSV download (same rows, same formatting)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from boxbench.templatetags.boxbench_format import num, score
+
+# Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
+BLANK = {
+    "rank": "Not ranked: the label says why.",
+    "label": "No status label: a plain ranked result.",
+    "workload value": "Not ranked: the label says why.",
+    "substituted units": "Every unit completed: nothing substituted.",
+    "median": "No successful trial.",
+    "ci_low": "No interval: only time medians carry a 95 % interval (throughput metrics and "
+    "pooled statistics do not), and it needs successful trials.",
+    "tail": "No successful trial.",
+    "tail kind": "No successful trial.",
+    "mean": "No successful trial.",
+    "stage median": "The stage has no valid value (no successful trial, or a failed clock gate).",
+}
+BLANK["ci_high"] = BLANK["ci_low"]
 
 
 @dataclass
 class Table:
     columns: list[str]
     rows: list[list[str]]
+    blank: dict[str, str] = field(default_factory=dict)
+
+    def cells(self) -> list[list[tuple[str, str]]]:
+        """Each row's cells as (text, why it is blank), for the HTML page."""
+        notes = [self.blank.get(c, "") for c in self.columns]
+        return [[(t, "" if t else n) for t, n in zip(row, notes, strict=True)] for row in self.rows]
+
+    def footnotes(self) -> list[tuple[str, str]]:
+        """(column, why) for each column that has a blank cell."""
+        blank_columns = {i for row in self.rows for i, text in enumerate(row) if not text}
+        seen, out = set(), []
+        for i in sorted(blank_columns):
+            column = self.columns[i]
+            why = self.blank.get(column, "")
+            if why and why not in seen:
+                seen.add(why)
+                out.append((column, why))
+        return out
 
 
 def _rank(value) -> str:
@@ -34,7 +68,7 @@ def benchmark_table(summary: dict) -> Table:
         ]
         for r in summary["rows"]
     ]
-    return Table(columns, rows)
+    return Table(columns, rows, BLANK)
 
 
 def unit_table(unit: dict) -> Table:
@@ -52,7 +86,8 @@ def unit_table(unit: dict) -> Table:
                 num(r["mean"]), *[num(r["stage_medians"].get(stage)) for stage in stages],
             ]
         )  # fmt: skip
-    return Table(columns, rows)
+    blank = {**BLANK, **{f"{stage} median": BLANK["stage median"] for stage in stages}}
+    return Table(columns, rows, blank)
 
 
 def score_rows(overview: dict) -> list[dict]:

@@ -64,3 +64,36 @@ def outsider_client(client):
     user = User.objects.create_user("outsider", password="pw-outsider-123")
     client.force_login(user)
     return client
+
+
+def make_running(run, queued: int = 60, minutes: float = 10.0):
+    """Turn the imported run into one still going: its last `queued` trials not yet run, the
+    run started `minutes` ago, and the manifest's plan (20 trials per unit) for the targets."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from boxbench.models import RunStatus, Trial, TrialState
+
+    last = Trial.objects.filter(run=run).order_by("-seq").values_list("id", flat=True)[:queued]
+    Trial.objects.filter(id__in=list(last)).update(
+        state=TrialState.QUEUED, outcome="", owner="", cause="", started_at=None, ended_at=None
+    )
+    manifest = dict(run.manifest)
+    manifest["benchmarks"] = {
+        b["slug"]: {"trials_per_unit": 20, "units": [u["slug"] for u in b["units"]]}
+        for b in factory.BENCHMARKS
+    }
+    Run.objects.filter(id=run.id).update(
+        status=RunStatus.RUNNING,
+        started_at=timezone.now() - timedelta(minutes=minutes),
+        ended_at=None,
+        manifest=manifest,
+    )
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture
+def running_run(imported_run):
+    return make_running(imported_run)

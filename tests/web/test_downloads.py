@@ -20,7 +20,7 @@ def html_table(response, table_id):
     table = re.search(rf'<table class="data" id="{table_id}">(.*?)</table>', page, re.S).group(1)
     header = re.findall(r"<th>(.*?)</th>", table)
     body = [
-        re.findall(r"<td>(.*?)</td>", row, re.S)
+        re.findall(r"<td(?: [^>]*)?>(.*?)</td>", row, re.S)
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
     ]
     return [header, *body]
