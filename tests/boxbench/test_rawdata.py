@@ -83,7 +83,7 @@ def test_it_refuses_a_malformed_line_naming_file_line_and_field(tmp_path, synthe
 def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_path, monkeypatch):
     # Pages of 50 trials instead of 5000: the bad last line still comes after pages already
     # written, which is what must be rolled back, without 12000 trials to get there.
-    monkeypatch.setattr(rawdata, "PAGE_SIZE", 50)
+    monkeypatch.setattr(rawdata.importer, "PAGE_SIZE", 50)
     lines = list(synthetic_run(trials=120, seed=4))
     lines[-1] = lines[-1][:20] + "\n"
     bad = write_lines(tmp_path / "cut.jsonl", lines)

@@ -256,10 +256,16 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
         assert trial.evidence.get(kind="lifecycle").data["outcome_unknown"] is True
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
-    from boxbench import publishing
-    from boxbench.models import Aggregate
+    from django.utils import timezone
 
-    publishing.publish(run)
+    from boxbench import leaderboard, publishing
+    from boxbench.models import Aggregate, Run
+
+    with pytest.raises(publishing.PublishRefused, match="no successful trial"):
+        publishing.publish(run)
+    # Shown all the same (as beside another run's results), its trials are not failures.
+    Run.objects.filter(pk=run.pk).update(published=True, published_at=timezone.now())
+    leaderboard.materialize()
     [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
     assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
     assert (row["n"], row["label"]) == (0, "Not Measured")

@@ -2,7 +2,7 @@
 refreshes it from progress.json, and offers a Cancel button to those allowed to cancel."""
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
 from boxbench import live
 from boxbench.models import Run, RunStatus, RunTransition
@@ -53,7 +53,11 @@ def test_staff_cancel_a_running_run_with_a_csrf_checked_post(running_run):
     from django.test import Client
 
     client = Client(enforce_csrf_checks=True)
-    client.force_login(User.objects.create_user("staff", is_staff=True))
+    staff = User.objects.create_user("staff", is_staff=True)
+    staff.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_unpublished_run", "cancel_run"])
+    )
+    client.force_login(staff)
     page = client.get(RUN_URL).content.decode()
     assert 'id="cancel-run"' in page
     assert client.post(RUN_URL + "cancel/").status_code == 403  # no CSRF token
@@ -71,6 +75,14 @@ def test_staff_cancel_a_running_run_with_a_csrf_checked_post(running_run):
 
 def test_a_non_staff_user_cannot_cancel(outsider_client, running_run):
     assert outsider_client.post(RUN_URL + "cancel/").status_code == 404
+    assert Run.objects.get(id=factory.RUN_ID).status == RunStatus.RUNNING
+
+
+def test_staff_without_the_cancel_permission_see_no_button_and_cannot_cancel(
+    staff_client, running_run
+):
+    assert 'id="cancel-run"' not in staff_client.get(RUN_URL).content.decode()
+    assert staff_client.post(RUN_URL + "cancel/").status_code == 403
     assert Run.objects.get(id=factory.RUN_ID).status == RunStatus.RUNNING
 
 

@@ -13,7 +13,12 @@ from tests.web.personas import PERSONAS, World, allowed, login, urls
 pytestmark = pytest.mark.django_db
 
 STAFF = [p for p in PERSONAS if p not in ("anonymous", "member")]
-UNPUBLISHED = {"run unpublished", "run-raw-jsonl unpublished", "run-raw-csv unpublished"}
+UNPUBLISHED = {
+    "run unpublished",
+    "run-raw-jsonl unpublished",
+    "run-raw-csv unpublished",
+    "run-progress unpublished",
+}
 # Admin pages whose answer depends on one permission: (allowed status, refused status).
 ADMIN_GATES = {
     "admin:boxbench_run_start": ("start_run", 200, 403),
@@ -30,6 +35,8 @@ def expected(key: str, persona: str) -> int | None:
     name = key.split(" ")[0]
     if key in UNPUBLISHED:
         return 200 if allowed(persona, "view_unpublished_run") else 404
+    if name == "run-cancel":
+        return 405  # POST only (tests/web/test_live_runs.py posts it with each permission)
     if name == "metrics":
         if allowed(persona, "view_metrics"):
             return 200

@@ -58,7 +58,7 @@ def test_exec_returns_exit_codes_separate_output_stdin_and_files(cloud):
         assert provider.list_sandboxes("bb-other") == []
     finally:
         provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5)
+    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
 
 
 def test_a_command_past_its_limit_is_killed_and_the_sandbox_still_answers(cloud):
