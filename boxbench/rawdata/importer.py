@@ -1,0 +1,257 @@
+"""`bench import`: read a raw-data file back into the database, all of it or nothing.
+
+Every line is decoded into the typed schema and checked (boxbench/rawdata/checks.py) before its
+rows are written; the whole file is one transaction, so the first refusal leaves nothing behind.
+A version-2 file must end in its trailer, whose count and digest prove the file whole.
+"""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from django.db import DatabaseError, transaction
+
+from boxbench.models import Benchmark, Provider, Run, RunStatus, RunTransition, Unit
+from boxbench.rawdata import checks
+from boxbench.rawdata.errors import FieldError, RawDataError, at, from_validation, name_keys
+from boxbench.rawdata.reader import Lines, LineTooLong
+from boxbench.rawdata.schema import (
+    MAX_HEADER_BYTES,
+    MAX_LINE_BYTES,
+    READABLE_VERSIONS,
+    Header,
+    Trailer,
+    TrialLine,
+)
+from boxbench.rawdata.writers import RowError, writer_for
+
+BENCHMARK_FIELDS = (
+    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
+    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
+    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
+)  # fmt: skip
+PROVIDER_FIELDS = (
+    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
+    "declaration_digest", "pricing", "pricing_digest",
+)  # fmt: skip
+UNIT_FIELDS = ("slug", "title", "definition", "digest")
+
+V1_WARNING = (
+    "{source}: schema version 1 has no trailer, so a file cut at a line boundary cannot be "
+    "detected; export the run again to get a version-2 file"
+)
+
+
+@dataclass
+class ImportResult:
+    run: Run
+    trials: int
+    measurements: int
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Peek(msgspec.Struct):
+    type: Any = None
+    schema_version: Any = None
+
+
+_header_decoder = msgspec.json.Decoder(Header)
+_peek_decoder = msgspec.json.Decoder(_Peek)
+_line_decoder = msgspec.json.Decoder(TrialLine | Trailer)
+
+
+def import_jsonl(path: str | Path) -> ImportResult:
+    """Import a run from a JSON Lines file; all of it or nothing."""
+    source = str(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+    with handle:
+        try:
+            with transaction.atomic():
+                return _Import(source, handle).run()
+        except LineTooLong as exc:
+            problem = f"longer than {exc.limit:,} bytes, the format's limit"
+            raise at(source, exc.number, problem) from None
+        except RowError as exc:
+            raise at(source, exc.number, exc.error) from None
+        except DatabaseError as exc:
+            # Not tied to a line (the checks above should leave none): still no traceback.
+            raise RawDataError(f"{source}: the database refused the file: {exc}") from None
+        except OSError as exc:
+            raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+
+
+def decode(source: str, number: int, raw: bytes, decoder):
+    """A line decoded into the schema, or RawDataError naming the file, line and field."""
+    try:
+        value = decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        problem = from_validation(exc)
+        if isinstance(problem, FieldError):
+            problem = name_keys(problem, raw, decoder)
+        if isinstance(problem, FieldError) and problem.field == "type":
+            problem = FieldError("type", "every line after the header is a trial or the trailer")
+        raise at(source, number, problem) from None
+    except msgspec.DecodeError as exc:
+        raise at(source, number, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise at(source, number, "not valid here: nested too deeply") from None
+    try:
+        checks.check_no_nul(raw, value)
+    except FieldError as exc:
+        raise at(source, number, exc) from None
+    return value
+
+
+class _Import:
+    def __init__(self, source: str, handle):
+        self.source = source
+        self.lines = Lines(handle, MAX_HEADER_BYTES, MAX_LINE_BYTES)
+        self.warnings: list[str] = []
+
+    def run(self) -> ImportResult:
+        numbered = iter(self.lines)
+        number, raw = next(((n, r) for n, r in numbered if r.strip()), (0, b""))
+        if not number:
+            raise RawDataError(
+                f"{self.source}: the file is empty; its first line must be the run header"
+            )
+        header, version = self._header(number, raw)
+        try:
+            run, trial_checks, references = _store_definitions(self.source, header)
+        except FieldError as exc:
+            raise at(self.source, number, exc) from None
+        writer = writer_for(run.id, references)
+        trailer, trailer_number = None, 0
+        for number, raw in numbered:
+            if trailer is not None:
+                raise at(self.source, number, "nothing may follow the trailer line")
+            if not raw or raw.isspace():
+                continue
+            line = decode(self.source, number, raw, _line_decoder)
+            if type(line) is Trailer:
+                trailer, trailer_number = line, number
+                continue
+            try:
+                benchmark, unit_id, provider_id = trial_checks.check(line)
+            except FieldError as exc:
+                raise at(self.source, number, exc) from None
+            writer.add(number, line, benchmark, unit_id, provider_id)
+        writer.finish()
+        self._check_whole(version, trailer, trailer_number, writer.trial_count)
+        return ImportResult(run, writer.trial_count, writer.measurement_count, self.warnings)
+
+    def _header(self, number: int, raw: bytes) -> tuple[Header, int]:
+        peek = decode(self.source, number, raw, _peek_decoder)
+        if peek.type != "run":
+            raise at(
+                self.source,
+                number,
+                FieldError("type", "the first line must be the run header (type 'run')"),
+            )
+        version = peek.schema_version
+        if type(version) is not int or version not in READABLE_VERSIONS:
+            known = " and ".join(str(v) for v in READABLE_VERSIONS)
+            problem = f"{version!r} is not supported (this reader reads versions {known})"
+            raise at(self.source, number, FieldError("schema_version", problem))
+        header = decode(self.source, number, raw, _header_decoder)
+        try:
+            checks.check_header(header)
+        except FieldError as exc:
+            raise at(self.source, number, exc) from None
+        return header, version
+
+    def _check_whole(self, version: int, trailer: Trailer | None, number: int, trials: int):
+        if version == 1:
+            if trailer is not None:
+                raise at(self.source, number, "a version-1 file has no trailer line")
+            self.warnings.append(V1_WARNING.format(source=self.source))
+            return
+        if trailer is None:
+            raise at(
+                self.source,
+                self.lines.last_number,
+                "the file ends without its trailer line: it was cut short (or the trailer was "
+                "removed), so it is not imported",
+            )
+        if trailer.trials != trials:
+            problem = f"the trailer counts {trailer.trials} trial lines, the file has {trials}"
+            raise at(self.source, number, FieldError("trials", problem))
+        if trailer.sha256 != self.lines.digest_before_last:
+            problem = "does not match the bytes before this line: the file was changed or damaged"
+            raise at(self.source, number, FieldError("sha256", problem))
+
+
+def _store_definitions(source: str, header: Header):
+    """Create the run and find or create its providers, benchmarks and units."""
+    info = header.run
+    if Run.objects.filter(id=info.id).exists():
+        raise FieldError("run.id", f"run {info.id} is already in the database")
+    run = Run.objects.create(
+        id=info.id,
+        name=info.name,
+        status=info.status,
+        manifest=header.manifest,
+        audit_report=header.audit_report,
+        created_at=info.created_at or datetime.now(UTC),
+        started_at=info.started_at,
+        ended_at=info.ended_at,
+    )
+    RunTransition.objects.create(
+        run=run,
+        from_status=RunStatus.PLANNED,
+        to_status=info.status,
+        note=f"imported from {source}",
+    )
+    providers = {}
+    for i, entry in enumerate(header.providers):
+        values = {name: getattr(entry, name) for name in PROVIDER_FIELDS}
+        provider, created = Provider.objects.get_or_create(slug=entry.slug, defaults=values)
+        if not created and provider.declaration_digest != entry.declaration_digest:
+            raise FieldError(
+                f"providers[{i}].declaration_digest",
+                f"provider {entry.slug!r} exists here with declaration "
+                f"{provider.declaration_digest or '(none)'}, the file has "
+                f"{entry.declaration_digest or '(none)'}; import into a fresh database",
+            )
+        providers[entry.slug] = provider.id
+    benchmarks = {}
+    for i, entry in enumerate(header.benchmarks):
+        benchmarks[(entry.slug, entry.version)] = _benchmark(i, entry)
+    references = {
+        Provider._meta.db_table: list(providers.values()),
+        Benchmark._meta.db_table: [b.id for b in benchmarks.values()],
+        Unit._meta.db_table: [u for b in benchmarks.values() for u in b.units.values()],
+    }
+    return run, checks.TrialChecks(benchmarks, providers), references
+
+
+def _benchmark(index: int, entry) -> checks.BenchmarkRef:
+    values = {name: getattr(entry, name) for name in BENCHMARK_FIELDS}
+    benchmark = Benchmark.objects.filter(slug=entry.slug, version=entry.version).first()
+    if benchmark is None:
+        benchmark = Benchmark.objects.create(**values)
+    elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
+        raise FieldError(
+            f"benchmarks[{index}].version",
+            f"benchmark {entry.slug!r} version {entry.version!r} exists here with another "
+            "definition; a changed definition needs a new version",
+        )
+    units = {}
+    for unit_entry in entry.units:
+        unit_values = {name: getattr(unit_entry, name) for name in UNIT_FIELDS}
+        unit, _ = Unit.objects.get_or_create(
+            benchmark=benchmark, slug=unit_entry.slug, defaults=unit_values
+        )
+        units[unit.slug] = unit.id
+    declared = entry.measurements
+    return checks.BenchmarkRef(
+        id=benchmark.id,
+        units=units,
+        metrics={name: (d.unit, d.clock) for name, d in declared.metrics.items()},
+        stages={name: (d.unit, d.clock) for name, d in declared.stages.items()},
+    )
