@@ -40,7 +40,7 @@ def find_nul(value, path: str) -> str | None:
     if isinstance(value, dict):
         for key in value:
             if "\x00" in key:
-                return f"{path}.{key!r}" if path else repr(key)
+                return f"{path} (a key)"
         return _first_nul(((str(k), v) for k, v in value.items()), path)
     if isinstance(value, list):
         return _first_nul(((f"[{i}]", v) for i, v in enumerate(value)), path, joiner="")

@@ -97,7 +97,8 @@ def decode(source: str, number: int, raw: bytes, decoder):
             problem = FieldError("type", "every line after the header is a trial or the trailer")
         raise at(source, number, problem) from None
     except msgspec.DecodeError as exc:
-        raise at(source, number, f"not valid JSON ({exc})") from None
+        reason = str(exc)
+        raise at(source, number, f"not valid JSON ({reason[:1].lower()}{reason[1:]})") from None
     except RecursionError:
         raise at(source, number, "not valid here: nested too deeply") from None
     try:

@@ -36,7 +36,7 @@ def test_it_round_trips_export_import_export_byte_for_byte(tmp_path, synthetic_f
 
 def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
     lines = synthetic_file.read_text().splitlines()
-    trials = [json.loads(line) for line in lines[1:]]
+    trials = [json.loads(line) for line in lines[1:-1]]
     result = import_jsonl(synthetic_file)
     assert result.trials == len(trials) == Trial.objects.count()
     expected = sum(len(t["metrics"]) + len(t["stages"]) for t in trials)
@@ -83,9 +83,9 @@ def test_it_refuses_a_malformed_line_naming_file_line_and_field(tmp_path, synthe
 
 def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_path):
     lines = list(synthetic_run(trials=12000, seed=4))
-    lines[-1] = lines[-1][:20] + "\n"
+    lines[-2] = lines[-2][:20] + "\n"
     bad = write_lines(tmp_path / "cut.jsonl", lines)
-    with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines)}: not valid JSON"):
+    with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines) - 1}: not valid JSON"):
         import_jsonl(bad)
     assert Trial.objects.count() == 0
     assert Measurement.objects.count() == 0
