@@ -9,6 +9,7 @@ byte before it.
 
 import hashlib
 import io
+import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import connection, transaction
 
-from boxbench.models import Benchmark, Measurement, MeasurementKind, Provider, Run, Trial, Unit
+from boxbench.models import Benchmark, MeasurementKind, Provider, Run, Unit
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
 from boxbench.rawdata.schema import SCHEMA_VERSION
@@ -67,25 +68,51 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def run_header(run: Run) -> dict:
-    cells = Trial.objects.filter(run=run).order_by()
-    cells = cells.values_list("benchmark_id", "unit_id", "provider_id").distinct()
-    benchmark_ids, unit_ids, provider_ids = (set(column) for column in zip(*cells, strict=False))
-    meta = _measurement_meta(run)
+class Seen:
+    """What the header declares, gathered while the trials stream: the benchmarks, units and
+    providers they use, and the unit and clock of each measurement name."""
+
+    def __init__(self):
+        self.benchmarks: set[int] = set()
+        self.units: set[int] = set()
+        self.providers: set[int] = set()
+        self.measurements: dict[tuple, tuple] = {}  # (benchmark id, kind, name) → (unit, clock)
+
+    def measurement(self, benchmark_id: int, kind: str, name: str, unit: str, clock: str):
+        key = (benchmark_id, kind, name)
+        known = self.measurements.setdefault(key, (unit, clock))
+        if known != (unit, clock):
+            slug = Benchmark.objects.get(id=benchmark_id).slug
+            raise RawDataError(
+                f"benchmark {slug}: measurement {name!r} is stored with two units or "
+                "clocks; the raw-data format needs one per name"
+            )
+
+    def declared(self, benchmark_id: int) -> dict:
+        groups = {"metrics": {}, "stages": {}}
+        for (benchmark, kind, name), (unit, clock) in sorted(self.measurements.items()):
+            if benchmark == benchmark_id:
+                group = groups["metrics" if kind == METRIC else "stages"]
+                group[name] = {"unit": unit, "clock": clock}
+        return groups
+
+
+def run_header(run: Run, seen: Seen) -> dict:
     benchmarks = []
-    units = Unit.objects.filter(id__in=unit_ids).order_by("slug")
-    for benchmark in Benchmark.objects.filter(id__in=benchmark_ids).order_by("slug", "version"):
+    units = Unit.objects.filter(id__in=seen.units).order_by("slug")
+    chosen = Benchmark.objects.filter(id__in=seen.benchmarks).order_by("slug", "version")
+    for benchmark in chosen:
         entry = {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS}
         entry["units"] = [
             {name: getattr(unit, name) for name in UNIT_FIELDS}
             for unit in units
             if unit.benchmark_id == benchmark.id
         ]
-        entry["measurements"] = meta.get(benchmark.id, {"metrics": {}, "stages": {}})
+        entry["measurements"] = seen.declared(benchmark.id)
         benchmarks.append(entry)
     providers = [
         {name: getattr(provider, name) for name in PROVIDER_FIELDS}
-        for provider in Provider.objects.filter(id__in=provider_ids).order_by("slug")
+        for provider in Provider.objects.filter(id__in=seen.providers).order_by("slug")
     ]
     return {
         "type": "run",
@@ -105,28 +132,6 @@ def run_header(run: Run) -> dict:
     }
 
 
-def _measurement_meta(run: Run) -> dict[int, dict]:
-    """Unit and clock of each measurement name, declared once per benchmark in the header."""
-    rows = (
-        Measurement.objects.filter(trial__run=run)
-        .values_list("trial__benchmark_id", "kind", "name", "unit", "clock")
-        .distinct()
-        .order_by()
-    )
-    meta: dict[int, dict] = {}
-    for benchmark_id, kind, name, unit, clock in sorted(rows):
-        groups = meta.setdefault(benchmark_id, {"metrics": {}, "stages": {}})
-        group = groups["metrics" if kind == METRIC else "stages"]
-        if name in group:
-            slug = Benchmark.objects.get(id=benchmark_id).slug
-            raise RawDataError(
-                f"benchmark {slug}: measurement {name!r} is stored with two units or "
-                "clocks; the raw-data format needs one per name"
-            )
-        group[name] = {"unit": unit, "clock": clock}
-    return meta
-
-
 # Times as the format writes them, formatted by the database; ids as text.
 PG_TIME = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
 TRIAL_SQL = """
@@ -137,30 +142,20 @@ FROM boxbench_trial t
 WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL
 ORDER BY t.seq
 """
+# The measurements of one page of trials (a seq range): index lookups and a small sort, where
+# one query for the whole run would sort every measurement of it.
 MEASUREMENT_SQL = """
-SELECT t.seq, m.kind, m.name, m.value, m.clock_gate
+SELECT t.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
 FROM boxbench_trial t JOIN boxbench_measurement m ON m.trial_id = t.id
-WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL
+WHERE t.run_id = %s AND t.seq >= %s AND t.seq <= %s AND t.state = 'done'
 ORDER BY t.seq
 """
 
 
-def _pg_rows(sql: str, run_id, name: str) -> Iterator[tuple]:
-    with connection.connection.cursor(name=name) as cursor:
-        cursor.itersize = PAGE
-        cursor.execute(sql, [run_id])
-        while rows := cursor.fetchmany(PAGE):
-            yield from rows
-
-
-def _sqlite_rows(sql: str, run_id) -> Iterator[tuple]:
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(sql.replace("%s", "?"), [run_id.hex])
-        while rows := cursor.fetchmany(PAGE):
-            yield from rows
-    finally:
-        cursor.close()
+def _pages(cursor, sql: str, params: list) -> Iterator[list[tuple]]:
+    cursor.execute(sql, params)
+    while rows := cursor.fetchmany(PAGE):
+        yield rows
 
 
 def _sqlite_uuid(value: str | None) -> str | None:
@@ -202,7 +197,7 @@ class _JsonCache:
         return value
 
 
-def iter_trials(run: Run) -> Iterator[TrialRecord]:
+def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
     """The run's finished trials in execution order, streamed with constant memory."""
     postgres = connection.vendor == "postgresql"
     names = {
@@ -216,32 +211,48 @@ def iter_trials(run: Run) -> Iterator[TrialRecord]:
             uuid="::text", json="::text", started=PG_TIME.format("t.started_at"),
             ended=PG_TIME.format("t.ended_at"),
         )  # fmt: skip
+        run_id = run.id
     else:
         sql = TRIAL_SQL.format(uuid="", json="", started="t.started_at", ended="t.ended_at")
+        sql = sql.replace("%s", "?")
+        run_id = run.id.hex
+    measurement_sql = MEASUREMENT_SQL if postgres else MEASUREMENT_SQL.replace("%s", "?")
     with transaction.atomic():
         connection.ensure_connection()
-        if postgres:
-            trials = _pg_rows(sql, run.id, "rawdata_trials")
-            measurements = _pg_rows(MEASUREMENT_SQL, run.id, "rawdata_measurements")
-        else:
-            trials = _sqlite_rows(sql, run.id)
-            measurements = _sqlite_rows(MEASUREMENT_SQL, run.id)
-        yield from _merge(trials, measurements, names, postgres)
+        raw = connection.connection
+        # A server-side cursor on PostgreSQL: the trials arrive a page at a time.
+        trials = raw.cursor(name="rawdata_trials") if postgres else raw.cursor()
+        other = raw.cursor()
+        try:
+            for page in _pages(trials, sql, [run_id]):
+                first, last = page[0][5], page[-1][5]
+                other.execute(measurement_sql, [run_id, first, last])
+                yield from _merge(page, other.fetchall(), names, postgres, seen or Seen())
+        finally:
+            trials.close()
+            other.close()
 
 
-def _merge(trials, measurements, names, postgres) -> Iterator[TrialRecord]:
+def _merge(trials, measurements, names, postgres, seen: Seen) -> Iterator[TrialRecord]:
     benchmarks, versions = names["benchmarks"], names["versions"]
     units, providers = names["units"], names["providers"]
     as_uuid = (lambda v: v) if postgres else _sqlite_uuid
     as_time = (lambda v: v) if postgres else _sqlite_time
     placement_of, host_load_of = _JsonCache(), _JsonCache(limit=64)
+    declared = seen.measurements
+    measurements = iter(measurements)
     pending = next(measurements, None)
     for row in trials:
         (tid, benchmark, unit, provider, round_, seq, attempt, replaces, batch, outcome, owner,
          cause, job_host, started, ended, in_flight, placement, host_load, cost) = row  # fmt: skip
+        seen.benchmarks.add(benchmark)
+        seen.units.add(unit)
+        seen.providers.add(provider)
         metrics, stages, gates = {}, {}, None
         while pending is not None and pending[0] == seq:
-            _, kind, name, value, gate = pending
+            _, kind, name, value, gate, m_unit, m_clock = pending
+            if declared.get((benchmark, kind, name)) != (m_unit, m_clock):
+                seen.measurement(benchmark, kind, name, m_unit, m_clock)
             if kind == METRIC:
                 metrics[name] = value
                 group = "metrics"
@@ -262,26 +273,30 @@ def _merge(trials, measurements, names, postgres) -> Iterator[TrialRecord]:
 
 
 def iter_jsonl_bytes(run: Run) -> Iterator[bytes]:
-    """The JSON Lines export in chunks of bytes: header, trials, trailer."""
-    digest = hashlib.sha256()
-    head = ENCODER.encode(run_header(run)) + b"\n"
-    digest.update(head)
-    yield head
+    """The JSON Lines export in chunks of bytes: header, trials, trailer.
+
+    The header declares what the trials use, which is gathered as they stream; so the trial
+    lines are spooled to a temporary file (constant memory) and follow the header from there."""
+    seen = Seen()
     count = 0
-    parts: list[TrialRecord] = []
-    for record in iter_trials(run):
-        parts.append(record)
-        if len(parts) >= 512:
-            chunk = ENCODER.encode_lines(parts)
-            count += len(parts)
-            parts = []
-            digest.update(chunk)
-            yield chunk
-    if parts:
-        chunk = ENCODER.encode_lines(parts)
+    with tempfile.TemporaryFile() as spool:
+        parts: list[TrialRecord] = []
+        for record in iter_trials(run, seen):
+            parts.append(record)
+            if len(parts) >= 512:
+                spool.write(ENCODER.encode_lines(parts))
+                count += len(parts)
+                parts = []
+        spool.write(ENCODER.encode_lines(parts))
         count += len(parts)
-        digest.update(chunk)
-        yield chunk
+        digest = hashlib.sha256()
+        head = ENCODER.encode(run_header(run, seen)) + b"\n"
+        digest.update(head)
+        yield head
+        spool.seek(0)
+        while block := spool.read(CHUNK_BYTES):
+            digest.update(block)
+            yield block
     yield ENCODER.encode({"type": "end", "trials": count, "sha256": digest.hexdigest()}) + b"\n"
 
 

@@ -5,6 +5,7 @@ rows are written; the whole file is one transaction, so the first refusal leaves
 A version-2 file must end in its trailer, whose count and digest prove the file whole.
 """
 
+import gc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +70,10 @@ def import_jsonl(path: str | Path) -> ImportResult:
         handle = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+    # Batches of rows would set off the cyclic garbage collector again and again, for nothing:
+    # they hold no cycles, and reference counting frees them.
+    collecting = gc.isenabled()
+    gc.disable()
     with handle:
         try:
             with transaction.atomic():
@@ -83,6 +88,9 @@ def import_jsonl(path: str | Path) -> ImportResult:
             raise RawDataError(f"{source}: the database refused the file: {exc}") from None
         except OSError as exc:
             raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+        finally:
+            if collecting:
+                gc.enable()
 
 
 def decode(source: str, number: int, raw: bytes, decoder):
@@ -128,12 +136,19 @@ class _Import:
             raise at(self.source, number, exc) from None
         writer = writer_for(run.id, references)
         trailer, trailer_number = None, 0
+        decode_line, nul = _line_decoder.decode, b"\\u0000"
         for number, raw in numbered:
             if trailer is not None:
                 raise at(self.source, number, "nothing may follow the trailer line")
             if not raw or raw.isspace():
                 continue
-            line = decode(self.source, number, raw, _line_decoder)
+            try:
+                line = decode_line(raw)
+                if nul in raw:
+                    raise ValueError
+            except (msgspec.DecodeError, RecursionError, ValueError):
+                # The slow path names what is wrong (or passes a NUL-free line with "\\u0000").
+                line = decode(self.source, number, raw, _line_decoder)
             if type(line) is Trailer:
                 trailer, trailer_number = line, number
                 continue

@@ -11,6 +11,7 @@ apply. Nothing outside the transaction changes. Without the privilege to set it 
 or when a table has triggers of its own, the triggers run as usual: slower, equally correct.
 """
 
+import bisect
 import re
 import uuid
 from datetime import UTC, datetime
@@ -46,6 +47,16 @@ METRIC, STAGE, DONE = (
 )
 
 
+class _LinesOfRows:
+    """The file line of each measurement row, from where each trial's rows start."""
+
+    def __init__(self, starts: list[int], lines: list[int]):
+        self.starts, self.lines = starts, lines
+
+    def __getitem__(self, row: int) -> int:
+        return self.lines[bisect.bisect_right(self.starts, row) - 1]
+
+
 class RowError(Exception):
     """The database refused a row; `number` is the file line it came from."""
 
@@ -59,36 +70,57 @@ class Writer:
     """Collects rows of checked trial lines and writes them a batch at a time."""
 
     def __init__(self, run_id: uuid.UUID):
-        self.run_id = run_id
+        self.run_id = run_id.hex if self.hex_ids else run_id
         self.trials: list[tuple] = []
         self.trial_lines: list[int] = []
         self.measurements: list[tuple] = []
-        self.measurement_lines: list[int] = []
+        # Index of each trial's first measurement row, to find a row's line on an error.
+        self.measurement_starts: list[int] = []
         self.trial_count = 0
         self.measurement_count = 0
 
+    # How ids and JSON objects go into a row: as they are for PostgreSQL's binary COPY, as text
+    # for SQLite.
+    hex_ids = False
+
+    @staticmethod
+    def json(value: dict):
+        return value
+
     def add(self, number: int, trial: TrialLine, benchmark, unit_id: int, provider_id: int):
-        tid = trial.trial
+        tid = trial.trial.hex if self.hex_ids else trial.trial
+        replaces = trial.replaces
+        if replaces is not None and self.hex_ids:
+            replaces = replaces.hex
+        moment, json = self.moment, self.json
         self.trials.append(
             (
                 tid, self.run_id, benchmark.id, unit_id, provider_id, trial.round, trial.seq,
-                trial.attempt, trial.replaces, trial.batch, DONE, trial.outcome, trial.owner,
-                trial.cause, trial.job_host, self.moment(trial.started_at),
-                self.moment(trial.ended_at), trial.in_flight, _encode(trial.placement).decode(),
-                _encode(trial.host_load).decode(), trial.cost_usd,
+                trial.attempt, replaces, trial.batch, DONE, trial.outcome, trial.owner,
+                trial.cause, trial.job_host, moment(trial.started_at), moment(trial.ended_at),
+                trial.in_flight, json(trial.placement), json(trial.host_load), trial.cost_usd,
             )
         )  # fmt: skip
         self.trial_lines.append(number)
+        rows = self.measurements
+        self.measurement_starts.append(len(rows))
         gates = trial.clock_gates
-        for kind, values, declared, gate_of in (
-            (METRIC, trial.metrics, benchmark.metrics, gates.metrics if gates else None),
-            (STAGE, trial.stages, benchmark.stages, gates.stages if gates else None),
-        ):
-            for name, value in values.items():
+        if trial.metrics:
+            declared = benchmark.metrics
+            gate = gates.metrics if gates is not None else None
+            for name, value in trial.metrics.items():
                 unit, clock = declared[name]
-                gate = gate_of.get(name, "") if gate_of else ""
-                self.measurements.append((tid, kind, name, value, unit, clock, gate))
-                self.measurement_lines.append(number)
+                rows.append(
+                    (tid, METRIC, name, value, unit, clock, gate.get(name, "") if gate else "")
+                )
+        if trial.stages:
+            declared = benchmark.stages
+            gate = gates.stages if gates is not None else None
+            for name, value in trial.stages.items():
+                unit, clock = declared[name]
+                rows.append(
+                    (tid, STAGE, name, value, unit, clock, gate.get(name, "") if gate else "")
+                )
         if len(self.trials) >= BATCH:
             self.flush()
 
@@ -98,10 +130,11 @@ class Writer:
             self.trial_count += len(self.trials)
         if self.measurements:
             table = Measurement._meta.db_table
-            self.write(table, MEASUREMENT_COLUMNS, self.measurements, self.measurement_lines)
+            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
+            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines)
             self.measurement_count += len(self.measurements)
         self.trials, self.trial_lines = [], []
-        self.measurements, self.measurement_lines = [], []
+        self.measurements, self.measurement_starts = [], []
 
     def finish(self):
         self.flush()
@@ -121,8 +154,12 @@ def writer_for(run_id: uuid.UUID, references: dict[str, list[int]]) -> Writer:
 
 class PostgresWriter(Writer):
     def __init__(self, run_id: uuid.UUID, references: dict[str, list[int]]):
+        from psycopg.types.json import set_json_dumps
+
         super().__init__(run_id)
         self.cursor = connection.cursor().cursor  # psycopg's own, for COPY
+        set_json_dumps(_encode, context=self.cursor)
+        self.types = {}
         for table, ids in references.items():
             # The lock a foreign-key check takes: nobody deletes what these trials refer to.
             self.cursor.execute(f"SELECT 1 FROM {table} WHERE id = ANY(%s) FOR KEY SHARE", [ids])
@@ -150,24 +187,40 @@ class PostgresWriter(Writer):
             self.cursor.execute("SET LOCAL session_replication_role = origin")
         self.cursor.close()
 
+    def _types(self, table: str, columns: tuple) -> list[str]:
+        """The columns' own types, which binary COPY needs exactly."""
+        if table not in self.types:
+            self.cursor.execute(
+                "SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t"
+                " ON t.oid = a.atttypid WHERE a.attrelid = %s::regclass AND a.attnum > 0",
+                [table],
+            )
+            found = dict(self.cursor.fetchall())
+            self.types[table] = [found[column] for column in columns]
+        return self.types[table]
+
     def write(self, table, columns, rows, lines):
         import psycopg
 
+        types = self._types(table, columns)
+        sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
         try:
-            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            # Binary: no number or time text to format here and parse there.
+            with self.cursor.copy(sql) as copy:
+                copy.set_types(types)
                 for row in rows:
                     copy.write_row(row)
         except psycopg.Error as exc:
-            raise _located(exc, lines) from None
+            raise _located(exc, lines, len(rows)) from None
 
 
 _COPY_CONTEXT = re.compile(r"COPY \w+, line (?P<row>\d+)(?:, column (?P<column>\w+))?")
 
 
-def _located(exc, lines: list[int]) -> Exception:
+def _located(exc, lines, count: int) -> Exception:
     diag = exc.diag
     found = _COPY_CONTEXT.search(diag.context or "")
-    if not found or not 0 < int(found["row"]) <= len(lines):
+    if not found or not 0 < int(found["row"]) <= count:
         return exc  # not about a row of ours: the caller reports it as it is
     column = found["column"] or _key_column(diag.message_detail or "")
     problem = _problem(diag.constraint_name or "", diag.message_primary, diag.message_detail)
@@ -187,9 +240,11 @@ def _problem(constraint: str, primary: str, detail: str | None) -> str:
 
 
 class SqliteWriter(Writer):
-    def __init__(self, run_id: uuid.UUID):
-        super().__init__(run_id)
-        self.run_id = run_id.hex
+    hex_ids = True
+
+    @staticmethod
+    def json(value: dict) -> str:
+        return _encode(value).decode()
 
     def moment(self, value: datetime | None):
         # Django's own storage on SQLite: naive UTC text.
@@ -202,7 +257,6 @@ class SqliteWriter(Writer):
     def write(self, table, columns, rows, lines):
         import sqlite3
 
-        rows = [tuple(v.hex if type(v) is uuid.UUID else v for v in row) for row in rows]
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
         raw = connection.connection
         try:
@@ -219,7 +273,8 @@ class SqliteWriter(Writer):
         found = None
         try:
             with transaction.atomic():
-                for row, number in zip(rows, lines, strict=True):
+                for index, row in enumerate(rows):
+                    number = lines[index]
                     try:
                         raw.execute(sql, row)
                     except sqlite3.DatabaseError as exc:
