@@ -9,7 +9,9 @@ byte before it.
 
 import hashlib
 import io
+import queue
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -223,14 +225,72 @@ def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
         # A server-side cursor on PostgreSQL: the trials arrive a page at a time.
         trials = raw.cursor(name="rawdata_trials") if postgres else raw.cursor()
         other = raw.cursor()
-        try:
+
+        def pages():
             for page in _pages(trials, sql, [run_id]):
-                first, last = page[0][5], page[-1][5]
-                other.execute(measurement_sql, [run_id, first, last])
-                yield from _merge(page, other.fetchall(), names, postgres, seen or Seen())
+                other.execute(measurement_sql, [run_id, page[0][5], page[-1][5]])
+                yield page, other.fetchall()
+
+        # The database reads the next page while this thread encodes the last one.
+        prefetch = Prefetch(pages)
+        try:
+            seen = seen or Seen()
+            for page, measurements in prefetch:
+                yield from _merge(page, measurements, names, postgres, seen)
         finally:
+            prefetch.close()
             trials.close()
             other.close()
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+_END = object()
+
+
+class Prefetch:
+    """Items of `produce()` made in a thread of their own, at most `depth` ahead of use.
+
+    The database driver waits on the network without holding the interpreter, so fetching and
+    encoding overlap. `close()` stops the thread and waits for it, so the connection is free
+    again when it returns."""
+
+    def __init__(self, produce, depth: int = 2):
+        self.queue: queue.Queue = queue.Queue(depth)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(produce,), daemon=True)
+        self.thread.start()
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, produce):
+        try:
+            for item in produce():
+                if not self._put(item):
+                    return
+            self._put(_END)
+        except BaseException as error:  # handed to the consuming thread, raised there
+            self._put(_Failed(error))
+
+    def __iter__(self):
+        while (item := self.queue.get()) is not _END:
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
 
 
 def _merge(trials, measurements, names, postgres, seen: Seen) -> Iterator[TrialRecord]:
