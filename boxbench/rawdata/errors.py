@@ -32,10 +32,15 @@ _PATTERNS = {
     VERSION_PATTERN: "a version (letters, digits, '-', '_', '.' and '+')",
     SHA256_PATTERN: "64 lowercase hexadecimal digits",
 }
-_LOCATED = re.compile(r"^(?P<problem>.*) - at `\$(?P<path>[^`]*)`$", re.DOTALL)
+_LOCATED = re.compile(r"^(?P<problem>.*) - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`$", re.DOTALL)
 _FIELD_NAMED = re.compile(
     r"^Object (?P<what>missing required|contains unknown) field `(?P<name>.*)`$"
 )
+
+
+def lowercase_first(text: str) -> str:
+    """'Expected …' reads 'expected …' after a colon; 'JSON …' stays as it is."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 def from_validation(error: msgspec.ValidationError) -> FieldError | str:
@@ -45,6 +50,8 @@ def from_validation(error: msgspec.ValidationError) -> FieldError | str:
     located = _LOCATED.match(message)
     if located:
         message, path = located["problem"], located["path"].lstrip(".")
+        if located["key"]:
+            path = f"{path} (a key)"
     named = _FIELD_NAMED.match(message)
     if named:
         name = named["name"]
@@ -53,7 +60,7 @@ def from_validation(error: msgspec.ValidationError) -> FieldError | str:
         return FieldError(field, "is missing" if missing else "is not a field of the format")
     for pattern, words in _PATTERNS.items():
         message = message.replace(f"matching regex {pattern!r}", f"that is {words}")
-    message = message[:1].lower() + message[1:]
+    message = lowercase_first(message)
     if not path:
         return message
     return FieldError(path, message)

@@ -16,7 +16,14 @@ from django.db import DatabaseError, transaction
 
 from boxbench.models import Benchmark, Provider, Run, RunStatus, RunTransition, Unit
 from boxbench.rawdata import checks
-from boxbench.rawdata.errors import FieldError, RawDataError, at, from_validation, name_keys
+from boxbench.rawdata.errors import (
+    FieldError,
+    RawDataError,
+    at,
+    from_validation,
+    lowercase_first,
+    name_keys,
+)
 from boxbench.rawdata.reader import Lines, LineTooLong
 from boxbench.rawdata.schema import (
     MAX_HEADER_BYTES,
@@ -105,8 +112,7 @@ def decode(source: str, number: int, raw: bytes, decoder):
             problem = FieldError("type", "every line after the header is a trial or the trailer")
         raise at(source, number, problem) from None
     except msgspec.DecodeError as exc:
-        reason = str(exc)
-        raise at(source, number, f"not valid JSON ({reason[:1].lower()}{reason[1:]})") from None
+        raise at(source, number, f"not valid JSON ({lowercase_first(str(exc))})") from None
     except RecursionError:
         raise at(source, number, "not valid here: nested too deeply") from None
     try:
