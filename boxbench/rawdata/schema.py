@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from django.db.backends.base.operations import BaseDatabaseOperations
 
 from boxbench.models import (
     Benchmark,
@@ -58,9 +57,11 @@ def slug(model, name: str, description: str):
 
 def integer(model, name: str, description: str, *, minimum: int | None = None):
     """An integer within its column's range, and at least `minimum`."""
-    low, high = BaseDatabaseOperations.integer_field_ranges[
-        _column(model, name).get_internal_type()
-    ]
+    # Imported here: imported before django.db.models, this module would be half-initialized.
+    from django.db.backends.base.operations import BaseDatabaseOperations
+
+    ranges = BaseDatabaseOperations.integer_field_ranges
+    low, high = ranges[_column(model, name).get_internal_type()]
     low = low if minimum is None else max(low, minimum)
     return Annotated[int, msgspec.Meta(ge=low, le=high, description=description)]
 
