@@ -173,7 +173,8 @@ def measure_sqlite(source: Path, trials: int, tmp: Path, pg: tuple[float, float]
     t_export, m_export = child("export", str(tmp / "export-sqlite.jsonl"), url)
     row("sqlite import", trials, t_import, None, m_import)
     row("sqlite export", trials, t_export, None, m_export)
-    print(f"  sqlite / postgres time: import {t_import / pg[0]:.2f}x, export {t_export / pg[1]:.2f}x")
+    ratios = f"import {t_import / pg[0]:.2f}x, export {t_export / pg[1]:.2f}x"
+    print(f"  sqlite time / postgres time: {ratios}")
 
 
 def main():
