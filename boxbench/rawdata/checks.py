@@ -118,7 +118,10 @@ class TrialChecks:
             or trial.replaces is not None
             or trial.clock_gates is not None
             or (started is not None and not EARLIEST <= started <= LATEST)
-            or (ended is not None and not (EARLIEST <= ended <= LATEST and ended >= started))
+            or (
+                ended is not None
+                and not (EARLIEST <= ended <= LATEST and (started is None or ended >= started))
+            )
             or not trial.metrics.keys() <= benchmark.metrics.keys()
             or not trial.stages.keys() <= benchmark.stages.keys()
         ):

@@ -174,10 +174,12 @@ class PostgresWriter(Writer):
         )
         if self.cursor.fetchone()[0]:
             return False  # triggers of their own would be skipped too
+        import psycopg
+
         try:
             with transaction.atomic():
                 self.cursor.execute("SET LOCAL session_replication_role = replica")
-        except DatabaseError:
+        except (DatabaseError, psycopg.Error):  # not allowed to: the triggers run as usual
             return False
         return True
 
@@ -204,14 +206,23 @@ class PostgresWriter(Writer):
 
         types = self._types(table, columns)
         sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+        index = 0
         try:
             # Binary: no number or time text to format here and parse there.
             with self.cursor.copy(sql) as copy:
                 copy.set_types(types)
-                for row in rows:
+                for index, row in enumerate(rows):  # noqa: B007 (read after an error)
                     copy.write_row(row)
         except psycopg.Error as exc:
+            if exc.diag.context is None and exc.diag.sqlstate is None:  # refused here, at `row`
+                raise _row_refused(lines[index], exc) from None
             raise _located(exc, lines, len(rows)) from None
+        except (ValueError, OverflowError, TypeError) as exc:
+            raise _row_refused(lines[index], exc) from None
+
+
+def _row_refused(number: int, exc: Exception) -> RowError:
+    return RowError(number, FieldError("line", f"cannot be written to the database: {exc}"))
 
 
 _COPY_CONTEXT = re.compile(r"COPY \w+, line (?P<row>\d+)(?:, column (?P<column>\w+))?")
@@ -221,7 +232,8 @@ def _located(exc, lines, count: int) -> Exception:
     diag = exc.diag
     found = _COPY_CONTEXT.search(diag.context or "")
     if not found or not 0 < int(found["row"]) <= count:
-        return exc  # not about a row of ours: the caller reports it as it is
+        # Not about a row of ours: reported as it is, as a database error.
+        return DatabaseError(f"{diag.message_primary or exc} ({diag.context or 'no context'})")
     column = found["column"] or _key_column(diag.message_detail or "")
     problem = _problem(diag.constraint_name or "", diag.message_primary, diag.message_detail)
     return RowError(lines[int(found["row"]) - 1], FieldError(FIELDS.get(column, column), problem))

@@ -188,3 +188,28 @@ def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
     text = "".join(export_csv(run))
     assert ",=HYPERLINK" not in text
     assert "'=HYPERLINK" in text
+
+
+def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
+    """Years 1 and 9999 are accepted, and export and the audit still read them back."""
+    from boxbench import results
+    from tests.boxbench.rawdata_files import reseal, valid_lines, with_field
+
+    lines = valid_lines()
+    lines = with_field(lines, 1, "started_at", "0001-01-01T00:00:00.000000Z")
+    lines = with_field(lines, 1, "ended_at", "9999-12-31T23:59:59.999999Z")
+    lines = with_field(lines, 2, "started_at", "9999-12-31T22:59:59.000000-01:00")
+    lines = with_field(lines, 2, "ended_at", None)
+    path = write_lines(tmp_path / "edges.jsonl", reseal(lines))
+    run = import_jsonl(path).run
+    exported = export_text(run)
+    first, second = (json.loads(line) for line in exported.splitlines()[1:3])
+    assert (first["started_at"], first["ended_at"]) == (
+        "0001-01-01T00:00:00.000000Z",
+        "9999-12-31T23:59:59.999999Z",
+    )
+    assert second["started_at"] == "9999-12-31T23:59:59.000000Z"
+    results.run_audit(run)
+    Run.objects.all().delete()
+    again = import_jsonl(write_lines(tmp_path / "again.jsonl", [exported])).run
+    assert export_text(again) == exported

@@ -5,6 +5,7 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from boxbench.models import Benchmark, Measurement, Provider, Run, Trial, Unit
 from boxbench.rawdata import RawDataError, import_jsonl
@@ -218,3 +219,27 @@ def test_the_command_refuses_with_the_message_and_writes_nothing(tmp_path):
     with pytest.raises(CommandError, match=r"line 3, field 'seq': expected `int` >= 1"):
         call_command("bench", "import", str(write(tmp_path / "run.jsonl", lines)))
     assert_nothing_written()
+
+
+def test_it_imports_a_trial_with_an_end_but_no_start(tmp_path):
+    lines = reseal(with_field(valid_lines(), 2, "started_at", None))
+    result = import_jsonl(write(tmp_path / "run.jsonl", lines))
+    assert result.trials == len(lines) - 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL roles")
+def test_a_role_that_may_not_skip_triggers_imports_the_same_rows(tmp_path):
+    """Without the privilege to set session_replication_role the triggers run: same result."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE ROLE rawdata_plain_importer NOSUPERUSER")
+        cursor.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO rawdata_plain_importer")
+        cursor.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO rawdata_plain_importer")
+        cursor.execute("SET ROLE rawdata_plain_importer")
+        try:
+            lines = valid_lines()
+            result = import_jsonl(write(tmp_path / "run.jsonl", lines))
+            cursor.execute("SHOW session_replication_role")
+            assert cursor.fetchone()[0] == "origin"
+        finally:
+            cursor.execute("RESET ROLE")
+    assert result.trials == Trial.objects.count() == len(lines) - 2
