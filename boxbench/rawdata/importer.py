@@ -141,29 +141,33 @@ class _Import:
         except FieldError as exc:
             raise at(self.source, number, exc) from None
         writer = writer_for(run.id, references)
-        trailer, trailer_number = None, 0
-        decode_line, nul = _line_decoder.decode, b"\\u0000"
-        for number, raw in numbered:
-            if trailer is not None:
-                raise at(self.source, number, "nothing may follow the trailer line")
-            if not raw or raw.isspace():
-                continue
-            try:
-                line = decode_line(raw)
-                if nul in raw:
-                    raise ValueError
-            except (msgspec.DecodeError, RecursionError, ValueError):
-                # The slow path names what is wrong (or passes a NUL-free line with "\\u0000").
-                line = decode(self.source, number, raw, _line_decoder)
-            if type(line) is Trailer:
-                trailer, trailer_number = line, number
-                continue
-            try:
-                benchmark, unit_id, provider_id = trial_checks.check(line)
-            except FieldError as exc:
-                raise at(self.source, number, exc) from None
-            writer.add(number, line, benchmark, unit_id, provider_id)
-        writer.finish()
+        try:
+            trailer, trailer_number = None, 0
+            decode_line, nul = _line_decoder.decode, b"\\u0000"
+            for number, raw in numbered:
+                if trailer is not None:
+                    raise at(self.source, number, "nothing may follow the trailer line")
+                if not raw or raw.isspace():
+                    continue
+                try:
+                    line = decode_line(raw)
+                    if nul in raw:
+                        raise ValueError
+                except (msgspec.DecodeError, RecursionError, ValueError):
+                    # The slow path names what is wrong (or passes a NUL-free line with "\\u0000").
+                    line = decode(self.source, number, raw, _line_decoder)
+                if type(line) is Trailer:
+                    trailer, trailer_number = line, number
+                    continue
+                try:
+                    benchmark, unit_id, provider_id = trial_checks.check(line)
+                except FieldError as exc:
+                    raise at(self.source, number, exc) from None
+                writer.add(number, line, benchmark, unit_id, provider_id)
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
         self._check_whole(version, trailer, trailer_number, writer.trial_count)
         return ImportResult(run, writer.trial_count, writer.measurement_count, self.warnings)
 

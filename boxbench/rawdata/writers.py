@@ -12,6 +12,7 @@ or when a table has triggers of its own, the triggers run as usual: slower, equa
 """
 
 import bisect
+import contextlib
 import re
 import uuid
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ import msgspec
 from django.db import DatabaseError, connection, transaction
 
 from boxbench.models import Measurement, MeasurementKind, Trial, TrialState
-from boxbench.rawdata.errors import FieldError
+from boxbench.rawdata.errors import FieldError, RawDataError
 from boxbench.rawdata.schema import TrialLine
 
 BATCH = 5000
@@ -139,6 +140,9 @@ class Writer:
     def finish(self):
         self.flush()
 
+    def abort(self):
+        pass
+
     def moment(self, value: datetime | None):
         return value
 
@@ -160,6 +164,7 @@ class PostgresWriter(Writer):
         self.cursor = connection.cursor().cursor  # psycopg's own, for COPY
         set_json_dumps(_encode, context=self.cursor)
         self.types = {}
+        self.pending = None
         for table, ids in references.items():
             # The lock a foreign-key check takes: nobody deletes what these trials refer to.
             self.cursor.execute(f"SELECT 1 FROM {table} WHERE id = ANY(%s) FOR KEY SHARE", [ids])
@@ -185,6 +190,7 @@ class PostgresWriter(Writer):
 
     def finish(self):
         self.flush()
+        self._close_pending()
         if self.replica:
             self.cursor.execute("SET LOCAL session_replication_role = origin")
         self.cursor.close()
@@ -201,24 +207,78 @@ class PostgresWriter(Writer):
             self.types[table] = [found[column] for column in columns]
         return self.types[table]
 
-    def write(self, table, columns, rows, lines):
-        import psycopg
+    def flush(self):
+        # The measurements' COPY of a batch is left open, its rows sent by a thread and stored by
+        # the server while the next batch is decoded here; it is closed at the next flush.
+        self._close_pending()
+        if self.trials:
+            self.write(Trial._meta.db_table, TRIAL_COLUMNS, self.trials, self.trial_lines)
+            self.trial_count += len(self.trials)
+        if self.measurements:
+            table = Measurement._meta.db_table
+            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
+            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines, keep_open=True)
+            self.measurement_count += len(self.measurements)
+        self.trials, self.trial_lines = [], []
+        self.measurements, self.measurement_starts = [], []
+
+    def write(self, table, columns, rows, lines, keep_open=False):
+        from psycopg.copy import QueuedLibpqWriter
 
         types = self._types(table, columns)
+        # Binary: no number or time text to format here and parse there.
         sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+        manager = self.cursor.copy(sql, writer=QueuedLibpqWriter(self.cursor))
+        copy = manager.__enter__()
         index = 0
         try:
-            # Binary: no number or time text to format here and parse there.
-            with self.cursor.copy(sql) as copy:
-                copy.set_types(types)
-                for index, row in enumerate(rows):  # noqa: B007 (read after an error)
-                    copy.write_row(row)
-        except psycopg.Error as exc:
-            if exc.diag.context is None and exc.diag.sqlstate is None:  # refused here, at `row`
-                raise _row_refused(lines[index], exc) from None
-            raise _located(exc, lines, len(rows)) from None
-        except (ValueError, OverflowError, TypeError) as exc:
-            raise _row_refused(lines[index], exc) from None
+            copy.set_types(types)
+            for index, row in enumerate(rows):  # noqa: B007 (read after an error)
+                copy.write_row(row)
+        except Exception as exc:
+            problem = exc
+            try:
+                manager.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception as server:  # the server's own refusal, if it had one
+                problem = server
+            raise _mapped(problem, lines, len(rows), index) from None
+        if keep_open:
+            self.pending = (manager, lines, len(rows))
+        else:
+            self._close(manager, lines, len(rows))
+
+    def _close(self, manager, lines, count: int):
+        try:
+            manager.__exit__(None, None, None)
+        except Exception as exc:
+            raise _mapped(exc, lines, count, None) from None
+
+    def _close_pending(self):
+        if self.pending is not None:
+            manager, lines, count = self.pending
+            self.pending = None
+            self._close(manager, lines, count)
+
+    def abort(self):
+        """Stop a COPY left open, before the transaction is rolled back."""
+        if self.pending is not None:
+            manager = self.pending[0]
+            self.pending = None
+            stop = RawDataError("import stopped")
+            with contextlib.suppress(Exception):
+                manager.__exit__(RawDataError, stop, None)
+
+
+def _mapped(exc: Exception, lines, count: int, index: int | None) -> Exception:
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        if exc.diag.context is None and exc.diag.sqlstate is None and index is not None:
+            return _row_refused(lines[index], exc)  # refused here, before it was sent
+        return _located(exc, lines, count)
+    if isinstance(exc, ValueError | OverflowError | TypeError) and index is not None:
+        return _row_refused(lines[index], exc)
+    return exc
 
 
 def _row_refused(number: int, exc: Exception) -> RowError:
