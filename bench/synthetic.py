@@ -7,6 +7,7 @@ failures that later trials replace.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import uuid
@@ -88,7 +89,7 @@ def header(run_id: str, name: str, trials_per_unit: int) -> dict:
     ]
     return {
         "type": "run",
-        "schema_version": 1,
+        "schema_version": 2,
         "run": {
             "id": run_id,
             "name": name,
@@ -111,7 +112,19 @@ def _unit_slug(benchmark: str, index: int, units: int) -> str:
 def synthetic_run(
     trials: int = 1000, seed: int = 1, name: str = "synthetic", failure_rate: float = 0.02
 ) -> Iterator[str]:
-    """JSON Lines of a run with about `trials` trials spread over every cell."""
+    """JSON Lines of a run with about `trials` trials spread over every cell, ending in the
+    version-2 trailer (the count of trial lines and the SHA-256 of the lines before it)."""
+    digest = hashlib.sha256()
+    count = 0
+    for line in _lines(trials, seed, name, failure_rate):
+        digest.update(line.encode())
+        count += 1
+        yield line
+    trailer = {"sha256": digest.hexdigest(), "trials": count - 1, "type": "end"}
+    yield json.dumps(trailer, separators=(",", ":")) + "\n"
+
+
+def _lines(trials: int, seed: int, name: str, failure_rate: float) -> Iterator[str]:
     rng = random.Random(seed)
     run_id = str(uuid.UUID(int=rng.getrandbits(128)))
     cells = [

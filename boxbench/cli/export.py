@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import CommandError
 
 from boxbench.cli.common import get_run
-from boxbench.rawdata import RawDataError, export_csv, export_jsonl
+from boxbench.rawdata import RawDataError, export_csv, iter_jsonl_bytes
 
 help = "Stream a run's raw data (JSON Lines or CSV) to a file or standard output."
 
@@ -15,22 +15,28 @@ def add_arguments(parser):
     parser.add_argument("-o", "--output", help="Write here instead of standard output.")
 
 
+def _chunks(run, form):
+    if form == "jsonl":
+        return iter_jsonl_bytes(run)
+    return (chunk.encode() for chunk in export_csv(run))
+
+
 def handle(options, out):
     run = get_run(options["run"])
-    chunks = export_jsonl(run) if options["format"] == "jsonl" else export_csv(run)
+    chunks = _chunks(run, options["format"])
     target = options.get("output")
     try:
         if target:
             partial = f"{target}.partial"
-            with open(partial, "w", encoding="utf-8", newline="") as handle:
+            with open(partial, "wb") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
             # Renamed only when complete: an interrupted export leaves no half-written file.
             os.replace(partial, target)
         else:
             for chunk in chunks:
-                sys.stdout.write(chunk)
-            sys.stdout.flush()
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
     except RawDataError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

@@ -1,3 +1,5 @@
+import sys
+
 from django.core.management.base import CommandError
 
 from boxbench.rawdata import RawDataError, import_jsonl
@@ -14,6 +16,8 @@ def handle(options, out):
         result = import_jsonl(options["file"])
     except RawDataError as exc:
         raise CommandError(str(exc)) from None
+    for warning in result.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     out.write(
         f"Imported run {result.run.id} ({result.run.name}): {result.trials} trials, "
         f"{result.measurements} measurements."

@@ -1,23 +1,25 @@
 """The public raw-data format: JSON Lines (and a flat CSV of the trials). See docs/raw-data.md.
 
-Export streams a run with constant memory: trials are read in keyset-paginated pages and their
-measurements fetched per page. Import reads a file back in one transaction: any malformed line
-stops it with the file, line number and field named, and nothing of that file is written.
-Export, import, export gives byte-identical output.
+schema.py   the typed format (msgspec), which also documents it (docs.py renders the tables)
+checks.py   checks across fields and lines: times, references, order, replacements, NUL
+reader.py   numbered lines of a file, their length limit and the trailer's digest
+importer.py `bench import`: all of a file or nothing, in one transaction
+writers.py  bulk writes (COPY on PostgreSQL) that report a refused row at its file line
+exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer
 """
 
-from boxbench.rawdata.export import csv_row, export_csv, export_jsonl, iter_trials, run_header
+from boxbench.rawdata.errors import RawDataError
+from boxbench.rawdata.exporter import export_csv, export_jsonl, iter_jsonl_bytes, iter_trials
 from boxbench.rawdata.importer import ImportResult, import_jsonl
-from boxbench.rawdata.schema import SCHEMA_VERSION, RawDataError
+from boxbench.rawdata.schema import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",
     "ImportResult",
     "RawDataError",
-    "csv_row",
     "export_csv",
     "export_jsonl",
     "import_jsonl",
+    "iter_jsonl_bytes",
     "iter_trials",
-    "run_header",
 ]

@@ -1,43 +1,54 @@
-"""Import: a file read back in one transaction. Any malformed line stops it with the file, line
-number and field named, and nothing of that file is written.
+"""`bench import`: read a raw-data file back into the database, all of it or nothing.
+
+Every line is decoded into the typed schema and checked (boxbench/rawdata/checks.py) before its
+rows are written; the whole file is one transaction, so the first refusal leaves nothing behind.
+A version-2 file must end in its trailer, whose count and digest prove the file whole.
 """
 
-from __future__ import annotations
-
-import math
-import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
+import gc
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-import orjson
-from django.db import connection, transaction
+import msgspec
+from django.db import DatabaseError, transaction
 
-from boxbench.models import (
-    Benchmark,
-    Measurement,
-    MeasurementKind,
-    Provider,
-    Run,
-    RunStatus,
-    RunTransition,
-    Trial,
-    TrialState,
-    Unit,
-)
-from boxbench.rawdata.schema import (
-    BENCHMARK_FIELDS,
-    GATES,
-    OUTCOMES,
-    OWNERS,
-    PAGE_SIZE,
-    PROVIDER_FIELDS,
-    RUN_STATUSES,
-    SCHEMA_VERSION,
-    UNIT_FIELDS,
+from boxbench.models import Benchmark, Provider, Run, RunStatus, RunTransition, Unit
+from boxbench.rawdata import checks
+from boxbench.rawdata.errors import (
+    FieldError,
     RawDataError,
-    _dumps,
+    at,
+    from_validation,
+    lowercase_first,
+    name_keys,
+)
+from boxbench.rawdata.reader import Lines, LineTooLong
+from boxbench.rawdata.schema import (
+    MAX_HEADER_BYTES,
+    MAX_LINE_BYTES,
+    READABLE_VERSIONS,
+    Header,
+    Trailer,
+    TrialLine,
+)
+from boxbench.rawdata.writers import RowError, writer_for
+
+BENCHMARK_FIELDS = (
+    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
+    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
+    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
+)  # fmt: skip
+PROVIDER_FIELDS = (
+    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
+    "declaration_digest", "pricing", "pricing_digest",
+)  # fmt: skip
+UNIT_FIELDS = ("slug", "title", "definition", "digest")
+
+V1_WARNING = (
+    "{source}: schema version 1 has no trailer, so a file cut at a line boundary cannot be "
+    "detected; export the run again to get a version-2 file"
 )
 
 
@@ -46,361 +57,228 @@ class ImportResult:
     run: Run
     trials: int
     measurements: int
+    warnings: list[str] = field(default_factory=list)
 
 
-class _Line:
-    """Typed field access that names the file, line and field in every error."""
-
-    def __init__(self, source: str, number: int, data: dict):
-        self.source, self.number, self.data = source, number, data
-
-    def fail(self, field: str, problem: str):
-        raise RawDataError(f"{self.source}, line {self.number}, field {field!r}: {problem}")
-
-    def get(self, field: str, kind, *, optional=False, choices=None):
-        if field not in self.data:
-            if optional:
-                return None
-            self.fail(field, "is missing")
-        value = self.data[field]
-        if value is None:
-            if optional:
-                return None
-            self.fail(field, "must not be null")
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
-        if choices is not None and value not in choices:
-            self.fail(field, f"{value!r} is not one of {sorted(choices)}")
-        return value
-
-    def uuid(self, field: str, *, optional=False) -> uuid.UUID | None:
-        value = self.get(field, str, optional=optional)
-        if value is None:
-            return None
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            self.fail(field, f"{value!r} is not a UUID")
-
-    def moment(self, field: str) -> datetime | None:
-        value = self.get(field, str, optional=True)
-        if value is None:
-            return None
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            self.fail(field, f"{value!r} is not an ISO 8601 time")
-        if parsed.tzinfo is None:
-            self.fail(field, f"{value!r} has no time zone")
-        return parsed
-
-    def count(self, field: str, minimum: int) -> int:
-        value = self.get(field, int)
-        if value < minimum:
-            self.fail(field, f"must be at least {minimum}")
-        return value
-
-    def numbers(self, field: str) -> dict[str, float | None]:
-        values = self.get(field, dict)
-        for name, value in values.items():
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            if value is not None and not (number and math.isfinite(value)):
-                self.fail(field, f"{name!r} must be a finite number or null")
-        return {name: None if v is None else float(v) for name, v in values.items()}
+class _Peek(msgspec.Struct):
+    type: Any = None
+    schema_version: Any = None
 
 
-def _kind_name(kind) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", dict: "an object"}
-    return names.get(kind, "a list" if kind is list else "a boolean")
+_header_decoder = msgspec.json.Decoder(Header)
+_peek_decoder = msgspec.json.Decoder(_Peek)
+_line_decoder = msgspec.json.Decoder(TrialLine | Trailer)
 
 
-def _parse(source: str, number: int, text: str) -> _Line:
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise RawDataError(
-            f"{source}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    if not isinstance(data, dict):
-        raise RawDataError(f"{source}, line {number}: a line must be a JSON object")
-    return _Line(source, number, data)
-
-
-def import_jsonl(path: str | Path, lines: Iterable[str] | None = None) -> ImportResult:
+def import_jsonl(path: str | Path) -> ImportResult:
     """Import a run from a JSON Lines file; all of it or nothing."""
     source = str(path)
-    if lines is None:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
+    # Batches of rows would set off the cyclic garbage collector again and again, for nothing:
+    # they hold no cycles, and reference counting frees them.
+    collecting = gc.isenabled()
+    gc.disable()
+    with handle:
         try:
-            handle = open(path, encoding="utf-8")  # noqa: SIM115 (closed below)
+            with transaction.atomic():
+                return _Import(source, handle).run()
+        except LineTooLong as exc:
+            problem = f"longer than {exc.limit:,} bytes, the format's limit"
+            raise at(source, exc.number, problem) from None
+        except RowError as exc:
+            raise at(source, exc.number, exc.error) from None
+        except DatabaseError as exc:
+            # Not tied to a line (the checks above should leave none): still no traceback.
+            raise RawDataError(f"{source}: the database refused the file: {exc}") from None
         except OSError as exc:
             raise RawDataError(f"{source}: cannot be read ({exc.strerror})") from None
-    else:
-        handle = None
+        finally:
+            if collecting:
+                gc.enable()
+
+
+def decode(source: str, number: int, raw: bytes, decoder):
+    """A line decoded into the schema, or RawDataError naming the file, line and field."""
     try:
-        with transaction.atomic():
-            return _import_lines(source, lines if handle is None else handle)
-    except UnicodeDecodeError as exc:
-        raise RawDataError(f"{source}: not UTF-8 text ({exc.reason})") from None
-    finally:
-        if handle is not None:
-            handle.close()
-
-
-def _import_lines(source: str, lines: Iterable[str]) -> ImportResult:
-    numbered = enumerate(lines, start=1)
-    header = None
-    for number, text in numbered:
-        if text.strip():
-            header = _parse(source, number, text)
-            break
-    if header is None:
-        raise RawDataError(f"{source}: the file is empty; its first line must be the run header")
-    importer = _Importer(source, header)
-    for number, text in numbered:
-        if not text.strip():
-            continue
-        importer.add(_parse(source, number, text))
-    importer.finish()
-    return ImportResult(importer.run, importer.trial_count, importer.measurement_count)
-
-
-class _Importer:
-    def __init__(self, source: str, header: _Line):
-        self.source = source
-        if header.get("type", str) != "run":
-            header.fail("type", "the first line must be the run header (type 'run')")
-        version = header.get("schema_version", int)
-        if version != SCHEMA_VERSION:
-            header.fail("schema_version", f"{version} is not supported (this is {SCHEMA_VERSION})")
-        self.run = self._create_run(header)
-        self.providers = self._providers(header)
-        self.benchmarks, self.units, self.meta = self._benchmarks(header)
-        self.trial_count = 0
-        self.measurement_count = 0
-        self.trials: list[tuple] = []
-        self.measurements: list[tuple] = []
-        self.writer = _Writer()
-
-    def _create_run(self, header: _Line) -> Run:
-        info = _Line(self.source, header.number, header.get("run", dict))
-        run_id = info.uuid("id")
-        if Run.objects.filter(id=run_id).exists():
-            info.fail("id", f"run {run_id} is already in the database")
-        manifest = header.get("manifest", dict)
-        audit = header.get("audit_report", dict, optional=True)
-        status = info.get("status", str, choices=RUN_STATUSES)
-        run = Run.objects.create(
-            id=run_id,
-            name=info.get("name", str),
-            status=status,
-            manifest=manifest,
-            # Kept for comparison only: publishing recomputes the audit from the stored trials.
-            imported_audit_report=audit,
-            created_at=info.moment("created_at") or datetime.now(UTC),
-            started_at=info.moment("started_at"),
-            ended_at=info.moment("ended_at"),
-        )
-        RunTransition.objects.create(
-            run=run,
-            from_status=RunStatus.PLANNED,
-            to_status=status,
-            note=f"imported from {self.source}",
-        )
-        return run
-
-    def _providers(self, header: _Line) -> dict[str, int]:
-        found = {}
-        for entry in header.get("providers", list):
-            line = _entry(header, "providers", entry)
-            slug = line.get("slug", str)
-            values = {name: line.data.get(name) for name in PROVIDER_FIELDS}
-            for name in PROVIDER_FIELDS:
-                line.get(name, dict if name in ("declaration", "pricing") else str)
-            provider, created = Provider.objects.get_or_create(slug=slug, defaults=values)
-            if not created and provider.declaration_digest != values["declaration_digest"]:
-                line.fail(
-                    "declaration_digest",
-                    f"provider {slug!r} exists here with declaration "
-                    f"{provider.declaration_digest or '(none)'}, the file has "
-                    f"{values['declaration_digest'] or '(none)'}; import into a fresh database",
-                )
-            found[slug] = provider.id
-        return found
-
-    def _benchmarks(self, header: _Line):
-        benchmarks, units, meta = {}, {}, {}
-        for entry in header.get("benchmarks", list):
-            line = _entry(header, "benchmarks", entry)
-            values = {name: line.data.get(name) for name in BENCHMARK_FIELDS}
-            for name in BENCHMARK_FIELDS:
-                kind = {"cpus": int, "memory_mib": int, "trials_per_unit": int}.get(name, str)
-                if name == "ranking_floor":
-                    kind = int
-                if name in ("required_capabilities", "stage_names"):
-                    kind = list
-                if name in ("charted", "steps_include_create_or_build"):
-                    kind = bool
-                line.get(name, kind)
-            key = (values["slug"], values["version"])
-            benchmark = Benchmark.objects.filter(slug=key[0], version=key[1]).first()
-            if benchmark is None:
-                benchmark = Benchmark.objects.create(**values)
-            elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
-                line.fail(
-                    "version",
-                    f"benchmark {key[0]!r} version {key[1]!r} exists here with another "
-                    "definition; a changed definition needs a new version",
-                )
-            benchmarks[key] = benchmark.id
-            for unit_entry in line.get("units", list):
-                unit_line = _entry(line, "units", unit_entry)
-                unit_values = {name: unit_line.data.get(name) for name in UNIT_FIELDS}
-                for name in UNIT_FIELDS:
-                    unit_line.get(name, dict if name == "definition" else str)
-                unit, _ = Unit.objects.get_or_create(
-                    benchmark=benchmark, slug=unit_values["slug"], defaults=unit_values
-                )
-                units[(key, unit.slug)] = unit.id
-            measurements = _Line(self.source, line.number, line.get("measurements", dict))
-            meta[key] = {
-                group: _measurement_group(measurements, group) for group in ("metrics", "stages")
-            }
-        return benchmarks, units, meta
-
-    def add(self, line: _Line):
-        if line.get("type", str) != "trial":
-            line.fail("type", "every line after the header must be a trial (type 'trial')")
-        key = (line.get("benchmark", str), line.get("benchmark_version", str))
-        if key not in self.benchmarks:
-            line.fail("benchmark", f"{key[0]!r} version {key[1]!r} is not in the run header")
-        unit_slug = line.get("unit", str)
-        if (key, unit_slug) not in self.units:
-            line.fail("unit", f"{unit_slug!r} is not a unit of {key[0]!r} in the run header")
-        provider_slug = line.get("provider", str)
-        if provider_slug not in self.providers:
-            line.fail("provider", f"{provider_slug!r} is not in the run header")
-        trial_id = line.uuid("trial")
-        outcome = line.get("outcome", str, choices=OUTCOMES)
-        in_flight = line.get("in_flight", float, optional=True)
-        cost = line.get("cost_usd", float, optional=True)
-        self.trials.append(
-            (
-                trial_id, self.run.id, self.benchmarks[key], self.units[(key, unit_slug)],
-                self.providers[provider_slug], line.count("round", 1), line.count("seq", 1),
-                line.count("attempt", 1), line.uuid("replaces", optional=True),
-                line.get("batch", str), TrialState.DONE, outcome,
-                line.get("owner", str, choices=OWNERS), line.get("cause", str),
-                line.get("job_host", str), line.moment("started_at"), line.moment("ended_at"),
-                in_flight, line.get("placement", dict), line.get("host_load", dict), cost,
-            )
-        )  # fmt: skip
-        gates = line.get("clock_gates", dict, optional=True) or {}
-        for group, kind in (("metrics", MeasurementKind.METRIC), ("stages", MeasurementKind.STAGE)):
-            group_gates = gates.get(group, {})
-            for name, value in line.numbers(group).items():
-                declared = self.meta[key][group].get(name)
-                if declared is None:
-                    line.fail(group, f"{name!r} is not declared in the header's measurements")
-                gate = group_gates.get(name, "")
-                if gate not in GATES:
-                    line.fail("clock_gates", f"{gate!r} is not one of pass, fail")
-                self.measurements.append(
-                    (trial_id, kind, name, value, declared["unit"], declared["clock"], gate)
-                )
-        self.trial_count += 1
-        if len(self.trials) >= PAGE_SIZE:
-            self._flush()
-
-    def _flush(self):
-        self.writer.write_trials(self.trials)
-        self.writer.write_measurements(self.measurements)
-        self.measurement_count += len(self.measurements)
-        self.trials, self.measurements = [], []
-
-    def finish(self):
-        self._flush()
-        orphan = (
-            Trial.objects.filter(run=self.run, replaces__isnull=False)
-            .exclude(replaces_id__in=Trial.objects.filter(run=self.run).values("id"))
-            .values_list("id", "replaces_id")
-            .first()
-        )
-        if orphan:
-            raise RawDataError(
-                f"{self.source}: trial {orphan[0]} replaces {orphan[1]}, which is not a trial "
-                "of this run"
-            )
-
-
-def _entry(parent: _Line, field: str, entry) -> _Line:
-    if not isinstance(entry, dict):
-        parent.fail(field, "every entry must be an object")
-    return _Line(parent.source, parent.number, entry)
-
-
-def _measurement_group(line: _Line, group: str) -> dict:
-    declared = line.get(group, dict)
-    for name, meta in declared.items():
-        entry = _entry(line, f"measurements.{group}.{name}", meta)
-        entry.get("unit", str)
-        entry.get("clock", str, choices={"job_host", "guest"})
-    return declared
-
-
-class _Writer:
-    """Bulk inserts: COPY on PostgreSQL, executemany elsewhere."""
-
-    def __init__(self):
-        self.postgres = connection.vendor == "postgresql"
-
-    def write_trials(self, rows: list[tuple]):
-        columns = (
-            "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
-            "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host",
-            "started_at", "ended_at", "in_flight", "placement", "host_load", "cost_usd",
-        )  # fmt: skip
-        json_at = (columns.index("placement"), columns.index("host_load"))
-        self._write(Trial._meta.db_table, columns, rows, json_at)
-
-    def write_measurements(self, rows: list[tuple]):
-        columns = ("trial_id", "kind", "name", "value", "unit", "clock", "clock_gate")
-        self._write(Measurement._meta.db_table, columns, rows, ())
-
-    def _write(self, table: str, columns: tuple, rows: list[tuple], json_at: tuple):
-        if not rows:
-            return
-        if json_at:
-            rows = [
-                tuple(_dumps(v) if i in json_at else v for i, v in enumerate(row)) for row in rows
-            ]
-        with connection.cursor() as cursor:
-            if self.postgres:
-                self._copy(cursor, table, columns, rows)
-            else:
-                rows = [_sqlite_row(row) for row in rows]
-                placeholders = ", ".join(["%s"] * len(columns))
-                cursor.executemany(
-                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
-                )
-
-    @staticmethod
-    def _copy(cursor, table, columns, rows):
-        sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
-        with cursor.cursor.copy(sql) as copy:
-            for row in rows:
-                copy.write_row(row)
-
-
-def _sqlite_row(row: tuple) -> tuple:
-    """Values as Django stores them on SQLite: UUIDs as 32 hex digits, times as UTC text."""
-    return tuple(_sqlite_value(value) for value in row)
-
-
-def _sqlite_value(value):
-    if isinstance(value, uuid.UUID):
-        return value.hex
-    if isinstance(value, datetime):
-        return connection.ops.adapt_datetimefield_value(value)
+        value = decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        problem = from_validation(exc)
+        if isinstance(problem, FieldError):
+            problem = name_keys(problem, raw, decoder)
+        if isinstance(problem, FieldError) and problem.field == "type":
+            problem = FieldError("type", "every line after the header is a trial or the trailer")
+        raise at(source, number, problem) from None
+    except msgspec.DecodeError as exc:
+        raise at(source, number, f"not valid JSON ({lowercase_first(str(exc))})") from None
+    except RecursionError:
+        raise at(source, number, "not valid here: nested too deeply") from None
+    try:
+        checks.check_no_nul(raw, value)
+    except FieldError as exc:
+        raise at(source, number, exc) from None
     return value
+
+
+class _Import:
+    def __init__(self, source: str, handle):
+        self.source = source
+        self.lines = Lines(handle, MAX_HEADER_BYTES, MAX_LINE_BYTES)
+        self.warnings: list[str] = []
+
+    def run(self) -> ImportResult:
+        numbered = iter(self.lines)
+        number, raw = next(((n, r) for n, r in numbered if r.strip()), (0, b""))
+        if not number:
+            raise RawDataError(
+                f"{self.source}: the file is empty; its first line must be the run header"
+            )
+        header, version = self._header(number, raw)
+        try:
+            run, trial_checks, references = _store_definitions(self.source, header)
+        except FieldError as exc:
+            raise at(self.source, number, exc) from None
+        writer = writer_for(run.id, references)
+        try:
+            trailer, trailer_number = None, 0
+            decode_line, nul = _line_decoder.decode, b"\\u0000"
+            for number, raw in numbered:
+                if trailer is not None:
+                    raise at(self.source, number, "nothing may follow the trailer line")
+                if not raw or raw.isspace():
+                    continue
+                try:
+                    line = decode_line(raw)
+                    if nul in raw:
+                        raise ValueError
+                except (msgspec.DecodeError, RecursionError, ValueError):
+                    # The slow path names what is wrong (or passes a NUL-free line with "\\u0000").
+                    line = decode(self.source, number, raw, _line_decoder)
+                if type(line) is Trailer:
+                    trailer, trailer_number = line, number
+                    continue
+                try:
+                    benchmark, unit_id, provider_id = trial_checks.check(line)
+                except FieldError as exc:
+                    raise at(self.source, number, exc) from None
+                writer.add(number, line, benchmark, unit_id, provider_id)
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        self._check_whole(version, trailer, trailer_number, writer.trial_count)
+        return ImportResult(run, writer.trial_count, writer.measurement_count, self.warnings)
+
+    def _header(self, number: int, raw: bytes) -> tuple[Header, int]:
+        peek = decode(self.source, number, raw, _peek_decoder)
+        if peek.type != "run":
+            raise at(
+                self.source,
+                number,
+                FieldError("type", "the first line must be the run header (type 'run')"),
+            )
+        version = peek.schema_version
+        if type(version) is not int or version not in READABLE_VERSIONS:
+            known = " and ".join(str(v) for v in READABLE_VERSIONS)
+            problem = f"{version!r} is not supported (this reader reads versions {known})"
+            raise at(self.source, number, FieldError("schema_version", problem))
+        header = decode(self.source, number, raw, _header_decoder)
+        try:
+            checks.check_header(header)
+        except FieldError as exc:
+            raise at(self.source, number, exc) from None
+        return header, version
+
+    def _check_whole(self, version: int, trailer: Trailer | None, number: int, trials: int):
+        if version == 1:
+            if trailer is not None:
+                raise at(self.source, number, "a version-1 file has no trailer line")
+            self.warnings.append(V1_WARNING.format(source=self.source))
+            return
+        if trailer is None:
+            raise at(
+                self.source,
+                self.lines.last_number,
+                "the file ends without its trailer line: it was cut short (or the trailer was "
+                "removed), so it is not imported",
+            )
+        if trailer.trials != trials:
+            problem = f"the trailer counts {trailer.trials} trial lines, the file has {trials}"
+            raise at(self.source, number, FieldError("trials", problem))
+        if trailer.sha256 != self.lines.digest_before_last:
+            problem = "does not match the bytes before this line: the file was changed or damaged"
+            raise at(self.source, number, FieldError("sha256", problem))
+
+
+def _store_definitions(source: str, header: Header):
+    """Create the run and find or create its providers, benchmarks and units."""
+    info = header.run
+    if Run.objects.filter(id=info.id).exists():
+        raise FieldError("run.id", f"run {info.id} is already in the database")
+    run = Run.objects.create(
+        id=info.id,
+        name=info.name,
+        status=info.status,
+        manifest=header.manifest,
+        # Kept for comparison only: publishing recomputes the audit from the stored trials.
+        imported_audit_report=header.audit_report,
+        created_at=info.created_at or datetime.now(UTC),
+        started_at=info.started_at,
+        ended_at=info.ended_at,
+    )
+    RunTransition.objects.create(
+        run=run,
+        from_status=RunStatus.PLANNED,
+        to_status=info.status,
+        note=f"imported from {source}",
+    )
+    providers = {}
+    for i, entry in enumerate(header.providers):
+        values = {name: getattr(entry, name) for name in PROVIDER_FIELDS}
+        provider, created = Provider.objects.get_or_create(slug=entry.slug, defaults=values)
+        if not created and provider.declaration_digest != entry.declaration_digest:
+            raise FieldError(
+                f"providers[{i}].declaration_digest",
+                f"provider {entry.slug!r} exists here with declaration "
+                f"{provider.declaration_digest or '(none)'}, the file has "
+                f"{entry.declaration_digest or '(none)'}; import into a fresh database",
+            )
+        providers[entry.slug] = provider.id
+    benchmarks = {}
+    for i, entry in enumerate(header.benchmarks):
+        benchmarks[(entry.slug, entry.version)] = _benchmark(i, entry)
+    references = {
+        Provider._meta.db_table: list(providers.values()),
+        Benchmark._meta.db_table: [b.id for b in benchmarks.values()],
+        Unit._meta.db_table: [u for b in benchmarks.values() for u in b.units.values()],
+    }
+    return run, checks.TrialChecks(benchmarks, providers), references
+
+
+def _benchmark(index: int, entry) -> checks.BenchmarkRef:
+    values = {name: getattr(entry, name) for name in BENCHMARK_FIELDS}
+    benchmark = Benchmark.objects.filter(slug=entry.slug, version=entry.version).first()
+    if benchmark is None:
+        benchmark = Benchmark.objects.create(**values)
+    elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
+        raise FieldError(
+            f"benchmarks[{index}].version",
+            f"benchmark {entry.slug!r} version {entry.version!r} exists here with another "
+            "definition; a changed definition needs a new version",
+        )
+    units = {}
+    for unit_entry in entry.units:
+        unit_values = {name: getattr(unit_entry, name) for name in UNIT_FIELDS}
+        unit, _ = Unit.objects.get_or_create(
+            benchmark=benchmark, slug=unit_entry.slug, defaults=unit_values
+        )
+        units[unit.slug] = unit.id
+    declared = entry.measurements
+    return checks.BenchmarkRef(
+        id=benchmark.id,
+        units=units,
+        metrics={name: (d.unit, d.clock) for name, d in declared.metrics.items()},
+        stages={name: (d.unit, d.clock) for name, d in declared.stages.items()},
+    )

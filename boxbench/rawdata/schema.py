@@ -1,59 +1,224 @@
-"""The raw-data format's fixed parts: its version, the fields of each record, the canonical JSON.
+"""The raw-data format as typed msgspec structs: one line of a file decodes into one of them.
 
-See docs/raw-data.md.
+Decoding checks every field's type, integer ranges, string lengths, enums and slug syntax. String
+lengths and integer ranges are read from the Django models, so the format cannot drift from the
+columns it is stored in. The descriptions are the reference tables of docs/raw-data.md (see
+boxbench/rawdata/docs.py). Checks that span fields or lines are in boxbench/rawdata/checks.py.
 """
 
-from __future__ import annotations
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from datetime import UTC, datetime
+import msgspec
 
-import orjson
+from boxbench.models import (
+    Benchmark,
+    Clock,
+    ClockGate,
+    Direction,
+    Measurement,
+    Outcome,
+    Owner,
+    Provider,
+    Run,
+    RunStatus,
+    Section,
+    Trial,
+    Unit,
+)
 
-from boxbench.models import ClockGate, Outcome, Owner, RunStatus
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
-SCHEMA_VERSION = 1
-PAGE_SIZE = 5000
+# Longest line accepted, in bytes: the header holds every definition, a trial line only one trial.
+MAX_HEADER_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
 
-BENCHMARK_FIELDS = (
-    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
-    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
-    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
-)  # fmt: skip
-PROVIDER_FIELDS = (
-    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
-    "declaration_digest", "pricing", "pricing_digest",
-)  # fmt: skip
-UNIT_FIELDS = ("slug", "title", "definition", "digest")
-TRIAL_COLUMNS = (
-    "id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt", "replaces_id",
-    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
-    "placement", "host_load", "cost_usd",
-)  # fmt: skip
-CSV_COLUMNS = (
-    "run", "benchmark", "unit", "provider", "trial", "round", "seq", "attempt", "replaces",
-    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
-    "cost_usd", "placement", "host_load", "metrics", "stages",
-)  # fmt: skip
-
-
-# Choices as plain sets: Django's enum `.values` is rebuilt on every access, too slow per line.
-OUTCOMES = frozenset(Outcome.values)
-OWNERS = frozenset(Owner.values)
-GATES = frozenset(ClockGate.values)
-RUN_STATUSES = frozenset(RunStatus.values)
+# Django's slug rule (django.core.validators.slug_re), which the URLs' <slug:> converter also uses.
+SLUG_PATTERN = r"^[-a-zA-Z0-9_]+\Z"
+VERSION_PATTERN = r"^[-a-zA-Z0-9_.+]+\Z"
+SHA256_PATTERN = r"^[0-9a-f]{64}\Z"
 
 
-class RawDataError(Exception):
-    """A file that cannot be imported; the message names the file, line and field."""
+def _column(model, name: str):
+    return model._meta.get_field(name)
 
 
-def _dumps(value) -> str:
-    """Canonical JSON: keys sorted at every level, compact, UTF-8. The same data always gives
-    the same bytes, whatever order a database stores JSON keys in."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+def text(model, name: str, description: str, *, pattern: str | None = None):
+    """A string no longer than its column (TextField: no limit but the line's)."""
+    length = _column(model, name).max_length
+    return Annotated[str, msgspec.Meta(max_length=length, pattern=pattern, description=description)]
 
 
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+def slug(model, name: str, description: str):
+    return text(model, name, description, pattern=SLUG_PATTERN)
+
+
+def integer(model, name: str, description: str, *, minimum: int | None = None):
+    """An integer within its column's range, and at least `minimum`."""
+    # Imported here: imported before django.db.models, this module would be half-initialized.
+    from django.db.backends.base.operations import BaseDatabaseOperations
+
+    ranges = BaseDatabaseOperations.integer_field_ranges
+    low, high = ranges[_column(model, name).get_internal_type()]
+    low = low if minimum is None else max(low, minimum)
+    return Annotated[int, msgspec.Meta(ge=low, le=high, description=description)]
+
+
+def choice(values, description: str):
+    return Annotated[Literal[tuple(values)], msgspec.Meta(description=description)]
+
+
+def described(kind, description: str):
+    return Annotated[kind, msgspec.Meta(description=description)]
+
+
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Moment = Annotated[datetime, msgspec.Meta(tz=True)]
+Object = dict[str, Any]
+MeasurementName = Annotated[str, msgspec.Meta(max_length=_column(Measurement, "name").max_length)]
+
+
+class Struct(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
+    pass
+
+
+class RunInfo(Struct):
+    """`run` in the header."""
+
+    id: described(uuid.UUID, "The run's id.")
+    name: text(Run, "name", "The run's name.")
+    status: choice(RunStatus.values, "The run's status when it was exported.")
+    created_at: described(Moment | None, "When the run was planned (null: the import's time).")
+    started_at: described(Moment | None, "When the run started.")
+    ended_at: described(Moment | None, "When the run ended; not before `started_at`.")
+
+
+class UnitEntry(Struct):
+    """`benchmarks[].units[]` in the header."""
+
+    slug: slug(Unit, "slug", "Unique within the benchmark.")
+    title: text(Unit, "title", "")
+    definition: described(Object, "What the unit runs (for a trace: its archive and digests).")
+    digest: text(Unit, "digest", "Digest of the definition.")
+
+
+class MeasurementDecl(Struct):
+    """The unit and clock of one measurement name."""
+
+    unit: text(Measurement, "unit", "Unit of the values, for example `ms`.")
+    clock: choice(Clock.values, "The clock that timed it.")
+
+
+class MeasurementDecls(Struct):
+    """`benchmarks[].measurements` in the header."""
+
+    metrics: described(dict[MeasurementName, MeasurementDecl], "Metric name → unit and clock.")
+    stages: described(dict[MeasurementName, MeasurementDecl], "Stage name → unit and clock.")
+
+
+class BenchmarkEntry(Struct):
+    """`benchmarks[]` in the header: every benchmark the run's trials use."""
+
+    slug: slug(Benchmark, "slug", "With `version`, unique in the header.")
+    version: text(
+        Benchmark, "version", "A changed definition has a new version.", pattern=VERSION_PATTERN
+    )
+    title: text(Benchmark, "title", "")
+    description: text(Benchmark, "description", "")
+    section: choice(Section.values, "Where the benchmark is shown.")
+    metric: text(Benchmark, "metric", "Name of the main measurement.")
+    unit: text(Benchmark, "unit", "Unit of the main measurement.")
+    direction: choice(Direction.values, "Which way is better.")
+    statistic: text(Benchmark, "statistic", "The statistic ranked, for example `median`.")
+    clock: choice(Clock.values, "The clock of the main measurement.")
+    cpus: integer(Benchmark, "cpus", "vCPUs of the sandbox.")
+    memory_mib: integer(Benchmark, "memory_mib", "Memory of the sandbox.")
+    trials_per_unit: integer(Benchmark, "trials_per_unit", "Trials planned per unit.", minimum=1)
+    ranking_floor: integer(Benchmark, "ranking_floor", "Successful trials needed to be ranked.")
+    required_capabilities: described(list[str], "Capabilities a provider must declare.")
+    stage_names: described(list[str], "Stages of a staged benchmark, in order.")
+    charted: described(bool, "Whether the benchmark is charted.")
+    steps_include_create_or_build: described(bool, "Whether the timed steps include create.")
+    units: described(list[UnitEntry], "The units the run's trials use.")
+    measurements: described(MeasurementDecls, "Unit and clock of every measurement name.")
+
+
+class ProviderEntry(Struct):
+    """`providers[]` in the header: every provider the run uses."""
+
+    slug: slug(Provider, "slug", "Unique in the header.")
+    name: text(Provider, "name", "")
+    adapter: text(Provider, "adapter", "Adapter module in runner/providers/.")
+    region: text(Provider, "region", "")
+    region_marker: text(Provider, "region_marker", "Shown beside results timed across an ocean.")
+    region_note: text(Provider, "region_note", "")
+    declaration: described(Object, "The provider's declaration.")
+    declaration_digest: text(Provider, "declaration_digest", "Digest of the declaration.")
+    pricing: described(Object, "The provider's pricing.")
+    pricing_digest: text(Provider, "pricing_digest", "Digest of the pricing.")
+
+
+class Header(Struct, tag_field="type", tag="run"):
+    """Line 1: the run header (`"type": "run"`)."""
+
+    schema_version: described(int, "`2` (`1` is still read; see below).")
+    run: described(RunInfo, "The run.")
+    manifest: described(Object, "What makes the run reproducible (seed, plan, digests, …).")
+    audit_report: described(Object | None, "The audit as exported, or null; kept for comparison.")
+    benchmarks: described(list[BenchmarkEntry], "Every benchmark the trials use.")
+    providers: described(list[ProviderEntry], "Every provider the trials use.")
+
+
+class ClockGates(Struct):
+    """`clock_gates` of a trial line."""
+
+    metrics: described(dict[str, Literal["pass", "fail"]], "Metric name → gate.") = {}
+    stages: described(dict[str, Literal["pass", "fail"]], "Stage name → gate.") = {}
+
+
+Values = dict[MeasurementName, NonNegative | None]
+
+
+class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
+    """Lines 2…: one finished trial each (`"type": "trial"`), in execution order."""
+
+    benchmark: slug(Benchmark, "slug", "A benchmark of the header…")
+    benchmark_version: text(Benchmark, "version", "…and its version.", pattern=VERSION_PATTERN)
+    unit: slug(Unit, "slug", "A unit of that benchmark in the header.")
+    provider: slug(Provider, "slug", "A provider of the header.")
+    trial: described(uuid.UUID, "The trial's id; unique.")
+    round: integer(Trial, "round", "Rounds 1–4 are scheduled; top-up rounds follow.", minimum=1)
+    seq: integer(Trial, "seq", "Execution order; greater than the previous line's.", minimum=1)
+    attempt: integer(Trial, "attempt", "1, or higher for a top-up of the same cell.", minimum=1)
+    replaces: described(
+        uuid.UUID | None, "An earlier trial of the file, not a success, that this one replaces."
+    )
+    batch: text(Trial, "batch", "The batch label every sandbox of the trial carried.")
+    outcome: choice([v for v in Outcome.values if v], "What became of the trial.")
+    owner: choice(Owner.values, 'Whose the outcome is (`""` for a success).')
+    cause: text(Trial, "cause", "What happened, in words.")
+    job_host: text(Trial, "job_host", "The machine the trial was timed from.")
+    started_at: described(Moment | None, "Start of the trial's window.")
+    ended_at: described(Moment | None, "End of the window; not before `started_at`.")
+    in_flight: described(NonNegative | None, "Mean count of other trials of the batch running.")
+    placement: described(Object, "Untimed probes of the sandbox (CPU, kernel, file system, …).")
+    host_load: described(Object, "The job host's CPU and memory load over the window.")
+    metrics: described(Values, "Metric name (declared in the header) → value ≥ 0 or null.")
+    stages: described(Values, "Stage name (declared in the header) → value ≥ 0 or null.")
+    cost_usd: described(NonNegative | None, "The trial's cost from the provider's pricing.")
+    clock_gates: described(ClockGates | None, "Gates of guest-timed measurements; optional.") = None
+
+
+class Trailer(Struct, tag_field="type", tag="end"):
+    """The last line of a version-2 file (`"type": "end"`): the file is whole."""
+
+    trials: described(Annotated[int, msgspec.Meta(ge=0)], "The number of trial lines.")
+    sha256: described(
+        Annotated[str, msgspec.Meta(pattern=SHA256_PATTERN)],
+        "SHA-256 (lowercase hex) of every byte before this line.",
+    )
+
+
+GATE_VALUES = frozenset(v for v in ClockGate.values if v)

@@ -6,7 +6,7 @@ from defusedcsv import csv
 from django.http import HttpResponse, StreamingHttpResponse
 
 from boxbench.models import Scope
-from boxbench.rawdata import export_csv, export_jsonl
+from boxbench.rawdata import export_csv, iter_jsonl_bytes
 from boxbench.views import tables
 from boxbench.views.access import aggregate, visible_run
 
@@ -36,7 +36,7 @@ def unit_csv(request, slug, unit_slug):
 
 def raw_jsonl(request, run_id):
     run = visible_run(request, run_id)
-    response = StreamingHttpResponse(export_jsonl(run), content_type="application/x-ndjson")
+    response = StreamingHttpResponse(iter_jsonl_bytes(run), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="run-{run.id}.jsonl"'
     return response
 

@@ -6,7 +6,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from bench.synthetic import synthetic_run
-from boxbench import rawdata
 from boxbench.models import Measurement, Provider, Run, Trial
 from boxbench.rawdata import RawDataError, export_csv, export_jsonl, import_jsonl
 
@@ -37,7 +36,7 @@ def test_it_round_trips_export_import_export_byte_for_byte(tmp_path, synthetic_f
 
 def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
     lines = synthetic_file.read_text().splitlines()
-    trials = [json.loads(line) for line in lines[1:]]
+    trials = [json.loads(line) for line in lines[1:-1]]
     result = import_jsonl(synthetic_file)
     assert result.trials == len(trials) == Trial.objects.count()
     expected = sum(len(t["metrics"]) + len(t["stages"]) for t in trials)
@@ -53,7 +52,7 @@ def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
     run = import_jsonl(synthetic_file).run
     header = json.loads(export_text(run).splitlines()[0])
     assert header["type"] == "run"
-    assert header["schema_version"] == 1
+    assert header["schema_version"] == 2
     assert {b["slug"] for b in header["benchmarks"]} == {"create", "cpu-single", "deepswe"}
     assert [p["slug"] for p in header["providers"]] == ["alpha", "bravo", "charlie"]
 
@@ -73,21 +72,20 @@ def test_it_refuses_a_malformed_line_naming_file_line_and_field(tmp_path, synthe
     record["round"] = "two"
     lines[5] = json.dumps(record) + "\n"
     bad = write_lines(tmp_path / "bad.jsonl", lines)
-    with pytest.raises(RawDataError, match=r"bad.jsonl, line 6, field 'round': must be an integer"):
+    with pytest.raises(
+        RawDataError, match=r"bad.jsonl, line 6, field 'round': expected `int`, got `str`"
+    ):
         import_jsonl(bad)
     assert Run.objects.count() == 0
     assert Trial.objects.count() == 0
     assert Provider.objects.count() == 0
 
 
-def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_path, monkeypatch):
-    # Pages of 50 trials instead of 5000: the bad last line still comes after pages already
-    # written, which is what must be rolled back, without 12000 trials to get there.
-    monkeypatch.setattr(rawdata.importer, "PAGE_SIZE", 50)
-    lines = list(synthetic_run(trials=120, seed=4))
-    lines[-1] = lines[-1][:20] + "\n"
+def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_path):
+    lines = list(synthetic_run(trials=12000, seed=4))
+    lines[-2] = lines[-2][:20] + "\n"
     bad = write_lines(tmp_path / "cut.jsonl", lines)
-    with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines)}: not valid JSON"):
+    with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines) - 1}: not valid JSON"):
         import_jsonl(bad)
     assert Trial.objects.count() == 0
     assert Measurement.objects.count() == 0
@@ -96,15 +94,19 @@ def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_pa
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("outcome", "won", "field 'outcome': 'won' is not one of"),
+        ("outcome", "won", "field 'outcome': invalid enum value 'won'"),
         ("provider", "zulu", "field 'provider': 'zulu' is not in the run header"),
         ("unit", "nope", "field 'unit': 'nope' is not a unit of 'create'"),
-        ("trial", "not-a-uuid", "field 'trial': 'not-a-uuid' is not a UUID"),
-        ("started_at", "2026-11-01T00:00:00", "has no time zone"),
-        ("metrics", {"create_ms": "fast"}, "field 'metrics': 'create_ms' must be a finite number"),
+        ("trial", "not-a-uuid", "field 'trial': invalid UUID"),
+        (
+            "started_at",
+            "2026-11-01T00:00:00",
+            "field 'started_at': expected `datetime` with a timezone",
+        ),
+        ("metrics", {"create_ms": "fast"}, r"field 'metrics.create_ms': expected `float \| null`"),
         ("metrics", {"other_ms": 1.0}, "'other_ms' is not declared"),
         ("metrics", {"create_ms": float("nan")}, r"line \d+: not valid JSON"),
-        ("seq", 0, "field 'seq': must be at least 1"),
+        ("seq", 0, "field 'seq': expected `int` >= 1"),
     ],
 )
 def test_it_names_each_kind_of_bad_field(tmp_path, synthetic_file, field, value, message):
@@ -138,7 +140,10 @@ def test_it_refuses_a_replacement_of_a_trial_outside_the_run(tmp_path, synthetic
     record = json.loads(lines[3])
     record["replaces"] = "00000000-0000-0000-0000-000000000001"
     lines[3] = json.dumps(record) + "\n"
-    with pytest.raises(RawDataError, match="which is not a trial of this run"):
+    with pytest.raises(
+        RawDataError,
+        match="line 4, field 'replaces': .* is not an earlier trial of this file that failed",
+    ):
         import_jsonl(write_lines(tmp_path / "orphan.jsonl", lines))
     assert Trial.objects.count() == 0
 
@@ -183,3 +188,28 @@ def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
     text = "".join(export_csv(run))
     assert ",=HYPERLINK" not in text
     assert "'=HYPERLINK" in text
+
+
+def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
+    """Years 1 and 9999 are accepted, and export and the audit still read them back."""
+    from boxbench import results
+    from tests.boxbench.rawdata_files import reseal, valid_lines, with_field
+
+    lines = valid_lines()
+    lines = with_field(lines, 1, "started_at", "0001-01-01T00:00:00.000000Z")
+    lines = with_field(lines, 1, "ended_at", "9999-12-31T23:59:59.999999Z")
+    lines = with_field(lines, 2, "started_at", "9999-12-31T22:59:59.000000-01:00")
+    lines = with_field(lines, 2, "ended_at", None)
+    path = write_lines(tmp_path / "edges.jsonl", reseal(lines))
+    run = import_jsonl(path).run
+    exported = export_text(run)
+    first, second = (json.loads(line) for line in exported.splitlines()[1:3])
+    assert (first["started_at"], first["ended_at"]) == (
+        "0001-01-01T00:00:00.000000Z",
+        "9999-12-31T23:59:59.999999Z",
+    )
+    assert second["started_at"] == "9999-12-31T23:59:59.000000Z"
+    results.run_audit(run)
+    Run.objects.all().delete()
+    again = import_jsonl(write_lines(tmp_path / "again.jsonl", [exported])).run
+    assert export_text(again) == exported

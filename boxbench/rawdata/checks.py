@@ -1,0 +1,184 @@
+"""Checks of the raw-data format that span fields or lines; no database.
+
+The schema (boxbench/rawdata/schema.py) has checked each field on its own. Here: time range and
+order, references to the header, execution order (which makes seq unique), replacements, NUL
+characters, and duplicates within the header.
+"""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import msgspec
+
+from boxbench.rawdata.errors import FieldError
+from boxbench.rawdata.schema import Header, TrialLine
+
+# What both SQLite and PostgreSQL store and Python reads back: years 1 to 9999, in UTC.
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+def check_moment(name: str, value: datetime | None):
+    if value is not None and not EARLIEST <= value <= LATEST:
+        raise FieldError(name, f"{value.isoformat()} is outside years 1 to 9999 (UTC)")
+
+
+def check_window(prefix: str, started: datetime | None, ended: datetime | None):
+    check_moment(f"{prefix}started_at", started)
+    check_moment(f"{prefix}ended_at", ended)
+    if started is not None and ended is not None and ended < started:
+        raise FieldError(f"{prefix}ended_at", "is before started_at")
+
+
+def find_nul(value, path: str) -> str | None:
+    """The path of the first string (or object key) under `value` holding a NUL character."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, msgspec.Struct):
+        items = ((name, getattr(value, name)) for name in value.__struct_fields__)
+        return _first_nul(items, path)
+    if isinstance(value, dict):
+        for key in value:
+            if "\x00" in key:
+                return f"{path} (a key)"
+        return _first_nul(((str(k), v) for k, v in value.items()), path)
+    if isinstance(value, list):
+        return _first_nul(((f"[{i}]", v) for i, v in enumerate(value)), path, joiner="")
+    return None
+
+
+def _first_nul(items, path: str, joiner: str = ".") -> str | None:
+    for name, item in items:
+        found = find_nul(item, f"{path}{joiner}{name}" if path else name)
+        if found:
+            return found
+    return None
+
+
+def check_no_nul(raw: bytes, decoded):
+    # JSON can only carry NUL escaped; the byte search is cheap, the walk names the field.
+    if b"\\u0000" in raw:
+        found = find_nul(decoded, "")
+        if found:
+            raise FieldError(found, "contains a NUL character")
+
+
+def check_header(header: Header):
+    check_window("run.", header.run.started_at, header.run.ended_at)
+    check_moment("run.created_at", header.run.created_at)
+    _unique("providers", [(p.slug,) for p in header.providers], "slug")
+    _unique("benchmarks", [(b.slug, b.version) for b in header.benchmarks], "slug")
+    for i, benchmark in enumerate(header.benchmarks):
+        _unique(f"benchmarks[{i}].units", [(u.slug,) for u in benchmark.units], "slug")
+
+
+def _unique(path: str, keys: list[tuple], name: str):
+    seen = set()
+    for i, key in enumerate(keys):
+        if key in seen:
+            shown = " version ".join(repr(part) for part in key)
+            raise FieldError(f"{path}[{i}].{name}", f"{shown} appears twice")
+        seen.add(key)
+
+
+@dataclass
+class BenchmarkRef:
+    """A header benchmark as the trial lines refer to it; ids are the database's."""
+
+    id: int
+    units: dict[str, int]
+    metrics: dict[str, tuple[str, str]]  # name → (unit, clock)
+    stages: dict[str, tuple[str, str]]
+
+
+@dataclass
+class TrialChecks:
+    """The checks of each trial line against the header and the lines before it."""
+
+    benchmarks: dict[tuple[str, str], BenchmarkRef]
+    providers: dict[str, int]
+    last_seq: int = 0
+    # Trials that are not a success, the only ones a later trial may replace. Failures are few,
+    # so this stays small where a set of every trial id would grow with the file.
+    replaceable: set = field(default_factory=set)
+
+    def check(self, trial: TrialLine) -> tuple[BenchmarkRef, int, int]:
+        """(benchmark, unit id, provider id) of a trial line that passes every check.
+
+        One combined test on the common path (about a microsecond a line); anything unusual
+        goes through `_explain`, which names the problem or lets a valid rarity pass."""
+        benchmark = self.benchmarks.get((trial.benchmark, trial.benchmark_version))
+        unit = None if benchmark is None else benchmark.units.get(trial.unit)
+        provider = self.providers.get(trial.provider)
+        started, ended = trial.started_at, trial.ended_at
+        if (
+            unit is None
+            or provider is None
+            or trial.seq <= self.last_seq
+            or trial.replaces is not None
+            or trial.clock_gates is not None
+            or (started is not None and not EARLIEST <= started <= LATEST)
+            or (
+                ended is not None
+                and not (EARLIEST <= ended <= LATEST and (started is None or ended >= started))
+            )
+            or not trial.metrics.keys() <= benchmark.metrics.keys()
+            or not trial.stages.keys() <= benchmark.stages.keys()
+        ):
+            self._explain(trial)
+        self.last_seq = trial.seq
+        if trial.outcome != "success":
+            self.replaceable.add(trial.trial)
+        return benchmark, unit, provider
+
+    def _explain(self, trial: TrialLine):
+        benchmark = self.benchmarks.get((trial.benchmark, trial.benchmark_version))
+        if benchmark is None:
+            raise FieldError(
+                "benchmark",
+                f"{trial.benchmark!r} version {trial.benchmark_version!r} is not in the run header",
+            )
+        if trial.unit not in benchmark.units:
+            raise FieldError(
+                "unit", f"{trial.unit!r} is not a unit of {trial.benchmark!r} in the run header"
+            )
+        if trial.provider not in self.providers:
+            raise FieldError("provider", f"{trial.provider!r} is not in the run header")
+        if trial.seq <= self.last_seq:
+            raise FieldError(
+                "seq",
+                f"{trial.seq} is not greater than the previous trial's {self.last_seq} (trials "
+                "are in execution order, and seq is unique)",
+            )
+        check_window("", trial.started_at, trial.ended_at)
+        self._check_names(trial, benchmark)
+        if trial.replaces is not None:
+            self._check_replacement(trial)
+
+    def _check_replacement(self, trial: TrialLine):
+        if trial.replaces == trial.trial:
+            raise FieldError("replaces", "a trial cannot replace itself")
+        if trial.replaces not in self.replaceable:
+            raise FieldError(
+                "replaces",
+                f"{trial.replaces} is not an earlier trial of this file that failed",
+            )
+        # Replaced once: the runner never refills a trial that already has a replacement.
+        self.replaceable.discard(trial.replaces)
+
+    @staticmethod
+    def _check_names(trial: TrialLine, benchmark: BenchmarkRef):
+        for name in trial.metrics:
+            if name not in benchmark.metrics:
+                raise FieldError("metrics", f"{name!r} is not declared in the header")
+        for name in trial.stages:
+            if name not in benchmark.stages:
+                raise FieldError("stages", f"{name!r} is not declared in the header")
+        gates = trial.clock_gates
+        if gates is not None:
+            for group, names in (("metrics", trial.metrics), ("stages", trial.stages)):
+                for name in getattr(gates, group):
+                    if name not in names:
+                        raise FieldError(
+                            f"clock_gates.{group}", f"{name!r} is not a measurement of this trial"
+                        )

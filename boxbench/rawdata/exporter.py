@@ -1,0 +1,404 @@
+"""`bench export`: stream a run in the raw-data format with constant memory.
+
+Trials and their measurements are read by two cursors, both in execution order, and merged here:
+no per-trial aggregation in the database. Every line is canonical JSON (compact, UTF-8, keys
+sorted at every level, times in UTC with microseconds), so export, import, export gives the same
+bytes. The last line is the version-2 trailer: the number of trial lines and the SHA-256 of every
+byte before it.
+"""
+
+import hashlib
+import io
+import queue
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import msgspec
+from django.db import connection, transaction
+
+from boxbench.models import Benchmark, MeasurementKind, Provider, Run, Unit
+from boxbench.rawdata.errors import RawDataError
+from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
+from boxbench.rawdata.schema import SCHEMA_VERSION
+
+PAGE = 5000
+CHUNK_BYTES = 256 * 1024
+CSV_COLUMNS = (
+    "run", "benchmark", "unit", "provider", "trial", "round", "seq", "attempt", "replaces",
+    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
+    "cost_usd", "placement", "host_load", "metrics", "stages",
+)  # fmt: skip
+
+ENCODER = msgspec.json.Encoder(order="sorted")
+METRIC = MeasurementKind.METRIC.value
+
+
+class TrialRecord(msgspec.Struct, tag_field="type", tag="trial", omit_defaults=True, gc=False):
+    """A trial line as written: schema.TrialLine with ids and times already as their text."""
+
+    benchmark: str
+    benchmark_version: str
+    unit: str
+    provider: str
+    trial: str
+    round: int
+    seq: int
+    attempt: int
+    replaces: str | None
+    batch: str
+    outcome: str
+    owner: str
+    cause: str
+    job_host: str
+    started_at: str | None
+    ended_at: str | None
+    in_flight: float | None
+    placement: dict
+    host_load: dict
+    metrics: dict
+    stages: dict
+    cost_usd: float | None
+    clock_gates: dict | None = None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class Seen:
+    """What the header declares, gathered while the trials stream: the benchmarks, units and
+    providers they use, and the unit and clock of each measurement name."""
+
+    def __init__(self):
+        self.benchmarks: set[int] = set()
+        self.units: set[int] = set()
+        self.providers: set[int] = set()
+        self.measurements: dict[tuple, tuple] = {}  # (benchmark id, kind, name) → (unit, clock)
+
+    def measurement(self, benchmark_id: int, kind: str, name: str, unit: str, clock: str):
+        key = (benchmark_id, kind, name)
+        known = self.measurements.setdefault(key, (unit, clock))
+        if known != (unit, clock):
+            slug = Benchmark.objects.get(id=benchmark_id).slug
+            raise RawDataError(
+                f"benchmark {slug}: measurement {name!r} is stored with two units or "
+                "clocks; the raw-data format needs one per name"
+            )
+
+    def declared(self, benchmark_id: int) -> dict:
+        groups = {"metrics": {}, "stages": {}}
+        for (benchmark, kind, name), (unit, clock) in sorted(self.measurements.items()):
+            if benchmark == benchmark_id:
+                group = groups["metrics" if kind == METRIC else "stages"]
+                group[name] = {"unit": unit, "clock": clock}
+        return groups
+
+
+def run_header(run: Run, seen: Seen) -> dict:
+    benchmarks = []
+    units = Unit.objects.filter(id__in=seen.units).order_by("slug")
+    chosen = Benchmark.objects.filter(id__in=seen.benchmarks).order_by("slug", "version")
+    for benchmark in chosen:
+        entry = {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS}
+        entry["units"] = [
+            {name: getattr(unit, name) for name in UNIT_FIELDS}
+            for unit in units
+            if unit.benchmark_id == benchmark.id
+        ]
+        entry["measurements"] = seen.declared(benchmark.id)
+        benchmarks.append(entry)
+    providers = [
+        {name: getattr(provider, name) for name in PROVIDER_FIELDS}
+        for provider in Provider.objects.filter(id__in=seen.providers).order_by("slug")
+    ]
+    return {
+        "type": "run",
+        "schema_version": SCHEMA_VERSION,
+        "run": {
+            "id": str(run.id),
+            "name": run.name,
+            "status": run.status,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "ended_at": _iso(run.ended_at),
+        },
+        "manifest": run.manifest,
+        # boxbench's own audit once computed; before that, the report an imported file carried.
+        "audit_report": run.audit_report
+        if run.audit_report is not None
+        else run.imported_audit_report,
+        "benchmarks": benchmarks,
+        "providers": providers,
+    }
+
+
+# Times as the format writes them, formatted by the database; ids as text.
+PG_TIME = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
+TRIAL_SQL = """
+SELECT t.id{uuid}, t.benchmark_id, t.unit_id, t.provider_id, t.round, t.seq, t.attempt,
+       t.replaces_id{uuid}, t.batch, t.outcome, t.owner, t.cause, t.job_host, {started},
+       {ended}, t.in_flight, t.placement{json}, t.host_load{json}, t.cost_usd
+FROM boxbench_trial t
+WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL
+ORDER BY t.seq
+"""
+# The measurements of one page of trials (a seq range): index lookups and a small sort, where
+# one query for the whole run would sort every measurement of it.
+MEASUREMENT_SQL = """
+SELECT t.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
+FROM boxbench_trial t JOIN boxbench_measurement m ON m.trial_id = t.id
+WHERE t.run_id = %s AND t.seq >= %s AND t.seq <= %s AND t.state = 'done'
+ORDER BY t.seq
+"""
+
+
+def _pages(cursor, sql: str, params: list) -> Iterator[list[tuple]]:
+    cursor.execute(sql, params)
+    while rows := cursor.fetchmany(PAGE):
+        yield rows
+
+
+def _sqlite_uuid(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if len(value) != 32:
+        return str(uuid.UUID(value))
+    return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+
+
+def _sqlite_time(value: datetime | str | None) -> str | None:
+    """A time Django stored on SQLite (naive UTC) as the format writes it."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):  # declared-type conversion
+        return value.isoformat(timespec="microseconds") + "Z"
+    if len(value) == 26:
+        return f"{value[:10]}T{value[11:]}Z"
+    if len(value) == 19:
+        return f"{value[:10]}T{value[11:]}.000000Z"
+    return _iso(datetime.fromisoformat(value).replace(tzinfo=UTC))
+
+
+class _JsonCache:
+    """Decoded JSON column text; placements repeat, so most are decoded once."""
+
+    def __init__(self, limit: int = 4096):
+        self.values: dict[str, dict] = {}
+        self.limit = limit
+
+    def __call__(self, text):
+        if not isinstance(text, str):
+            return text
+        value = self.values.get(text)
+        if value is None:
+            if len(self.values) >= self.limit:
+                self.values.clear()
+            value = self.values[text] = msgspec.json.decode(text)
+        return value
+
+
+def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
+    """The run's finished trials in execution order, streamed with constant memory."""
+    postgres = connection.vendor == "postgresql"
+    names = {
+        "benchmarks": dict(Benchmark.objects.values_list("id", "slug")),
+        "versions": dict(Benchmark.objects.values_list("id", "version")),
+        "units": dict(Unit.objects.filter(trials__run=run).distinct().values_list("id", "slug")),
+        "providers": dict(Provider.objects.values_list("id", "slug")),
+    }
+    if postgres:
+        sql = TRIAL_SQL.format(
+            uuid="::text", json="::text", started=PG_TIME.format("t.started_at"),
+            ended=PG_TIME.format("t.ended_at"),
+        )  # fmt: skip
+        run_id = run.id
+    else:
+        sql = TRIAL_SQL.format(uuid="", json="", started="t.started_at", ended="t.ended_at")
+        sql = sql.replace("%s", "?")
+        run_id = run.id.hex
+    measurement_sql = MEASUREMENT_SQL if postgres else MEASUREMENT_SQL.replace("%s", "?")
+    with transaction.atomic():
+        connection.ensure_connection()
+        raw = connection.connection
+        # A server-side cursor on PostgreSQL: the trials arrive a page at a time.
+        trials = raw.cursor(name="rawdata_trials") if postgres else raw.cursor()
+        other = raw.cursor()
+
+        def pages():
+            for page in _pages(trials, sql, [run_id]):
+                other.execute(measurement_sql, [run_id, page[0][5], page[-1][5]])
+                yield page, other.fetchall()
+
+        # The database reads the next page while this thread encodes the last one.
+        prefetch = Prefetch(pages)
+        try:
+            seen = seen or Seen()
+            for page, measurements in prefetch:
+                yield from _merge(page, measurements, names, postgres, seen)
+        finally:
+            prefetch.close()
+            trials.close()
+            other.close()
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+_END = object()
+
+
+class Prefetch:
+    """Items of `produce()` made in a thread of their own, at most `depth` ahead of use.
+
+    The database driver waits on the network without holding the interpreter, so fetching and
+    encoding overlap. `close()` stops the thread and waits for it, so the connection is free
+    again when it returns."""
+
+    def __init__(self, produce, depth: int = 2):
+        self.queue: queue.Queue = queue.Queue(depth)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(produce,), daemon=True)
+        self.thread.start()
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, produce):
+        try:
+            for item in produce():
+                if not self._put(item):
+                    return
+            self._put(_END)
+        except BaseException as error:  # handed to the consuming thread, raised there
+            self._put(_Failed(error))
+
+    def __iter__(self):
+        while (item := self.queue.get()) is not _END:
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
+
+def _merge(trials, measurements, names, postgres, seen: Seen) -> Iterator[TrialRecord]:
+    benchmarks, versions = names["benchmarks"], names["versions"]
+    units, providers = names["units"], names["providers"]
+    as_uuid = (lambda v: v) if postgres else _sqlite_uuid
+    as_time = (lambda v: v) if postgres else _sqlite_time
+    placement_of, host_load_of = _JsonCache(), _JsonCache(limit=64)
+    declared = seen.measurements
+    measurements = iter(measurements)
+    pending = next(measurements, None)
+    for row in trials:
+        (tid, benchmark, unit, provider, round_, seq, attempt, replaces, batch, outcome, owner,
+         cause, job_host, started, ended, in_flight, placement, host_load, cost) = row  # fmt: skip
+        seen.benchmarks.add(benchmark)
+        seen.units.add(unit)
+        seen.providers.add(provider)
+        metrics, stages, gates = {}, {}, None
+        while pending is not None and pending[0] == seq:
+            _, kind, name, value, gate, m_unit, m_clock = pending
+            if declared.get((benchmark, kind, name)) != (m_unit, m_clock):
+                seen.measurement(benchmark, kind, name, m_unit, m_clock)
+            if kind == METRIC:
+                metrics[name] = value
+                group = "metrics"
+            else:
+                stages[name] = value
+                group = "stages"
+            if gate:
+                if gates is None:
+                    gates = {}
+                gates.setdefault(group, {})[name] = gate
+            pending = next(measurements, None)
+        yield TrialRecord(
+            benchmarks[benchmark], versions[benchmark], units[unit], providers[provider],
+            as_uuid(tid), round_, seq, attempt, as_uuid(replaces), batch, outcome, owner, cause,
+            job_host, as_time(started), as_time(ended), in_flight, placement_of(placement),
+            host_load_of(host_load), metrics, stages, cost, gates,
+        )  # fmt: skip
+
+
+def iter_jsonl_bytes(run: Run) -> Iterator[bytes]:
+    """The JSON Lines export in chunks of bytes: header, trials, trailer.
+
+    The header declares what the trials use, which is gathered as they stream; so the trial
+    lines are spooled to a temporary file (constant memory) and follow the header from there."""
+    seen = Seen()
+    count = 0
+    with tempfile.TemporaryFile() as spool:
+        parts: list[TrialRecord] = []
+        for record in iter_trials(run, seen):
+            parts.append(record)
+            if len(parts) >= 512:
+                spool.write(ENCODER.encode_lines(parts))
+                count += len(parts)
+                parts = []
+        spool.write(ENCODER.encode_lines(parts))
+        count += len(parts)
+        digest = hashlib.sha256()
+        head = ENCODER.encode(run_header(run, seen)) + b"\n"
+        digest.update(head)
+        yield head
+        spool.seek(0)
+        while block := spool.read(CHUNK_BYTES):
+            digest.update(block)
+            yield block
+    yield ENCODER.encode({"type": "end", "trials": count, "sha256": digest.hexdigest()}) + b"\n"
+
+
+def export_jsonl(run: Run) -> Iterator[str]:
+    """The JSON Lines export as text chunks."""
+    for chunk in iter_jsonl_bytes(run):
+        yield chunk.decode()
+
+
+def _dumps(value) -> str:
+    return ENCODER.encode(value).decode()
+
+
+def csv_row(run_id: str, record: TrialRecord) -> list:
+    def blank(value):
+        return "" if value is None else value
+
+    return [
+        run_id, record.benchmark, record.unit, record.provider, record.trial, record.round,
+        record.seq, record.attempt, blank(record.replaces), record.batch, record.outcome,
+        record.owner, record.cause, record.job_host, blank(record.started_at),
+        blank(record.ended_at), blank(record.in_flight), blank(record.cost_usd),
+        _dumps(record.placement), _dumps(record.host_load), _dumps(record.metrics),
+        _dumps(record.stages),
+    ]  # fmt: skip
+
+
+def export_csv(run: Run) -> Iterator[str]:
+    """The flat CSV form of a run's trials, through defusedcsv (no spreadsheet formulas)."""
+    from defusedcsv import csv
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    run_id = str(run.id)
+    for record in iter_trials(run):
+        writer.writerow(csv_row(run_id, record))
+        if buffer.tell() > CHUNK_BYTES:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()

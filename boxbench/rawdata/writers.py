@@ -1,0 +1,371 @@
+"""Bulk writes of checked trial lines: COPY on PostgreSQL, executemany on SQLite.
+
+Rows are written in batches; each batch keeps the file line of every row it holds, so an error
+the database still raises is reported at the file's line, not the batch's row.
+
+On PostgreSQL the importer has checked every reference itself (boxbench/rawdata/checks.py) and
+holds a KEY SHARE lock on the providers, benchmarks and units it refers to, the lock a foreign-key
+check would take. So for the length of its own transaction it can set session_replication_role to
+replica, which skips the per-row foreign-key triggers; unique indexes and CHECK constraints still
+apply. Nothing outside the transaction changes. Without the privilege to set it (not a superuser),
+or when a table has triggers of its own, the triggers run as usual: slower, equally correct.
+"""
+
+import bisect
+import contextlib
+import re
+import uuid
+from datetime import UTC, datetime
+
+import msgspec
+from django.db import DatabaseError, connection, transaction
+
+from boxbench.models import Measurement, MeasurementKind, Trial, TrialState
+from boxbench.rawdata.errors import FieldError, RawDataError
+from boxbench.rawdata.schema import TrialLine
+
+BATCH = 5000
+
+TRIAL_COLUMNS = (
+    "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
+    "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host", "started_at",
+    "ended_at", "in_flight", "placement", "host_load", "cost_usd",
+)  # fmt: skip
+MEASUREMENT_COLUMNS = ("trial_id", "kind", "name", "value", "unit", "clock", "clock_gate")
+
+# The format's name for a column, to name the field of a database error.
+FIELDS = {
+    "id": "trial", "trial_id": "trial", "benchmark_id": "benchmark", "unit_id": "unit",
+    "provider_id": "provider", "replaces_id": "replaces", "kind": "metrics", "name": "metrics",
+    "value": "metrics", "clock_gate": "clock_gates",
+}  # fmt: skip
+
+_encode = msgspec.json.Encoder().encode
+METRIC, STAGE, DONE = (
+    MeasurementKind.METRIC.value,
+    MeasurementKind.STAGE.value,
+    TrialState.DONE.value,
+)
+
+
+class _LinesOfRows:
+    """The file line of each measurement row, from where each trial's rows start."""
+
+    def __init__(self, starts: list[int], lines: list[int]):
+        self.starts, self.lines = starts, lines
+
+    def __getitem__(self, row: int) -> int:
+        return self.lines[bisect.bisect_right(self.starts, row) - 1]
+
+
+class RowError(Exception):
+    """The database refused a row; `number` is the file line it came from."""
+
+    def __init__(self, number: int, error: FieldError):
+        super().__init__(str(error))
+        self.number = number
+        self.error = error
+
+
+class Writer:
+    """Collects rows of checked trial lines and writes them a batch at a time."""
+
+    def __init__(self, run_id: uuid.UUID):
+        self.run_id = run_id.hex if self.hex_ids else run_id
+        self.trials: list[tuple] = []
+        self.trial_lines: list[int] = []
+        self.measurements: list[tuple] = []
+        # Index of each trial's first measurement row, to find a row's line on an error.
+        self.measurement_starts: list[int] = []
+        self.trial_count = 0
+        self.measurement_count = 0
+
+    # How ids and JSON objects go into a row: as they are for PostgreSQL's binary COPY, as text
+    # for SQLite.
+    hex_ids = False
+
+    @staticmethod
+    def json(value: dict):
+        return value
+
+    def add(self, number: int, trial: TrialLine, benchmark, unit_id: int, provider_id: int):
+        tid = trial.trial.hex if self.hex_ids else trial.trial
+        replaces = trial.replaces
+        if replaces is not None and self.hex_ids:
+            replaces = replaces.hex
+        moment, json = self.moment, self.json
+        self.trials.append(
+            (
+                tid, self.run_id, benchmark.id, unit_id, provider_id, trial.round, trial.seq,
+                trial.attempt, replaces, trial.batch, DONE, trial.outcome, trial.owner,
+                trial.cause, trial.job_host, moment(trial.started_at), moment(trial.ended_at),
+                trial.in_flight, json(trial.placement), json(trial.host_load), trial.cost_usd,
+            )
+        )  # fmt: skip
+        self.trial_lines.append(number)
+        rows = self.measurements
+        self.measurement_starts.append(len(rows))
+        gates = trial.clock_gates
+        if trial.metrics:
+            declared = benchmark.metrics
+            gate = gates.metrics if gates is not None else None
+            for name, value in trial.metrics.items():
+                unit, clock = declared[name]
+                rows.append(
+                    (tid, METRIC, name, value, unit, clock, gate.get(name, "") if gate else "")
+                )
+        if trial.stages:
+            declared = benchmark.stages
+            gate = gates.stages if gates is not None else None
+            for name, value in trial.stages.items():
+                unit, clock = declared[name]
+                rows.append(
+                    (tid, STAGE, name, value, unit, clock, gate.get(name, "") if gate else "")
+                )
+        if len(self.trials) >= BATCH:
+            self.flush()
+
+    def flush(self):
+        if self.trials:
+            self.write(Trial._meta.db_table, TRIAL_COLUMNS, self.trials, self.trial_lines)
+            self.trial_count += len(self.trials)
+        if self.measurements:
+            table = Measurement._meta.db_table
+            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
+            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines)
+            self.measurement_count += len(self.measurements)
+        self.trials, self.trial_lines = [], []
+        self.measurements, self.measurement_starts = [], []
+
+    def finish(self):
+        self.flush()
+
+    def abort(self):
+        pass
+
+    def moment(self, value: datetime | None):
+        return value
+
+    def write(self, table: str, columns: tuple, rows: list[tuple], lines: list[int]):
+        raise NotImplementedError
+
+
+def writer_for(run_id: uuid.UUID, references: dict[str, list[int]]) -> Writer:
+    if connection.vendor == "postgresql":
+        return PostgresWriter(run_id, references)
+    return SqliteWriter(run_id)
+
+
+class PostgresWriter(Writer):
+    def __init__(self, run_id: uuid.UUID, references: dict[str, list[int]]):
+        from psycopg.types.json import set_json_dumps
+
+        super().__init__(run_id)
+        self.cursor = connection.cursor().cursor  # psycopg's own, for COPY
+        set_json_dumps(_encode, context=self.cursor)
+        self.types = {}
+        self.pending = None
+        for table, ids in references.items():
+            # The lock a foreign-key check takes: nobody deletes what these trials refer to.
+            self.cursor.execute(f"SELECT 1 FROM {table} WHERE id = ANY(%s) FOR KEY SHARE", [ids])
+        self.replica = self._skip_foreign_key_triggers()
+
+    def _skip_foreign_key_triggers(self) -> bool:
+        tables = [Trial._meta.db_table, Measurement._meta.db_table]
+        self.cursor.execute(
+            "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+            " AND tgrelid = ANY(%s::regclass[])",
+            [tables],
+        )
+        if self.cursor.fetchone()[0]:
+            return False  # triggers of their own would be skipped too
+        import psycopg
+
+        try:
+            with transaction.atomic():
+                self.cursor.execute("SET LOCAL session_replication_role = replica")
+        except (DatabaseError, psycopg.Error):  # not allowed to: the triggers run as usual
+            return False
+        return True
+
+    def finish(self):
+        self.flush()
+        self._close_pending()
+        if self.replica:
+            self.cursor.execute("SET LOCAL session_replication_role = origin")
+        self.cursor.close()
+
+    def _types(self, table: str, columns: tuple) -> list[str]:
+        """The columns' own types, which binary COPY needs exactly."""
+        if table not in self.types:
+            self.cursor.execute(
+                "SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t"
+                " ON t.oid = a.atttypid WHERE a.attrelid = %s::regclass AND a.attnum > 0",
+                [table],
+            )
+            found = dict(self.cursor.fetchall())
+            self.types[table] = [found[column] for column in columns]
+        return self.types[table]
+
+    def flush(self):
+        # The measurements' COPY of a batch is left open, its rows sent by a thread and stored by
+        # the server while the next batch is decoded here; it is closed at the next flush.
+        self._close_pending()
+        if self.trials:
+            self.write(Trial._meta.db_table, TRIAL_COLUMNS, self.trials, self.trial_lines)
+            self.trial_count += len(self.trials)
+        if self.measurements:
+            table = Measurement._meta.db_table
+            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
+            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines, keep_open=True)
+            self.measurement_count += len(self.measurements)
+        self.trials, self.trial_lines = [], []
+        self.measurements, self.measurement_starts = [], []
+
+    def write(self, table, columns, rows, lines, keep_open=False):
+        from psycopg.copy import QueuedLibpqWriter
+
+        types = self._types(table, columns)
+        # Binary: no number or time text to format here and parse there.
+        sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+        manager = self.cursor.copy(sql, writer=QueuedLibpqWriter(self.cursor))
+        copy = manager.__enter__()
+        index = 0
+        try:
+            copy.set_types(types)
+            for index, row in enumerate(rows):  # noqa: B007 (read after an error)
+                copy.write_row(row)
+        except Exception as exc:
+            problem = exc
+            try:
+                manager.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception as server:  # the server's own refusal, if it had one
+                problem = server
+            raise _mapped(problem, lines, len(rows), index) from None
+        if keep_open:
+            self.pending = (manager, lines, len(rows))
+        else:
+            self._close(manager, lines, len(rows))
+
+    def _close(self, manager, lines, count: int):
+        try:
+            manager.__exit__(None, None, None)
+        except Exception as exc:
+            raise _mapped(exc, lines, count, None) from None
+
+    def _close_pending(self):
+        if self.pending is not None:
+            manager, lines, count = self.pending
+            self.pending = None
+            self._close(manager, lines, count)
+
+    def abort(self):
+        """Stop a COPY left open, before the transaction is rolled back."""
+        if self.pending is not None:
+            manager = self.pending[0]
+            self.pending = None
+            stop = RawDataError("import stopped")
+            with contextlib.suppress(Exception):
+                manager.__exit__(RawDataError, stop, None)
+
+
+def _mapped(exc: Exception, lines, count: int, index: int | None) -> Exception:
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        if exc.diag.context is None and exc.diag.sqlstate is None and index is not None:
+            return _row_refused(lines[index], exc)  # refused here, before it was sent
+        return _located(exc, lines, count)
+    if isinstance(exc, ValueError | OverflowError | TypeError) and index is not None:
+        return _row_refused(lines[index], exc)
+    return exc
+
+
+def _row_refused(number: int, exc: Exception) -> RowError:
+    return RowError(number, FieldError("line", f"cannot be written to the database: {exc}"))
+
+
+_COPY_CONTEXT = re.compile(r"COPY \w+, line (?P<row>\d+)(?:, column (?P<column>\w+))?")
+
+
+def _located(exc, lines, count: int) -> Exception:
+    diag = exc.diag
+    found = _COPY_CONTEXT.search(diag.context or "")
+    if not found or not 0 < int(found["row"]) <= count:
+        # Not about a row of ours: reported as it is, as a database error.
+        return DatabaseError(f"{diag.message_primary or exc} ({diag.context or 'no context'})")
+    column = found["column"] or _key_column(diag.message_detail or "")
+    problem = _problem(diag.constraint_name or "", diag.message_primary, diag.message_detail)
+    return RowError(lines[int(found["row"]) - 1], FieldError(FIELDS.get(column, column), problem))
+
+
+def _key_column(detail: str) -> str:
+    key = re.match(r"Key \((\w+)", detail)
+    return key[1] if key else "line"
+
+
+def _problem(constraint: str, primary: str, detail: str | None) -> str:
+    if constraint.endswith("_pkey"):
+        return "this trial id is already in the database or earlier in this file"
+    text = primary + (f" ({detail})" if detail else "")
+    return f"the database refused it: {text}"
+
+
+class SqliteWriter(Writer):
+    hex_ids = True
+
+    @staticmethod
+    def json(value: dict) -> str:
+        return _encode(value).decode()
+
+    def moment(self, value: datetime | None):
+        # Django's own storage on SQLite: naive UTC text.
+        if value is None:
+            return None
+        if value.tzinfo is not UTC:
+            value = value.astimezone(UTC)
+        return str(value.replace(tzinfo=None))
+
+    def write(self, table, columns, rows, lines):
+        import sqlite3
+
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        raw = connection.connection
+        try:
+            with transaction.atomic():
+                raw.executemany(sql, rows)
+        except sqlite3.DatabaseError:
+            raise self._locate(raw, sql, table, rows, lines) from None
+
+    @staticmethod
+    def _locate(raw, sql, table, rows, lines) -> Exception:
+        """executemany names no row: insert the batch a row at a time, then undo it all."""
+        import sqlite3
+
+        found = None
+        try:
+            with transaction.atomic():
+                for index, row in enumerate(rows):
+                    number = lines[index]
+                    try:
+                        raw.execute(sql, row)
+                    except sqlite3.DatabaseError as exc:
+                        found = _sqlite_row_error(table, str(exc), number)
+                        break
+                raise _Undo
+        except _Undo:
+            pass
+        return found or DatabaseError(f"a batch of {table} was refused, but no single row of it")
+
+
+def _sqlite_row_error(table: str, message: str, number: int) -> RowError:
+    column = message.rsplit(f"{table}.", 1)[-1] if f"{table}." in message else "line"
+    if message.startswith("UNIQUE") and column == "id":
+        problem = "this trial id is already in the database or earlier in this file"
+    else:
+        problem = f"the database refused it: {message}"
+    return RowError(number, FieldError(FIELDS.get(column, column), problem))
+
+
+class _Undo(Exception):
+    pass
