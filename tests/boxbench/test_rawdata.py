@@ -192,7 +192,7 @@ def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
 
 def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
     """Years 1 and 9999 are accepted, and export and the audit still read them back."""
-    from boxbench import results
+    from boxbench import publishing
     from tests.boxbench.rawdata_files import reseal, valid_lines, with_field
 
     lines = valid_lines()
@@ -209,7 +209,7 @@ def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
         "9999-12-31T23:59:59.999999Z",
     )
     assert second["started_at"] == "9999-12-31T23:59:59.000000Z"
-    results.run_audit(run)
+    publishing.run_audit(run)
     Run.objects.all().delete()
     again = import_jsonl(write_lines(tmp_path / "again.jsonl", [exported])).run
     assert export_text(again) == exported
