@@ -5,6 +5,7 @@ and a paged 600-trial run page. Screenshots go to var/screenshots/."""
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from boxbench import publishing
 from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
@@ -44,10 +45,9 @@ def test_a_live_run_refreshes_itself_and_is_cancelled(live_server, page, importe
     Trial.objects.filter(id__in=[t.id for t in queued]).update(
         state=TrialState.DONE, outcome="success"
     )
-    page.wait_for_function(
-        "document.querySelector('#live-summary').innerText.includes('50 queued or running')",
-        timeout=15000,
-    )
+    # A locator assertion, not wait_for_function: the page's CSP (script-src 'self') forbids
+    # the eval that a JavaScript predicate needs.
+    expect(page.locator("#live-summary")).to_contain_text("50 queued or running", timeout=15000)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "live-run-refreshed.png"), full_page=True)
     page.once("dialog", lambda dialog: dialog.accept())
