@@ -129,12 +129,13 @@ git commit -q -m 'boxbench: {trace.slug}'
 # The per-command limit costs no process per command (`timeout` per command added about 1 ms):
 # the script runs with job control (`set -m`), so each `bash -c` is born in its own process
 # group, and one watchdog per replay, started before the first command, reads
-# "INDEX PGID DEADLINE_US" on WATCHDOG_IN as each command starts and "done INDEX" as it ends.
-# At the deadline it creates TIMEOUT_MARK.INDEX (before any signal, so the script sees the mark
-# once the command is gone), sends TERM and CONT to the whole group as `timeout` does, sends KILL
-# KILL_AFTER_S later if any process of the group is left, then answers "killed INDEX" on
-# WATCHDOG_OUT. A command that finishes just as its limit passes may be marked after the script
-# has moved on: the watchdog then skips the stale "done" and the script the stale "killed".
+# "INDEX PGID DEADLINE_US" on WATCHDOG_IN as each command starts; the next line (the next
+# command, "idle" before the digest, or "exit") says the command ended, so a command costs the
+# watchdog one wake-up. At the deadline it creates TIMEOUT_MARK.INDEX (before any signal, so the
+# script sees the mark once the command is gone), sends TERM and CONT to the whole group as
+# `timeout` does, sends KILL KILL_AFTER_S later if any process of the group is left, then answers
+# "killed INDEX" on WATCHDOG_OUT. A command that ends just as its limit passes may be marked after
+# the script has moved on: the script then skips that stale "killed" line.
 _RUN_FUNCTION = r"""__bb_end() {
   [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
   if [ -n "${__bb_dog:-}" ]; then printf 'exit\n' >&5; wait "$__bb_dog" 2> /dev/null; fi
@@ -149,16 +150,17 @@ __bb_clocks() {
   __bb_u=${__bb_u%% *}
 }
 __bb_watchdog() {
-  local index pgid deadline left line
-  while read -r index pgid deadline; do
-    case $index in exit) return 0 ;; done) continue ;; esac
+  local index pgid deadline left next=
+  while :; do
+    if [ -z "$next" ]; then read -r next || return 0; fi
+    case $next in exit) return 0 ;; idle) next=; continue ;; esac
+    set -- $next; index=$1 pgid=$2 deadline=$3 next=
     while :; do
       left=$(( deadline - ${EPOCHREALTIME/[.,]/} ))
       (( left > 0 )) || break
       printf -v left '%d.%06d' $(( left / 1000000 )) $(( left % 1000000 ))
-      read -r -t "$left" line || continue
-      [ "$line" = "done $index" ] && continue 2
-      [ "$line" = exit ] && return 0
+      read -r -t "$left" next && continue 2
+      next=
     done
     : > "TIMEOUT_MARK.$index"
     kill -TERM -- "-$pgid" 2> /dev/null; kill -CONT -- "-$pgid" 2> /dev/null
@@ -184,8 +186,6 @@ __bb_run() {
   if [ -e "TIMEOUT_MARK.$1" ]; then
     rc=TIMEOUT_EXIT
     while read -r -u 6 line && [ "$line" != "killed $1" ]; do :; done
-  else
-    printf 'done %s\n' "$1" >&5
   fi
   printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$__bb_w" "$u0" "$__bb_u" >&3
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
@@ -243,6 +243,7 @@ set -m
         expected = "any" if recording else command.exit_code
         quoted = bash_quote(command.command)
         lines.append(f"__bb_run {index} {expected} {limit} {quoted}\n")
+    lines.append("printf 'idle\\n' >&5\n")
     lines.append(digest_snippet("printf '__DIGEST %s\\n' \"$__bb_digest\" >&3\n"))
     if not recording:
         lines.append(
