@@ -16,6 +16,7 @@ from boxbench.models import (
     Scope,
 )
 from boxbench.views.access import visible_run
+from boxbench.views.cache import uncached
 
 EVIDENCE_SHOWN = 200
 VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
@@ -55,7 +56,9 @@ def run_page(request, run_id):
             .select_related("trial__provider", "trial__benchmark")
             .order_by("trial__seq", "kind")[:EVIDENCE_SHOWN]
         )
-    return render(request, "boxbench/run.html", context)
+    response = render(request, "boxbench/run.html", context)
+    # An unpublished run changes as it runs and is audited; a published one only by publication.
+    return response if run.published else uncached(response)
 
 
 def _pairs(report: dict, resolved: dict) -> list[dict]:
