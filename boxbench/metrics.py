@@ -3,9 +3,9 @@
 Every value is read from the database at scrape time with a fixed handful of queries (see
 `collect`), so every web process reports the same figures and nothing is kept in memory between
 scrapes. No query scans trials: counts come from TrialTally (kept by database triggers, migration
-0004) and running trials through the partial index trial_running_idx, so a scrape stays cheap with
-a million trials stored and hundreds of thousands in progress. docs/reliability.md says which SLO
-each metric serves.
+0004) and each provider's oldest running trial from the partial index trial_running_idx, so a
+scrape stays cheap with a million trials stored and hundreds of thousands in progress.
+docs/reliability.md says which SLO each metric serves.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from boxbench.models import Provider, Run, RunStatus, Trial, TrialState, TrialTally
@@ -83,13 +83,21 @@ def collect(now: datetime | None = None) -> list[Family]:
     """Every boxbench metric, from eight queries whatever the size of the database."""
     now = now or timezone.now()
     started = time.monotonic()
-    providers = list(Provider.objects.order_by("slug").values_list("slug", flat=True))
+    # Each provider's oldest running trial: one step down the partial index trial_running_idx.
+    oldest = Trial.objects.filter(
+        provider=OuterRef("pk"), state=TrialState.RUNNING, started_at__isnull=False
+    ).order_by("started_at")
+    rows = Provider.objects.order_by("slug").annotate(
+        oldest=Subquery(oldest.values("started_at")[:1])
+    )
+    oldest_started = dict(rows.values_list("slug", "oldest"))
+    providers = list(oldest_started)
     families = [
         _runs(),
         _trials_in_progress(),
         _trials_finished(),
         *_queue(providers),
-        *_running(providers, now),
+        *_running(oldest_started, now),
         *_live_sandboxes(),
         _last_publish(),
     ]
@@ -160,15 +168,13 @@ def _tally(**filters):
     return TrialTally.objects.filter(**filters)
 
 
-def _running(providers: list[str], now: datetime) -> list[Family]:
-    # Running trials are few (bounded by concurrency) and read through trial_running_idx.
-    rows = (
-        Trial.objects.filter(state=TrialState.RUNNING)
-        .values("provider__slug")
-        .annotate(n=Count("id"), oldest=Min("started_at"))
+def _running(oldest_started: dict[str, datetime | None], now: datetime) -> list[Family]:
+    counts = dict(
+        _tally(state=TrialState.RUNNING)
+        .values_list("provider__slug")
+        .annotate(n=Sum("n"))
         .order_by()
     )
-    by_provider = {row["provider__slug"]: row for row in rows}
     running = Family("boxbench_trials_running", "gauge", "Trials running now, by provider.")
     oldest = Family(
         "boxbench_oldest_running_trial_age_seconds",
@@ -176,10 +182,8 @@ def _running(providers: list[str], now: datetime) -> list[Family]:
         "Age of the oldest running trial, by provider (0 when none runs); an orphan shows here "
         "until `bench recover` ends it.",
     )
-    for slug in providers:
-        row = by_provider.get(slug, {})
-        running.add(row.get("n", 0), provider=slug)
-        started = row.get("oldest")
+    for slug, started in oldest_started.items():
+        running.add(counts.get(slug, 0), provider=slug)
         oldest.add(max(0.0, (now - started).total_seconds()) if started else 0, provider=slug)
     return [running, oldest]
 
