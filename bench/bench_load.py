@@ -143,8 +143,9 @@ def fill(url: str, trials: int) -> str:
 
 def latency(url: str, seconds: int, connections: int, headers: list[str]) -> dict:
     flags = [part for header in headers for part in ("-H", header)]
+    threads = min(2, connections)
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", *flags, url],
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", *flags, url],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -248,6 +249,8 @@ def main():
             ("methodology", "/methodology/", visitor),
             ("/metrics", "/metrics", metrics),
         ]
+        # Prometheus scrapes one request at a time: /metrics alone, beside a static file alone.
+        scrape = ("/metrics, 1 connection", "/metrics", metrics)
         first = {}
         for name, path, headers in pages:  # the first render, which fills the shared cache
             cookies = dict(h.split(": ", 1) for h in headers)
@@ -266,9 +269,11 @@ def main():
             f"{'page':<34} {'first':>8} {'p50':>8} {'p99':>8} {'req/s':>8} "
             f"{'static p99':>10} {'ratio':>6}  load"
         )
-        for name, path, headers in pages:
-            reference = latency(base + static, args.seconds, args.connections, [])
-            figures = latency(base + path, args.seconds, args.connections, headers)
+        first[scrape[0]] = first["/metrics"]
+        for name, path, headers in [*pages, scrape]:
+            connections = 1 if name == scrape[0] else args.connections
+            reference = latency(base + static, args.seconds, connections, [])
+            figures = latency(base + path, args.seconds, connections, headers)
             print(
                 f"{name:<34} {first[name]:>6.0f}ms {figures['p50']:>6.1f}ms "
                 f"{figures['p99']:>6.1f}ms {figures['rate']:>8.0f} {reference['p99']:>8.1f}ms "

@@ -258,3 +258,21 @@ def test_it_shares_the_page_cache_between_processes():
         if backend.endswith("db.DatabaseCache"):
             cursor.execute(f"SELECT count(*) FROM {settings.CACHE_TABLE}")
             assert cursor.fetchone()[0] == 1
+
+
+def test_it_caps_a_large_units_distribution_chart_well_under_200_kb():
+    # Eight providers (the palette) of 50,000 successful trials each: the chart stays bounded.
+    import numpy as np
+
+    from boxbench import charts
+
+    rng = np.random.default_rng(7)
+    rows = [
+        {"provider_name": f"Provider {i}", "region_marker": "EU" if i % 2 else "",
+         "distribution": summary.distribution(rng.lognormal(7, 0.5, 50_000))}
+        for i in range(len(charts.PALETTE))
+    ]  # fmt: skip
+    chart = charts.distribution({"rows": rows, "metric": "tool_time_ms", "measure_unit": "ms"})
+    points = [t for t in chart["data"] if t["type"] == "scatter"]
+    assert len(points) == 8 and all(len(t["y"]) == summary.MAX_POINTS for t in points)
+    assert len(json.dumps(chart)) < 200_000 / 2  # half the page's budget, the table has the rest
