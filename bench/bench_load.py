@@ -1,11 +1,16 @@
-"""Dashboard latency under load: wrk against gunicorn over PostgreSQL holding ~1,000,000 trials.
+"""Dashboard and /metrics latency under load: wrk against gunicorn over PostgreSQL, 1M trials.
 
-    .venv/bin/python bench/bench_load.py [--trials 1000000] [--database-url URL] [--reuse]
+    .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
+        [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6379/0]
 
 Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
 each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard,
+adds an unpublished run with --in-progress trials (queued, running and done) through the ORM,
 starts gunicorn (2 workers x 4 threads on this 2-core machine) and runs wrk with 20 connections
-for each page, printing p50 and p99 beside a static file served by the same server (whitenoise).
+for each page, as a visitor and as a staff member with every page permission (a session cookie),
+and for /metrics (bearer token). Each page's p50 and p99 are printed beside a static file served
+by the same server (whitenoise) in the same run, with the ratio of the p99s and the load average.
+The page cache is the database table unless --redis points at a Redis.
 
 The run is audited (stats.audit: exact Theil-Sen up to 3000 trials per pair, a seeded sampled
 estimate above, see docs/methodology.md) and its audit time printed; then it is marked published
@@ -43,7 +48,7 @@ django.setup()
 from django.utils import timezone
 from boxbench import leaderboard, publishing
 from boxbench.models import Run
-run = Run.objects.get()
+run = Run.objects.get(name="load-test")
 start = time.perf_counter()
 report = publishing.run_audit(run)
 audit_s = time.perf_counter() - start
@@ -54,6 +59,58 @@ print(f"audited {len(report['pairs'])} pairs in {audit_s:.1f} s; "
       f"materialized {rows} aggregates in {time.perf_counter() - start:.1f} s")
 print(run.id)
 """
+
+
+IN_PROGRESS = r"""
+import sys, django
+django.setup()
+from boxbench.models import Run, RunStatus, Trial
+wanted = int(sys.argv[1])
+source = Run.objects.get(name="load-test")
+run = Run.objects.create(name="in-progress", status=RunStatus.RUNNING)
+# Six in ten queued, one running, three done: a large run part way through.
+STATES = ["queued"] * 6 + ["running"] + ["done"] * 3
+fields = ["benchmark_id", "unit_id", "provider_id", "round", "seq", "batch"]
+rows = Trial.objects.filter(run=source).order_by("seq").values_list(*fields)[:wanted]
+batch = []
+for i, values in enumerate(rows.iterator(chunk_size=10_000)):
+    state = STATES[i % len(STATES)]
+    trial = Trial(run=run, state=state, outcome="success" if state == "done" else "",
+                  **dict(zip(fields, values)))
+    batch.append(trial)
+    if len(batch) == 5000:
+        Trial.objects.bulk_create(batch)
+        batch = []
+Trial.objects.bulk_create(batch)
+print(Trial.objects.filter(run=run).count())
+"""
+
+STAFF_SESSION = r"""
+import django
+django.setup()
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth.models import Permission, User
+from django.contrib.sessions.backends.db import SessionStore
+from boxbench.views.cache import PAGE_PERMISSIONS
+user, _ = User.objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+codenames = [p.split(".")[1] for p in PAGE_PERMISSIONS]
+user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+session = SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.save()
+print(session.session_key)
+"""
+
+
+def django_script(script: str, env: dict, *args: str) -> str:
+    env = dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings")
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=ROOT, env=env, check=True,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return done.stdout.strip().splitlines()[-1]
 
 
 def wide_benchmarks():
@@ -84,46 +141,81 @@ def fill(url: str, trials: int) -> str:
     return done.stdout.splitlines()[-1]
 
 
-def latency(url: str, seconds: int, connections: int) -> tuple[str, str, str]:
+def latency(url: str, seconds: int, connections: int, headers: list[str]) -> dict:
+    flags = [part for header in headers for part in ("-H", header)]
+    threads = min(2, connections)
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", *flags, url],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
-    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)
-    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)
-    rate = re.search(r"Requests/sec:\s+(\S+)", out).group(1)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise SystemExit(f"{url}: {errors.group(1)} error responses under load")
-    return p50, p99, rate
+    return {
+        "p50": _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),
+        "p99": _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),
+        "rate": float(re.search(r"Requests/sec:\s+(\S+)", out).group(1)),
+    }
+
+
+def _ms(text: str) -> float:
+    """wrk's '812.00us', '12.34ms' or '1.02s' in milliseconds."""
+    for suffix, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    raise ValueError(f"wrk printed an unknown duration {text!r}")
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
+    parser.add_argument("--in-progress", type=int, default=200_000)
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
+    parser.add_argument("--redis", default="", help="BOXBENCH_REDIS_URL for the page cache.")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian package wrk)")
-    env = dict(os.environ, DATABASE_URL=args.database_url, DEBUG="0")
+    token = secrets.token_urlsafe(24)
+    env = dict(
+        os.environ, DATABASE_URL=args.database_url, DEBUG="0", BOXBENCH_METRICS_TOKEN=token,
+        BOXBENCH_REDIS_URL=args.redis,
+    )  # fmt: skip
     # gunicorn with DEBUG off refuses the development key.
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     if not args.reuse:
         fill(args.database_url, args.trials)
-    run_id = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup();"
-         "from boxbench.models import Run; print(Run.objects.get().id)"],
-        cwd=ROOT, env=dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings"), check=True,
-        capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+    count_in_progress = (
+        "import django; django.setup(); from boxbench.models import Trial;"
+        "print(Trial.objects.filter(run__name='in-progress').count())"
+    )
+    if args.in_progress and not int(django_script(count_in_progress, env)):
+        start = time.perf_counter()
+        added = django_script(IN_PROGRESS, env, str(args.in_progress))
+        print(f"added {added} trials in progress in {time.perf_counter() - start:.1f} s")
+        with psycopg.connect(args.database_url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+    run_id = django_script(
+        "import django; django.setup();"
+        "from boxbench.models import Run; print(Run.objects.get(name='load-test').id)", env,
+    )  # fmt: skip
+    staff = [f"Cookie: sessionid={django_script(STAFF_SESSION, env)}"]
     static_root = tempfile.mkdtemp(prefix="boxbench-static-")
     env["STATIC_ROOT"] = static_root
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env,
         check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", "import django; django.setup();"
+         "from django.core.cache import cache; cache.clear()"],
+        cwd=ROOT, env=dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings"), check=True,
     )  # fmt: skip
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{PORT}",
@@ -139,27 +231,55 @@ def main():
             except httpx.TransportError:
                 time.sleep(0.2)
         unit = f"deepswe-unit-{DEEPSWE_UNITS // 2}"
-        pages = {
-            "static file (site.css)": "/static/boxbench/site.css",
-            "overview /": "/",
-            "benchmark /benchmarks/deepswe/": "/benchmarks/deepswe/",
-            "benchmark /benchmarks/create/": "/benchmarks/create/",
-            "unit page": f"/benchmarks/deepswe/units/{unit}/",
-            "provider /providers/alpha/": "/providers/alpha/",
-            "run /runs/<id>/": f"/runs/{run_id}/",
-            "benchmark CSV": "/benchmarks/deepswe.csv",
-            "unit CSV": f"/benchmarks/deepswe/units/{unit}.csv",
-            "methodology": "/methodology/",
-        }
-        for path in pages.values():  # warm every worker's caches once
-            assert httpx.get(base + path, timeout=30).status_code == 200, path
+        visitor: list[str] = []
+        metrics = [f"Authorization: Bearer {token}"]
+        pages = [
+            ("overview /", "/", visitor),
+            ("overview /, staff", "/", staff),
+            ("benchmark /benchmarks/deepswe/", "/benchmarks/deepswe/", visitor),
+            ("benchmark deepswe, staff", "/benchmarks/deepswe/", staff),
+            ("benchmark /benchmarks/create/", "/benchmarks/create/", visitor),
+            ("unit page", f"/benchmarks/deepswe/units/{unit}/", visitor),
+            ("unit page, staff", f"/benchmarks/deepswe/units/{unit}/", staff),
+            ("provider /providers/alpha/", "/providers/alpha/", visitor),
+            ("run /runs/<id>/", f"/runs/{run_id}/", visitor),
+            ("run /runs/<id>/, staff", f"/runs/{run_id}/", staff),
+            ("benchmark CSV", "/benchmarks/deepswe.csv", visitor),
+            ("unit CSV", f"/benchmarks/deepswe/units/{unit}.csv", visitor),
+            ("methodology", "/methodology/", visitor),
+            ("/metrics", "/metrics", metrics),
+        ]
+        # Prometheus scrapes one request at a time: /metrics alone, beside a static file alone.
+        scrape = ("/metrics, 1 connection", "/metrics", metrics)
+        first = {}
+        for name, path, headers in pages:  # the first render, which fills the shared cache
+            cookies = dict(h.split(": ", 1) for h in headers)
+            start = time.perf_counter()
+            response = httpx.get(base + path, headers=cookies, timeout=60)
+            first[name] = (time.perf_counter() - start) * 1000
+            assert response.status_code == 200, (path, response.status_code)
+            if name == "unit page":
+                print(f"unit page payload: {len(response.content) / 1024:.0f} KiB")
+        static = "/static/boxbench/site.css"
         print(
-            f"\n{args.connections} connections, {args.seconds} s per page, 2 cores shared with wrk"
+            f"\n{args.connections} connections, {args.seconds} s per page, 2 cores shared with "
+            f"wrk; reference: {static} from the same server, measured before each page"
         )
-        print(f"{'page':<36} {'p50':>9} {'p99':>9} {'req/s':>9}")
-        for name, path in pages.items():
-            p50, p99, rate = latency(base + path, args.seconds, args.connections)
-            print(f"{name:<36} {p50:>9} {p99:>9} {rate:>9}", flush=True)
+        print(
+            f"{'page':<34} {'first':>8} {'p50':>8} {'p99':>8} {'req/s':>8} "
+            f"{'static p99':>10} {'ratio':>6}  load"
+        )
+        first[scrape[0]] = first["/metrics"]
+        for name, path, headers in [*pages, scrape]:
+            connections = 1 if name == scrape[0] else args.connections
+            reference = latency(base + static, args.seconds, connections, [])
+            figures = latency(base + path, args.seconds, connections, headers)
+            print(
+                f"{name:<34} {first[name]:>6.0f}ms {figures['p50']:>6.1f}ms "
+                f"{figures['p99']:>6.1f}ms {figures['rate']:>8.0f} {reference['p99']:>8.1f}ms "
+                f"{figures['p99'] / reference['p99']:>6.2f}  {_load()}",
+                flush=True,
+            )
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)

@@ -3,8 +3,9 @@
 Usage: .venv/bin/python bench/bench_replay.py [--commands 300] [--repeats 5] [--unit SLUG]
 
 Runs in a temporary directory on this machine (runner/traces/record.py, HostDirectory), so only
-the replay script's own work is measured: two guest clock readings, `timeout --kill-after=5s`, the
-record line, and the exit-code check per command. Three timings of the same commands:
+the replay script's own work is measured: two guest clock readings, the watchdog messages of the
+per-command limit, the record line, and the exit-code check per command. Three timings of the same
+commands, interleaved run by run so that all three see the same load:
 
 - replay: the benchmark's replay script (runner/traces/replay.py), span from the first command's
   start reading to the last command's end reading;
@@ -12,12 +13,14 @@ record line, and the exit-code check per command. Three timings of the same comm
 - inline: the commands written straight into one script (no process per command at all).
 
 It prints the median of `--repeats` runs of a synthetic trace of `--commands` no-op commands (`:`)
-and, with --unit, of a real trace unit. Figures go to stdout; nothing is asserted.
+and of a real trace unit (--unit): the ms the replay adds per command beside `bash -c` per command
+(the reference) from the same runs, and their ratio, with `uptime`'s load. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -87,13 +90,21 @@ def _replay_span(records_text: str, first: int, last: int) -> float:
 
 def report(label: str, trace, figures: dict[str, float]) -> None:
     k = len(trace.commands)
-    print(f"{label}: {k} commands, median of runs")
+    print(f"{label}: {k} commands, median of runs, load {_load()}")
     for name, value in figures.items():
         print(f"  {name:<7} {value:10.1f} ms  ({value / k:.3f} ms per command)")
-    added_direct = (figures["replay"] - figures["direct"]) / k
+    direct = figures["direct"] / k
+    added = (figures["replay"] - figures["direct"]) / k
     added_inline = (figures["replay"] - figures["inline"]) / k
-    print(f"  replay adds {added_direct:.3f} ms per command over bash -c per command")
+    print(
+        f"  replay adds {added:.3f} ms per command over bash -c at {direct:.3f} ms per command "
+        f"(replay / bash -c = {figures['replay'] / figures['direct']:.2f})"
+    )
     print(f"  replay adds {added_inline:.3f} ms per command over inline commands")
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main() -> None:

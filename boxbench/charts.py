@@ -259,7 +259,7 @@ def distribution(unit: dict) -> dict | None:
                 "type": "scatter",
                 "mode": "markers",
                 "name": f"{_provider_label(row)} trials",
-                "x": [i + o for o in offsets],
+                "x": [round(i + o, 4) for o in offsets],  # 4 places: a tenth of a pixel
                 "y": d["points"],
                 "marker": {"color": color, "size": 5, "opacity": 0.55},
                 "hovertemplate": "%{y}<extra></extra>",

@@ -304,10 +304,33 @@ class Trial(models.Model):
             models.Index(
                 fields=["run", "state"], name="trial_queued_idx", condition=models.Q(state="queued")
             ),
+            # /metrics and `bench recover`: running trials per provider, the oldest start first.
+            models.Index(
+                fields=["provider", "started_at"],
+                name="trial_running_idx",
+                condition=models.Q(state="running"),
+            ),
         ]
 
     def __str__(self):
         return str(self.id)
+
+
+class TrialTally(models.Model):
+    """Trials per run, provider, state and outcome: /metrics' counts, kept by triggers (0004)."""
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+", db_index=False)
+    provider = models.ForeignKey(Provider, models.CASCADE, related_name="+")
+    state = models.CharField(max_length=20)
+    outcome = models.CharField(max_length=20, blank=True)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "provider", "state", "outcome"], name="tally_uniq"
+            )
+        ]
 
 
 class MeasurementKind(models.TextChoices):

@@ -163,6 +163,27 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 
+# Rendered pages, shared by every web process (boxbench/views/cache.py): Redis when configured,
+# otherwise a table in the database (created by migration 0005, like `createcachetable`).
+CACHE_TABLE = "boxbench_cache"
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "boxbench",
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            # Every page of a publication, each audience, and a few query strings.
+            "OPTIONS": {"MAX_ENTRIES": 20_000},
+        }
+    }
+
 # The runner.
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)

@@ -1,15 +1,15 @@
 """Runs awaiting publication, for the pages that have no published result to show yet.
 
 A newcomer's first run is often refused publication (a failing audit check on a busy machine), and
-the leaderboards then stay empty. Staff see which runs wait and why; the list reads Run fields and
-the stored audit report, never recomputes statistics, and costs two queries.
+the leaderboards then stay empty. Staff see which runs wait and why; the list reads Run fields, the
+stored audit report and the trial tally, never recomputes statistics, and costs two queries.
 """
 
-from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
+from django.db.models import Exists, IntegerField, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from boxbench import publishing
-from boxbench.models import AuditResolution, Outcome, Run, Trial
+from boxbench.models import AuditResolution, Outcome, Run, Trial, TrialTally
 
 SHOWN = 10
 
@@ -42,11 +42,12 @@ def audit_verdict(report: dict | None, resolved: set[tuple[str, str, str]]) -> d
 def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
     """The latest unpublished runs (of these benchmarks, when given), newest first, each with its
     successful trials against the plan's target and its audit verdict."""
+    # From the trial tally (kept by triggers), not a count over a run's million trials.
     successes = (
-        Trial.objects.filter(run=OuterRef("pk"), outcome=Outcome.SUCCESS)
+        TrialTally.objects.filter(run=OuterRef("pk"), outcome=Outcome.SUCCESS)
         .order_by()
         .values("run")
-        .annotate(n=Count("pk"))
+        .annotate(n=Sum("n"))
         .values("n")
     )
     runs = Run.objects.filter(published=False).annotate(

@@ -1,31 +1,80 @@
-"""Rendered pages cached per publication: aggregates change only when a run is published, so a
-visitor's page is rendered once per publication and address, then served from memory.
+"""Rendered pages cached per publication, in the cache every web process shares.
+
+Aggregates change only when a run is published, so a page is rendered once per publication,
+address and audience, then served from the shared cache (settings.CACHES: Redis when
+BOXBENCH_REDIS_URL is set, otherwise a table in the database): a new gunicorn worker or a second
+host does not render it again.
 
 The publication version is the id of the overview Aggregate row: materialize() replaces every
-row in one transaction, so a new publication always brings a new id (one tiny query per request).
-Logged-in users (staff see private parts) always get a fresh render.
+row in one transaction, so a new publication always brings a new id (one tiny query per request),
+and every page cached for the previous one is left to expire.
+
+The audience is part of the key: what a page shows depends on the visitor only through staff
+status and the permissions in PAGE_PERMISSIONS, so staff pages are cached like a visitor's, once
+per combination. A view whose page also depends on something a publication does not change (an
+unpublished run, the runs awaiting publication) calls `uncached(response)`; a response that set
+a cookie or used a CSRF token is never stored either, since it is one visitor's.
 """
 
 import functools
+import hashlib
 
 from django.core.cache import cache
 from django.http import HttpResponse
 
+from boxbench import permissions
 from boxbench.models import Aggregate
 
 TIMEOUT_S = 24 * 3600
+PAGE_PERMISSIONS = (
+    permissions.VIEW_UNPUBLISHED,
+    permissions.VIEW_EVIDENCE,
+    permissions.AUDIT,
+    permissions.PUBLISH,
+)
 
 
 def publication_version() -> int | None:
     return Aggregate.objects.publication_version()
 
 
+def audience(request) -> str:
+    """'visitor', or the staff flag and PAGE_PERMISSIONS of a logged-in user as 0s and 1s."""
+    user = request.user
+    if not user.is_authenticated:
+        return "visitor"
+    flags = [user.is_staff, *(user.has_perm(p) for p in PAGE_PERMISSIONS)]
+    return "user-" + "".join("1" if flag else "0" for flag in flags)
+
+
+def page_key(request) -> str:
+    # Hashed: an address can be longer than any cache key may be (255 characters in the table).
+    address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
+    return f"page:{publication_version()}:{audience(request)}:{address}"
+
+
+def uncached(response):
+    """Keep this response out of the page cache."""
+    response.boxbench_uncached = True
+    return response
+
+
+def _storable(request, response) -> bool:
+    return (
+        response.status_code == 200
+        and not response.streaming
+        and not getattr(response, "boxbench_uncached", False)
+        and not response.cookies
+        and not request.META.get("CSRF_COOKIE_NEEDS_UPDATE")
+    )
+
+
 def per_publication(view):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
-        if request.method != "GET" or request.user.is_authenticated:
+        if request.method != "GET":
             return view(request, *args, **kwargs)
-        key = f"page:{publication_version()}:{request.get_full_path()}"
+        key = page_key(request)
         hit = cache.get(key)
         if hit is not None:
             content, content_type, disposition = hit
@@ -34,7 +83,7 @@ def per_publication(view):
                 response["Content-Disposition"] = disposition
             return response
         response = view(request, *args, **kwargs)
-        if response.status_code == 200 and not response.streaming:
+        if _storable(request, response):
             entry = (
                 response.content,
                 response["Content-Type"],

@@ -23,6 +23,7 @@ from boxbench.models import (
 from boxbench.views import tables
 from boxbench.views.access import aggregate
 from boxbench.views.awaiting import awaiting_runs
+from boxbench.views.cache import uncached
 
 TRIALS_PER_PAGE = 100
 # Far beyond any run (a billion trials), and an OFFSET every database takes: a larger page
@@ -51,7 +52,12 @@ def overview(request):
         context.update(COMPOSITE_BLANKS)
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
         context["composite_blank_cost"] = any(r["cost"] is None for r in context["composite_rows"])
-    return render(request, "boxbench/overview.html", context)
+    return _awaiting_uncached(context, render(request, "boxbench/overview.html", context))
+
+
+def _awaiting_uncached(context: dict, response):
+    # The runs awaiting publication change without a publication.
+    return uncached(response) if "awaiting" in context else response
 
 
 def _visible_rows(rows: list[dict], columns: list[str], opened: set[str]) -> list[dict]:
@@ -119,7 +125,7 @@ def _benchmark_without_results(request, slug):
     context = {"benchmark": known[0]}
     if permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs([b.id for b in known])
-    return render(request, "boxbench/benchmark_empty.html", context)
+    return _awaiting_uncached(context, render(request, "boxbench/benchmark_empty.html", context))
 
 
 def _derived(unit: dict) -> dict | None:

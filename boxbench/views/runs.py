@@ -27,6 +27,7 @@ from boxbench.models import (
 )
 from boxbench.permissions import CANCEL, VIEW_EVIDENCE, may
 from boxbench.views.access import visible_run
+from boxbench.views.cache import uncached
 from runner import runs
 
 EVIDENCE_PER_PAGE = 25
@@ -66,7 +67,9 @@ def run_page(request, run_id):
         context["may_cancel"] = run.status in live.CANCELLABLE and may(request, CANCEL)
     if may(request, VIEW_EVIDENCE):
         context["evidence"] = _evidence_page(request, run)
-    return render(request, "boxbench/run.html", context)
+    response = render(request, "boxbench/run.html", context)
+    # An unpublished run changes as it runs and is audited; a published one only by publication.
+    return response if run.published else uncached(response)
 
 
 def _evidence_page(request, run):

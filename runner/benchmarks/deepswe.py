@@ -3,9 +3,10 @@
 Per trial, untimed: upload the unit's pinned archive, unpack it into /app as a git repository with a
 fixed identity (runner/traces/replay.py, prepare_script), upload the loopback deny proxy. Timed:
 one background script that starts the proxy, then runs every command in /app between two guest
-clock readings under `timeout --kill-after=5s`. Then the records are read back, the patch digest
-checked, and the Failures table applied. Tool time (sum of command runtimes) is the main metric;
-the per-stage sums (Read, Write, Install, Build, Test) are the stacked bar's stages.
+clock readings under the per-command limit (TERM to its process group, KILL 5 s later). Then the
+records are read back, the patch digest checked, and the Failures table applied. Tool time (sum
+of command runtimes) is the main metric; the per-stage sums (Read, Write, Install, Build, Test) are
+the stacked bar's stages.
 """
 
 from __future__ import annotations

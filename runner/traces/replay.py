@@ -2,9 +2,10 @@
 
 Pure functions, no Django and no sandbox: `prepare_script` unpacks the pinned archive into a git
 repository (untimed), `replay_script` is the one background script that starts the loopback deny
-proxy (untimed) and runs every command in /app between two guest clock readings under
-`timeout --kill-after=5s`, and `parse_records` / `judge` turn what that script wrote into an
-outcome with per-command runtimes and per-stage sums. runner/benchmarks/deepswe.py moves the
+proxy (untimed) and runs every command in /app between two guest clock readings under the
+per-command limit (one watchdog per replay, not `timeout` per command: see _RUN_FUNCTION), and
+`parse_records` / `judge` turn what that script wrote into an outcome with per-command runtimes and
+per-stage sums. runner/benchmarks/deepswe.py moves the
 bytes; bench/bench_replay.py and `bench trace record` run the same scripts on a host directory.
 """
 
@@ -25,12 +26,15 @@ STATE_DIR = ".git/boxbench"
 RECORDS = f"{STATE_DIR}/records"
 OUTPUT_LOG = f"{STATE_DIR}/output.log"
 PROXY_SCRIPT = f"{STATE_DIR}/denyproxy.py"
+WATCHDOG_IN = f"{STATE_DIR}/watchdog.in"
+WATCHDOG_OUT = f"{STATE_DIR}/watchdog.out"
+TIMEOUT_MARK = f"{STATE_DIR}/timeout"  # TIMEOUT_MARK.<index> once the limit stopped a command
 MIN_LIMIT_S = 180  # "at least three minutes or three times the original recorded step duration"
-KILL_AFTER = "5s"
+KILL_AFTER_S = 5  # as `timeout --kill-after=5s`: KILL the process group 5 s after TERM
 # Caches whose presence depends on the sandbox's Python settings, not on the commands.
 GIT_EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/")
-# Exit codes of `timeout`: 124 when it stopped the command, 137 when it had to kill it.
-TIMEOUT_CODES = (124, 137)
+# The exit code recorded for a command the limit stopped, whatever it exited with (as `timeout`).
+TIMEOUT_EXIT = 124
 SETUP_FAILED = 90
 HOME = "/tmp/boxbench-home"
 
@@ -116,13 +120,25 @@ git commit -q -m 'boxbench: {trace.slug}'
 
 
 # No EXIT trap of our own: the guest clock wrapper around this script owns that trap, so every
-# way out goes through __bb_end, which stops the deny proxy first.
+# way out goes through __bb_end, which stops the deny proxy and the watchdog first.
 # __bb_clocks takes a wall reading between two /proc/uptime reads and keeps it only when both
 # reads show the same 10 ms tick: on a busy host the shell can be descheduled between two reads
 # for tens of milliseconds (seen here: 110 ms at load 9 on 2 cores), which would make the uptime
 # span exceed the wall span and fail the clock gate with no clock step. Five tries, then the last.
+#
+# The per-command limit costs no process per command (`timeout` per command added about 1 ms):
+# the script runs with job control (`set -m`), so each `bash -c` is born in its own process
+# group, and one watchdog per replay, started before the first command, reads
+# "INDEX PGID DEADLINE_US" on WATCHDOG_IN as each command starts; the next line (the next
+# command, "idle" before the digest, or "exit") says the command ended, so a command costs the
+# watchdog one wake-up. At the deadline it creates TIMEOUT_MARK.INDEX (before any signal, so the
+# script sees the mark once the command is gone), sends TERM and CONT to the whole group as
+# `timeout` does, sends KILL KILL_AFTER_S later if any process of the group is left, then answers
+# "killed INDEX" on WATCHDOG_OUT. A command that ends just as its limit passes may be marked after
+# the script has moved on: the script then skips that stale "killed" line.
 _RUN_FUNCTION = r"""__bb_end() {
   [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
+  if [ -n "${__bb_dog:-}" ]; then printf 'exit\n' >&5; wait "$__bb_dog" 2> /dev/null; fi
   exit "$1"
 }
 __bb_clocks() {
@@ -133,12 +149,44 @@ __bb_clocks() {
   done
   __bb_u=${__bb_u%% *}
 }
+__bb_watchdog() {
+  local index pgid deadline left next=
+  while :; do
+    if [ -z "$next" ]; then read -r next || return 0; fi
+    case $next in exit) return 0 ;; idle) next=; continue ;; esac
+    set -- $next; index=$1 pgid=$2 deadline=$3 next=
+    while :; do
+      left=$(( deadline - ${EPOCHREALTIME/[.,]/} ))
+      (( left > 0 )) || break
+      printf -v left '%d.%06d' $(( left / 1000000 )) $(( left % 1000000 ))
+      read -r -t "$left" next && continue 2
+      next=
+    done
+    : > "TIMEOUT_MARK.$index"
+    kill -TERM -- "-$pgid" 2> /dev/null; kill -CONT -- "-$pgid" 2> /dev/null
+    deadline=$(( deadline + KILL_AFTER_S * 1000000 ))
+    while kill -0 -- "-$pgid" 2> /dev/null; do
+      if (( ${EPOCHREALTIME/[.,]/} >= deadline )); then
+        kill -KILL -- "-$pgid" 2> /dev/null; break
+      fi
+      sleep 0.05
+    done
+    printf 'killed %s\n' "$index"
+  done
+}
 __bb_run() {
-  local u0 w0 rc
+  local u0 w0 rc pid line
   __bb_clocks; u0=$__bb_u; w0=$__bb_w
-  timeout --kill-after=KILL_AFTER "$3" bash -c "$4" < /dev/null >&4 2>&4
+  bash -c "$4" < /dev/null >&4 2>&4 3>&- 4>&- 5>&- 6>&- &
+  pid=$!
+  printf '%s %s %s\n' "$1" "$pid" "$(( ${w0/[.,]/} + $3 * 1000000 ))" >&5
+  wait "$pid" 2> /dev/null
   rc=$?
   __bb_clocks
+  if [ -e "TIMEOUT_MARK.$1" ]; then
+    rc=TIMEOUT_EXIT
+    while read -r -u 6 line && [ "$line" != "killed $1" ]; do :; done
+  fi
   printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$__bb_w" "$u0" "$__bb_u" >&3
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
     printf '__MISMATCH %s %s %s\n' "$1" "$rc" "$2" >&3; __bb_end 3
@@ -181,12 +229,21 @@ export PIP_INDEX_URL=$__bb_url/simple/ ALL_PROXY=$__bb_url all_proxy=$__bb_url
 unset NO_PROXY no_proxy
 printf '__PROXY %s\\n' "$__bb_port" >&3
 """
-    lines = [_RUN_FUNCTION.replace("KILL_AFTER", KILL_AFTER), head]
+    head += f"""rm -f {WATCHDOG_IN} {WATCHDOG_OUT} {TIMEOUT_MARK}.*
+if ! mkfifo {WATCHDOG_IN} {WATCHDOG_OUT} || ! exec 5<> {WATCHDOG_IN} 6<> {WATCHDOG_OUT}; then
+  echo '__SETUP the watchdog could not start' >&3; __bb_end {SETUP_FAILED}
+fi
+__bb_watchdog <&5 >&6 2>&4 3>&- 4>&- 5>&- 6>&- &
+__bb_dog=$!
+set -m
+"""
+    lines = [_run_function(), head]
     for index, command in enumerate(trace.commands):
         limit = command_limit_s(command.duration_ms)
         expected = "any" if recording else command.exit_code
         quoted = bash_quote(command.command)
-        lines.append(f"__bb_run {index} {expected} {limit}s {quoted}\n")
+        lines.append(f"__bb_run {index} {expected} {limit} {quoted}\n")
+    lines.append("printf 'idle\\n' >&5\n")
     lines.append(digest_snippet("printf '__DIGEST %s\\n' \"$__bb_digest\" >&3\n"))
     if not recording:
         lines.append(
@@ -195,6 +252,14 @@ printf '__PROXY %s\\n' "$__bb_port" >&3
         )
     lines.append("printf '__DONE\\n' >&3\n__bb_end 0\n")
     return "".join(lines)
+
+
+def _run_function() -> str:
+    return (
+        _RUN_FUNCTION.replace("TIMEOUT_MARK", TIMEOUT_MARK)
+        .replace("TIMEOUT_EXIT", str(TIMEOUT_EXIT))
+        .replace("KILL_AFTER_S", str(KILL_AFTER_S))
+    )
 
 
 def digest_snippet(then: str) -> str:
@@ -263,7 +328,7 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
         command = trace.commands[index]
         limit_ms = command_limit_s(command.duration_ms) * 1000
         ran = records.commands[index].wall_ms if index < len(records.commands) else 0.0
-        if got in TIMEOUT_CODES and ran >= limit_ms - 50:
+        if got == TIMEOUT_EXIT and ran >= limit_ms - 50:
             return Verdict(
                 "excluded",
                 f"command {index} timed out after {limit_ms / 1000:.0f} s (exit {got}): "

@@ -5,13 +5,14 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import connection
+from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from boxbench import metrics
-from boxbench.models import Run, RunStatus, Trial, TrialState
+from boxbench.models import Run, RunStatus, Trial, TrialState, TrialTally
 from runner import store
 from runner.lifecycle import TrialResult
 from runner.plan import plan_run
@@ -135,3 +136,45 @@ def test_it_accepts_no_token_at_all_when_none_is_configured(client, settings):
     settings.METRICS_TOKEN = ""
     response = client.get(reverse("metrics"), headers={"Authorization": "Bearer "})
     assert response.status_code == 401
+
+
+KEY = ("run", "provider", "state", "outcome")
+
+
+def tallied():
+    return sorted(TrialTally.objects.filter(n__gt=0).values_list(*KEY, "n"))
+
+
+def counted():
+    return sorted(Trial.objects.values_list(*KEY).annotate(n=Count("id")).order_by())
+
+
+def test_it_keeps_the_tally_equal_to_the_trials_through_every_kind_of_write():
+    run = plan(trials=6)
+    other = plan(trials=2)
+    assert tallied() == counted() and len(counted()) == 2
+    first, second, third, *_ = run.trials.order_by("seq")
+    assert store.claim_trial(first.pk, "host-a") and store.claim_trial(second.pk, "host-a")
+    store.save_result(first.pk, TrialResult(outcome="success", owner=""))
+    assert tallied() == counted()
+    Trial.objects.filter(pk=second.pk).update(cause="a column the tally ignores")
+    store.cancel_queued(run, "cancelled by a test")
+    assert tallied() == counted()
+    third.delete()
+    assert tallied() == counted()
+    other.delete()
+    assert tallied() == counted() and not TrialTally.objects.filter(run=other.pk).exists()
+    m = parse(metrics.render(metrics.collect()))
+    assert m[("boxbench_trials_finished_total", (("outcome", "success"), ("provider", "local")))]
+
+
+def test_it_tallies_writes_that_skip_foreign_key_triggers_on_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("session_replication_role is PostgreSQL's")
+    run = plan(trials=3)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        Trial.objects.filter(run=run).update(state=TrialState.DONE, outcome="success")
+        cursor.execute("SET LOCAL session_replication_role = origin")
+    assert tallied() == counted()
+    assert TrialTally.objects.get(run=run, state="done").n == 3

@@ -1,7 +1,12 @@
+import contextlib
+
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from boxbench import publishing
 from boxbench.models import AuditResolution, Benchmark, Provider, Run
@@ -14,6 +19,25 @@ def fresh_page_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def page_queries():
+    return _page_queries
+
+
+@contextlib.contextmanager
+def _page_queries():
+    """The SQL a request sends, leaving out the page cache's own (when the shared cache is the
+    database, a miss reads its table and writes it in a savepoint; Redis sends no SQL at all)."""
+    with CaptureQueriesContext(connection) as captured:
+        queries = []
+        yield queries
+    cache_table = settings.CACHES["default"]["LOCATION"]
+    for query in captured.captured_queries:
+        sql = query["sql"]
+        if cache_table not in sql and "SAVEPOINT" not in sql:
+            queries.append(sql)
 
 
 @pytest.fixture
