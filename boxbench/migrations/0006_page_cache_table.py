@@ -14,7 +14,7 @@ def create_cache_table(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("boxbench", "0004_trial_tally"),
+        ("boxbench", "0005_trial_tally"),
     ]
 
     operations = [
