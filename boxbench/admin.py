@@ -72,7 +72,10 @@ def publish_runs(modeladmin, request, queryset):
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
+    # The manifest records what the planner and the chains did: never edited by hand.
+    readonly_fields = [
+        "id", "status", "published", "published_at", "audited_at", "manifest", "progress"
+    ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
 
@@ -105,7 +108,7 @@ class RunAdmin(admin.ModelAdmin):
                 form.add_error(None, str(exc))
             else:
                 tasks.start_run(run)
-                refused = len(run.manifest["refusals"])
+                refused = len(run.typed_manifest.refusals)
                 self.message_user(request, f"Run {run.name} started ({refused} pair(s) refused).")
                 return redirect("admin:boxbench_run_change", run.pk)
         context = {

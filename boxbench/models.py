@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from runner.manifest import Manifest
+
 
 class Section(models.TextChoices):
     WORKLOAD = "workload", "Workload"
@@ -165,6 +167,11 @@ class Run(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def typed_manifest(self) -> Manifest:
+        """The manifest as a type; runner.manifest.ManifestError when the stored JSON is bad."""
+        return Manifest.from_json(self.manifest, where=f"the manifest of run {self.id}")
 
     def transition(self, to_status: str, note: str = "", actor=None):
         """Move to `to_status` if RUN_TRANSITIONS allows it, recording the change as a row.

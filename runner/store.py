@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
+from runner.manifest import Manifest
 
 
 class TrialNotRunning(Exception):
@@ -108,10 +109,12 @@ class PlannedChain:
     blocks: list[PlannedBlock]
 
 
-def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedChain]) -> Run:
+def create_run(run_id, name: str, manifest: Manifest, actor, chains: list[PlannedChain]) -> Run:
     """Create a planned run with one queued Trial per planned attempt, in one transaction."""
     with transaction.atomic():
-        run = Run.objects.create(id=run_id, name=name, manifest=manifest, created_by=actor)
+        run = Run.objects.create(
+            id=run_id, name=name, manifest=manifest.to_json(), created_by=actor
+        )
         rows = []
         for chain in chains:
             seq = chain.seq_base
@@ -154,12 +157,13 @@ def locked_run(run_id) -> Iterator[Run]:
         yield Run.objects.select_for_update().get(pk=run_id)
 
 
-def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
-    """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
+def update_manifest(run_id, change: Callable[[Manifest], None]) -> Manifest:
+    """Apply `change` to the run's typed manifest under a row lock: chains write it concurrently."""
     with locked_run(run_id) as run:
-        change(run.manifest)
-        Run.objects.filter(pk=run_id).update(manifest=run.manifest)
-    return run.manifest
+        manifest = run.typed_manifest
+        change(manifest)
+        Run.objects.filter(pk=run_id).update(manifest=manifest.to_json())
+    return manifest
 
 
 def has_running_trials(run) -> bool:

@@ -98,17 +98,18 @@ def handle(options, out):
         )
     except PlanError as exc:
         raise CommandError(str(exc)) from None
-    out.write(f"Run {run.id} ({run.name}), seed {run.manifest['seed']}")
-    for refusal in run.manifest["refusals"]:
+    manifest = run.typed_manifest
+    out.write(f"Run {run.id} ({run.name}), seed {manifest.seed}")
+    for refusal in manifest.refusals:
         out.write(
-            f"  refused {refusal['provider']} / {refusal['benchmark']}: {refusal['code']} "
-            f"({refusal['missing']}) {refusal['message']}"
+            f"  refused {refusal.provider} / {refusal.benchmark}: {refusal.code} "
+            f"({refusal.missing}) {refusal.message}"
         )
     if options.get("inline"):
         run.transition(RunStatus.RUNNING, note="started inline by bench run")
         chains = [
             threading.Thread(target=_chain, args=(run.pk, slug), daemon=True)
-            for slug in run.manifest["providers"]
+            for slug in manifest.providers
         ]
         for chain in chains:
             chain.start()

@@ -39,6 +39,7 @@ from boxbench.rawdata.schema import (
     RawDataError,
     _dumps,
 )
+from runner.manifest import Manifest, ManifestError
 
 
 @dataclass
@@ -189,6 +190,10 @@ class _Importer:
         if Run.objects.filter(id=run_id).exists():
             info.fail("id", f"run {run_id} is already in the database")
         manifest = header.get("manifest", dict)
+        try:
+            Manifest.from_json(manifest)  # stored as given, so an export gives the same bytes
+        except ManifestError as exc:
+            header.fail("manifest", str(exc))
         audit = header.get("audit_report", dict, optional=True)
         status = info.get("status", str, choices=RUN_STATUSES)
         run = Run.objects.create(

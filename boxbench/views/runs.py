@@ -37,7 +37,7 @@ def run_page(request, run_id):
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
-        "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
+        "refusals": run.typed_manifest.refusals,
     }
     if request.user.is_staff and not run.published:
         context["blockers"] = _blockers(run, pairs)

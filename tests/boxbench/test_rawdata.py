@@ -120,6 +120,16 @@ def test_it_refuses_a_file_without_a_run_header(tmp_path, synthetic_file):
         import_jsonl(write_lines(tmp_path / "headless.jsonl", lines))
 
 
+def test_it_refuses_a_malformed_manifest_naming_its_field(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["manifest"]["seed"] = "seven"
+    lines[0] = json.dumps(header) + "\n"
+    with pytest.raises(RawDataError, match=r"field 'manifest': .*got `str` - at `\$.seed`"):
+        import_jsonl(write_lines(tmp_path / "bad-manifest.jsonl", lines))
+    assert Trial.objects.count() == 0
+
+
 def test_it_refuses_a_newer_schema_version(tmp_path, synthetic_file):
     lines = synthetic_file.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
