@@ -11,6 +11,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from runner.manifest import Manifest
+from runner.outcomes import Outcome
 
 
 class Section(models.TextChoices):
@@ -221,14 +222,6 @@ class TrialState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-class Outcome(models.TextChoices):
-    SUCCESS = "success", "Success"
-    PROVIDER_FAILURE = "provider_failure", "Provider failure"
-    BENCHMARK_ERROR = "benchmark_error", "Benchmark error"
-    EXCLUDED = "excluded", "Excluded"
-    MISSED = "missed", "Missed"
-
-
 class Owner(models.TextChoices):
     NONE = "", "None"
     PROVIDER = "provider", "Provider"
@@ -261,9 +254,12 @@ class Trial(models.Model):
     )
     batch = models.CharField(max_length=100, blank=True, help_text="Sandbox batch label.")
     state = models.CharField(max_length=20, choices=TrialState.choices, default=TrialState.QUEUED)
-    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices(), blank=True)
     owner = models.CharField(max_length=20, choices=Owner.choices, blank=True)
     cause = models.TextField(blank=True)
+    # A step overran its limit or the worker was lost: a provider failure whose outcome is really
+    # unknown. It stops refilling and is never counted as an unreplaced provider failure.
+    cut_short = models.BooleanField(default=False)
     job_host = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -20,17 +20,12 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from boxbench.models import (
-    Outcome,
-    Run,
-    RunStatus,
-    Trial,
-    TrialState,
-)
+from boxbench.models import Run, RunStatus, Trial, TrialState
 from runner import adapters, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import Limits, run_trial
 from runner.manifest import CreateSpacing, Endpoint, LiveCheck, Manifest, NetworkBaseline, TopUps
+from runner.outcomes import Outcome
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
 log = logging.getLogger(__name__)

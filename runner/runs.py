@@ -10,8 +10,9 @@ import logging
 
 from django_q.tasks import async_task
 
-from boxbench.models import Outcome, Run, RunStatus, TrialState
+from boxbench.models import Run, RunStatus, TrialState
 from runner import adapters, store
+from runner.outcomes import Outcome
 from runner.plan import run_prefix
 
 log = logging.getLogger(__name__)

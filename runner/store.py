@@ -17,9 +17,10 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
+from boxbench.models import Evidence, Measurement, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
+from runner.outcomes import Outcome
 
 
 class TrialNotRunning(Exception):
@@ -42,6 +43,7 @@ def save_result(trial_id, result: TrialResult) -> Trial:
             outcome=result.outcome,
             owner=result.owner,
             cause=result.cause[:4000],
+            cut_short=result.cut_short,
             started_at=result.started_at,
             ended_at=result.ended_at,
             placement=result.placement,
@@ -62,13 +64,7 @@ def save_result(trial_id, result: TrialResult) -> Trial:
             )
             for m in result.measurements
         )
-        lifecycle = {
-            "held": result.held,
-            "cleanup_verified": result.cleanup_verified,
-            "cut_short": result.cut_short,
-            # An unknown outcome (cut short) stops refilling; an unknown owner alone does not.
-            "outcome_unknown": result.cut_short,
-        }
+        lifecycle = {"held": result.held, "cleanup_verified": result.cleanup_verified}
         Evidence.objects.bulk_create(
             [
                 *(
@@ -246,13 +242,9 @@ def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, 
 
 
 def outcome_unknown(run, provider: str) -> bool:
-    """A trial of this chain was cut short: its lifecycle evidence flags its outcome unknown."""
-    return Evidence.objects.filter(
-        trial__run=run,
-        trial__provider__slug=provider,
-        kind="lifecycle",
-        data__outcome_unknown=True,
-    ).exists()
+    """A trial of this chain was cut short, so its outcome is unknown (an unknown owner alone
+    is not)."""
+    return Trial.objects.filter(run=run, provider__slug=provider, cut_short=True).exists()
 
 
 def successes(run, provider: str) -> int:

@@ -10,7 +10,12 @@ from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from runner.rules import Refusal
 from stats import labels, summary, workload
 
-REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
+# Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
+REFUSAL_STATUS_FLAGS = {
+    "R401": "refused_capability",
+    "R402": "not_offered",
+    "R403": "account_limit",
+}
 
 
 @dataclass
@@ -151,7 +156,7 @@ def provider_cost(provider: Provider) -> bool:
 
 def provider_state(provider, refusals, successes, floor, failures, **view) -> labels.ProviderState:
     refusal = refusals.get(provider.slug)
-    flag = REFUSAL_LABELS.get(refusal.code) if refusal else None
+    flag = REFUSAL_STATUS_FLAGS.get(refusal.code) if refusal else None
     missing = (refusal.missing or refusal.code) if refusal else "refused"
     return labels.ProviderState(
         successes=successes,
