@@ -16,6 +16,7 @@ printed too.
 import argparse
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -108,6 +109,8 @@ def main():
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian package wrk)")
     env = dict(os.environ, DATABASE_URL=args.database_url, DEBUG="0")
+    # gunicorn with DEBUG off refuses the development key.
+    env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     if not args.reuse:
         fill(args.database_url, args.trials)
     run_id = subprocess.run(

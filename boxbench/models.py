@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from boxbench.permissions import RUN_PERMISSIONS
 from runner.manifest import Manifest
 from runner.outcomes import Outcome
 
@@ -151,6 +152,7 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = RUN_PERMISSIONS
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(published=False) | models.Q(published_at__isnull=False),

@@ -116,6 +116,13 @@ class TopUps(msgspec.Struct):
     stopped: str | None
 
 
+class DemoRun(msgspec.Struct):
+    """A demo run against loopback fakes (runner/providers/demo.py): never published."""
+
+    providers: list[str]
+    note: str
+
+
 class Manifest(msgspec.Struct):
     """A run's manifest. Sections keyed by provider slug are dicts; `stopped_units` holds
     (provider, benchmark, unit) triples that a benchmark error stopped."""
@@ -138,6 +145,7 @@ class Manifest(msgspec.Struct):
     # Imported runs may name their images directly: per benchmark (or "standard"), or one digest.
     image_digests: dict[str, str] | None = None
     image_digest: str | None = None
+    demo: DemoRun | None = None
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -215,4 +223,4 @@ def live_checks_from_json(data: Any, where: str) -> dict[str, dict[str, LiveChec
         raise ManifestError(f"{where}: live_sandboxes is malformed: {exc}") from None
 
 
-_ONLY_WHEN_SET = ("batches_stopped_early", "image_digests", "image_digest")
+_ONLY_WHEN_SET = ("batches_stopped_early", "image_digests", "image_digest", "demo")

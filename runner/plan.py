@@ -28,6 +28,7 @@ from runner.manifest import (
     PlannedBenchmark,
     ProviderEntry,
 )
+from runner.providers import unavailable
 from runner.providers.base import ProviderError
 
 SEQ_BLOCK = 1_000_000  # each provider's trials take their own seq range, so top-ups never collide
@@ -69,6 +70,7 @@ def plan_run(
     modules = all_benchmarks()
     declarations = load_all()
     benchmarks = list(dict.fromkeys(benchmarks or modules))
+    named = bool(providers)  # unnamed: every declared provider that can run here
     providers = list(dict.fromkeys(providers or declarations))
     unknown = [b for b in benchmarks if b not in modules]
     if unknown:
@@ -77,6 +79,10 @@ def plan_run(
     if unknown:
         known = ", ".join(declarations)
         raise PlanError(f"unknown provider(s) {', '.join(unknown)}; known: {known}")
+    if problems := unavailable(providers):  # unconfigured, or its SDK not installed
+        if named:
+            raise PlanError(f"provider(s) cannot run here: {'; '.join(problems)}")
+        providers = [p for p in providers if not any(x.startswith(f"{p}: ") for x in problems)]
     if concurrency is not None and not 1 <= concurrency <= 256:
         raise PlanError(f"concurrency must be between 1 and 256, got {concurrency}")
     units = units or {}

@@ -12,8 +12,9 @@ from tqdm import tqdm
 
 from boxbench import publishing
 from boxbench.models import Run, RunStatus
-from runner import chain, named_plans, runs, tasks
+from runner import chain, named_plans, runs, store, tasks
 from runner.plan import PlanError, plan_run
+from runner.providers import demo
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -64,6 +65,12 @@ def add_arguments(parser):
         help="After the run ends (implies --wait): audit it and publish it to the dashboard.",
     )
     parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="Run against each provider's loopback fake (runner/providers/fakes/), no account "
+        "needed; implies --inline. The run is marked as a demo and is never published.",
+    )
+    parser.add_argument(
         "--inline",
         action="store_true",
         help="Run the chains in this process instead of the queue (implies --wait).",
@@ -71,6 +78,23 @@ def add_arguments(parser):
 
 
 def handle(options, out):
+    if options.get("demo"):
+        if options.get("job_host"):
+            raise CommandError("--demo runs in this process: it takes no --job-host")
+        slugs = _names(options.get("provider")) or [DEFAULT_PROVIDER]
+        for slug in slugs:
+            try:
+                demo.fake_class(slug)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        with demo.demo_session(slugs):
+            out.write(f"Demo: {', '.join(slugs)} against loopback fakes (never published)")
+            _handle(dict(options, inline=True), out, demo_slugs=slugs)
+        return
+    _handle(options, out)
+
+
+def _handle(options, out, demo_slugs=None):
     job_hosts = {}
     for item in options.get("job_host") or []:
         provider, sep, host = item.partition("=")
@@ -98,6 +122,10 @@ def handle(options, out):
         )
     except PlanError as exc:
         raise CommandError(str(exc)) from None
+    if demo_slugs:
+        entry = demo.manifest_entry(demo_slugs)
+        store.update_manifest(run.pk, lambda m: setattr(m, "demo", entry))
+        run.refresh_from_db(fields=["manifest"])
     manifest = run.typed_manifest
     out.write(f"Run {run.id} ({run.name}), seed {manifest.seed}")
     for refusal in manifest.refusals:

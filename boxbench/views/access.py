@@ -4,6 +4,7 @@ import uuid
 
 from django.http import Http404
 
+from boxbench import permissions
 from boxbench.models import Aggregate, Run, Scope, aggregate_key
 
 
@@ -16,9 +17,9 @@ def aggregate(scope: Scope, *parts) -> dict:
 
 
 def visible_run(request, run_id: uuid.UUID) -> Run:
-    """A published run for everyone; an unpublished one for staff only (others get a 404, so
-    an outsider cannot learn that the run exists)."""
+    """A published run for everyone; an unpublished one only with view_unpublished_run (others
+    get a 404, so an outsider cannot learn that the run exists)."""
     run = Run.objects.filter(id=run_id).first()
-    if run is None or not (run.published or request.user.is_staff):
+    if run is None or not (run.published or permissions.may(request, permissions.VIEW_UNPUBLISHED)):
         raise Http404("no such run")
     return run

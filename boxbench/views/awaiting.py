@@ -53,7 +53,8 @@ def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
         {
             "run": run,
             "successes": run.successes,
-            "target": run.typed_manifest.planned_successes(),
+            "target": (manifest := run.typed_manifest).planned_successes(),
+            "demo": manifest.demo is not None,
             "audit": audit_verdict(run.audit_report, resolved.get(run.id, set())),
         }
         for run in runs

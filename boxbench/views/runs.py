@@ -1,10 +1,11 @@
-"""A run's report: manifest, progress, audit with resolutions, and (staff only) private evidence."""
+"""A run's report: manifest, progress, audit with resolutions, and (with view_private_evidence)
+private evidence."""
 
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from boxbench import publishing
+from boxbench import permissions, publishing
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -28,6 +29,7 @@ def run_page(request, run_id):
     counts = stored["progress"] if stored else publishing.progress(run)
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
+    manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
@@ -37,15 +39,19 @@ def run_page(request, run_id):
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
-        "refusals": run.typed_manifest.refusals,
+        "refusals": manifest.refusals,
+        "demo": manifest.demo,
     }
-    if request.user.is_staff and not run.published:
+    reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
+        request, permissions.PUBLISH
+    )
+    if reviewer and not run.published:
         context["blockers"] = _blockers(run, pairs)
         context["ready"] = (
             run.status == RunStatus.COMPLETED and run.audit_report is not None
             and not context["blockers"]
         )  # fmt: skip
-    if request.user.is_staff:
+    if permissions.may(request, permissions.VIEW_EVIDENCE):
         context["evidence"] = list(
             Evidence.objects.filter(trial__run=run)
             .select_related("trial__provider", "trial__benchmark")

@@ -1,5 +1,5 @@
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
 from django.core.management import call_command
 
@@ -47,9 +47,14 @@ def published_run(imported_run):
     return publishing.publish(imported_run)
 
 
+REVIEWER_PERMISSIONS = ["view_unpublished_run", "view_private_evidence", "audit_run"]
+
+
 @pytest.fixture
 def staff_client(client):
+    """A staff member who reviews runs: sees unpublished runs and evidence, resolves audits."""
     user = User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=REVIEWER_PERMISSIONS))
     client.force_login(user)
     return client
 

@@ -19,6 +19,16 @@ ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]  # fmt: skip
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+CSP_LISTENER = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"}`);
+});
+"""
+
+
+def csp_violations(page) -> list[str]:
+    return page.evaluate("window.cspViolations || []")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +53,9 @@ def page(browser):
     tab.errors = []
     tab.on("console", lambda m: m.type == "error" and tab.errors.append(m.text))
     tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    # Every Content-Security-Policy violation (a blocked inline script, style or source),
+    # recorded in the page as it happens: the dashboard must draw with the policy on.
+    tab.add_init_script(CSP_LISTENER)
     yield tab
     context.close()
 
@@ -50,12 +63,14 @@ def page(browser):
 def visit(page, url, shot):
     response = page.goto(url)
     assert response.status == 200, url
+    assert "script-src 'self'" in response.headers["content-security-policy"], url
     page.wait_for_load_state("networkidle")
     for chart in page.locator("div.chart").all():
         chart.locator(".main-svg").first.wait_for()
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
     assert page.errors == [], f"console errors on {url}: {page.errors}"
+    assert csp_violations(page) == [], f"Content-Security-Policy violations on {url}"
 
 
 def unit_csv(client, path):
@@ -160,3 +175,12 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
     visit(page, page.url, "first-visit-resolved-one")
     assert failing.count() == len(publishing.failing_checks(imported_run.audit_report)) - 1
     assert page.errors == []
+
+
+def test_it_filters_the_trials_by_provider_without_inline_scripts(live_server, page, published_run):
+    visit(page, live_server.url + "/benchmarks/create/units/create/", "unit-create-filter")
+    page.locator("select[name=provider]").select_option("docker")
+    page.wait_for_url("**provider=docker**")
+    providers = page.locator("#trials-table tbody tr td:nth-child(2)").all_text_contents()
+    assert providers and set(providers) == {"docker"}
+    assert page.errors == [] and csp_violations(page) == []

@@ -58,8 +58,9 @@ def test_it_lists_awaiting_runs_in_a_few_queries(
     staff_client, imported_run, django_assert_max_num_queries
 ):
     publishing.run_audit(imported_run)
-    # Session and user, the overview aggregate, the runs with their counts, their resolutions.
-    with django_assert_max_num_queries(5):
+    # Session and user, the user's and their groups' permissions, the overview aggregate, the
+    # runs with their counts, their resolutions.
+    with django_assert_max_num_queries(7):
         assert staff_client.get("/").status_code == 200
 
 

@@ -179,14 +179,17 @@ def test_it_shows_the_audit_and_its_resolutions_to_everyone(client, published_ru
     assert "Private evidence" not in page
 
 
-def test_it_shows_private_evidence_to_staff_only(client, outsider_client, published_run):
+def test_it_shows_private_evidence_only_with_its_permission(outsider_client, published_run):
     trial = Trial.objects.filter(run=published_run).first()
     Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 3, "secret": "tti"})
     assert b"Private evidence" not in outsider_client.get(RUN_URL).content
     outsider_client.logout()
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import Permission, User
 
-    outsider_client.force_login(User.objects.create_user("boss", is_staff=True))
+    boss = User.objects.create_user("boss", is_staff=True)
+    outsider_client.force_login(boss)
+    assert b"Private evidence" not in outsider_client.get(RUN_URL).content
+    boss.user_permissions.add(Permission.objects.get(codename="view_private_evidence"))
     page = outsider_client.get(RUN_URL).content.decode()
     assert "Private evidence" in page and "readiness" in page and "attempts" in page
 

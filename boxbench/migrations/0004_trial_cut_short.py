@@ -18,7 +18,7 @@ def flag_cut_short_trials(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("boxbench", "0002_drop_redundant_fk_indexes"),
+        ("boxbench", "0003_run_permissions"),
     ]
 
     operations = [
