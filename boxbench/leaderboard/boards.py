@@ -13,9 +13,11 @@ from boxbench.leaderboard.sources import (
     unit_scope,
 )
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from runner.rules import Refusal
 from stats import labels, summary, workload
 
-REFUSAL_LABELS = {
+# Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
+REFUSAL_STATUS_FLAGS = {
     "R401": "refused_capability",
     "R402": "not_offered",
     "R403": "account_limit",
@@ -39,7 +41,7 @@ class Build:
     benchmark: Benchmark
     runs: dict[str, Run]  # provider slug -> the run its numbers come from
     providers: list[Provider]  # those with finished trials (by slug), then those only refused
-    refusals: dict[str, dict]  # the planners' refusals of providers without finished trials
+    refusals: dict[str, Refusal]  # the planners' refusals of providers without finished trials
     floors: dict[str, int]  # successes a provider needs before it is ranked
     totals: dict[str, int]  # successes across all units
     context: dict  # the keys every page of the benchmark repeats
@@ -183,12 +185,12 @@ def known_fault(provider: Provider, benchmark: str) -> str | None:
 def provider_state(
     provider, refusals, successes, floor, failures, benchmark="", **view
 ) -> labels.ProviderState:
-    refusal = refusals.get(provider.slug, {})
-    flag = REFUSAL_LABELS.get(str(refusal.get("code", "")))
-    missing = refusal.get("missing") or refusal.get("code") or "refused"
+    refusal = refusals.get(provider.slug)
+    flag = REFUSAL_STATUS_FLAGS.get(refusal.code) if refusal else None
+    missing = (refusal.missing or refusal.code) if refusal else "refused"
     fault = known_fault(provider, benchmark)
     if flag == "known_fault":
-        fault = fault or str(refusal.get("missing") or refusal.get("message") or "known fault")
+        fault = fault or str(refusal.missing or refusal.message or "known fault")
     return labels.ProviderState(
         known_fault=fault,
         successes=successes,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db.models import Max
 
 from boxbench.models import Benchmark, Run, Trial, TrialState
+from runner.manifest import Manifest
+from runner.rules import Refusal
 from stats import labels
 
 
@@ -51,35 +53,16 @@ def _measured_at(last_trial_end, run: Run):
 
 
 def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = None) -> str:
-    """The image digest a benchmark ran on, as the run manifest records it.
-
-    Runs record each provider's image under "images" (runner.plan.image_identity); given
-    `providers` (default: all of the run's), the one digest they share, or "" when they differ
-    or none is known. "image_digests" (per benchmark, or "standard") takes precedence.
-    """
-    digests = manifest.get("image_digests")
-    if isinstance(digests, dict):
-        return str(digests.get(benchmark) or digests.get("standard") or "")
-    images = manifest.get("images")
-    if isinstance(images, dict) and images:
-        found = {
-            str(entry.get("digest") or "")
-            for slug, entry in images.items()
-            if isinstance(entry, dict) and (providers is None or slug in providers)
-        }
-        found.discard("")
-        return found.pop() if len(found) == 1 else ""
-    return str(manifest.get("image_digest") or "")
+    """The image digest a benchmark ran on, as a stored manifest records it."""
+    return Manifest.from_json(manifest).digest_for(benchmark, providers)
 
 
 def planned_units(benchmark: Benchmark, run: Run) -> list[str] | None:
     """The units of `benchmark` the run's plan named (manifest `benchmarks.<slug>.units`), or
     None when the run records no plan for it."""
-    manifest = run.manifest if isinstance(run.manifest, dict) else {}
-    planned = (manifest.get("benchmarks") or {}).get(benchmark.slug) or {}
-    units = planned.get("units") if isinstance(planned, dict) else None
-    if isinstance(units, list) and units and all(isinstance(u, str) for u in units):
-        return list(dict.fromkeys(units))
+    planned = run.typed_manifest.benchmarks.get(benchmark.slug)
+    if planned and planned.units:
+        return list(dict.fromkeys(planned.units))
     return None
 
 
@@ -107,14 +90,13 @@ def unit_scope(units: int, declared_units: int) -> dict:
     return {"units": units, "of": declared_units, "subset": subset, "text": text}
 
 
-def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, dict]:
+def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, Refusal]:
     """The planners' refusals of this benchmark by provider slug, the latest run's first."""
-    found: dict[str, dict] = {}
+    found: dict[str, Refusal] = {}
     for run in published:
-        manifest = run.manifest if isinstance(run.manifest, dict) else {}
-        for refusal in manifest.get("refusals", []) or []:
-            if isinstance(refusal, dict) and refusal.get("benchmark") == benchmark.slug:
-                found.setdefault(str(refusal.get("provider", "")), refusal)
+        for refusal in run.typed_manifest.refusals:
+            if refusal.benchmark == benchmark.slug:
+                found.setdefault(refusal.provider, refusal)
     return found
 
 
@@ -122,7 +104,7 @@ def run_source(run: Run, benchmark: Benchmark, providers: list[str] | None = Non
     return {
         "run": str(run.id),
         "run_name": run.name,
-        "image_digest": image_digest(run.manifest or {}, benchmark.slug, providers),
+        "image_digest": run.typed_manifest.digest_for(benchmark.slug, providers),
     }
 
 

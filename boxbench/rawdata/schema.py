@@ -196,7 +196,7 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
         uuid.UUID | None, "An earlier trial of the file, not a success, that this one replaces."
     )
     batch: text(Trial, "batch", "The batch label every sandbox of the trial carried.")
-    outcome: choice([v for v in Outcome.values if v], "What became of the trial.")
+    outcome: choice([o.value for o in Outcome], "What became of the trial.")
     owner: choice(Owner.values, 'Whose the outcome is (`""` for a success).')
     cause: text(Trial, "cause", "What happened, in words.")
     job_host: text(Trial, "job_host", "The machine the trial was timed from.")

@@ -29,7 +29,7 @@ BATCH = 5000
 TRIAL_COLUMNS = (
     "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
     "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host", "started_at",
-    "ended_at", "in_flight", "placement", "host_load", "cost_usd",
+    "ended_at", "in_flight", "placement", "host_load", "cost_usd", "cut_short",
 )  # fmt: skip
 MEASUREMENT_COLUMNS = ("trial_id", "kind", "name", "value", "unit", "clock", "clock_gate")
 
@@ -100,6 +100,9 @@ class Writer:
                 trial.attempt, replaces, trial.batch, DONE, trial.outcome, trial.owner,
                 trial.cause, trial.job_host, moment(trial.started_at), moment(trial.ended_at),
                 trial.in_flight, json(trial.placement), json(trial.host_load), trial.cost_usd,
+                # Not a field of the format: a trial cut short says so in its cause, as the
+                # runner writes it (runner.lifecycle.CUT_SHORT).
+                trial.cause.startswith("cut short: "),
             )
         )  # fmt: skip
         self.trial_lines.append(number)

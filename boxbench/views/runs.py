@@ -43,6 +43,7 @@ def run_page(request, run_id):
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     held = stored.get("held_back", []) if stored else publishing.held_back([run])[run.id]
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
+    manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
@@ -54,7 +55,8 @@ def run_page(request, run_id):
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
         "held_back": held,
-        "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
+        "refusals": manifest.refusals,
+        "demo": manifest.demo,
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
         request, permissions.PUBLISH
