@@ -8,7 +8,8 @@ holds a KEY SHARE lock on the providers, benchmarks and units it refers to, the 
 check would take. So for the length of its own transaction it can set session_replication_role to
 replica, which skips the per-row foreign-key triggers; unique indexes and CHECK constraints still
 apply. Nothing outside the transaction changes. Without the privilege to set it (not a superuser),
-or when a table has triggers of its own, the triggers run as usual: slower, equally correct.
+or when a table has triggers of its own that replica mode would skip (not enabled ALWAYS), the
+triggers run as usual: slower, equally correct.
 """
 
 import bisect
@@ -176,7 +177,8 @@ class PostgresWriter(Writer):
     def _skip_foreign_key_triggers(self) -> bool:
         tables = [Trial._meta.db_table, Measurement._meta.db_table]
         self.cursor.execute(
-            "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+            # Triggers enabled ALWAYS (the trial tally's) fire under replica too: they may stay.
+            "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgenabled <> 'A'"
             " AND tgrelid = ANY(%s::regclass[])",
             [tables],
         )
