@@ -34,6 +34,7 @@ from boxbench.rawdata.schema import (
     TrialLine,
 )
 from boxbench.rawdata.writers import RowError, writer_for
+from runner.manifest import Manifest, ManifestError
 
 BENCHMARK_FIELDS = (
     "slug", "version", "title", "description", "section", "metric", "unit", "direction",
@@ -217,6 +218,10 @@ def _store_definitions(source: str, header: Header):
     info = header.run
     if Run.objects.filter(id=info.id).exists():
         raise FieldError("run.id", f"run {info.id} is already in the database")
+    try:
+        Manifest.from_json(header.manifest)  # stored as given, so an export gives the same bytes
+    except ManifestError as exc:
+        raise FieldError("manifest", str(exc)) from None
     run = Run.objects.create(
         id=info.id,
         name=info.name,

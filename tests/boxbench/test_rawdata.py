@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 from bench.synthetic import synthetic_run
 from boxbench.models import Measurement, Provider, Run, Trial
 from boxbench.rawdata import RawDataError, export_csv, export_jsonl, import_jsonl
+from tests.boxbench.rawdata_files import reseal, with_field
 
 pytestmark = pytest.mark.django_db
 
@@ -50,17 +51,21 @@ def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
 
 
 def test_it_keeps_a_cut_short_trial_flagged_through_a_round_trip(tmp_path, synthetic_file):
+    # The format has no cut_short field: a trial cut short says so in its cause, as the runner
+    # writes it, and import sets the column from it.
     lines = synthetic_file.read_text().splitlines(keepends=True)
     index = next(i for i, line in enumerate(lines) if '"provider_failure"' in line)
     record = json.loads(lines[index])
-    lines[index] = json.dumps({**record, "owner": "unknown", "cut_short": True}) + "\n"
-    run = import_jsonl(write_lines(tmp_path / "cut.jsonl", lines)).run
+    lines = with_field(lines, index, "owner", "unknown")
+    lines = with_field(lines, index, "cause", "cut short: worker lost")
+    run = import_jsonl(write_lines(tmp_path / "cut.jsonl", reseal(lines))).run
     assert list(Trial.objects.filter(cut_short=True).values_list("id", flat=True)) == [
         uuid.UUID(record["trial"])
     ]
-    exported = [json.loads(line) for line in export_text(run).splitlines()[1:]]
-    assert [t["trial"] for t in exported if t.get("cut_short")] == [record["trial"]]
-    assert all("cut_short" not in t for t in exported if t["trial"] != record["trial"])
+    exported = [json.loads(line) for line in export_text(run).splitlines()[1:-1]]
+    assert [t["trial"] for t in exported if t["cause"].startswith("cut short: ")] == [
+        record["trial"]
+    ]
 
 
 def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
