@@ -260,6 +260,9 @@ class Trial(models.Model):
     job_host = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds while the trial runs (runner/heartbeat.py): a running trial whose
+    # heartbeat is stale has lost its worker (runner/recovery.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     in_flight = models.FloatField(null=True, blank=True)
     placement = models.JSONField(default=dict, blank=True)
     host_load = models.JSONField(default=dict, blank=True)
@@ -297,6 +300,12 @@ class Trial(models.Model):
             # The queue: the next queued trial of a run.
             models.Index(
                 fields=["run", "state"], name="trial_queued_idx", condition=models.Q(state="queued")
+            ),
+            # Orphan recovery and /metrics: running trials by heartbeat.
+            models.Index(
+                fields=["heartbeat_at"],
+                name="trial_running_heartbeat_idx",
+                condition=models.Q(state="running"),
             ),
         ]
 

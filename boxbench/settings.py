@@ -122,6 +122,15 @@ else:
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
+# Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
+# older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The
+# gap covers a database outage of up to about a minute (the heartbeat resumes when it returns).
+RUNNER_HEARTBEAT_S = envint("BOXBENCH_HEARTBEAT_SECONDS", 5, minimum=1, maximum=60)
+RUNNER_ORPHAN_AFTER_S = envint(
+    "BOXBENCH_ORPHAN_AFTER_SECONDS", 75, minimum=4 * RUNNER_HEARTBEAT_S, maximum=3600
+)
+# How long a trial's result write keeps retrying through a database outage before giving up.
+RUNNER_DB_RETRY_S = envint("BOXBENCH_DB_RETRY_SECONDS", 90, minimum=0, maximum=3600)
 SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
 LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
 DOCKER_HOST = envstr("DOCKER_HOST")

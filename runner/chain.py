@@ -29,6 +29,7 @@ from boxbench.models import (
 )
 from runner import adapters, rules, runs, store
 from runner.benchmarks import all_benchmarks
+from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
@@ -80,10 +81,15 @@ class Chain:
         # Set when a trial's resources may still exist: no worker of this chain starts another.
         self.halted: str | None = None
         self._lock = threading.Lock()
+        self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}")
 
     # The whole chain ---------------------------------------------------------------------------
 
     def execute(self) -> None:
+        with self.heartbeat:
+            self._execute()
+
+    def _execute(self) -> None:
         self._set_chain_status("running")
         busy = self._check_account()
         if busy:
@@ -207,20 +213,32 @@ class Chain:
     def run_one(self, trial: Trial, benchmark: str):
         if not store.claim_trial(trial.pk, settings.JOB_HOST):
             return None  # delivered twice: someone else runs it
-        module = self.modules[benchmark]
-        unit = next(u for u in module.units() if u.slug == trial.unit.slug)
-        self.spacer.wait()
-        result = run_trial(
-            self.provider,
-            module.DEFINITION,
-            unit,
-            module.run,
-            label=trial.batch,
-            lifetime_s=min(module.DEFINITION.lifetime_s, settings.SANDBOX_LIFETIME_MINUTES * 60),
-            pricing=self.provider.declaration.pricing,
-            limits=lifecycle_limits,
-        )
-        store.save_result(trial.pk, result)
+        self.heartbeat.add(trial.pk)
+        try:
+            module = self.modules[benchmark]
+            unit = next(u for u in module.units() if u.slug == trial.unit.slug)
+            self.spacer.wait()
+            result = run_trial(
+                self.provider,
+                module.DEFINITION,
+                unit,
+                module.run,
+                label=trial.batch,
+                lifetime_s=min(
+                    module.DEFINITION.lifetime_s, settings.SANDBOX_LIFETIME_MINUTES * 60
+                ),
+                pricing=self.provider.declaration.pricing,
+                limits=lifecycle_limits,
+            )
+            try:
+                store.save_result(trial.pk, result)
+            except store.TrialNotRunning:
+                # Recovery ended it while this worker was silent (a database outage longer
+                # than the orphan limit): it stays cut short, and this result is not stored.
+                log.warning("trial %s was recovered while running: result dropped", trial.pk)
+                return result
+        finally:
+            self.heartbeat.remove(trial.pk)
         if result.outcome == Outcome.BENCHMARK_ERROR:
             self._stop_unit(benchmark, trial.unit.slug)
         if any(

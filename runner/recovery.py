@@ -1,8 +1,11 @@
 """Recovery of orphaned trials: a worker or qcluster that died mid-trial leaves a Trial "running"
 and possibly a live sandbox. Nothing else would ever end either.
 
-A running trial is an orphan once it has run longer than its benchmark could (create, procedure
-and destroy limits plus a margin for readiness, probes and cleanup checks). It is then written
+A running trial is an orphan once its heartbeat (runner/heartbeat.py, every few seconds while its
+worker lives) is older than `RUNNER_ORPHAN_AFTER_S` (75 s by default). A trial claimed without a
+heartbeat (by code older than the column) is an orphan once it has run longer than its benchmark
+could (create, procedure and destroy limits plus a margin for readiness, probes and cleanup
+checks). It is then written
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
 failure, owner unknown, cause "cut short: worker lost", and the lifecycle evidence flags
 `cut_short` / `outcome_unknown` that runner/store.py writes (an unknown outcome stops refilling
@@ -14,19 +17,24 @@ loses the race cleanly (its own save fails) instead of finding its sandbox destr
 that then reports success. Sandboxes are destroyed only for batches that no live trial still
 uses: sibling trials of one batch share its label.
 
-Entry points: `recover_orphans()` (plain function; `scheduled_recovery` for a django-q2
-Schedule) and `manage.py bench recover`.
+Entry points: `recover_orphans()` (plain function), `scheduled_recovery` (the django-q2 Schedule
+that migrate installs, every minute), `startup_recovery` (each qcluster, when its workers start)
+and `manage.py bench recover`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.db import connections
 from django.utils import timezone
 
 from runner import adapters, runs, store
@@ -51,6 +59,9 @@ class Orphan:
     batch: str
     started_at: datetime | None
     limit: timedelta
+    job_host: str = ""
+    # The heartbeat (or, without one, the start) that the limit is counted from.
+    last_seen: datetime | None = None
     recovered: bool = False  # False: the trial ended on its own before recovery wrote it
 
 
@@ -86,17 +97,29 @@ def trial_limit(benchmark_slug: str, modules: dict | None = None) -> timedelta:
     )
 
 
+def orphan_after() -> timedelta:
+    return timedelta(seconds=settings.RUNNER_ORPHAN_AFTER_S)
+
+
 def find_orphans(max_age: timedelta | None = None, now: datetime | None = None) -> list[Orphan]:
-    """Running trials older than their limit (or than `max_age`, when given)."""
+    """Running trials whose heartbeat is stale (or older than `max_age`, when given)."""
     now = now or timezone.now()
     modules = all_benchmarks()
+    stale = orphan_after()
     found = []
-    for pk, run_id, provider, benchmark, batch, started_at in store.running_trials():
-        limit = max_age if max_age is not None else trial_limit(benchmark, modules)
+    for pk, run_id, provider, benchmark, batch, started_at, beat, host in store.running_trials():
+        if max_age is not None:
+            limit, since = max_age, started_at
+        elif beat is not None:
+            limit, since = stale, beat
+        else:
+            limit, since = trial_limit(benchmark, modules), started_at
         # claim_trial always sets started_at: a running trial without one was not claimed by
         # this runner and cannot be followed by anyone.
-        if started_at is None or now - started_at > limit:
-            found.append(Orphan(str(pk), str(run_id), provider, batch, started_at, limit))
+        if since is None or now - since > limit:
+            found.append(
+                Orphan(str(pk), str(run_id), provider, batch, started_at, limit, host, since)
+            )
     return found
 
 
@@ -136,7 +159,7 @@ def scheduled_recovery() -> str:
 
 
 def _end_trial(orphan: Orphan, now: datetime) -> bool:
-    overdue = None if orphan.started_at is None else (now - orphan.started_at - orphan.limit)
+    overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
         outcome="provider_failure",
         owner="unknown",
@@ -151,6 +174,8 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
                 "recovery",
                 {
                     "limit_s": orphan.limit.total_seconds(),
+                    "last_seen": orphan.last_seen.isoformat() if orphan.last_seen else None,
+                    "job_host": orphan.job_host,
                     "overdue_s": None if overdue is None else overdue.total_seconds(),
                     "batch": orphan.batch,
                 },
@@ -224,3 +249,60 @@ def _finish_cancelling_run(run_id: str) -> bool:
 
 def _flatten(batches: dict) -> list[str]:
     return sorted({b for labels in batches.values() for b in labels})
+
+
+# -- when recovery runs --------------------------------------------------------------------------
+
+SCHEDULE_NAME = "boxbench orphan recovery"
+
+
+def install_schedule(**_signal_kwargs) -> None:
+    """The django-q2 Schedule that runs recovery every minute (post_migrate: setup installs it).
+
+    No cluster: every qcluster serves it, one at a time (django-q2 takes a due schedule under a
+    row lock), so recovery runs while any job host is up.
+    """
+    from django_q.models import Schedule
+
+    Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": "runner.recovery.scheduled_recovery",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "repeats": -1,
+            "cluster": None,
+        },
+    )
+
+
+def startup_recovery(sleep: Callable[[float], None] = time.sleep) -> list[RecoveryReport]:
+    """Recovery when a qcluster's workers start: a qcluster that starts after a crash finds the
+    dead workers' trials at once if their heartbeats are already stale, and once more when the
+    freshest of them must have gone stale (a heartbeat written just before the crash)."""
+    reports = [recover_orphans()]
+    sleep(settings.RUNNER_ORPHAN_AFTER_S + settings.RUNNER_HEARTBEAT_S)
+    reports.append(recover_orphans())
+    return reports
+
+
+def on_worker_spawn(**_signal_kwargs) -> None:
+    """django-q2's post_spawn: start `startup_recovery` in a thread, in one worker per job host
+    at a time (a file lock), so a restarted or reincarnated worker's predecessor is recovered."""
+    lock_path = settings.VAR_DIR / f"recovery-{settings.JOB_HOST}.lock"
+
+    def run() -> None:
+        try:
+            with open(lock_path, "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # another worker of this host is on it
+                for report in startup_recovery():
+                    log.info("startup recovery: %s", report.summary())
+        except Exception:  # a failed sweep is retried by the schedule
+            log.exception("startup recovery failed")
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=run, name="startup-recovery", daemon=True).start()

@@ -2,6 +2,11 @@
 write of planning, chains, run state changes and recovery is a function here, named for what it
 does.
 
+The chain's reads and writes (`@retrying`) ride out a database outage: a connection error is
+retried with backoff for up to `RUNNER_DB_RETRY_S` seconds (outside a transaction only, since a
+broken transaction cannot be resumed), so a blip neither loses a measured trial nor stops the
+chain.
+
 A trial is claimed by a conditional UPDATE (queued -> running) that must change exactly one row, so
 a task delivered twice runs it once. A finished trial is written with its measurements and
 evidence in one transaction, and only while it is still running: no half-written trial.
@@ -9,32 +14,104 @@ evidence in one transaction, and only while it is still running: no half-written
 
 from __future__ import annotations
 
+import functools
+import logging
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
 from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
 
+log = logging.getLogger(__name__)
+# Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.
+DB_DOWN = (OperationalError, InterfaceError)
+FIRST_WAIT_S = 0.25
+MAX_WAIT_S = 5.0
+# Tests replace it to pass time without waiting.
+sleep = time.sleep
+
 
 class TrialNotRunning(Exception):
     pass
 
 
+def retrying(func):
+    """Retry `func` through a database outage of up to RUNNER_DB_RETRY_S seconds."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        deadline = time.monotonic() + settings.RUNNER_DB_RETRY_S
+        wait = FIRST_WAIT_S
+        attempt = 1
+        while True:
+            try:
+                return func(*args, **kwargs)
+            except DB_DOWN as exc:
+                connection = connections[DEFAULT_DB_ALIAS]
+                if connection.in_atomic_block or time.monotonic() + wait > deadline:
+                    raise
+                log.warning(
+                    "database unavailable in %s (attempt %d): %s; retrying in %.2f s",
+                    func.__name__,
+                    attempt,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    wait,
+                )
+                # Drop the broken connection: Django opens a new one on the next query.
+                with suppress(DB_DOWN):
+                    connection.close()
+                sleep(wait)
+                wait = min(wait * 2, MAX_WAIT_S)
+                attempt += 1
+
+    return wrapper
+
+
+@retrying
 def claim_trial(trial_id, job_host: str) -> bool:
     """Move a queued trial to running for this job host; False if anyone else got it first."""
+    now = timezone.now()
     changed = Trial.objects.filter(pk=trial_id, state=TrialState.QUEUED).update(
-        state=TrialState.RUNNING, job_host=job_host, started_at=timezone.now()
+        state=TrialState.RUNNING, job_host=job_host, started_at=now, heartbeat_at=now
     )
     return changed == 1
 
 
+def beat(trial_ids: list) -> int:
+    """Write the heartbeat of these trials while they run (runner/heartbeat.py)."""
+    return Trial.objects.filter(pk__in=trial_ids, state=TrialState.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
 def save_result(trial_id, result: TrialResult) -> Trial:
-    """Write a finished trial; raises TrialNotRunning when it was not claimed."""
+    """Write a finished trial; raises TrialNotRunning when it was not claimed (or was ended by
+    recovery meanwhile). Retried through a database outage: a commit whose answer the outage
+    swallowed is recognised by its own end time, not stored twice."""
+    try:
+        return _write_result(trial_id, result)
+    except TrialNotRunning:
+        if result.ended_at is not None:
+            stored = Trial.objects.filter(
+                pk=trial_id,
+                state=TrialState.DONE,
+                outcome=result.outcome,
+                ended_at=result.ended_at,
+            ).first()
+            if stored is not None:
+                return stored
+        raise
+
+
+@retrying
+def _write_result(trial_id, result: TrialResult) -> Trial:
     with transaction.atomic():
         changed = Trial.objects.filter(pk=trial_id, state=TrialState.RUNNING).update(
             state=TrialState.DONE,
@@ -80,6 +157,7 @@ def save_result(trial_id, result: TrialResult) -> Trial:
     return Trial.objects.get(pk=trial_id)
 
 
+@retrying
 def cancel_queued(run, reason: str, **filters) -> int:
     """Mark queued trials cancelled (they never ran), with the reason as their cause."""
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
@@ -143,6 +221,7 @@ def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedCha
 # -- runs ---------------------------------------------------------------------------------------
 
 
+@retrying
 def get_run(run_id) -> Run:
     return Run.objects.get(pk=run_id)
 
@@ -154,6 +233,7 @@ def locked_run(run_id) -> Iterator[Run]:
         yield Run.objects.select_for_update().get(pk=run_id)
 
 
+@retrying
 def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
     """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
     with locked_run(run_id) as run:
@@ -162,10 +242,12 @@ def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
     return run.manifest
 
 
+@retrying
 def has_running_trials(run) -> bool:
     return Trial.objects.filter(run=run, state=TrialState.RUNNING).exists()
 
 
+@retrying
 def running_batches(run) -> set[str]:
     """Batch labels of the run's running trials: their sandboxes are still in use."""
     return set(
@@ -173,6 +255,7 @@ def running_batches(run) -> set[str]:
     )
 
 
+@retrying
 def trial_states(run) -> list[tuple[str, str, str, str]]:
     """(provider, benchmark, state, outcome) of every trial of the run."""
     return list(
@@ -185,11 +268,13 @@ def trial_states(run) -> list[tuple[str, str, str, str]]:
 # -- a provider's chain -------------------------------------------------------------------------
 
 
+@retrying
 def run_status(run_id) -> str | None:
     """The run's status as stored now (another process may have cancelled it)."""
     return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
+@retrying
 def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
     """The batch's queued trials of one provider, in seq order, with their units."""
     return list(
@@ -199,6 +284,7 @@ def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
     )
 
 
+@retrying
 def chain_trials(run, provider: str) -> list[Trial]:
     """Every trial of one provider's chain, with its benchmark and unit."""
     return list(
@@ -206,6 +292,7 @@ def chain_trials(run, provider: str) -> list[Trial]:
     )
 
 
+@retrying
 def replaced_trial_ids(run) -> set:
     """Ids of the run's trials that a top-up trial already replaces."""
     return set(
@@ -213,6 +300,7 @@ def replaced_trial_ids(run) -> set:
     )
 
 
+@retrying
 def last_seq(run, low: int, high: int) -> int | None:
     """The highest seq of the run's trials in (low, high], or None when there is none."""
     return (
@@ -223,6 +311,7 @@ def last_seq(run, low: int, high: int) -> int | None:
     )
 
 
+@retrying
 def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, batch: str) -> None:
     """Queue one top-up trial for each failed trial, numbered from after_seq + 1."""
     Trial.objects.bulk_create(
@@ -241,6 +330,7 @@ def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, 
     )
 
 
+@retrying
 def outcome_unknown(run, provider: str) -> bool:
     """A trial of this chain was cut short: its lifecycle evidence flags its outcome unknown."""
     return Evidence.objects.filter(
@@ -251,16 +341,19 @@ def outcome_unknown(run, provider: str) -> bool:
     ).exists()
 
 
+@retrying
 def successes(run, provider: str) -> int:
     return Trial.objects.filter(run=run, provider__slug=provider, outcome=Outcome.SUCCESS).count()
 
 
+@retrying
 def spent_usd(run) -> float:
     """What the run's trials have cost so far, over every provider."""
     total = Trial.objects.filter(run=run).aggregate(total=Sum("cost_usd"))["total"]
     return float(total or 0.0)
 
 
+@retrying
 def held_spans(run, batch: str) -> dict:
     """{trial id: [(start, end)]} of the batch's sandbox-holding spans (lifecycle evidence)."""
     held = {}
@@ -271,6 +364,7 @@ def held_spans(run, batch: str) -> dict:
     return held
 
 
+@retrying
 def set_in_flight(means: dict) -> None:
     """Store each trial's mean number of other trials in flight ({trial id: mean})."""
     for trial_id, mean in means.items():
@@ -281,10 +375,20 @@ def set_in_flight(means: dict) -> None:
 
 
 def running_trials() -> list[tuple]:
-    """(id, run id, provider, benchmark, batch, started_at) of every running trial, oldest first."""
+    """(id, run id, provider, benchmark, batch, started_at, heartbeat_at, job_host) of every
+    running trial, oldest first."""
     return list(
         Trial.objects.filter(state=TrialState.RUNNING)
-        .values_list("pk", "run_id", "provider__slug", "benchmark__slug", "batch", "started_at")
+        .values_list(
+            "pk",
+            "run_id",
+            "provider__slug",
+            "benchmark__slug",
+            "batch",
+            "started_at",
+            "heartbeat_at",
+            "job_host",
+        )
         .order_by("started_at")
     )
 

@@ -33,10 +33,14 @@ def plan(benchmark="create", trials=2):
     return run
 
 
-def claim(trial, minutes_ago: float):
+def claim(trial, minutes_ago: float, beat_s_ago: float | None = None):
+    """Claim a trial as started `minutes_ago`, its last heartbeat `beat_s_ago` (default: none
+    since it started)."""
     assert store.claim_trial(trial.pk, "lost-host")
-    started = timezone.now() - timedelta(minutes=minutes_ago)
-    Trial.objects.filter(pk=trial.pk).update(started_at=started)
+    now = timezone.now()
+    started = now - timedelta(minutes=minutes_ago)
+    beat = started if beat_s_ago is None else now - timedelta(seconds=beat_s_ago)
+    Trial.objects.filter(pk=trial.pk).update(started_at=started, heartbeat_at=beat)
 
 
 def wait_for(condition, timeout_s: float, what: str):
@@ -123,7 +127,20 @@ def test_it_recovers_the_trial_and_sandbox_of_a_killed_qcluster(
     assert local.list_sandboxes() == []
 
 
-def test_it_waits_for_each_benchmarks_own_limit(chain_provider, local):
+def test_an_orphan_is_a_running_trial_whose_heartbeat_is_stale(chain_provider, local, settings):
+    settings.RUNNER_ORPHAN_AFTER_S = 60
+    run = plan("create", trials=4)
+    run.transition(RunStatus.RUNNING)
+    long_alive, silent, just_fresh, *_ = run.trials.order_by("seq")
+    claim(long_alive, minutes_ago=120, beat_s_ago=5)  # runs for long, its worker is alive
+    claim(silent, minutes_ago=2, beat_s_ago=61)
+    claim(just_fresh, minutes_ago=2, beat_s_ago=55)
+    (orphan,) = recovery.find_orphans()
+    assert orphan.trial_id == str(silent.pk) and orphan.limit == timedelta(seconds=60)
+    assert orphan.job_host == "lost-host"
+
+
+def test_a_trial_without_a_heartbeat_waits_for_its_benchmarks_own_limit(chain_provider, local):
     run = plan("create", trials=2)
     run.transition(RunStatus.RUNNING)
     recent, old = run.trials.order_by("seq")
@@ -131,6 +148,7 @@ def test_it_waits_for_each_benchmarks_own_limit(chain_provider, local):
     assert limit == timedelta(seconds=600 + 60 + 300) + recovery.MARGIN
     claim(recent, minutes_ago=limit.total_seconds() / 60 - 1)
     claim(old, minutes_ago=limit.total_seconds() / 60 + 1)
+    Trial.objects.update(heartbeat_at=None)  # claimed by a runner older than the heartbeat
     assert [o.trial_id for o in recovery.find_orphans()] == [str(old.pk)]
 
 
@@ -140,7 +158,7 @@ def test_it_destroys_a_batch_only_once_no_live_trial_uses_it(chain_provider, loc
     lost, busy = run.trials.filter(round=1).order_by("seq")
     lone = run.trials.filter(round=2).order_by("seq").first()
     claim(lost, minutes_ago=60)
-    claim(busy, minutes_ago=1)
+    claim(busy, minutes_ago=1, beat_s_ago=2)
     claim(lone, minutes_ago=60)
     shared = local.create(SandboxSpec(1, 512, lost.batch, 60))
     alone = local.create(SandboxSpec(1, 512, lone.batch, 60))
@@ -181,7 +199,7 @@ def test_the_cli_lists_then_recovers_and_refuses_a_negative_age(chain_provider, 
     run = plan("create", trials=1)
     run.transition(RunStatus.RUNNING)
     trial = run.trials.get()
-    claim(trial, minutes_ago=3)
+    claim(trial, minutes_ago=3, beat_s_ago=1)
     out = io.StringIO()
     call_command("bench", "recover", "--dry-run", "--max-age", "2", stdout=out)
     assert f"would recover trial {trial.pk}" in out.getvalue()
