@@ -33,6 +33,7 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self.beats = 0
         self.failures = 0
+        self._down = 0  # failures in a row
 
     def add(self, trial_id) -> None:
         with self._lock:
@@ -68,11 +69,16 @@ class Heartbeat:
         try:
             store.beat(held)
         except DatabaseError as exc:
+            if not self._down:
+                log.warning("heartbeat of %s not written, retrying each second: %s", self.name, exc)
+            self._down += 1
             self.failures += 1
-            log.warning("heartbeat of %s not written: %s", self.name, exc)
             # A broken connection is not reused: the next beat opens a new one.
             connections["default"].close_if_unusable_or_obsolete()
             return False
+        if self._down:
+            log.warning("heartbeat of %s written again after %d failure(s)", self.name, self._down)
+            self._down = 0
         self.beats += 1
         return True
 
