@@ -27,7 +27,7 @@ from boxbench.models import (
     Trial,
     TrialState,
 )
-from runner import adapters, rules, runs, store
+from runner import adapters, fault, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
@@ -36,6 +36,14 @@ from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 log = logging.getLogger(__name__)
 
 REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
+
+
+def refillable(trial: Trial) -> bool:
+    """Lost slots are refilled; a benchmark error only when it was not the benchmark's fault."""
+    if trial.outcome == Outcome.BENCHMARK_ERROR:
+        return not fault.stops_unit(trial.outcome, trial.owner)
+    return trial.outcome in REFILLABLE
+
 
 # Tests replace this: the lifecycle's limits.
 lifecycle_limits = Limits()
@@ -239,7 +247,7 @@ class Chain:
                 return result
         finally:
             self.heartbeat.remove(trial.pk)
-        if result.outcome == Outcome.BENCHMARK_ERROR:
+        if fault.stops_unit(result.outcome, result.owner):
             self._stop_unit(benchmark, trial.unit.slug)
         if any(
             e.kind == "create_error" and e.data.get("code") == "spend_limit"
@@ -322,7 +330,7 @@ class Chain:
             failed = [
                 t
                 for t in unit_trials
-                if t.state == TrialState.DONE and t.outcome in REFILLABLE and t.pk not in replaced
+                if t.state == TrialState.DONE and refillable(t) and t.pk not in replaced
             ]
             count = min(rules.refills_for_unit(target, successes, attempts), len(failed))
             if count:
