@@ -215,6 +215,10 @@ def test_it_kills_processes_that_appear_after_its_first_pass(local, monkeypatch)
         pytest.skip("no writable cgroup on this host: processes cannot be found by cgroup")
     joined = local_module.join_cgroups_prefix([Path(c) for c in cgroups])
     stray = subprocess.Popen([*joined, "sleep", "600"], start_new_session=True)
+    procs = Path(cgroups[0]) / "cgroup.procs"
+    deadline = time.monotonic() + 30
+    while str(stray.pid) not in procs.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.01)
     real = local_module._processes_of
     passes = {"n": 0}
 
@@ -227,6 +231,27 @@ def test_it_kills_processes_that_appear_after_its_first_pass(local, monkeypatch)
     local.destroy(sandbox)
     assert stray.wait(timeout=10) == -9
     assert passes["n"] >= 2 and local.is_gone(sandbox.id)
+
+
+def test_it_kills_a_process_that_joins_a_cgroup_after_its_last_pass(local, monkeypatch):
+    sandbox = local.create(spec(lifetime_s=600))
+    cgroups = local_module._read_meta(local.root / sandbox.id)["cgroups"]
+    if not cgroups:
+        pytest.skip("no writable cgroup on this host")
+    joined = local_module.join_cgroups_prefix([Path(c) for c in cgroups])
+    strays = []
+    real_remove = local_module.remove_cgroup
+
+    def join_first(path, deadline, on_busy=None):
+        if not strays:  # between the last pass and the removal
+            strays.append(subprocess.Popen([*joined, "sleep", "600"], start_new_session=True))
+            while str(strays[0].pid) not in (path / "cgroup.procs").read_text().split():
+                time.sleep(0.01)
+        real_remove(path, deadline, on_busy)
+
+    monkeypatch.setattr(local_module, "remove_cgroup", join_first)
+    local.destroy(sandbox)
+    assert strays[0].wait(timeout=10) == -9 and local.is_gone(sandbox.id)
 
 
 def test_it_reports_a_process_it_cannot_kill(local, monkeypatch):

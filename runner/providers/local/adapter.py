@@ -298,7 +298,7 @@ class LocalProvider(Provider):
                     os.kill(process, signal.SIGKILL)
             time.sleep(0.005)
         for cgroup in cgroups:
-            remove_cgroup(cgroup, deadline)
+            remove_cgroup(cgroup, deadline, on_busy=_kill_members)
         shutil.rmtree(directory, ignore_errors=True)
         if directory.exists():
             raise ProviderError(f"cannot remove {directory}", operation="destroy")
@@ -450,6 +450,14 @@ def _processes_of(directory: Path, cgroups: list[Path], *, by_command_line: bool
                         found.add(int(entry.name))
     found.discard(os.getpid())
     return found
+
+
+def _kill_members(cgroup: Path) -> None:
+    """Kill whatever is in a cgroup now: a process can join after the last pass found none."""
+    with contextlib.suppress(OSError, ValueError):
+        for pid in (cgroup / "cgroup.procs").read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _state(pid: int) -> str:

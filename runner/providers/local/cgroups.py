@@ -111,7 +111,9 @@ def join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", *map(str, cgroups), "--"]
 
 
-def remove_cgroup(path: Path, deadline: float) -> None:
+def remove_cgroup(path: Path, deadline: float, on_busy=None) -> None:
+    """Remove an emptied cgroup; `on_busy(path)` runs each time it is still busy (a process
+    that joined it late is killed there)."""
     while path.exists():
         try:
             path.rmdir()
@@ -121,6 +123,8 @@ def remove_cgroup(path: Path, deadline: float) -> None:
                 raise ProviderError(
                     f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
                 ) from None
+            if on_busy is not None:
+                on_busy(path)
             time.sleep(0.005)
 
 
