@@ -130,9 +130,21 @@ if not User.objects.filter(username="admin").exists():
 '
 }
 
+# The dashboard refuses to serve with the development SECRET_KEY while DEBUG is off: a random key
+# is made once in var/secret-key (readable by this user only) unless one is given.
+ensure_secret_key() {
+  if [ -n "${SECRET_KEY:-}" ] || [ -n "${SECRET_KEY_FILE:-}" ]; then return 0; fi
+  local key_file=$VAR/secret-key
+  if [ ! -s "$key_file" ]; then
+    (umask 077; "$PY" -c 'import secrets; print(secrets.token_urlsafe(48))' >"$key_file")
+  fi
+  export SECRET_KEY_FILE=$key_file
+}
+
 cmd_run() {
   install_packages $RUN_PACKAGES
   setup_venv requirements.txt
+  ensure_secret_key
   start_container_engine
   say "Preparing the database"
   "$PY" manage.py migrate -v0

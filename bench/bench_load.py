@@ -16,6 +16,7 @@ printed too.
 import argparse
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,15 +41,15 @@ PUBLISH = r"""
 import time, django
 django.setup()
 from django.utils import timezone
-from boxbench import results
+from boxbench import leaderboard, publishing
 from boxbench.models import Run
 run = Run.objects.get()
 start = time.perf_counter()
-report = results.run_audit(run)
+report = publishing.run_audit(run)
 audit_s = time.perf_counter() - start
 Run.objects.filter(id=run.id).update(published=True, published_at=timezone.now())
 start = time.perf_counter()
-rows = results.materialize()
+rows = leaderboard.materialize()
 print(f"audited {len(report['pairs'])} pairs in {audit_s:.1f} s; "
       f"materialized {rows} aggregates in {time.perf_counter() - start:.1f} s")
 print(run.id)
@@ -108,6 +109,8 @@ def main():
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian package wrk)")
     env = dict(os.environ, DATABASE_URL=args.database_url, DEBUG="0")
+    # gunicorn with DEBUG off refuses the development key.
+    env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     if not args.reuse:
         fill(args.database_url, args.trials)
     run_id = subprocess.run(

@@ -7,7 +7,7 @@ from django.template import RequestContext, Template
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import models, results
+from boxbench import models, permissions, publishing
 from boxbench.models import RunStatus
 from runner import runs, tasks
 from runner.benchmarks import all_benchmarks
@@ -47,22 +47,25 @@ class RunTransitionInline(admin.TabularInline):
     readonly_fields = ["from_status", "to_status", "at", "note", "actor"]
 
 
-@admin.action(description="Audit selected runs (store the report)")
+@admin.action(description="Audit selected runs (store the report)", permissions=["audit"])
 def audit_runs(modeladmin, request, queryset):
     for run in queryset:
-        failing = results.failing_checks(results.run_audit(run))
+        failing = publishing.failing_checks(publishing.run_audit(run))
         level = messages.WARNING if failing else messages.SUCCESS
         modeladmin.message_user(
             request, f"{run.name}: audited, {len(failing)} failing check(s).", level
         )
 
 
-@admin.action(description="Publish selected runs (refused while an audit failure is open)")
+@admin.action(
+    description="Publish selected runs (refused while an audit failure is open)",
+    permissions=["publish"],
+)
 def publish_runs(modeladmin, request, queryset):
     for run in queryset:
         try:
-            results.publish(run, actor=request.user)
-        except results.PublishRefused as exc:
+            publishing.publish(run, actor=request.user)
+        except publishing.PublishRefused as exc:
             modeladmin.message_user(request, str(exc), messages.ERROR)
         else:
             modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
@@ -72,9 +75,31 @@ def publish_runs(modeladmin, request, queryset):
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
-    readonly_fields = ["id", "status", "published", "published_at", "audited_at", "progress"]
+    # The manifest and the audit report are written by the runner and the audit only: editing
+    # them by hand would bypass the audit-and-publish permissions.
+    readonly_fields = [
+        "id", "status", "published", "published_at", "audited_at", "progress", "manifest",
+        "audit_report",
+    ]  # fmt: skip
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs]
+
+    # Each action needs its own permission (boxbench/permissions.py), not just staff status.
+
+    def has_add_permission(self, request):
+        return self.has_start_permission(request)
+
+    def has_start_permission(self, request):
+        return permissions.may(request, permissions.START)
+
+    def has_cancel_permission(self, request):
+        return permissions.may(request, permissions.CANCEL)
+
+    def has_audit_permission(self, request):
+        return permissions.may(request, permissions.AUDIT)
+
+    def has_publish_permission(self, request):
+        return permissions.may(request, permissions.PUBLISH)
 
     # Starting, watching and cancelling runs (runner/plan.py, tasks.py and runs.py do the work).
 
@@ -84,10 +109,12 @@ class RunAdmin(admin.ModelAdmin):
 
     def add_view(self, request, form_url="", extra_context=None):
         # A run is never typed in by hand: "Add run" opens the start-a-run form.
+        if not self.has_add_permission(request):
+            raise PermissionDenied
         return redirect("admin:boxbench_run_start")
 
     def start_view(self, request):
-        if not self.has_add_permission(request):
+        if not self.has_start_permission(request):
             raise PermissionDenied
         form = StartRunForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
@@ -146,7 +173,9 @@ class RunAdmin(admin.ModelAdmin):
             body,
         )
 
-    @admin.action(description="Cancel selected runs (their sandboxes are cleaned up)")
+    @admin.action(
+        description="Cancel selected runs (their sandboxes are cleaned up)", permissions=["cancel"]
+    )
     def cancel_runs(self, request, queryset):
         for run in queryset:
             if run.status not in (RunStatus.PLANNED, RunStatus.RUNNING):
@@ -197,12 +226,31 @@ START_TEMPLATE = Template(
 )
 
 
+class PrivateEvidenceMixin:
+    """Evidence is private: its model permissions and the view_private_evidence permission."""
+
+    def _private(self, request) -> bool:
+        return permissions.may(request, permissions.VIEW_EVIDENCE)
+
+    def has_view_permission(self, request, obj=None):
+        return self._private(request) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._private(request) and super().has_change_permission(request, obj)
+
+    def has_add_permission(self, request, *args):
+        return self._private(request) and super().has_add_permission(request, *args)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._private(request) and super().has_delete_permission(request, obj)
+
+
 class MeasurementInline(admin.TabularInline):
     model = models.Measurement
     extra = 0
 
 
-class EvidenceInline(admin.TabularInline):
+class EvidenceInline(PrivateEvidenceMixin, admin.TabularInline):
     model = models.Evidence
     extra = 0
 
@@ -227,7 +275,7 @@ class MeasurementAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Evidence)
-class EvidenceAdmin(admin.ModelAdmin):
+class EvidenceAdmin(PrivateEvidenceMixin, admin.ModelAdmin):
     list_display = ["trial", "kind", "at"]
     list_filter = ["kind"]
     raw_id_fields = ["trial"]
@@ -241,7 +289,7 @@ class AuditResolutionForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         if all(data.get(k) for k in ("run", "provider", "benchmark", "check_name", "kind")):
-            problem = results.resolution_problem(
+            problem = publishing.resolution_problem(
                 data["run"], data["provider"].slug, data["benchmark"].slug, data["check_name"],
                 data["kind"],
             )  # fmt: skip
@@ -258,11 +306,25 @@ class AuditResolutionAdmin(admin.ModelAdmin):
     form = AuditResolutionForm
     readonly_fields = ["actor", "at"]
 
+    # Recording a resolution is part of auditing: audit_run alone grants it; changing or deleting
+    # a recorded one needs the model's permission as well.
+
+    def has_add_permission(self, request):
+        return permissions.may(request, permissions.AUDIT)
+
+    def has_change_permission(self, request, obj=None):
+        allowed = super().has_change_permission(request, obj)
+        return allowed and permissions.may(request, permissions.AUDIT)
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and permissions.may(request, permissions.AUDIT)
+
     def save_model(self, request, obj, form, change):
-        # Recorded through results.apply_resolution so an outlier exclusion also marks the
+        # Recorded through publishing.apply_resolution so an outlier exclusion also marks the
         # audit's excluded trials, in the same transaction.
         obj.actor = request.user
-        excluded = results.apply_resolution(obj)
+        excluded = publishing.apply_resolution(obj)
         if excluded:
             self.message_user(request, f"{excluded} trial(s) marked excluded.", messages.INFO)
 

@@ -4,6 +4,7 @@ import shutil
 
 from django.conf import settings
 from django.core.checks import Error, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 
 
 @register()
@@ -40,13 +41,38 @@ def queue_problems(q: dict, database_engine: str) -> list:
     return errors
 
 
+DEVELOPMENT_KEY_MARK = "development-only"
+SECRET_KEY_MIN_LENGTH = 50
+
+
+def secret_key_problem(key: str) -> str | None:
+    """Why a SECRET_KEY must not sign a served site's sessions and CSRF tokens, or None."""
+    if DEVELOPMENT_KEY_MARK in key:
+        return "SECRET_KEY is the development default"
+    if len(key) < SECRET_KEY_MIN_LENGTH:
+        return f"SECRET_KEY has {len(key)} characters, fewer than {SECRET_KEY_MIN_LENGTH}"
+    return None
+
+
+def refuse_unsafe_secret_key() -> None:
+    """Serving with DEBUG off: stop start-up (runserver and gunicorn load boxbench/wsgi.py)."""
+    problem = None if settings.DEBUG else secret_key_problem(settings.SECRET_KEY)
+    if problem:
+        raise ImproperlyConfigured(
+            f"{problem}: set SECRET_KEY or SECRET_KEY_FILE to a random value of at least "
+            f"{SECRET_KEY_MIN_LENGTH} characters (or DEBUG=1 for development)"
+        )
+
+
 @register(deploy=True)
 def check_deploy_secret(app_configs, **kwargs):
-    if "development-only" in settings.SECRET_KEY:
+    problem = secret_key_problem(settings.SECRET_KEY)
+    if problem:
         return [
             Error(
-                "SECRET_KEY is the development default.",
-                hint="Set SECRET_KEY or SECRET_KEY_FILE.",
+                f"{problem}.",
+                hint=f"Set SECRET_KEY or SECRET_KEY_FILE to a random value of at least "
+                f"{SECRET_KEY_MIN_LENGTH} characters.",
                 id="boxbench.E003",
             )
         ]

@@ -5,6 +5,7 @@ silently falls back to a default.
 """
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -62,3 +63,34 @@ def envsecret(name: str, default: str = "") -> str:
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from None
     return os.environ.get(name, default)
+
+
+HEADER_NAME = re.compile(r"^[A-Za-z0-9-]+$")
+ORIGIN = re.compile(r"^https?://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$")
+
+
+def envheader(name: str) -> tuple[str, str] | None:
+    """An HTTP header and the value that marks a request as secure, written as a header line
+    ("X-Forwarded-Proto: https"), in Django's META form (("HTTP_X_FORWARDED_PROTO", "https"))."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    header, sep, value = raw.partition(":")
+    header, value = header.strip(), value.strip()
+    if not sep or not HEADER_NAME.match(header) or not value:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a header line: write it as 'X-Forwarded-Proto: https'"
+        )
+    return "HTTP_" + header.upper().replace("-", "_"), value
+
+
+def envorigins(name: str) -> list[str]:
+    """Origins as scheme://host[:port] (a leading '*.' allows subdomains), comma separated."""
+    origins = envlist(name, [])
+    for origin in origins:
+        if not ORIGIN.match(origin):
+            raise ImproperlyConfigured(
+                f"{name}: {origin!r} is not an origin: write scheme and host, "
+                "e.g. https://bench.example.org"
+            )
+    return origins

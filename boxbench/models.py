@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from boxbench.permissions import RUN_PERMISSIONS
+
 
 class Section(models.TextChoices):
     WORKLOAD = "workload", "Workload"
@@ -148,6 +150,7 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = RUN_PERMISSIONS
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(published=False) | models.Q(published_at__isnull=False),
@@ -385,15 +388,49 @@ class AuditResolution(models.Model):
         ]
 
 
+class Scope(models.TextChoices):
+    """Which page an Aggregate row holds; its key is the page's parts joined by "/"."""
+
+    OVERVIEW = "overview", "Overview"  # no parts
+    BENCHMARK = "benchmark", "Benchmark"  # benchmark slug
+    UNIT = "unit", "Unit"  # benchmark slug, unit slug
+    PROVIDER = "provider", "Provider"  # provider slug
+    RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
+
+
+def aggregate_key(*parts) -> str:
+    return "/".join(str(part) for part in parts)
+
+
+class AggregateQuerySet(models.QuerySet):
+    def page(self, scope: Scope, *parts) -> dict | None:
+        """The materialized data of one page, or None when nothing is published for it."""
+        found = self.filter(scope=scope, key=aggregate_key(*parts))
+        return found.values_list("data", flat=True).first()
+
+    def publication_version(self) -> int | None:
+        """The overview row's id: materialize() replaces every row at once, so each
+        publication brings a new one."""
+        found = self.filter(scope=Scope.OVERVIEW, key=aggregate_key())
+        return found.values_list("id", flat=True).first()
+
+
 class Aggregate(models.Model):
     """A materialized view the dashboard reads: computed once when results are published."""
 
-    scope = models.CharField(max_length=20)  # overview, benchmark, unit, provider
-    key = models.CharField(max_length=250)  # "", "<benchmark>", "<benchmark>/<unit>", ...
+    scope = models.CharField(max_length=20)  # a Scope
+    key = models.CharField(max_length=250)  # aggregate_key of the page's parts
     data = models.JSONField()
     computed_at = models.DateTimeField(default=timezone.now)
+
+    objects = AggregateQuerySet.as_manager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["scope", "key"], name="aggregate_scope_key_uniq"),
         ]
+
+    @classmethod
+    def of(cls, scope: Scope, *parts, data: dict) -> "Aggregate":
+        """The row of one page, keyed as AggregateQuerySet.page reads it."""
+        return cls(scope=scope, key=aggregate_key(*parts), data=data)

@@ -5,12 +5,22 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from boxbench.env import envbool, envint, envlist, envsecret, envstr
+from boxbench.env import (
+    envbool,
+    envheader,
+    envint,
+    envlist,
+    envorigins,
+    envsecret,
+    envstr,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("BOXBENCH_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = envbool("DEBUG", False)
+# The development key is refused with DEBUG off when the application is served (boxbench/wsgi.py)
+# and by `manage.py check --deploy` (boxbench.E003); the CLI works without a key of its own.
 SECRET_KEY = envsecret("SECRET_KEY", "boxbench-development-only-secret-key-change-me-in-production")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 SITE_NAME = envstr("SITE_NAME", "boxbench")
@@ -27,6 +37,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Refuses odd methods and control characters before anything else runs; strips HEAD bodies.
+    "boxbench.middleware.RequestHygieneMiddleware",
+    "boxbench.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static files (plotly.js, CSS) from the WSGI server itself, compressed and cached.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -95,6 +108,33 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = not any(STATIC_ROOT.iterdir())
 
 LOGIN_URL = "admin:login"
+
+# Behind TLS (docs/deployment.md). All off by default, so a local dashboard works over plain HTTP.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+# Trust the proxy's header only when a proxy sets it (and strips it from clients' requests).
+SECURE_PROXY_SSL_HEADER = envheader("SECURE_PROXY_SSL_HEADER")
+CSRF_TRUSTED_ORIGINS = envorigins("CSRF_TRUSTED_ORIGINS")
+# Scripts only from our own static files (plotly is served locally); chart data travels in
+# json_script elements, which are data, never executed. Styles allow inline: plotly draws by
+# setting style attributes and injects its own stylesheet.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
 # The queue. A trial may run for many minutes; django-q2 hands a task out again once `retry`
 # seconds pass, so `timeout` stays below `retry` and `max_attempts` is 1: the runner owns top-ups,

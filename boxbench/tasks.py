@@ -9,9 +9,7 @@ from __future__ import annotations
 import logging
 
 from boxbench.models import Run
-
-# run_audit moves to boxbench.publishing when results.py is split; import it from there then.
-from boxbench.results import run_audit
+from boxbench.publishing import run_audit
 
 log = logging.getLogger(__name__)
 

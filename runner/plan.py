@@ -20,6 +20,7 @@ from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
+from runner.providers import unavailable
 from runner.providers.base import ProviderError
 
 MANIFEST_SCHEMA = 1
@@ -62,6 +63,7 @@ def plan_run(
     modules = all_benchmarks()
     declarations = load_all()
     benchmarks = list(dict.fromkeys(benchmarks or modules))
+    named = bool(providers)  # unnamed: every declared provider that can run here
     providers = list(dict.fromkeys(providers or declarations))
     unknown = [b for b in benchmarks if b not in modules]
     if unknown:
@@ -70,6 +72,10 @@ def plan_run(
     if unknown:
         known = ", ".join(declarations)
         raise PlanError(f"unknown provider(s) {', '.join(unknown)}; known: {known}")
+    if problems := unavailable(providers):  # unconfigured, or its SDK not installed
+        if named:
+            raise PlanError(f"provider(s) cannot run here: {'; '.join(problems)}")
+        providers = [p for p in providers if not any(x.startswith(f"{p}: ") for x in problems)]
     if concurrency is not None and not 1 <= concurrency <= 256:
         raise PlanError(f"concurrency must be between 1 and 256, got {concurrency}")
     units = units or {}
@@ -128,7 +134,7 @@ def plan_run(
         },
         "refusals": [r.to_dict() for r in refusals],
         "versions": _versions(),
-        # Per provider: the image every number of its chain ran on (results.image_digest).
+        # Per provider: the image every number of its chain ran on (leaderboard.image_digest).
         "images": {provider: image_identity(provider) for provider in sorted(eligible)},
         "benchmarks": {},
         "providers": {},

@@ -593,6 +593,7 @@ def audit(trials: pd.DataFrame) -> dict:
     return {
         "schema_version": 1,
         "q_level": Q_LEVEL,
+        "min_successes": MIN_SUCCESSES,  # below it a pair is unassessed; the run page says so
         "families": {"failure": failure, "host_type": host_type},
         "pairs": report_pairs,
     }

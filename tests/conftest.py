@@ -6,6 +6,11 @@ tests that use the database are collected.
 """
 
 import os
+import secrets
+
+# Servers the tests start (gunicorn) refuse the development SECRET_KEY with DEBUG off, as a
+# deployment must: they inherit a random key of their own.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
 
 import pytest
 

@@ -3,7 +3,7 @@ record how a failing pair was resolved."""
 
 from django.core.management.base import CommandError
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.cli.common import get_run
 from boxbench.models import AuditResolution, Benchmark, Provider, ResolutionKind
 
@@ -29,7 +29,7 @@ def handle(options, out):
         _resolve(run, options, out)
         return
     if options.get("again") or run.audit_report is None:
-        results.run_audit(run)
+        publishing.run_audit(run)
     out.write(format_report(run))
 
 
@@ -51,8 +51,8 @@ def _resolve(run, options, out):
         kind=options["kind"], note=options["note"], rerun=rerun,
     )  # fmt: skip
     try:
-        excluded = results.apply_resolution(resolution)
-    except results.PublishRefused as exc:
+        excluded = publishing.apply_resolution(resolution)
+    except publishing.PublishRefused as exc:
         raise CommandError(str(exc)) from None
     out.write(f"Resolved {options['resolve']} ({resolution.get_kind_display()}).")
     if excluded:
@@ -65,7 +65,7 @@ def _value(x, suffix=""):
 
 def format_report(run) -> str:
     report = run.audit_report or {}
-    unresolved = set(results.unresolved_failures(run))
+    unresolved = set(publishing.unresolved_failures(run))
     lines = [f"Audit of run {run.name} ({run.id}), q level {report.get('q_level')}"]
     family = report.get("families", {}).get("failure", {})
     if family:

@@ -2,7 +2,7 @@
 
 from django.core.management.base import CommandError
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.cli.common import get_run
 
 help = "Publish a run whose audit has no unresolved failure, and rebuild the dashboard data."
@@ -15,7 +15,7 @@ def add_arguments(parser):
 def handle(options, out):
     run = get_run(options["run"])
     try:
-        results.publish(run)
-    except results.PublishRefused as exc:
+        publishing.publish(run)
+    except publishing.PublishRefused as exc:
         raise CommandError(str(exc)) from None
     out.write(f"Published run {run.name} ({run.id}); dashboard aggregates rebuilt.")

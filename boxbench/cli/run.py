@@ -10,10 +10,11 @@ import time
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.models import Run, RunStatus
-from runner import chain, named_plans, runs, tasks
+from runner import chain, named_plans, runs, store, tasks
 from runner.plan import PlanError, plan_run
+from runner.providers import demo
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -64,6 +65,12 @@ def add_arguments(parser):
         help="After the run ends (implies --wait): audit it and publish it to the dashboard.",
     )
     parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="Run against each provider's loopback fake (runner/providers/fakes/), no account "
+        "needed; implies --inline. The run is marked as a demo and is never published.",
+    )
+    parser.add_argument(
         "--inline",
         action="store_true",
         help="Run the chains in this process instead of the queue (implies --wait).",
@@ -71,6 +78,23 @@ def add_arguments(parser):
 
 
 def handle(options, out):
+    if options.get("demo"):
+        if options.get("job_host"):
+            raise CommandError("--demo runs in this process: it takes no --job-host")
+        slugs = _names(options.get("provider")) or [DEFAULT_PROVIDER]
+        for slug in slugs:
+            try:
+                demo.fake_class(slug)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        with demo.demo_session(slugs):
+            out.write(f"Demo: {', '.join(slugs)} against loopback fakes (never published)")
+            _handle(dict(options, inline=True), out, demo_slugs=slugs)
+        return
+    _handle(options, out)
+
+
+def _handle(options, out, demo_slugs=None):
     job_hosts = {}
     for item in options.get("job_host") or []:
         provider, sep, host = item.partition("=")
@@ -98,6 +122,9 @@ def handle(options, out):
         )
     except PlanError as exc:
         raise CommandError(str(exc)) from None
+    if demo_slugs:
+        entry = demo.manifest_entry(demo_slugs)
+        run.manifest = store.update_manifest(run.pk, lambda m: m.update(demo=entry))
     out.write(f"Run {run.id} ({run.name}), seed {run.manifest['seed']}")
     for refusal in run.manifest["refusals"]:
         out.write(
@@ -137,8 +164,8 @@ def publish(run: Run, out) -> None:
     if run.status != RunStatus.COMPLETED:
         raise CommandError(f"run {run.id} is {run.status}: only a completed run is published")
     if run.audit_report is None:
-        results.run_audit(run)
-    failing = results.unresolved_failures(run)
+        publishing.run_audit(run)
+    failing = publishing.unresolved_failures(run)
     if failing:
         for provider, benchmark, check in failing:
             out.write(f"  audit FAIL {provider} / {benchmark}: {check}")
@@ -147,8 +174,8 @@ def publish(run: Run, out) -> None:
             f"See `manage.py bench audit {run.id}`, resolve each, then `bench publish {run.id}`."
         )
     try:
-        results.publish(run)
-    except results.PublishRefused as exc:
+        publishing.publish(run)
+    except publishing.PublishRefused as exc:
         raise CommandError(f"run {run.id} was not published: {exc}") from None
     out.write(f"Published run {run.name} ({run.id}); the dashboard shows it.")
 

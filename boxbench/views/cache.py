@@ -17,7 +17,7 @@ TIMEOUT_S = 24 * 3600
 
 
 def publication_version() -> int | None:
-    return Aggregate.objects.filter(scope="overview", key="").values_list("id", flat=True).first()
+    return Aggregate.objects.publication_version()
 
 
 def per_publication(view):

@@ -5,6 +5,7 @@ import io
 from defusedcsv import csv
 from django.http import HttpResponse, StreamingHttpResponse
 
+from boxbench.models import Scope
 from boxbench.rawdata import export_csv, export_jsonl
 from boxbench.views import tables
 from boxbench.views.access import aggregate, visible_run
@@ -21,15 +22,15 @@ def _csv_response(table: tables.Table, filename: str) -> HttpResponse:
 
 
 def overview_csv(request):
-    return _csv_response(tables.score_table(aggregate("overview", "")), "scores.csv")
+    return _csv_response(tables.score_table(aggregate(Scope.OVERVIEW)), "scores.csv")
 
 
 def benchmark_csv(request, slug):
-    return _csv_response(tables.benchmark_table(aggregate("benchmark", slug)), f"{slug}.csv")
+    return _csv_response(tables.benchmark_table(aggregate(Scope.BENCHMARK, slug)), f"{slug}.csv")
 
 
 def unit_csv(request, slug, unit_slug):
-    data = aggregate("unit", f"{slug}/{unit_slug}")
+    data = aggregate(Scope.UNIT, slug, unit_slug)
     return _csv_response(tables.unit_table(data), f"{slug}-{unit_slug}.csv")
 
 

@@ -1,4 +1,5 @@
-"""Operations endpoints: /metrics (Prometheus text, staff or bearer token) and /healthz."""
+"""Operations endpoints: /metrics (Prometheus text, the view_metrics permission or the bearer
+token) and /healthz."""
 
 import hmac
 
@@ -7,7 +8,7 @@ from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
-from boxbench import metrics
+from boxbench import metrics, permissions
 
 
 def _token_matches(request) -> bool:
@@ -20,15 +21,22 @@ def _token_matches(request) -> bool:
 
 @never_cache
 def metrics_view(request):
-    if not (_token_matches(request) or request.user.is_staff):
-        response = HttpResponse(
-            "metrics need a staff login or the BOXBENCH_METRICS_TOKEN bearer token\n",
-            status=401,
+    if _token_matches(request) or permissions.may(request, permissions.VIEW_METRICS):
+        return HttpResponse(metrics.render(metrics.collect()), content_type=metrics.CONTENT_TYPE)
+    if request.user.is_authenticated:
+        return HttpResponse(
+            "metrics need the view_metrics permission\n",
+            status=403,
             content_type="text/plain; charset=utf-8",
         )
-        response["WWW-Authenticate"] = 'Bearer realm="boxbench metrics"'
-        return response
-    return HttpResponse(metrics.render(metrics.collect()), content_type=metrics.CONTENT_TYPE)
+    response = HttpResponse(
+        "metrics need a login with the view_metrics permission, or the BOXBENCH_METRICS_TOKEN "
+        "bearer token\n",
+        status=401,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="boxbench metrics"'
+    return response
 
 
 @never_cache

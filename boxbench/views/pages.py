@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench import charts
+from boxbench import charts, permissions
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -17,6 +17,7 @@ from boxbench.models import (
     Measurement,
     MeasurementKind,
     Provider,
+    Scope,
     Trial,
 )
 from boxbench.views import tables
@@ -24,13 +25,15 @@ from boxbench.views.access import aggregate
 from boxbench.views.awaiting import awaiting_runs
 
 TRIALS_PER_PAGE = 100
+# Far beyond any run (a billion trials), and an OFFSET every database takes: a larger page
+# number is a 404 before any query.
+LAST_POSSIBLE_PAGE = 10_000_000
 
 
 def overview(request):
-    data = Aggregate.objects.filter(scope="overview", key="").values_list("data", flat=True)
-    data = data.first()
+    data = Aggregate.objects.page(Scope.OVERVIEW)
     context = {"overview": data}
-    if not data and request.user.is_staff:
+    if not data and permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs()
     if data:
         opened = {p for p in request.GET.get("open", "").split(",") if p}
@@ -75,15 +78,14 @@ def _composite_rows(data: dict) -> list[dict]:
 
 
 def benchmark(request, slug):
-    summary = Aggregate.objects.filter(scope="benchmark", key=slug).values_list("data", flat=True)
-    summary = summary.first()
+    summary = Aggregate.objects.page(Scope.BENCHMARK, slug)
     if summary is None:
         return _benchmark_without_results(request, slug)
     units = [u["slug"] for u in summary["units"]]
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
-    unit = aggregate("unit", f"{slug}/{chosen}")
+    unit = aggregate(Scope.UNIT, slug, chosen)
     context = {
         "summary": summary,
         "unit": unit,
@@ -104,7 +106,7 @@ def _benchmark_without_results(request, slug):
     if not known:
         raise Http404(f"no benchmark {slug!r}")
     context = {"benchmark": known[0]}
-    if request.user.is_staff:
+    if permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs([b.id for b in known])
     return render(request, "boxbench/benchmark_empty.html", context)
 
@@ -124,10 +126,12 @@ def _derived(unit: dict) -> dict | None:
 
 
 def unit(request, slug, unit_slug):
-    data = aggregate("unit", f"{slug}/{unit_slug}")
+    data = aggregate(Scope.UNIT, slug, unit_slug)
     provider = request.GET.get("provider", "")
     page = _page_number(request)
     trials, has_next = _trials_page(data, provider, page)
+    if page > 1 and not trials:
+        raise Http404(f"page {page} is beyond the last page of trials")
     context = {
         "unit": data,
         "table": tables.unit_table(data),
@@ -147,8 +151,8 @@ def _page_number(request) -> int:
         page = int(request.GET.get("page", "1"))
     except ValueError:
         raise Http404("page must be a whole number") from None
-    if page < 1:
-        raise Http404("page must be at least 1")
+    if not 1 <= page <= LAST_POSSIBLE_PAGE:
+        raise Http404(f"page must be between 1 and the last page, not {page}")
     return page
 
 
@@ -198,8 +202,7 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
 
 
 def provider(request, slug):
-    data = Aggregate.objects.filter(scope="provider", key=slug).values_list("data", flat=True)
-    data = data.first()
+    data = Aggregate.objects.page(Scope.PROVIDER, slug)
     if data is None:
         # A provider added since the last publication: its declaration, nothing measured yet.
         found = Provider.objects.filter(slug=slug).first()

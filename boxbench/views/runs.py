@@ -1,11 +1,20 @@
-"""A run's report: manifest, progress, audit with resolutions, and (staff only) private evidence."""
+"""A run's report: manifest, progress, audit with resolutions, and (with view_private_evidence)
+private evidence."""
 
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from boxbench import results
-from boxbench.models import Aggregate, Benchmark, Evidence, Provider, RunStatus
+from boxbench import permissions, publishing
+from boxbench.models import (
+    Aggregate,
+    Benchmark,
+    Evidence,
+    Provider,
+    ResolutionKind,
+    RunStatus,
+    Scope,
+)
 from boxbench.views.access import visible_run
 
 EVIDENCE_SHOWN = 200
@@ -16,10 +25,9 @@ def run_page(request, run_id):
     run = visible_run(request, run_id)
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
-    stored = Aggregate.objects.filter(scope="run", key=str(run.id)).values_list("data", flat=True)
-    stored = stored.first() if run.published else None
-    counts = stored["progress"] if stored else results.progress(run)
-    resolutions = stored["resolutions"] if stored else results.resolutions(run)
+    stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
+    counts = stored["progress"] if stored else publishing.progress(run)
+    resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
@@ -32,13 +40,16 @@ def run_page(request, run_id):
         "resolutions": resolutions,
         "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
     }
-    if request.user.is_staff and not run.published:
+    reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
+        request, permissions.PUBLISH
+    )
+    if reviewer and not run.published:
         context["blockers"] = _blockers(run, pairs)
         context["ready"] = (
             run.status == RunStatus.COMPLETED and run.audit_report is not None
             and not context["blockers"]
         )  # fmt: skip
-    if request.user.is_staff:
+    if permissions.may(request, permissions.VIEW_EVIDENCE):
         context["evidence"] = list(
             Evidence.objects.filter(trial__run=run)
             .select_related("trial__provider", "trial__benchmark")
@@ -85,12 +96,17 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
     add_url = reverse("admin:boxbench_auditresolution_add")
     blockers = []
     for pair, check in failing:
+        kind = (
+            ResolutionKind.OUTLIERS_EXCLUDED
+            if check["name"] == "outliers"
+            else ResolutionKind.EXPLAINED
+        )
         initial = {
             "run": run.id,
             "provider": provider_ids.get(pair["provider"], ""),
             "benchmark": benchmark_ids.get(pair["benchmark"], ""),
             "check_name": check["name"],
-            "kind": "outliers_excluded" if check["name"] == "outliers" else "explained",
+            "kind": kind,
         }
         blockers.append(
             {
@@ -99,6 +115,7 @@ def _blockers(run, pairs: list[dict]) -> list[dict]:
                 "check": check,
                 "admin_url": f"{add_url}?{urlencode(initial)}",
                 "resolve": f"{pair['provider']}/{pair['benchmark']}/{check['name']}",
+                "kind": kind,  # the resolution the admin form and the command suggest
             }
         )
     return blockers

@@ -1,7 +1,8 @@
 """The provider registry: adapter key -> "module:Class". One module per provider in this folder.
 
 A provider's declaration (runner/declarations/<slug>.yaml) names its adapter key, so two
-declarations (two regions, say) can share one adapter.
+declarations (two regions, say) can share one adapter. In demo mode (runner/providers/demo.py)
+a provider's adapter is pointed at its loopback fake instead of the real service.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ REGISTRY = {
     "docker": "runner.providers.docker:DockerProvider",
     "remote-docker": "runner.providers.docker:RemoteDockerProvider",
     "opensandbox": "runner.providers.opensandbox:OpenSandboxProvider",
+    "e2b": "runner.providers.e2b:E2BProvider",
+    "daytona": "runner.providers.daytona:DaytonaProvider",
 }
 
 
@@ -30,5 +33,19 @@ def adapter_class(adapter: str):
 
 def get_provider(slug: str, declaration: Declaration | None = None, settings: dict | None = None):
     """A ready adapter instance for provider `slug`, configured by its declaration."""
+    from runner.providers import demo
+
     declaration = declaration or get_declaration(slug)
+    if settings is None:
+        settings = demo.settings_for(slug)
     return adapter_class(declaration.adapter)(declaration, settings)
+
+
+def unavailable(slugs: list[str]) -> list[str]:
+    """One message per provider that cannot run here (unconfigured, SDK missing), naming it."""
+    problems = []
+    for slug in slugs:
+        problem = get_provider(slug).configuration_problem()
+        if problem:
+            problems.append(f"{slug}: {problem}")
+    return problems

@@ -125,6 +125,13 @@ class Provider(ABC):
     def doctor(self) -> list[DoctorCheck]:
         return []
 
+    def configuration_problem(self) -> str | None:
+        """Why this provider cannot run here (credentials unset, SDK not installed), or None.
+
+        A run that includes a provider with a problem is refused before it starts.
+        """
+        return None
+
     # Optional operations, present only where the declaration lists them.
     def snapshot(self, sandbox: Sandbox) -> str:
         raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")

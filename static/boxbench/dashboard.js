@@ -60,7 +60,16 @@ function setupDerivedView() {
   show();
 }
 
+function setupAutosubmit() {
+  /* Filters that apply on change; no inline handlers, so the Content-Security-Policy can
+     forbid inline scripts. */
+  document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
+    select.addEventListener("change", () => select.form.submit());
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   drawCharts();
   setupDerivedView();
+  setupAutosubmit();
 });

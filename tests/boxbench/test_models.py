@@ -1,12 +1,16 @@
+import uuid
+
 import pytest
 from django.db import IntegrityError, transaction
 
 from boxbench.models import (
+    Aggregate,
     Benchmark,
     InvalidTransition,
     Provider,
     Run,
     RunStatus,
+    Scope,
     Trial,
     TrialState,
     Unit,
@@ -98,3 +102,20 @@ def test_it_refuses_two_benchmarks_with_the_same_slug_and_version():
     Benchmark.objects.create(slug="b", version="2", **fields)
     with pytest.raises(IntegrityError), transaction.atomic():
         Benchmark.objects.create(slug="b", version="1", **fields)
+
+
+def test_a_page_is_read_back_by_the_scope_and_parts_it_was_written_with():
+    run_id = uuid.uuid4()
+    Aggregate.objects.bulk_create(
+        [
+            Aggregate.of(Scope.OVERVIEW, data={"page": "overview"}),
+            Aggregate.of(Scope.UNIT, "create", "small", data={"page": "unit"}),
+            Aggregate.of(Scope.RUN, run_id, data={"page": "run"}),
+        ]
+    )
+    assert Aggregate.objects.page(Scope.UNIT, "create", "small") == {"page": "unit"}
+    assert Aggregate.objects.get(scope="unit").key == "create/small"
+    assert Aggregate.objects.page(Scope.RUN, run_id) == {"page": "run"}
+    assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None
+    overview = Aggregate.objects.get(scope="overview", key="")
+    assert Aggregate.objects.publication_version() == overview.id

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -113,7 +113,7 @@ def test_it_reads_the_same_few_queries_however_many_runs_exist():
     assert queries() == few == 8
 
 
-def test_it_answers_staff_and_the_bearer_token_and_nobody_else(client, settings):
+def test_it_answers_the_view_metrics_permission_and_the_bearer_token_only(client, settings):
     settings.METRICS_TOKEN = "s3cret-token"
     url = reverse("metrics")
     assert client.get(url).status_code == 401
@@ -123,8 +123,11 @@ def test_it_answers_staff_and_the_bearer_token_and_nobody_else(client, settings)
     assert scraped.status_code == 200 and scraped["Content-Type"].startswith("text/plain")
     assert "boxbench_queue_depth" in scraped.content.decode()
     client.force_login(User.objects.create_user("outsider", password="pw-outsider-123"))
-    assert client.get(url).status_code == 401
-    client.force_login(User.objects.create_user("staff", password="pw-staff-123", is_staff=True))
+    assert client.get(url).status_code == 403
+    staff = User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    client.force_login(staff)
+    assert client.get(url).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="view_metrics"))
     assert client.get(url).status_code == 200
 
 

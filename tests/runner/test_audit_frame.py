@@ -2,7 +2,7 @@
 
 import pytest
 
-from boxbench import results
+from boxbench import audit_input, publishing
 from boxbench.models import Provider
 from tests.web.conftest import imported_run  # noqa: F401 (a fixture)
 
@@ -13,7 +13,7 @@ def test_it_marks_the_trials_of_a_provider_that_shares_the_job_host(imported_run
     local.declaration = {**local.declaration, "shares_job_host": True}
     local.save(update_fields=["declaration"])
 
-    frame = results.audit_frame(imported_run)
+    frame = audit_input.audit_frame(imported_run)
 
     shares = frame.groupby("provider")["shares_job_host"].unique().to_dict()
     assert [bool(v) for v in shares["local"]] == [True]
@@ -28,7 +28,7 @@ def test_it_reports_host_saturated_unassessed_only_for_the_provider_on_the_job_h
     local.declaration = {**local.declaration, "shares_job_host": True}
     local.save(update_fields=["declaration"])
 
-    results.run_audit(imported_run)
+    publishing.run_audit(imported_run)
 
     reasons = {
         (pair["provider"], pair["benchmark"]): pair["checks"]["host_saturated"]

@@ -256,10 +256,10 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
         assert trial.evidence.get(kind="lifecycle").data["outcome_unknown"] is True
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
-    from boxbench import results
+    from boxbench import publishing
     from boxbench.models import Aggregate
 
-    results.publish(run)
+    publishing.publish(run)
     [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
     assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
     assert (row["n"], row["label"]) == (0, "Not Measured")
@@ -333,10 +333,11 @@ def test_the_cli_publishes_a_run_that_passes_its_audit(chain_provider, sync_queu
 def test_the_cli_leaves_a_run_that_fails_its_audit_unpublished(
     chain_provider, sync_queue, monkeypatch
 ):
-    from boxbench import results
+    from boxbench import publishing
 
     # A real trend failure needs 15+ drifting trials; the audit's verdict is stubbed here.
-    monkeypatch.setattr(results, "unresolved_failures", lambda run: [("local", "destroy", "trend")])
+    failed = [("local", "destroy", "trend")]
+    monkeypatch.setattr(publishing, "unresolved_failures", lambda run: failed)
     out = io.StringIO()
     with pytest.raises(CommandError, match="was not published: the audit failed 1 check"):
         call_command(

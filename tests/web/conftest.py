@@ -1,9 +1,9 @@
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
 from django.core.management import call_command
 
-from boxbench import results
+from boxbench import publishing
 from boxbench.models import AuditResolution, Benchmark, Provider, Run
 from tests.web import factory
 
@@ -27,9 +27,9 @@ def imported_run(tmp_path, db):
 def explain_failures(run):
     """Resolve every failing check by explanation: the fixture's Create trials drift by
     design."""
-    results.run_audit(run)
-    for provider, benchmark, check in results.failing_checks(run.audit_report):
-        results.apply_resolution(
+    publishing.run_audit(run)
+    for provider, benchmark, check in publishing.failing_checks(run.audit_report):
+        publishing.apply_resolution(
             AuditResolution(
                 run=run,
                 provider=Provider.objects.get(slug=provider),
@@ -44,12 +44,17 @@ def explain_failures(run):
 @pytest.fixture
 def published_run(imported_run):
     explain_failures(imported_run)
-    return results.publish(imported_run)
+    return publishing.publish(imported_run)
+
+
+REVIEWER_PERMISSIONS = ["view_unpublished_run", "view_private_evidence", "audit_run"]
 
 
 @pytest.fixture
 def staff_client(client):
+    """A staff member who reviews runs: sees unpublished runs and evidence, resolves audits."""
     user = User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=REVIEWER_PERMISSIONS))
     client.force_login(user)
     return client
 

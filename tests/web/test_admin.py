@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth.models import User
 
-from boxbench.models import AuditResolution, Benchmark, Provider, Run
+from boxbench.models import AuditResolution, Benchmark, Provider, Run, RunTransition
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +46,9 @@ def test_it_records_a_resolution_with_its_actor_and_then_publishes(admin_client,
     assert set(AuditResolution.objects.values_list("actor__username", flat=True)) == {"root"}
     publish_action(admin_client, imported_run)
     assert Run.objects.get(id=imported_run.id).published
+    publication = RunTransition.objects.get(run=imported_run, note="published")
+    assert publication.actor.username == "root"
+    assert (publication.from_status, publication.to_status) == ("completed", "completed")
 
 
 def test_it_rejects_a_resolution_of_a_check_that_did_not_fail(admin_client, imported_run):

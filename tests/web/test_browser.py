@@ -19,6 +19,16 @@ ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]  # fmt: skip
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+CSP_LISTENER = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"}`);
+});
+"""
+
+
+def csp_violations(page) -> list[str]:
+    return page.evaluate("window.cspViolations || []")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +53,9 @@ def page(browser):
     tab.errors = []
     tab.on("console", lambda m: m.type == "error" and tab.errors.append(m.text))
     tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    # Every Content-Security-Policy violation (a blocked inline script, style or source),
+    # recorded in the page as it happens: the dashboard must draw with the policy on.
+    tab.add_init_script(CSP_LISTENER)
     yield tab
     context.close()
 
@@ -50,12 +63,14 @@ def page(browser):
 def visit(page, url, shot):
     response = page.goto(url)
     assert response.status == 200, url
+    assert "script-src 'self'" in response.headers["content-security-policy"], url
     page.wait_for_load_state("networkidle")
     for chart in page.locator("div.chart").all():
         chart.locator(".main-svg").first.wait_for()
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
     assert page.errors == [], f"console errors on {url}: {page.errors}"
+    assert csp_violations(page) == [], f"Content-Security-Policy violations on {url}"
 
 
 def unit_csv(client, path):
@@ -131,9 +146,9 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
 ):
     from django.contrib.auth.models import User
 
-    from boxbench import results
+    from boxbench import publishing
 
-    results.run_audit(imported_run)  # refused: the fixture's Create trials drift
+    publishing.run_audit(imported_run)  # refused: the fixture's Create trials drift
     User.objects.create_user("admin", password="pw-admin-123", is_staff=True, is_superuser=True)
     visit(page, live_server.url + "/", "first-visit-visitor")
     assert "No published results yet" in page.locator("#no-results").inner_text()
@@ -151,12 +166,21 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
     runs.first.get_by_role("link", name="dashboard-fixture").click()
     visit(page, page.url, "first-visit-refused-run")
     failing = page.locator("#publication-refused #failing-checks tbody tr")
-    assert failing.count() == len(results.failing_checks(imported_run.audit_report))
+    assert failing.count() == len(publishing.failing_checks(imported_run.audit_report))
     failing.first.get_by_role("link", name="Record a resolution in the admin").click()
     page.fill("#id_note", "The job host was busy with other work.")
     page.locator("input[name=_save]").click()
     page.wait_for_url(f"{live_server.url}/runs/{imported_run.id}/")
     page.errors.clear()
     visit(page, page.url, "first-visit-resolved-one")
-    assert failing.count() == len(results.failing_checks(imported_run.audit_report)) - 1
+    assert failing.count() == len(publishing.failing_checks(imported_run.audit_report)) - 1
     assert page.errors == []
+
+
+def test_it_filters_the_trials_by_provider_without_inline_scripts(live_server, page, published_run):
+    visit(page, live_server.url + "/benchmarks/create/units/create/", "unit-create-filter")
+    page.locator("select[name=provider]").select_option("docker")
+    page.wait_for_url("**provider=docker**")
+    providers = page.locator("#trials-table tbody tr td:nth-child(2)").all_text_contents()
+    assert providers and set(providers) == {"docker"}
+    assert page.errors == [] and csp_violations(page) == []

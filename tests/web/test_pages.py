@@ -3,7 +3,10 @@ import re
 
 import pytest
 
+from boxbench import leaderboard
 from boxbench.models import Evidence, Trial
+from stats import audit as stats_audit
+from stats import summary
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
@@ -113,6 +116,18 @@ def test_it_shows_the_unit_trials_with_outcomes_causes_and_clock_gates(client, p
     assert figure(response, "distribution-chart")["data"][0]["type"] == "box"
 
 
+def test_the_pages_state_the_caps_the_code_applies(client, published_run, monkeypatch):
+    unit = client.get("/benchmarks/create/units/create/").content.decode()
+    assert f"at most {summary.MAX_POINTS} per provider" in unit
+    run = client.get(RUN_URL).content.decode()
+    assert f"fewer than {stats_audit.MIN_SUCCESSES} successful trials are unassessed" in run
+    # The caps come from the code that applied them, so a new cap shows after the next publication.
+    monkeypatch.setattr(summary, "MAX_POINTS", 250)
+    leaderboard.materialize()
+    again = client.get("/benchmarks/create/units/create/").content.decode()
+    assert "at most 250 per provider" in again
+
+
 def test_it_pages_the_trials_table(client, published_run):
     first = client.get("/benchmarks/deepswe/units/trace-a/")
     assert first.context["has_next"] is False and len(first.context["trials"]) == 60
@@ -164,14 +179,17 @@ def test_it_shows_the_audit_and_its_resolutions_to_everyone(client, published_ru
     assert "Private evidence" not in page
 
 
-def test_it_shows_private_evidence_to_staff_only(client, outsider_client, published_run):
+def test_it_shows_private_evidence_only_with_its_permission(outsider_client, published_run):
     trial = Trial.objects.filter(run=published_run).first()
     Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 3, "secret": "tti"})
     assert b"Private evidence" not in outsider_client.get(RUN_URL).content
     outsider_client.logout()
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import Permission, User
 
-    outsider_client.force_login(User.objects.create_user("boss", is_staff=True))
+    boss = User.objects.create_user("boss", is_staff=True)
+    outsider_client.force_login(boss)
+    assert b"Private evidence" not in outsider_client.get(RUN_URL).content
+    boss.user_permissions.add(Permission.objects.get(codename="view_private_evidence"))
     page = outsider_client.get(RUN_URL).content.decode()
     assert "Private evidence" in page and "readiness" in page and "attempts" in page
 
@@ -192,19 +210,19 @@ def test_it_serves_a_visitor_the_page_rendered_for_the_current_publication(
     first = client.get("/benchmarks/create/").content
     with django_assert_num_queries(1):  # only the publication version
         assert client.get("/benchmarks/create/").content == first
-    from boxbench import results
+    from boxbench import leaderboard
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="create").update(title="Create, renamed")
-    results.materialize()  # a new publication: new version, fresh render
+    leaderboard.materialize()  # a new publication: new version, fresh render
     assert b"Create, renamed" in client.get("/benchmarks/create/").content
 
 
 def test_it_renders_fresh_pages_for_staff(staff_client, published_run):
     staff_client.get("/")
-    from boxbench import results
+    from boxbench import leaderboard
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="cpu").update(title="CPU, renamed")
-    results.materialize()
+    leaderboard.materialize()
     assert b"CPU, renamed" in staff_client.get("/").content

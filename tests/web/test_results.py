@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from boxbench import results
+from boxbench import audit_input, leaderboard, publishing
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -36,7 +36,7 @@ def summary_row(benchmark, provider):
 
 def publish(run):
     explain_failures(run)
-    return results.publish(run)
+    return publishing.publish(run)
 
 
 def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialState.DONE):
@@ -62,11 +62,11 @@ def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialSta
 
 
 def test_it_audits_a_multi_unit_workload_as_ratios_to_each_units_median(imported_run):
-    frame = results.audit_frame(imported_run)
+    frame = audit_input.audit_frame(imported_run)
     deepswe = frame[frame["benchmark"] == "deepswe"]
     # The fixture's traces run one after another and differ by 40 % each: raw values drift.
     assert deepswe["value"].between(0.5, 2.0).all()
-    report = results.run_audit(imported_run)
+    report = publishing.run_audit(imported_run)
     for pair in (p for p in report["pairs"] if p["benchmark"] == "deepswe"):
         assert pair["checks"]["trend"]["verdict"] != "fail", pair["provider"]
         assert pair["checks"]["lag1"]["verdict"] != "fail", pair["provider"]
@@ -130,11 +130,11 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
                     unit="flag", clock="guest")
         for i, trial in enumerate(cpu_trials)
     )  # fmt: skip
-    frame = results.audit_frame(imported_run)
+    frame = audit_input.audit_frame(imported_run)
     local = frame[(frame["benchmark"] == "cpu") & (frame["provider"] == "local")]
     assert sorted(local["flag_cpu_bound"].tolist()) == [0.0] * 15 + [1.0] * 5
     assert local["value"].min() > 100  # the flag rows are facts, not values
-    report = results.run_audit(imported_run)
+    report = publishing.run_audit(imported_run)
     pair = next(p for p in report["pairs"] if (p["provider"], p["benchmark"]) == ("local", "cpu"))
     assert pair["checks"]["cache_flags"]["verdict"] == "note"
     assert pair["checks"]["cache_flags"]["details"]["notes"] == ["flag_cpu_bound"]
@@ -159,7 +159,7 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
 def test_it_takes_the_ranking_floor_from_the_runs_plan(planned, units, declared, floor):
     benchmark = Benchmark(slug="b", trials_per_unit=20, ranking_floor=declared)
     run = Run(manifest={"benchmarks": {"b": planned}} if planned else {})
-    assert results.ranking_floor(benchmark, run, units) == floor
+    assert leaderboard.ranking_floor(benchmark, run, units) == floor
 
 
 def test_it_ranks_a_provider_that_reached_a_smaller_runs_floor(imported_run):
@@ -197,7 +197,7 @@ def test_it_keeps_other_providers_when_one_pair_is_re_run(published_run):
     create = Benchmark.objects.get(slug="create")
     docker = Provider.objects.get(slug="docker")
     add_trials(rerun, create, create.units.get(), docker, FAST_DOCKER, 1)
-    results.publish(rerun)
+    publishing.publish(rerun)
     assert summary_row("create", "docker")["run"] == str(rerun.id)
     assert summary_row("create", "docker")["rank"] == 1
     assert summary_row("create", "local")["run"] == str(published_run.id)
@@ -212,7 +212,7 @@ def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
     create = Benchmark.objects.get(slug="create")
     docker = Provider.objects.get(slug="docker")
     add_trials(rerun, create, create.units.get(), docker, FAST_DOCKER, 1)
-    results.publish(rerun)
+    publishing.publish(rerun)
     trials = client.get("/benchmarks/create/units/create/").context["trials"]
     assert {t["provider__slug"] for t in trials} == {"local", "docker", "boat"}
     docker_values = [t["value"] for t in trials if t["provider__slug"] == "docker"]
@@ -227,7 +227,7 @@ def test_it_publishes_a_run_that_refused_providers_but_finished_nothing(publishe
         empty, cpu, cpu.units.get(), Provider.objects.get(slug="local"), [{}], 1,
         state=TrialState.CANCELLED,
     )  # fmt: skip
-    results.publish(empty)
+    publishing.publish(empty)
     assert summary_row("cpu", "local")["run"] == str(published_run.id)
     assert summary_row("cpu", "boat")["ranked"]  # its measured numbers stay on the board
 

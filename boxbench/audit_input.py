@@ -1,0 +1,107 @@
+"""The audit's input: one row per successful trial of a run, as the data frame stats.audit reads.
+
+Its own module because it needs pandas: the web process imports publishing, which loads this
+only when it audits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from django.db.models import F, Q
+
+from boxbench.models import Measurement, MeasurementKind, Outcome, Provider, Run, Trial
+from stats import audit as stats_audit
+from stats import estimators
+
+
+def audit_frame(run: Run) -> pd.DataFrame:
+    """One row per successful trial and main metric, in the columns stats.audit expects.
+
+    Facts come from the trial (placement, host load) and from its flag measurements (the
+    physical-limit and cache checks, named as the audit's columns). On a multi-unit benchmark each
+    value is divided by its (provider, unit) lower median: one pair pools units that differ by an
+    order of magnitude, run in trace order, so raw values would correlate by construction.
+    """
+    trials = Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).order_by("seq")
+    # Declared by the provider (runner/declarations); absent means its sandboxes are remote.
+    shares_job_host = {
+        slug: (declaration or {}).get("shares_job_host") is True
+        for slug, declaration in Provider.objects.filter(
+            id__in=trials.values("provider_id")
+        ).values_list("slug", "declaration")
+    }
+    facts = {
+        trial_id: (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
+                   started, ended, in_flight, {**(placement or {}), **(host_load or {})})
+        for (trial_id, provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
+             started, ended, in_flight, placement, host_load) in trials.values_list(
+            "id", "provider__slug", "benchmark__slug", "unit_id", "benchmark__metric",
+            "benchmark__direction", "benchmark__steps_include_create_or_build", "seq", "round",
+            "batch", "started_at", "ended_at", "in_flight", "placement", "host_load",
+        )
+    }  # fmt: skip
+    measured = (
+        Measurement.objects.filter(
+            trial__run=run, trial__outcome=Outcome.SUCCESS, kind=MeasurementKind.METRIC
+        )
+        .filter(Q(name__in=stats_audit.FLAGS) | Q(name=F("trial__benchmark__metric")))
+        .order_by()
+    )
+    values: dict = {}
+    flags: dict = {}
+    for trial_id, name, value in measured.values_list("trial_id", "name", "value"):
+        if name in stats_audit.FLAGS:
+            if value is not None:
+                flags.setdefault(trial_id, {})[name] = float(value)
+        elif value is not None:
+            values[trial_id] = value
+    records = []
+    for trial_id, value in values.items():
+        (provider, benchmark, unit, _, direction, builds, seq, rnd, batch, started, ended,
+         in_flight, known) = facts[trial_id]  # fmt: skip
+        record = {
+            "provider": provider,
+            "benchmark": benchmark,
+            "unit": unit,
+            "trial_id": str(trial_id),
+            "value": value,
+            "seq": seq,
+            "round": rnd,
+            "batch": batch or "",
+            "started_at": started.timestamp() if started else np.nan,
+            "ended_at": ended.timestamp() if ended else np.nan,
+            "in_flight": np.nan if in_flight is None else in_flight,
+            "lower_is_better": direction != "higher",
+            "steps_create_or_build": builds,
+            "shares_job_host": shares_job_host.get(provider, False),
+        }
+        for fact in AUDIT_FACTS:
+            if fact in known:
+                record[fact] = known[fact]
+        record.update(flags.get(trial_id, {}))
+        records.append(record)
+    if not records:
+        return pd.DataFrame(columns=list(stats_audit.REQUIRED))
+    frame = pd.DataFrame.from_records(records)
+    return _normalize_multi_unit(frame).drop(columns="unit")
+
+
+# Facts read from a trial's placement and host load; the flags come from its measurements.
+AUDIT_FACTS = tuple(
+    f for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
+    if f not in ("round", "started_at", "ended_at", "in_flight")
+)  # fmt: skip
+
+
+def _normalize_multi_unit(frame: pd.DataFrame) -> pd.DataFrame:
+    """Divide each value by its (provider, benchmark, unit) lower median where the benchmark
+    has several units, so the audit sees one comparable data point per trial."""
+    units = frame.groupby("benchmark")["unit"].transform("nunique")
+    multi = units > 1
+    if not multi.any():
+        return frame
+    cell = frame.loc[multi].groupby(["provider", "benchmark", "unit"])["value"]
+    medians = cell.transform(lambda v: estimators.median(v.to_numpy(dtype=float)))
+    frame.loc[multi, "value"] = frame.loc[multi, "value"] / medians
+    return frame

@@ -1,0 +1,53 @@
+"""The leaderboard: every number a page shows, materialized when a run is published.
+
+Publishing (boxbench.publishing) materializes medians, intervals, tails, stage bars, derived
+views, workload values, scores, ranks and labels into Aggregate rows, so requests never recompute
+statistics. The data flows ORM -> pandas -> stats -> Aggregate rows:
+
+- sources: which published run feeds each (benchmark, provider), its image digest, ranking floor
+- cells: a benchmark's trials loaded and grouped by (unit, provider)
+- boards: the benchmark page (All view) and its unit pages
+- pages: the overview and the provider pages
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from boxbench.leaderboard.boards import benchmark_board
+from boxbench.leaderboard.pages import overview_page, provider_page
+from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
+from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
+from boxbench.publishing import progress, resolutions
+
+__all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"]
+
+
+def materialize() -> int:
+    """Recompute every Aggregate row from the leaderboard sources; all rows replaced at once."""
+    sources = leaderboard_sources()
+    benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
+    providers = {p.id: p for p in Provider.objects.all()}
+    published = list(Run.objects.published().order_by("-published_at", "-id"))
+    rows: list[Aggregate] = []
+    boards = []
+    for benchmark in benchmarks:
+        board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
+        boards.append(board)
+        rows.append(Aggregate.of(Scope.BENCHMARK, benchmark.slug, data=board.summary))
+        for unit_data in board.units:
+            unit = unit_data["unit"]
+            rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
+    used = {run.id: run for by_provider in sources.values() for run in by_provider.values()}
+    for run in used.values():
+        data = {"progress": progress(run), "resolutions": resolutions(run)}
+        rows.append(Aggregate.of(Scope.RUN, run.id, data=data))
+    overview = overview_page(boards, providers)
+    rows.append(Aggregate.of(Scope.OVERVIEW, data=overview))
+    for provider in providers.values():
+        data = provider_page(provider, boards, overview)
+        rows.append(Aggregate.of(Scope.PROVIDER, provider.slug, data=data))
+    with transaction.atomic():
+        Aggregate.objects.all().delete()
+        Aggregate.objects.bulk_create(rows, batch_size=500)
+    return len(rows)

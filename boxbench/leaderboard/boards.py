@@ -1,0 +1,272 @@
+"""The benchmark page (the All view) and its unit pages, built from one benchmark's cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from boxbench.leaderboard.cells import EMPTY_CELL, Cell, group_cells, load_trials
+from boxbench.leaderboard.sources import planned_refusals, ranking_floor, run_source, run_sources
+from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from stats import labels, summary, workload
+
+REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
+
+
+@dataclass
+class Board:
+    benchmark: Benchmark
+    runs: dict[str, Run]  # provider slug -> the run its numbers come from
+    summary: dict  # the benchmark page
+    units: list[dict]  # one per unit page
+
+
+@dataclass
+class Build:
+    """One benchmark's board while it is built: what every page of it shares, and what its unit
+    pages tally per provider slug for the All view."""
+
+    benchmark: Benchmark
+    runs: dict[str, Run]  # provider slug -> the run its numbers come from
+    providers: list[Provider]  # those with finished trials (by slug), then those only refused
+    refusals: dict[str, dict]  # the planners' refusals of providers without finished trials
+    floors: dict[str, int]  # successes a provider needs before it is ranked
+    totals: dict[str, int]  # successes across all units
+    context: dict  # the keys every page of the benchmark repeats
+    medians: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: median
+    costs: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: mean cost
+    cost_complete: dict[str, bool] = field(default_factory=dict)  # every unit has a sourced cost
+
+    @property
+    def lower(self) -> bool:
+        return self.benchmark.direction != "higher"
+
+    def state(self, provider: Provider, successes: int, failures: int, **view):
+        floor = self.floors.get(provider.slug, 1)
+        return provider_state(provider, self.refusals, successes, floor, failures, **view)
+
+    def source(self, slug: str) -> dict:
+        """The run (and image) behind one provider's numbers; {} for one only refused."""
+        return run_source(self.runs[slug], self.benchmark, [slug]) if slug in self.runs else {}
+
+
+def benchmark_board(
+    benchmark: Benchmark,
+    by_provider: dict[int, Run],
+    providers: dict[int, Provider],
+    published: list[Run],
+) -> Board:
+    trials, measurements = load_trials(benchmark, by_provider)
+    units = list(Unit.objects.filter(id__in=set(trials["unit"])).order_by("slug"))
+    runs = {providers[i].slug: run for i, run in by_provider.items()}
+    # A refusal explains a missing provider only: one with finished trials shows their numbers.
+    refusals = {s: r for s, r in planned_refusals(benchmark, published).items() if s not in runs}
+    in_run = [providers[i] for i in sorted(by_provider, key=lambda i: providers[i].slug)]
+    refused = [
+        p for p in providers.values() if p.slug in refusals and p.id not in by_provider
+    ]  # fmt: skip
+    stages = [s for s in benchmark.stage_names if isinstance(s, str)]
+    cells = group_cells(benchmark, trials, measurements, stages)
+    build = Build(
+        benchmark=benchmark,
+        runs=runs,
+        providers=in_run + refused,
+        refusals=refusals,
+        floors={slug: ranking_floor(benchmark, run, len(units)) for slug, run in runs.items()},
+        totals={
+            p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
+            for p in in_run
+        },
+        context=_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
+        medians={p.slug: {} for p in in_run},
+        costs={p.slug: {} for p in in_run},
+        cost_complete={p.slug: True for p in in_run},
+    )
+    method = summary.Method(build.lower, benchmark.statistic, benchmark.unit, stages)
+    unit_pages = [
+        {
+            **_unit_page(build, unit, cells, method, multi=len(units) > 1),
+            # Internal keys for the trials table's query (trial_cell_idx); never in a URL.
+            "benchmark_id": benchmark.id,
+            "unit_id": unit.id,
+            "cells": [[str(run.id), i] for i, run in sorted(by_provider.items())],
+        }
+        for unit in units
+    ]
+    return Board(benchmark, runs, _summary_page(build, unit_pages), unit_pages)
+
+
+def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], stages) -> dict:
+    latest = max(runs.values(), key=lambda r: (r.published_at, str(r.id)))
+    return {
+        "benchmark": benchmark.slug,
+        "benchmark_title": benchmark.title,
+        **run_source(latest, benchmark, [s for s, run in runs.items() if run.id == latest.id]),
+        "sources": run_sources(runs, benchmark, names),
+        "metric": benchmark.metric,
+        "measure_unit": benchmark.unit,
+        "lower_is_better": benchmark.direction != "higher",
+        "stages": stages,
+    }
+
+
+def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, multi: bool) -> dict:
+    """One unit's table: a row per provider, labelled and ranked; tallies its medians and costs
+    into the build for the All view."""
+    rows = []
+    for provider in build.providers:
+        slug = provider.slug
+        cell = cells.get((unit.id, provider.id), EMPTY_CELL)
+        row = {**_unit_row(provider, cell, method), **build.source(slug)}
+        n = row["n"]
+        # On a multi-unit workload the floor counts successes across all units; a unit row
+        # is ranked once the provider has any success on it and the workload reaches it.
+        successes = (build.totals.get(slug, 0) if n else 0) if multi else n
+        row.update(labels.decide(build.state(provider, successes, cell.failures)).to_dict())
+        rows.append(row)
+        if slug in build.runs and n:
+            build.medians[slug][unit.slug] = row["median"]
+            if row["mean_cost_usd"] is not None and provider_cost(provider):
+                build.costs[slug][unit.slug] = row["mean_cost_usd"]
+            else:
+                build.cost_complete[slug] = False
+    summary.rank_rows(rows, "median", build.lower)
+    trial_count = sum(sum(c.outcomes.values()) for (u, _), c in cells.items() if u == unit.id)
+    return {
+        **build.context,
+        "unit": unit.slug,
+        "unit_title": unit.title or unit.slug,
+        "unit_digest": unit.digest,
+        "trial_count": int(trial_count),
+        "derived_available": summary.derived_available(build.context["stages"]),
+        "max_points": summary.MAX_POINTS,  # the distribution chart's dots per provider
+        "ranking_floors": build.floors,
+        "rows": rows,
+    }
+
+
+def provider_cost(provider: Provider) -> bool:
+    return bool((provider.pricing or {}).get("provider_sourced"))
+
+
+def provider_state(provider, refusals, successes, floor, failures, **view) -> labels.ProviderState:
+    refusal = refusals.get(provider.slug, {})
+    flag = REFUSAL_LABELS.get(str(refusal.get("code", "")))
+    missing = refusal.get("missing") or refusal.get("code") or "refused"
+    return labels.ProviderState(
+        successes=successes,
+        ranking_floor=floor,
+        unreplaced_provider_failures=failures,
+        refused_capability=str(missing) if flag == "refused_capability" else None,
+        not_offered=flag == "not_offered",
+        account_limit=flag == "account_limit",
+        **view,
+    )
+
+
+def provider_info(provider: Provider) -> dict:
+    return {
+        "provider": provider.slug,
+        "provider_name": provider.name,
+        "region_marker": provider.region_marker,
+        "region_note": provider.region_note,
+    }
+
+
+def _unit_row(provider: Provider, cell: Cell, method: summary.Method) -> dict:
+    """Every statistic of one provider on one unit, from its successful trials."""
+    return {
+        **provider_info(provider),
+        "outcomes": cell.outcomes,
+        "unreplaced_failures": cell.failures,
+        **summary.summarize(cell.samples, method),
+    }
+
+
+def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
+    """The All view: workload values (multi-unit) or the single unit's median per provider.
+
+    The ranking floor (successes across all units) and, on a multi-unit workload, the
+    provider-sourced cost apply here; unit medians feed the workload value whenever n > 0.
+    """
+    benchmark, runs = build.benchmark, build.runs
+    multi = len(unit_pages) > 1
+    if multi:
+        values = workload.workload_values(build.medians, "time") if build.lower else {}
+        costs = workload.workload_values(build.costs, "cost")
+        rows = [_workload_row(build, p, unit_pages, values, costs) for p in build.providers]
+    else:
+        rows = [_single_unit_row(build, p, unit_pages) for p in build.providers]
+    summary.rank_rows(rows, "workload_value", build.lower)
+    latest = max(runs, key=lambda s: (runs[s].published_at, str(runs[s].id)))
+    latest_floor = build.floors.get(latest)
+    return {
+        **build.context,
+        "title": benchmark.title,
+        "version": benchmark.version,
+        "description": benchmark.description,
+        "section": benchmark.section,
+        "section_label": Section(benchmark.section).label,
+        "statistic": benchmark.statistic,
+        "clock": benchmark.clock,
+        "cpus": benchmark.cpus,
+        "memory_mib": benchmark.memory_mib,
+        "trials_per_unit": benchmark.trials_per_unit,
+        "ranking_floor": latest_floor if latest_floor is not None else benchmark.ranking_floor,
+        "published_at": max(r.published_at for r in runs.values()).isoformat(),
+        "multi_unit": multi,
+        "units": [
+            {"slug": u["unit"], "title": u["unit_title"], "trial_count": u["trial_count"]}
+            for u in unit_pages
+        ],
+        "rows": rows,
+    }
+
+
+def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> dict:
+    """A multi-unit workload's row: the workload value and cost over the provider's units."""
+    slug = provider.slug
+    failures = sum(
+        r["unreplaced_failures"]
+        for page in unit_pages
+        for r in page["rows"]
+        if r["provider"] == slug
+    )
+    state = build.state(
+        provider, build.totals.get(slug, 0), failures, view_needs_provider_cost=True,
+        has_provider_cost=provider_cost(provider) and build.cost_complete.get(slug),
+    )  # fmt: skip
+    status = labels.decide(state).to_dict()
+    value, cost = values.get(slug), costs.get(slug)
+    return {
+        **provider_info(provider),
+        **status,
+        **build.source(slug),
+        "n": build.totals.get(slug, 0),
+        "ranking_floor": build.floors.get(slug),
+        "workload_value": value.value if value and status["ranked"] else None,
+        "substituted_units": [s.unit for s in value.substitutions] if value else [],
+        "notes": [s.note for s in value.substitutions] if value else [],
+        "workload_cost_usd": cost.value if cost and status["ranked"] else None,
+    }
+
+
+def _single_unit_row(build: Build, provider: Provider, unit_pages) -> dict:
+    """A single-unit benchmark's row: its unit row's median, label and cost."""
+    slug = provider.slug
+    only = next((r for page in unit_pages for r in page["rows"] if r["provider"] == slug), None)
+    if only is None:  # no unit page at all: nothing finished, only refusals
+        only = {**labels.decide(build.state(provider, 0, 0)).to_dict(), "n": 0, "median": None,
+                "mean_cost_usd": None}  # fmt: skip
+    return {
+        **provider_info(provider),
+        **build.source(slug),
+        "label": only["label"],
+        "meaning": only["meaning"],
+        "ranked": only["ranked"],
+        "n": only["n"],
+        "ranking_floor": build.floors.get(slug),
+        "workload_value": only["median"] if only["ranked"] else None,
+        "substituted_units": [],
+        "notes": [],
+        "workload_cost_usd": only["mean_cost_usd"] if only["ranked"] else None,
+    }

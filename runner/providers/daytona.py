@@ -1,0 +1,315 @@
+"""`daytona`: Daytona sandboxes over its REST API and each sandbox's toolbox API.
+
+API (Bearer token): POST /sandbox from the prepared snapshot (which fixes the size), labelled
+`boxbench.batch=<label>`; create then polls GET /sandbox/{id} until `started` (the SDK's
+backoff: 0.1 s, x1.1, capped at 1 s), failing on `error` or `build_failed`. Lifetime: Daytona has
+no absolute time-to-live, so the sandbox gets `autoStopInterval` = its lifetime in minutes and
+`autoDeleteInterval` 0 (deleted when it stops): Daytona removes it at most that long after the
+last activity, even if the runner crashed. DELETE /sandbox/{id}; gone = 404 or `destroyed`.
+GET /sandbox?labels=<JSON> lists by label.
+
+Commands: the toolbox API at the DTO's `toolboxProxyUrl` + `/{id}`. `/process/execute` merges
+stdout and stderr and stops a command after 10 s unless told otherwise, so every command runs
+through a session instead (one per sandbox, made on first use): synchronously when its time limit
+is at most SYNC_LIMIT_S, otherwise with `runAsync` and polling of the command's status and logs.
+A command past its limit is killed by deleting its session. Stdin is uploaded to a temporary file
+and redirected. Files: /files/upload (multipart) and /files/download.
+
+Configuration (docs/providers.md): DAYTONA_API_KEY or DAYTONA_API_KEY_FILE; DAYTONA_API_URL
+(default https://app.daytona.io/api); DAYTONA_TARGET (region, default us);
+BOXBENCH_DAYTONA_SNAPSHOT (default boxbench-standard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shlex
+import time
+import uuid
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import httpx
+
+from runner.providers.base import (
+    DoctorCheck,
+    ExecResult,
+    ExecTimeout,
+    LiveSandbox,
+    Provider,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
+from runner.providers.credentials import MissingCredential, credential
+from runner.providers.http import make_client, status_error, transport_error
+
+BATCH_KEY = "boxbench.batch"
+WORKDIR = "/app"
+SYNC_LIMIT_S = 60.0  # above this a command runs with runAsync: no HTTP call waits that long
+STARTED = "started"
+FAILED = {"error", "build_failed"}
+CREATE_LIMIT_S = 300.0
+
+
+class DaytonaProvider(Provider):
+    slug = "daytona"
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        self.api_url = (
+            self.settings.get("api_url")
+            or os.environ.get("DAYTONA_API_URL")
+            or "https://app.daytona.io/api"
+        ).rstrip("/")
+        self.target = self.settings.get("target") or os.environ.get("DAYTONA_TARGET") or "us"
+        self.snapshot = (
+            self.settings.get("snapshot")
+            or os.environ.get("BOXBENCH_DAYTONA_SNAPSHOT")
+            or "boxbench-standard"
+        )
+        self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.1))
+        self._problem = None
+        try:
+            self._key = credential("DAYTONA_API_KEY", self.settings, "api_key")
+        except MissingCredential as exc:
+            self._key, self._problem = None, str(exc)
+        if self._key is None and self._problem is None:
+            self._problem = "not configured: set DAYTONA_API_KEY or DAYTONA_API_KEY_FILE"
+        self._client: httpx.Client | None = None
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = make_client()
+        return self._client
+
+    def configuration_problem(self) -> str | None:
+        return self._problem
+
+    def _call(self, method, url, operation, ok=(200,), data_plane=False, **kwargs):
+        if self._key is None:
+            raise ProviderError(f"daytona {operation}: {self._problem}", operation, "unconfigured")
+        headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
+        try:
+            response = self.client.request(method, url, headers=headers, **kwargs)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, "daytona", operation, data_plane=data_plane) from None
+        if response.status_code not in ok:
+            raise status_error(
+                response, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
+            )
+        return response
+
+    def _api(self, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
+        return self._call(method, self.api_url + path, operation, ok, **kwargs)
+
+    def _toolbox(self, sandbox, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
+        base = self._handle(sandbox)["toolbox"]
+        return self._call(method, f"{base}/{sandbox.id}{path}", operation, ok, True, **kwargs)
+
+    def _handle(self, sandbox: Sandbox) -> dict:
+        if not isinstance(sandbox.handle, dict) or not sandbox.handle.get("toolbox"):
+            dto = self._api("GET", f"/sandbox/{sandbox.id}", "exec").json()
+            sandbox.handle = {"toolbox": dto["toolboxProxyUrl"].rstrip("/"), "session": None}
+        return sandbox.handle
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image:
+            raise ProviderError(
+                f"daytona runs the prepared snapshot {self.snapshot!r}, not image {spec.image!r}",
+                operation="create",
+                code="no_custom_images",
+            )
+        body = {
+            "snapshot": self.snapshot,
+            "labels": {BATCH_KEY: spec.label},
+            "target": self.target,
+            "networkBlockAll": not spec.network,
+            "autoStopInterval": max(1, math.ceil(spec.lifetime_s / 60)),
+            "autoDeleteInterval": 0,
+        }
+        dto = self._api("POST", "/sandbox", "create", json=body).json()
+        sandbox_id = dto["id"]
+        deadline = time.monotonic() + CREATE_LIMIT_S
+        wait = self.poll_interval_s
+        while dto.get("state") != STARTED:
+            if dto.get("state") in FAILED:
+                with contextlib.suppress(ProviderError):
+                    self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 404))
+                raise ProviderError(
+                    f"daytona create: sandbox {sandbox_id} reached state {dto['state']}: "
+                    f"{dto.get('errorReason') or 'no reason given'}",
+                    operation="create",
+                    code=dto["state"],
+                )
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"daytona create: {sandbox_id} not started after {CREATE_LIMIT_S:g} s "
+                    f"(state {dto.get('state')})",
+                    operation="create",
+                    code="create_timeout",
+                )
+            time.sleep(wait)
+            wait = min(wait * 1.1, 1.0)
+            dto = self._api("GET", f"/sandbox/{sandbox_id}", "create").json()
+        return Sandbox(
+            id=sandbox_id,
+            label=spec.label,
+            created_at=datetime.now(UTC),
+            facts={
+                "snapshot": dto.get("snapshot"),
+                "target": dto.get("target"),
+                "cpu": dto.get("cpu"),
+                "memory_gib": dto.get("memory"),
+                "enforced": {"cpus": True, "memory": True},
+            },
+            handle={"toolbox": dto["toolboxProxyUrl"].rstrip("/"), "session": None},
+        )
+
+    def _session(self, sandbox: Sandbox) -> str:
+        handle = self._handle(sandbox)
+        if not handle.get("session"):
+            session = f"boxbench-{uuid.uuid4().hex[:12]}"
+            self._toolbox(
+                sandbox, "POST", "/process/session", "exec", ok=(200, 201),
+                json={"sessionId": session},
+            )  # fmt: skip
+            handle["session"] = session
+        return handle["session"]
+
+    def _drop_session(self, sandbox: Sandbox) -> None:
+        """Delete the session, which kills its commands; the next exec makes a new one."""
+        handle = self._handle(sandbox)
+        session, handle["session"] = handle.get("session"), None
+        if session:
+            with contextlib.suppress(ProviderError):
+                self._toolbox(sandbox, "DELETE", f"/process/session/{session}", "exec",
+                              ok=(200, 204, 404))  # fmt: skip
+
+    def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        if not argv:
+            raise ProviderError("daytona exec: empty argv", operation="exec")
+        command = shlex.join(argv)
+        if env:
+            command = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
+            command += shlex.join(argv)
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex[:12]}"
+            self.upload(sandbox, stdin_path, stdin)
+            command += f" < {stdin_path}"
+        # A subshell, so nothing a command does (cd, exported variables) leaks into the session.
+        command = f"(cd {shlex.quote(workdir or WORKDIR)} && {command})"
+        if stdin_path:
+            command += f"; __rc=$?; rm -f {stdin_path}; exit $__rc"
+            command = f"bash -c {shlex.quote(command)}"
+        session = self._session(sandbox)
+        deadline = time.monotonic() + timeout
+        path = f"/process/session/{session}"
+        run_async = timeout > SYNC_LIMIT_S
+        try:
+            response = self._toolbox(
+                sandbox, "POST", f"{path}/exec", "exec", ok=(200, 202),
+                json={"command": command, "runAsync": run_async},
+                timeout=httpx.Timeout(timeout + 1.0 if not run_async else 30.0, connect=10.0),
+            )  # fmt: skip
+        except ProviderError as exc:
+            if "ReadTimeout" in str(exc):
+                self._drop_session(sandbox)
+                raise ExecTimeout(
+                    f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
+                    operation="exec",
+                ) from None
+            raise
+        outcome = response.json()
+        if "exitCode" not in outcome:
+            outcome = self._await(sandbox, path, outcome["cmdId"], deadline, timeout)
+        return ExecResult(
+            int(outcome["exitCode"]),
+            (outcome.get("stdout") or "").encode(),
+            (outcome.get("stderr") or "").encode(),
+        )
+
+    def _await(self, sandbox, path, command_id, deadline, timeout) -> dict:
+        wait = 0.05
+        while True:
+            status = self._toolbox(sandbox, "GET", f"{path}/command/{command_id}", "exec").json()
+            if status.get("exitCode") is not None:
+                logs = self._toolbox(
+                    sandbox, "GET", f"{path}/command/{command_id}/logs", "exec"
+                ).json()
+                return {"exitCode": status["exitCode"], **logs}
+            if time.monotonic() > deadline:
+                self._drop_session(sandbox)
+                raise ExecTimeout(
+                    f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
+                    operation="exec",
+                )
+            time.sleep(wait)
+            wait = min(wait * 1.5, 1.0)
+
+    def upload(self, sandbox, path, data) -> None:
+        self._toolbox(
+            sandbox, "POST", "/files/upload", "upload", params={"path": path},
+            files={"file": (path.rsplit("/", 1)[-1] or "file", data, "application/octet-stream")},
+        )  # fmt: skip
+
+    def download(self, sandbox, path) -> bytes:
+        return self._toolbox(
+            sandbox, "GET", "/files/download", "download", params={"path": path}
+        ).content
+
+    def destroy(self, sandbox) -> None:
+        self._api("DELETE", f"/sandbox/{sandbox.id}", "destroy", ok=(200, 204, 404))
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        response = self._api("GET", f"/sandbox/{sandbox_id}", "is_gone", ok=(200, 404))
+        return response.status_code == 404 or response.json().get("state") == "destroyed"
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        params = {"labels": _json({BATCH_KEY: label})} if label is not None else {}
+        found = []
+        for item in self._api("GET", "/sandbox", "list", params=params).json():
+            if item.get("state") in ("destroyed", "destroying"):
+                continue
+            created = item.get("createdAt")
+            found.append(
+                LiveSandbox(
+                    id=item["id"],
+                    label=(item.get("labels") or {}).get(BATCH_KEY, ""),
+                    created_at=datetime.fromisoformat(created.replace("Z", "+00:00"))
+                    if created
+                    else None,
+                )
+            )
+        return found
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        parts = urlsplit(self.api_url)
+        return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
+
+    def doctor(self) -> list[DoctorCheck]:
+        if self._problem:
+            return [DoctorCheck("credentials", True, self._problem)]
+        started = time.monotonic()
+        try:
+            self._api("GET", "/sandbox", "doctor", params={"labels": _json({BATCH_KEY: "-"})})
+        except ProviderError as exc:
+            return [DoctorCheck("api", False, str(exc))]
+        elapsed = (time.monotonic() - started) * 1000
+        return [
+            DoctorCheck("credentials", True, "DAYTONA_API_KEY set"),
+            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
+            DoctorCheck("snapshot", True, f"{self.snapshot} in target {self.target}"),
+        ]
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))

@@ -1,0 +1,378 @@
+"""`e2b`: E2B Firecracker sandboxes, over E2B's REST control plane and each sandbox's envd.
+
+Control plane (spec/openapi.yml in e2b-dev/E2B), `X-API-Key`: POST /sandboxes (201 once the VM
+has booted; no cpu or memory fields: a template fixes its size), GET and DELETE
+/sandboxes/{id}, GET /v2/sandboxes filtered by metadata. Every sandbox carries the batch label as
+metadata `boxbench.batch` and a `timeout` (seconds) that E2B enforces: it is killed then, even if
+the runner crashed.
+
+Data plane: envd on port 49983 behind the sandbox proxy (`https://sandbox.<domain>`, routed by the
+`E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers), authenticated by the sandbox's
+`X-Access-Token`. Commands go through Connect RPC `process.Process/Start` (a server stream of
+start, data, keepalive and end events, framed by runner/providers/connect.py), stdin through
+`SendInput` and `CloseStdin`, a command past its time limit is killed with `SendSignal`; files
+through envd's `/files`.
+
+Configuration (docs/providers.md): E2B_API_KEY or E2B_API_KEY_FILE; E2B_DOMAIN (default
+e2b.app), or E2B_API_URL and E2B_SANDBOX_URL; BOXBENCH_E2B_TEMPLATE, the template built from
+boxbench's standard image (default boxbench-standard).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import math
+import os
+import time
+from datetime import UTC, datetime
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from runner.providers import connect
+from runner.providers.base import (
+    DoctorCheck,
+    ExecResult,
+    ExecTimeout,
+    LiveSandbox,
+    Provider,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
+from runner.providers.credentials import MissingCredential, credential
+from runner.providers.http import make_client, status_error, transport_error
+
+ENVD_PORT = 49983
+BATCH_KEY = "boxbench.batch"
+WORKDIR = "/app"
+KEEPALIVE_S = 5  # envd sends a keepalive event this often while a command runs
+MIN_ENVD = (0, 1, 0)
+
+
+class E2BProvider(Provider):
+    slug = "e2b"
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        domain = self.settings.get("domain") or os.environ.get("E2B_DOMAIN") or "e2b.app"
+        self.api_url = (
+            self.settings.get("api_url") or os.environ.get("E2B_API_URL") or f"https://api.{domain}"
+        ).rstrip("/")
+        self.sandbox_url = (
+            self.settings.get("sandbox_url")
+            or os.environ.get("E2B_SANDBOX_URL")
+            or f"https://sandbox.{domain}"
+        ).rstrip("/")
+        self.template = (
+            self.settings.get("template")
+            or os.environ.get("BOXBENCH_E2B_TEMPLATE")
+            or "boxbench-standard"
+        )
+        self._problem = None
+        try:
+            self._key = credential("E2B_API_KEY", self.settings, "api_key")
+        except MissingCredential as exc:
+            self._key, self._problem = None, str(exc)
+        if self._key is None and self._problem is None:
+            self._problem = "not configured: set E2B_API_KEY or E2B_API_KEY_FILE"
+        self._client: httpx.Client | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = make_client()
+        return self._client
+
+    def configuration_problem(self) -> str | None:
+        return self._problem
+
+    def _api(self, method: str, path: str, operation: str, ok=(200,), **kwargs) -> httpx.Response:
+        if self._key is None:
+            raise ProviderError(f"e2b {operation}: {self._problem}", operation, "unconfigured")
+        headers = {"X-API-Key": self._key, **kwargs.pop("headers", {})}
+        try:
+            response = self.client.request(method, self.api_url + path, headers=headers, **kwargs)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, "e2b", operation) from None
+        if response.status_code not in ok:
+            raise status_error(response, "e2b", operation, secrets=(self._key,))
+        return response
+
+    def _envd_headers(self, sandbox: Sandbox) -> dict:
+        token = self._token(sandbox)
+        return {
+            "E2b-Sandbox-Id": sandbox.id,
+            "E2b-Sandbox-Port": str(ENVD_PORT),
+            "X-Access-Token": token,
+        }
+
+    def _token(self, sandbox: Sandbox) -> str:
+        handle = sandbox.handle if isinstance(sandbox.handle, dict) else {}
+        if not handle.get("token"):
+            detail = self._api("GET", f"/sandboxes/{sandbox.id}", "exec").json()
+            handle = {"token": detail.get("envdAccessToken", "")}
+            sandbox.handle = handle
+        return handle["token"]
+
+    def _envd(self, method, path, sandbox, operation, ok=(200,), **kwargs) -> httpx.Response:
+        headers = {**self._envd_headers(sandbox), **kwargs.pop("headers", {})}
+        try:
+            response = self.client.request(
+                method, self.sandbox_url + path, headers=headers, **kwargs
+            )
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, "e2b", operation, data_plane=True) from None
+        if response.status_code not in ok:
+            raise status_error(
+                response,
+                "e2b",
+                operation,
+                data_plane=True,
+                secrets=(self._key, headers["X-Access-Token"]),
+            )
+        return response
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image:
+            raise ProviderError(
+                f"e2b runs the prepared template {self.template!r}, not image {spec.image!r}",
+                operation="create",
+                code="no_custom_images",
+            )
+        body = {
+            "templateID": self.template,
+            "timeout": max(1, math.ceil(spec.lifetime_s)),
+            "metadata": {BATCH_KEY: spec.label},
+            "secure": True,
+            "allow_internet_access": spec.network,
+            "autoPause": False,
+        }
+        created = self._api("POST", "/sandboxes", "create", ok=(201,), json=body).json()
+        sandbox = Sandbox(
+            id=created["sandboxID"],
+            label=spec.label,
+            created_at=datetime.now(UTC),
+            facts={
+                "template": created.get("templateID", self.template),
+                "envd_version": created.get("envdVersion", ""),
+                "enforced": {"cpus": True, "memory": True},
+            },
+            handle={"token": created.get("envdAccessToken") or ""},
+        )
+        if _version(created.get("envdVersion", "")) < MIN_ENVD:
+            self.destroy(sandbox)
+            raise ProviderError(
+                f"e2b create: envd {created.get('envdVersion')!r} is older than 0.1.0",
+                operation="create",
+                code="old_envd",
+            )
+        return sandbox
+
+    def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        if not argv:
+            raise ProviderError("e2b exec: empty argv", operation="exec")
+        request = {
+            "process": {
+                "cmd": argv[0],
+                "args": list(argv[1:]),
+                "envs": dict(env or {}),
+                "cwd": workdir or WORKDIR,
+            },
+            "stdin": stdin is not None,
+        }
+        headers = {
+            **self._envd_headers(sandbox),
+            "Content-Type": connect.STREAM_CONTENT_TYPE,
+            "Connect-Protocol-Version": "1",
+            "Keepalive-Ping-Interval": str(KEEPALIVE_S),
+        }
+        deadline = time.monotonic() + timeout
+        # A read waits at most until the deadline, and never longer than three keepalives.
+        read_s = max(0.05, min(timeout, 3 * KEEPALIVE_S))
+        stdout, stderr = bytearray(), bytearray()
+        pid = None
+        result: ExecResult | None = None
+        ended = False
+        try:
+            with self.client.stream(
+                "POST",
+                self.sandbox_url + "/process.Process/Start",
+                content=connect.envelope(request),
+                headers=headers,
+                timeout=httpx.Timeout(read_s, connect=10.0),
+            ) as response:
+                if response.status_code != 200:
+                    response.read()
+                    raise status_error(
+                        response, "e2b", "exec", data_plane=True,
+                        secrets=(self._key, headers["X-Access-Token"]),
+                    )  # fmt: skip
+                for flags, message in connect.read_envelopes(response.iter_bytes()):
+                    if flags & connect.END_STREAM:
+                        error = message.get("error")
+                        if error:
+                            raise ProviderError(
+                                f"e2b exec: envd ended the stream: {error.get('code')}: "
+                                f"{error.get('message', '')}",
+                                operation="exec",
+                                code=str(error.get("code", "")),
+                            )
+                        ended = True  # read on to the end of the body: the connection stays warm
+                        continue
+                    event = (message.get("event") or {}) if isinstance(message, dict) else {}
+                    if "start" in event:
+                        pid = event["start"].get("pid")
+                        if stdin is not None:
+                            self._feed(sandbox, pid, stdin)
+                    elif "data" in event:
+                        data = event["data"]
+                        if "stdout" in data:
+                            stdout += base64.b64decode(data["stdout"])
+                        if "stderr" in data:
+                            stderr += base64.b64decode(data["stderr"])
+                    elif "end" in event:
+                        end = event["end"]
+                        if end.get("error"):
+                            raise ProviderError(
+                                f"e2b exec: {end['error']}", operation="exec", code="exec_error"
+                            )
+                        exit_code = int(end.get("exitCode", 0))
+                        if not end.get("exited", False) and exit_code == 0:
+                            exit_code = -1  # ended by a signal: no exit code
+                        result = ExecResult(exit_code, bytes(stdout), bytes(stderr))
+                    if time.monotonic() > deadline:
+                        raise _Overdue()
+                if not ended:
+                    raise ProviderError("e2b exec: the stream ended with no end message", "exec")
+        except _Overdue:
+            self._kill(sandbox, pid)
+            raise ExecTimeout(
+                f"e2b: command did not return within {timeout:g} s in sandbox {sandbox.id}",
+                operation="exec",
+            ) from None
+        except httpx.ReadTimeout:
+            if time.monotonic() >= deadline - 0.01 or read_s >= timeout:
+                self._kill(sandbox, pid)
+                raise ExecTimeout(
+                    f"e2b: command did not return within {timeout:g} s in sandbox {sandbox.id}",
+                    operation="exec",
+                ) from None
+            raise ProviderError(
+                f"e2b exec: envd sent nothing for {read_s:g} s (no keepalive)", operation="exec"
+            ) from None
+        except connect.FramingError as exc:
+            raise ProviderError(f"e2b exec: malformed Connect stream: {exc}", "exec") from None
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, "e2b", "exec", data_plane=pid is None) from None
+        if result is None:
+            raise ProviderError("e2b exec: the stream ended without an end event", "exec")
+        return result
+
+    def _unary(self, sandbox: Sandbox, method: str, body: dict, operation: str) -> None:
+        self._envd(
+            "POST", f"/process.Process/{method}", sandbox, operation, json=body,
+            headers={"Connect-Protocol-Version": "1"},
+        )  # fmt: skip
+
+    def _feed(self, sandbox: Sandbox, pid, data: bytes) -> None:
+        selector = {"pid": pid}
+        if data:
+            stdin = base64.b64encode(data).decode()
+            message = {"process": selector, "input": {"stdin": stdin}}
+            self._unary(sandbox, "SendInput", message, "exec")
+        self._unary(sandbox, "CloseStdin", {"process": selector}, "exec")
+
+    def _kill(self, sandbox: Sandbox, pid) -> None:
+        if pid is None:
+            return
+        # The command may have ended meanwhile; the timeout is reported either way.
+        with contextlib.suppress(ProviderError):
+            message = {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}
+            self._unary(sandbox, "SendSignal", message, "exec")
+
+    def upload(self, sandbox, path, data) -> None:
+        self._envd(
+            "POST", f"/files?path={quote(path)}", sandbox, "upload",
+            files={"file": (path.rsplit("/", 1)[-1] or "file", data, "application/octet-stream")},
+        )  # fmt: skip
+
+    def download(self, sandbox, path) -> bytes:
+        return self._envd("GET", f"/files?path={quote(path)}", sandbox, "download").content
+
+    def destroy(self, sandbox) -> None:
+        self._api("DELETE", f"/sandboxes/{sandbox.id}", "destroy", ok=(204, 404))
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        response = self._api("GET", f"/sandboxes/{sandbox_id}", "is_gone", ok=(200, 404))
+        return response.status_code == 404
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        params = {"state": "running,paused", "limit": "100"}
+        if label is not None:
+            params["metadata"] = f"{quote(BATCH_KEY, safe='')}={quote(label, safe='')}"
+        found, token = [], None
+        while True:
+            page = dict(params, **({"nextToken": token} if token else {}))
+            response = self._api("GET", "/v2/sandboxes", "list", params=page)
+            for item in response.json():
+                metadata = item.get("metadata") or {}
+                started = item.get("startedAt")
+                found.append(
+                    LiveSandbox(
+                        id=item["sandboxID"],
+                        label=metadata.get(BATCH_KEY, ""),
+                        created_at=_timestamp(started),
+                    )
+                )
+            token = response.headers.get("X-Next-Token")
+            if not token:
+                return found
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [_host_port(self.api_url), _host_port(self.sandbox_url)]
+
+    def doctor(self) -> list[DoctorCheck]:
+        if self._problem:
+            return [DoctorCheck("credentials", True, self._problem)]
+        started = time.monotonic()
+        try:
+            self._api("GET", "/v2/sandboxes", "doctor", params={"limit": "1"})
+        except ProviderError as exc:
+            return [DoctorCheck("api", False, str(exc))]
+        elapsed = (time.monotonic() - started) * 1000
+        return [
+            DoctorCheck("credentials", True, "E2B_API_KEY set"),
+            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
+            DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)"),
+        ]
+
+
+class _Overdue(Exception):
+    pass
+
+
+def _version(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.lstrip("v").split(".")[:3])
+    except ValueError:
+        return (0, 0, 0)
+
+
+def _timestamp(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)

@@ -1,0 +1,259 @@
+"""What stands behind every fake: real sandboxes from the local provider, with the cloud's rules.
+
+Each fake sandbox is a bubblewrap sandbox made through runner.providers.local's public adapter, so
+its commands, files, /proc/uptime and $EPOCHREALTIME are real. On top, the backend keeps what a
+cloud control plane keeps: metadata, a lifetime after which the sandbox is gone (a reaper thread
+destroys it, and its id answers 404 from then on), a moment before which the data plane is not
+ready (the fake answers 502 until then), a concurrency cap and a create-rate cap (429 with
+Retry-After), and a table of running processes so a client can signal one by its number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runner.declarations import get_declaration
+from runner.providers.base import ExecResult, ProviderError, Sandbox, SandboxSpec
+from runner.providers.local import LocalProvider
+
+# Room for the fake's own bookkeeping after the lifetime it enforces: the local sandbox must not
+# end on its own before the reaper has marked it expired.
+LOCAL_MARGIN_S = 30.0
+
+
+class Busy(Exception):
+    """A plan limit was hit: answer 429 with Retry-After."""
+
+    def __init__(self, message: str, retry_after_s: int):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class FakeProcess:
+    number: int
+    argv: list[str]
+    pidfile: str
+    done: threading.Event = field(default_factory=threading.Event)
+    result: ExecResult | None = None
+    error: str | None = None
+    stdin: bytearray = field(default_factory=bytearray)
+    stdin_closed: threading.Event = field(default_factory=threading.Event)
+    killed: bool = False
+
+
+@dataclass
+class Box:
+    id: str
+    label: str
+    metadata: dict
+    created_at: datetime
+    expires_at: float  # epoch seconds
+    ready_at: float  # monotonic: the data plane answers 502 until then
+    cpus: int
+    memory_mib: int
+    local: Sandbox | None = None
+    state: str = "running"  # running | stopped | expired | failed
+    processes: dict[int, FakeProcess] = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # per-fake fields (tokens, session tables)
+
+
+class Backend:
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        ready_delay_s: float = 0.0,
+        max_concurrent: int = 20,
+        create_rate_per_s: float | None = None,
+        prefix: str = "fk",
+    ):
+        self.local = LocalProvider(get_declaration("local"), {"root": str(root)})
+        self.ready_delay_s = ready_delay_s
+        self.max_concurrent = max_concurrent
+        self.create_rate_per_s = create_rate_per_s
+        self.prefix = prefix
+        self.boxes: dict[str, Box] = {}
+        self.gone: dict[str, str] = {}  # id -> why (killed, expired)
+        self._last_create = 0.0
+        self._numbers = itertools.count(1000)
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._reaper = threading.Thread(target=self._reap, name="fake-reaper", daemon=True)
+        self._reaper.start()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Raise Busy at the concurrency or creation-rate cap (checked before any work)."""
+        with self._lock:
+            running = sum(1 for b in self.boxes.values() if b.state == "running")
+            if running >= self.max_concurrent:
+                raise Busy(f"concurrent sandbox limit of {self.max_concurrent} reached", 30)
+            now = time.monotonic()
+            if self.create_rate_per_s:
+                interval = 1.0 / self.create_rate_per_s
+                if now - self._last_create < interval:
+                    raise Busy(f"rate limit of {self.create_rate_per_s:g} creates/s exceeded", 1)
+            self._last_create = now
+
+    def reserve(self, lifetime_s: float, label: str = "", metadata: dict | None = None,
+                cpus: int = 2, memory_mib: int = 4096) -> Box:  # fmt: skip
+        """A new box record, not yet backed by a local sandbox (see start)."""
+        box = Box(
+            id=f"{self.prefix}{uuid.uuid4().hex[:18]}",
+            label=label,
+            metadata=dict(metadata or {}),
+            created_at=datetime.now(UTC),
+            expires_at=time.time() + lifetime_s,
+            ready_at=time.monotonic() + self.ready_delay_s,
+            cpus=cpus,
+            memory_mib=memory_mib,
+            state="creating",
+        )
+        with self._lock:
+            self.boxes[box.id] = box
+        return box
+
+    def start(self, box: Box, network: bool = False) -> None:
+        """Make the local sandbox behind `box`; on failure the box is marked failed and raised."""
+        lifetime = max(1.0, box.expires_at - time.time()) + LOCAL_MARGIN_S
+        spec = SandboxSpec(
+            cpus=box.cpus, memory_mib=box.memory_mib, label=f"fake-{box.label}"[:60],
+            lifetime_s=lifetime, network=network,
+        )  # fmt: skip
+        try:
+            box.local = self.local.create(spec)
+        except ProviderError:
+            box.state = "failed"
+            raise
+        with self._lock:
+            if box.state == "creating":
+                box.state = "running"
+
+    def get(self, box_id: str) -> Box | None:
+        with self._lock:
+            box = self.boxes.get(box_id)
+        live = box is not None and box.state in ("running", "creating")
+        if live and time.time() >= box.expires_at:
+            self._retire(box, "expired")
+            return None
+        return box
+
+    def set_timeout(self, box: Box, seconds: float) -> None:
+        box.expires_at = time.time() + seconds
+
+    def kill(self, box: Box, why: str = "killed") -> None:
+        self._retire(box, why)
+
+    def stop(self, box: Box) -> None:
+        """Stop without forgetting (Vercel): the record stays listed as stopped."""
+        self._destroy_local(box)
+        box.state = "stopped"
+
+    def _retire(self, box: Box, why: str) -> None:
+        with self._lock:
+            if self.boxes.pop(box.id, None) is None:
+                return
+            self.gone[box.id] = why
+        self._destroy_local(box)
+        box.state = why
+
+    def _destroy_local(self, box: Box) -> None:
+        for process in list(box.processes.values()):
+            process.killed = True
+        if box.local is not None:
+            # On failure the local sandbox still ends on its own at its lifetime.
+            with contextlib.suppress(ProviderError):
+                self.local.destroy(box.local)
+            box.local = None
+
+    def _reap(self) -> None:
+        while not self._stop.wait(0.2):
+            now = time.time()
+            with self._lock:
+                expired = [
+                    b for b in self.boxes.values()
+                    if b.state in ("running", "creating") and now >= b.expires_at
+                ]  # fmt: skip
+            for box in expired:
+                self._retire(box, "expired")
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            boxes = list(self.boxes.values())
+        for box in boxes:
+            self._retire(box, "killed")
+
+    # -- data plane ----------------------------------------------------------------------------
+
+    def ready(self, box: Box) -> bool:
+        return box.state == "running" and box.local is not None and time.monotonic() >= box.ready_at
+
+    def spawn(self, box: Box, argv: list[str], *, env=None, workdir=None,
+              stdin: bool = False, timeout_s: float = 3600.0) -> FakeProcess:  # fmt: skip
+        """Start argv in a thread; its number can be signalled. With stdin, it waits for the
+        input to be closed first (the fake feeds the whole input at once)."""
+        number = next(self._numbers)
+        pidfile = f"/tmp/.fake-pid-{number}"
+        process = FakeProcess(number=number, argv=argv, pidfile=pidfile)
+        if not stdin:
+            process.stdin_closed.set()
+        box.processes[number] = process
+        # The command records its pid (a process-group leader: the local helper starts each
+        # command in a session of its own) so a signal reaches it and its children.
+        wrapped = ["/bin/sh", "-c", f'echo $$ > {pidfile}; exec "$@"', "sh", *argv]
+
+        def run():
+            try:
+                process.stdin_closed.wait()
+                local = box.local
+                if local is None or process.killed:
+                    raise ProviderError("the sandbox is gone")
+                process.result = self.local.exec(
+                    local, wrapped, timeout=timeout_s, stdin=bytes(process.stdin) or None,
+                    workdir=workdir, env=env,
+                )  # fmt: skip
+            except ProviderError as exc:
+                process.error = str(exc)
+            finally:
+                process.done.set()
+                box.processes.pop(number, None)
+
+        threading.Thread(target=run, name=f"fake-proc-{number}", daemon=True).start()
+        return process
+
+    def signal(self, box: Box, process: FakeProcess, signal_name: str = "KILL") -> None:
+        process.killed = True
+        if box.local is None:
+            return
+        # The whole process group: the command and everything it started.
+        script = f'p=$(cat {process.pidfile} 2>/dev/null) && kill -s {signal_name} -- -"$p"'
+        with contextlib.suppress(ProviderError):
+            self.local.exec(box.local, ["/bin/bash", "-c", script + " 2>/dev/null; true"], 10)
+
+    def run(self, box: Box, argv: list[str], timeout_s: float, *, env=None, workdir=None,
+            stdin: bytes | None = None) -> ExecResult:  # fmt: skip
+        if box.local is None:
+            raise ProviderError("the sandbox is gone")
+        return self.local.exec(box.local, argv, timeout_s, stdin=stdin, workdir=workdir, env=env)
+
+    def write_file(self, box: Box, path: str, data: bytes) -> str | None:
+        """None on success, else the error text."""
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        result = self.run(box, ["/bin/sh", "-c", script, "sh", path], 300, stdin=data)
+        return None if result.exit_code == 0 else result.stderr.decode(errors="replace").strip()
+
+    def read_file(self, box: Box, path: str) -> bytes | None:
+        """The file's bytes, or None when it does not exist or is not a regular file."""
+        script = '[ -f "$1" ] || exit 44; exec cat -- "$1"'
+        result = self.run(box, ["/bin/sh", "-c", script, "sh", path], 300)
+        return result.stdout if result.exit_code == 0 else None

@@ -1,0 +1,294 @@
+"""A loopback fake of Daytona: the REST API (the models of libs/api-client-python) and the
+toolbox API behind the sandbox's `toolboxProxyUrl` (apps/daemon/pkg/toolbox/docs/swagger.yaml),
+from daytonaio/daytona.
+
+Both take `Authorization: Bearer <key>`. POST /sandbox answers at once with state `creating`;
+the sandbox goes through `pulling_snapshot` to `started` after `create_delay_s` (or to `error`
+when a create failure is planted), so a client must poll. The toolbox answers 502 until the
+sandbox is started. `/process/execute` merges stdout and stderr and kills the command after its
+`timeout` (10 s when none is given), answering 408. Sessions run commands with separate stdout
+and stderr, synchronously or with `runAsync`. `autoStopInterval` minutes without toolbox
+activity stop the sandbox, and with `autoDeleteInterval` 0 it is deleted then (404 afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runner.providers.base import ProviderError
+from runner.providers.fakes.backend import Backend, Box, Busy
+from runner.providers.fakes.e2b import _multipart_file
+from runner.providers.fakes.server import FakeHTTPServer, Request, Response
+
+SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)$")
+TOOLBOX_PATH = re.compile(r"^/toolbox/([^/]+)(/.*)$")
+SESSION_PATH = re.compile(r"^/process/session/([^/]+)(?:/(exec)|/command/([^/]+)(/logs)?)?$")
+DEFAULT_EXEC_TIMEOUT_S = 10
+
+
+def api_error(status: int, message: str, headers: dict | None = None) -> Response:
+    """NestJS's error body, as the Daytona API sends it."""
+    names = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}
+    body = {"statusCode": status, "message": message, "error": names.get(status, "Error")}
+    return Response.json(status, body, headers)
+
+
+def toolbox_error(status: int, code: str, message: str, request: Request) -> Response:
+    """The daemon's ErrorResponse (libs/common-go/pkg/errors)."""
+    return Response.json(status, {
+        "statusCode": status, "message": message, "code": code,
+        "timestamp": datetime.now(UTC).isoformat(), "path": request.path,
+        "method": request.method,
+    })  # fmt: skip
+
+
+class DaytonaFake:
+    def __init__(self, root: str | Path, *, create_delay_s: float = 0.2, max_concurrent: int = 20,
+                 create_rate_per_s: float | None = None, idle_timeout_s: float = 300.0,
+                 snapshots: dict | None = None):  # fmt: skip
+        self.api_key = "dtn_" + secrets.token_hex(20)
+        self.backend = Backend(
+            root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix=""
+        )
+        self.create_delay_s = create_delay_s
+        self.snapshots = snapshots or {"boxbench-standard": (2, 4)}  # name: (cpu, memory GiB)
+        self.fail_next_create: str | None = None  # "error" or "build_failed"
+        self.api = FakeHTTPServer(self.handle_api, idle_timeout_s, "daytona-api")
+        self.toolbox = FakeHTTPServer(self.handle_toolbox, idle_timeout_s, "daytona-toolbox")
+
+    def start(self) -> DaytonaFake:
+        self.api.start()
+        self.toolbox.start()
+        return self
+
+    def stop(self) -> None:
+        self.api.stop()
+        self.toolbox.stop()
+        self.backend.close()
+
+    def adapter_settings(self) -> dict:
+        return {"api_url": self.api.url + "/api", "api_key": self.api_key,
+                "snapshot": next(iter(self.snapshots)), "poll_interval_s": 0.02}  # fmt: skip
+
+    def _authorized(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.api_key}"
+
+    # -- API ------------------------------------------------------------------------------------
+
+    def handle_api(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return api_error(401, "Unauthorized")
+        path = request.path.removeprefix("/api")
+        if path == "/sandbox" and request.method == "POST":
+            return self.create(request)
+        if path == "/sandbox" and request.method == "GET":
+            return self.list(request)
+        match = SANDBOX_PATH.match(path)
+        if match:
+            box = self.backend.get(match.group(1))
+            if box is None:
+                return api_error(404, f"Sandbox with ID or name {match.group(1)} not found")
+            if request.method == "GET":
+                return Response.json(200, self.dto(box))
+            if request.method == "DELETE":
+                box.extra["state"] = "destroying"
+                threading.Thread(target=self.backend.kill, args=(box,), daemon=True).start()
+                return Response.json(200, self.dto(box))
+        return api_error(404, f"Cannot {request.method} {request.path}")
+
+    def create(self, request: Request) -> Response:
+        body = request.json()
+        if not isinstance(body, dict):
+            return api_error(400, "request body must be a CreateSandbox object")
+        snapshot = body.get("snapshot") or next(iter(self.snapshots))
+        size = self.snapshots.get(snapshot)
+        if size is None:
+            return api_error(400, f"Snapshot {snapshot} not found")
+        labels = body.get("labels") or {}
+        stop_min = body.get("autoStopInterval", 15)
+        if not isinstance(labels, dict) or not isinstance(stop_min, int) or stop_min < 0:
+            return api_error(400, "labels must be a string map, autoStopInterval minutes >= 0")
+        try:
+            self.backend.admit()
+        except Busy as exc:
+            return api_error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        lifetime = stop_min * 60 if stop_min else 365 * 86400
+        box = self.backend.reserve(
+            lifetime,
+            label=labels.get("boxbench.batch", ""),
+            metadata=labels,
+            cpus=size[0],
+            memory_mib=size[1] * 1024,
+        )
+        box.extra.update(state="creating", snapshot=snapshot, body=body, stop_min=stop_min,
+                         target=body.get("target") or "us", sessions={})  # fmt: skip
+        failure, self.fail_next_create = self.fail_next_create, None
+        threading.Thread(target=self._provision, args=(box, failure), daemon=True).start()
+        return Response.json(200, self.dto(box))
+
+    def _provision(self, box: Box, failure: str | None) -> None:
+        time.sleep(self.create_delay_s / 2)
+        box.extra["state"] = "pulling_snapshot"
+        time.sleep(self.create_delay_s / 2)
+        if failure:
+            box.extra.update(state=failure, error="planted failure: the runner could not start it")
+            box.state = "failed"
+            return
+        try:
+            self.backend.start(box, network=not box.extra["body"].get("networkBlockAll", False))
+        except ProviderError as exc:
+            box.extra.update(state="error", error=str(exc))
+            return
+        box.extra["state"] = "started"
+
+    def dto(self, box: Box) -> dict:
+        created = box.created_at.isoformat().replace("+00:00", "Z")
+        body = box.extra["body"]
+        return {
+            "id": box.id, "organizationId": "fake-org", "name": body.get("name") or box.id,
+            "snapshot": box.extra["snapshot"], "user": body.get("user") or "daytona",
+            "env": body.get("env") or {}, "labels": box.metadata, "public": False,
+            "networkBlockAll": bool(body.get("networkBlockAll", False)),
+            "target": box.extra["target"], "cpu": box.cpus, "gpu": 0,
+            "memory": box.memory_mib // 1024, "disk": body.get("disk") or 3,
+            "state": box.extra["state"], "errorReason": box.extra.get("error"),
+            "autoStopInterval": box.extra["stop_min"],
+            "autoDeleteInterval": body.get("autoDeleteInterval", -1),
+            "createdAt": created, "updatedAt": created,
+            "toolboxProxyUrl": self.toolbox.url + "/toolbox",
+        }  # fmt: skip
+
+    def list(self, request: Request) -> Response:
+        try:
+            wanted = json.loads(request.arg("labels") or "{}")
+        except ValueError:
+            return api_error(400, "labels must be JSON-encoded")
+        boxes = [
+            b for b in list(self.backend.boxes.values())
+            if all(b.metadata.get(k) == v for k, v in wanted.items())
+        ]  # fmt: skip
+        return Response.json(200, [self.dto(b) for b in boxes])
+
+    # -- toolbox ---------------------------------------------------------------------------------
+
+    def handle_toolbox(self, request: Request) -> Response:
+        match = TOOLBOX_PATH.match(request.path)
+        if not match:
+            return toolbox_error(404, "NOT_FOUND", "no such route", request)
+        if not self._authorized(request):
+            return toolbox_error(401, "UNAUTHORIZED", "invalid credentials", request)
+        box = self.backend.get(match.group(1))
+        if box is None or box.extra.get("state") != "started" or not self.backend.ready(box):
+            return Response(502, b"Bad Gateway", {"Content-Type": "text/plain"})
+        if box.extra["stop_min"]:  # activity postpones the auto-stop
+            self.backend.set_timeout(box, box.extra["stop_min"] * 60)
+        path = match.group(2)
+        if path == "/process/execute" and request.method == "POST":
+            return self.execute(request, box)
+        if path.startswith("/process/session"):
+            return self.session(request, box, path)
+        if path == "/files/upload" and request.method == "POST":
+            data = _multipart_file(request.headers.get("content-type", ""), request.body)
+            target = request.arg("path")
+            if data is None or not target:
+                return toolbox_error(400, "BAD_REQUEST", "path and a file part are required",
+                                     request)  # fmt: skip
+            problem = self.backend.write_file(box, target, data)
+            if problem:
+                return toolbox_error(400, "BAD_REQUEST", problem, request)
+            return Response.json(200, {})
+        if path == "/files/download" and request.method == "GET":
+            data = self.backend.read_file(box, request.arg("path") or "")
+            if data is None:
+                return toolbox_error(404, "NOT_FOUND", "file not found", request)
+            return Response(200, data, {"Content-Type": "application/octet-stream"})
+        return toolbox_error(404, "NOT_FOUND", f"no route {request.method} {path}", request)
+
+    def execute(self, request: Request, box: Box) -> Response:
+        body = request.json() or {}
+        command = body.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return toolbox_error(400, "BAD_REQUEST",
+                                 "command cannot be empty or whitespace-only", request)  # fmt: skip
+        timeout = body.get("timeout") or DEFAULT_EXEC_TIMEOUT_S
+        process = self.backend.spawn(
+            box,
+            ["/bin/sh", "-c", "exec 2>&1\n" + command],
+            env=body.get("envs") or None,
+            workdir=body.get("cwd"),
+        )
+        if not process.done.wait(timeout):
+            self.backend.signal(box, process)
+            process.done.wait(10)
+            return toolbox_error(408, "REQUEST_TIMEOUT", "command execution timeout", request)
+        if process.result is None:
+            return Response.json(200, {"exitCode": -1, "result": process.error or ""})
+        result = process.result
+        merged = (result.stdout + result.stderr).decode(errors="replace")
+        return Response.json(200, {"exitCode": result.exit_code, "result": merged})
+
+    def session(self, request: Request, box: Box, path: str) -> Response:
+        sessions = box.extra["sessions"]
+        if path == "/process/session" and request.method == "POST":
+            session_id = (request.json() or {}).get("sessionId")
+            if not session_id or session_id in sessions:
+                return toolbox_error(
+                    409 if session_id else 400,
+                    "CONFLICT" if session_id else "BAD_REQUEST",
+                    "session exists or has no id",
+                    request,
+                )
+            sessions[session_id] = {}
+            return Response(201)
+        match = SESSION_PATH.match(path)
+        if not match or match.group(1) not in sessions:
+            return toolbox_error(404, "NOT_FOUND", "session not found", request)
+        commands = sessions[match.group(1)]
+        if match.group(2) and request.method == "POST":
+            body = request.json() or {}
+            if not isinstance(body.get("command"), str):
+                return toolbox_error(400, "BAD_REQUEST", "command is required", request)
+            command_id = str(uuid.uuid4())
+            process = self.backend.spawn(box, ["/bin/sh", "-c", body["command"]])
+            commands[command_id] = (body["command"], process)
+            if body.get("runAsync") or body.get("async"):
+                return Response.json(202, {"cmdId": command_id})
+            process.done.wait()
+            return Response.json(200, {"cmdId": command_id, **self._outcome(process)})
+        if match.group(3) and request.method == "GET":
+            if match.group(3) not in commands:
+                return toolbox_error(404, "NOT_FOUND", "command not found", request)
+            command, process = commands[match.group(3)]
+            outcome = self._outcome(process)
+            if match.group(4):
+                outcome.pop("exitCode", None)
+                return Response.json(200, outcome)
+            item = {"id": match.group(3), "command": command}
+            if "exitCode" in outcome:
+                item["exitCode"] = outcome["exitCode"]
+            return Response.json(200, item)
+        if not match.group(2) and request.method == "DELETE":
+            for _, process in sessions.pop(match.group(1)).values():
+                if not process.done.is_set():
+                    self.backend.signal(box, process)
+            return Response(204)
+        return toolbox_error(404, "NOT_FOUND", f"no route {request.method} {path}", request)
+
+    @staticmethod
+    def _outcome(process) -> dict:
+        if not process.done.is_set():
+            return {"output": "", "stdout": "", "stderr": ""}
+        result = process.result
+        if result is None:
+            return {"exitCode": -1, "output": "", "stdout": "", "stderr": process.error or ""}
+        stdout = result.stdout.decode(errors="replace")
+        stderr = result.stderr.decode(errors="replace")
+        return {"exitCode": result.exit_code, "output": stdout + stderr, "stdout": stdout,
+                "stderr": stderr}  # fmt: skip

@@ -1,0 +1,305 @@
+"""A loopback fake of E2B: the control plane (spec/openapi.yml) and envd behind the sandbox proxy
+(spec/envd/envd.yaml, process.proto over Connect), from e2b-dev/E2B.
+
+Two servers, as the SDK sees them: the API (`X-API-Key`) and the sandbox proxy, which routes by
+the `E2b-Sandbox-Id` and `E2b-Sandbox-Port: 49983` headers to the sandbox's envd
+(`X-Access-Token`). Create returns 201 once the sandbox exists; the proxy answers 502 until its
+envd is up (`ready_delay_s`). 429 with Retry-After at the concurrency or creation-rate cap. A
+sandbox past its timeout is gone: the API answers 404, the proxy 502.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import threading
+from datetime import UTC, datetime
+from email.parser import BytesParser
+from email.policy import HTTP
+from pathlib import Path
+
+from runner.providers import connect
+from runner.providers.base import ProviderError
+from runner.providers.fakes.backend import Backend, Box, Busy
+from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
+
+ENVD_PORT = "49983"
+ENVD_VERSION = "0.2.0"
+SANDBOX_PATH = re.compile(r"^/sandboxes/([^/]+)(/timeout)?$")
+CHUNK = 64 * 1024
+
+
+def error(status: int, message: str, headers: dict | None = None, **extra) -> Response:
+    return Response.json(status, {"code": status, "message": message, **extra}, headers)
+
+
+class E2BFake:
+    def __init__(self, root: str | Path, *, ready_delay_s: float = 0.0, max_concurrent: int = 20,
+                 create_rate_per_s: float | None = None, idle_timeout_s: float = 300.0,
+                 templates: dict | None = None):  # fmt: skip
+        self.api_key = "e2b_" + secrets.token_hex(20)
+        self.backend = Backend(
+            root, ready_delay_s=ready_delay_s, max_concurrent=max_concurrent,
+            create_rate_per_s=create_rate_per_s, prefix="i",
+        )  # fmt: skip
+        self.templates = templates or {"boxbench-standard": (2, 4096)}
+        self.api = FakeHTTPServer(self.handle_api, idle_timeout_s, "e2b-api")
+        self.proxy = FakeHTTPServer(self.handle_proxy, idle_timeout_s, "e2b-sandbox")
+        self.cut_streams = 0  # the next N process streams are reset after their start event
+        self._lock = threading.Lock()
+
+    def start(self) -> E2BFake:
+        self.api.start()
+        self.proxy.start()
+        return self
+
+    def stop(self) -> None:
+        self.api.stop()
+        self.proxy.stop()
+        self.backend.close()
+
+    def adapter_settings(self) -> dict:
+        return {"api_url": self.api.url, "sandbox_url": self.proxy.url,
+                "api_key": self.api_key, "template": next(iter(self.templates))}  # fmt: skip
+
+    # -- control plane -------------------------------------------------------------------------
+
+    def handle_api(self, request: Request) -> Response:
+        if request.headers.get("x-api-key") != self.api_key:
+            return error(401, "Invalid API key, it must start with 'e2b_' prefix")
+        if request.method == "POST" and request.path == "/sandboxes":
+            return self.create(request)
+        if request.method == "GET" and request.path == "/v2/sandboxes":
+            return self.list(request)
+        match = SANDBOX_PATH.match(request.path)
+        if match:
+            box = self.backend.get(match.group(1))
+            if box is None or box.state not in ("running", "creating"):
+                return error(404, f"sandbox \"{match.group(1)}\" doesn't exist or you don't have "
+                             "access to it")  # fmt: skip
+            if match.group(2) and request.method == "POST":
+                body = request.json() or {}
+                timeout = body.get("timeout")
+                if not isinstance(timeout, int) or timeout < 0:
+                    return error(400, "timeout must be a whole number of seconds >= 0")
+                self.backend.set_timeout(box, timeout)
+                return Response(204)
+            if not match.group(2) and request.method == "GET":
+                return Response.json(200, self.detail(box))
+            if not match.group(2) and request.method == "DELETE":
+                self.backend.kill(box)
+                return Response(204)
+        return error(404, f"no route {request.method} {request.path}")
+
+    def create(self, request: Request) -> Response:
+        body = request.json()
+        if not isinstance(body, dict) or not isinstance(body.get("templateID"), str):
+            return error(400, "request body must be a NewSandbox with a templateID")
+        size = self.templates.get(body["templateID"])
+        if size is None:
+            return error(400, f"template '{body['templateID']}' not found")
+        timeout = body.get("timeout", 15)
+        metadata = body.get("metadata") or {}
+        if not isinstance(timeout, int) or timeout < 0 or not isinstance(metadata, dict):
+            return error(400, "timeout must be an integer >= 0 and metadata a string map")
+        try:
+            self.backend.admit()
+        except Busy as exc:
+            return error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        box = self.backend.reserve(
+            timeout,
+            label=metadata.get("boxbench.batch", ""),
+            metadata=metadata,
+            cpus=size[0],
+            memory_mib=size[1],
+        )
+        box.extra.update(template=body["templateID"], token=secrets.token_hex(16))
+        try:
+            self.backend.start(box, network=bool(body.get("allow_internet_access", True)))
+        except ProviderError as exc:
+            self.backend.kill(box, "failed")
+            problem = f"failed to create sandbox: {exc}"
+            return error(500, problem, error_code="sandbox_create_failed")
+        return Response.json(201, {
+            "templateID": box.extra["template"], "sandboxID": box.id, "clientID": "fake",
+            "envdVersion": ENVD_VERSION, "envdAccessToken": box.extra["token"], "domain": None,
+        })  # fmt: skip
+
+    def detail(self, box: Box, listed: bool = False) -> dict:
+        item = {
+            "templateID": box.extra["template"], "sandboxID": box.id, "clientID": "fake",
+            "startedAt": box.created_at.isoformat().replace("+00:00", "Z"),
+            "endAt": datetime.fromtimestamp(box.expires_at, UTC).isoformat().replace("+00:00", "Z"),
+            "cpuCount": box.cpus, "memoryMB": box.memory_mib, "diskSizeMB": 10240,
+            "metadata": box.metadata, "state": "running", "envdVersion": ENVD_VERSION,
+        }  # fmt: skip
+        if not listed:
+            item["envdAccessToken"] = box.extra["token"]
+        return item
+
+    def list(self, request: Request) -> Response:
+        wanted = {}
+        for pair in (request.arg("metadata") or "").split("&"):
+            key, sep, value = pair.partition("=")
+            if sep:
+                wanted[_unquote(key)] = _unquote(value)
+        states = (request.arg("state") or "running").split(",")
+        try:
+            limit = int(request.arg("limit") or 100)
+        except ValueError:
+            return error(400, "limit must be an integer")
+        if not 1 <= limit <= 100:
+            return error(400, "limit must be between 1 and 100")
+        boxes = sorted(
+            (b for b in list(self.backend.boxes.values()) if b.state == "running"),
+            key=lambda b: b.created_at, reverse=True,
+        )  # fmt: skip
+        if "running" not in states:
+            boxes = []
+        boxes = [b for b in boxes if all(b.metadata.get(k) == v for k, v in wanted.items())]
+        start = int(request.arg("nextToken") or 0)
+        page = boxes[start : start + limit]
+        headers = {"X-Total-Running": str(len(boxes))}
+        if start + limit < len(boxes):
+            headers["X-Next-Token"] = str(start + limit)
+        return Response.json(200, [self.detail(b, listed=True) for b in page], headers)
+
+    # -- sandbox proxy and envd -----------------------------------------------------------------
+
+    def handle_proxy(self, request: Request) -> Response:
+        sandbox_id = request.headers.get("e2b-sandbox-id", "")
+        if request.headers.get("e2b-sandbox-port") != ENVD_PORT:
+            return error(400, "missing or unsupported E2b-Sandbox-Port header")
+        box = self.backend.get(sandbox_id)
+        if box is None or not self.backend.ready(box):
+            # The proxy's answer while the VM's envd is not up yet, or once the sandbox is gone.
+            return error(502, "The sandbox is not running or is not reachable",
+                         sandboxId=sandbox_id)  # fmt: skip
+        if request.path == "/health":
+            return Response(204)
+        if request.headers.get("x-access-token") != box.extra["token"]:
+            return error(401, "invalid access token")
+        if request.path == "/files":
+            return self.files(request, box)
+        if request.path.startswith("/process.Process/"):
+            return self.process(request, box, request.path.rsplit("/", 1)[1])
+        return error(404, f"no route {request.path}")
+
+    def files(self, request: Request, box: Box) -> Response:
+        path = request.arg("path")
+        if not path or not path.startswith("/"):
+            return error(400, f"path '{path}' must be absolute")
+        if request.method == "GET":
+            data = self.backend.read_file(box, path)
+            if data is None:
+                return error(404, f"path '{path}' does not exist")
+            return Response(200, data, {"Content-Type": "application/octet-stream"})
+        if request.method != "POST":
+            return error(405, "method not allowed")
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("multipart/form-data"):
+            data = _multipart_file(content_type, request.body)
+            if data is None:
+                return error(400, "multipart body has no 'file' part")
+        else:
+            data = request.body
+        problem = self.backend.write_file(box, path, data)
+        if problem is not None:
+            return error(500, f"error writing file '{path}': {problem}")
+        name = path.rsplit("/", 1)[-1]
+        return Response.json(200, [{"path": path, "name": name, "type": "file"}])
+
+    def process(self, request: Request, box: Box, method: str) -> Response:
+        if method == "Start":
+            if request.headers.get("content-type") != connect.STREAM_CONTENT_TYPE:
+                return Response(415, b"", {"Accept-Post": connect.STREAM_CONTENT_TYPE})
+            try:
+                message = connect.parse_single(request.body)
+            except connect.FramingError as exc:
+                return _connect_error("invalid_argument", str(exc))
+            return self.start_process(request, box, message)
+        if request.headers.get("content-type") != "application/json":
+            return Response(415, b"", {"Accept-Post": "application/json"})
+        body = request.json() or {}
+        pid = ((body.get("process") or {}).get("pid")) or 0
+        process = box.processes.get(pid)
+        if method not in ("SendInput", "CloseStdin", "SendSignal"):
+            return _connect_error("unimplemented", f"process.Process/{method} is not served here")
+        if process is None:
+            return _connect_error("not_found", f"process with pid {pid} not found")
+        if method == "SendInput":
+            data = ((body.get("input") or {}).get("stdin")) or ""
+            process.stdin.extend(base64.b64decode(data))
+        elif method == "CloseStdin":
+            process.stdin_closed.set()
+        else:
+            signal = {"SIGNAL_SIGKILL": "KILL", "SIGNAL_SIGTERM": "TERM"}.get(body.get("signal"))
+            if signal is None:
+                return _connect_error("invalid_argument", f"unknown signal {body.get('signal')!r}")
+            self.backend.signal(box, process, signal)
+            process.stdin_closed.set()
+        return Response.json(200, {})
+
+    def start_process(self, request: Request, box: Box, message: dict) -> Response:
+        config = message.get("process") or {}
+        if not config.get("cmd"):
+            return _connect_error("invalid_argument", "process.cmd is required")
+        argv = [config["cmd"], *config.get("args", [])]
+        try:
+            interval = max(0.05, float(request.headers.get("keepalive-ping-interval", "50")))
+        except ValueError:
+            interval = 50.0
+        process = self.backend.spawn(
+            box, argv, env=config.get("envs") or None, workdir=config.get("cwd"),
+            stdin=bool(message.get("stdin", True)),
+        )  # fmt: skip
+        with self._lock:
+            cut = self.cut_streams > 0
+            self.cut_streams -= cut
+
+        def events():
+            yield connect.envelope({"event": {"start": {"pid": process.number}}})
+            if cut:
+                raise Reset()
+            while not process.done.wait(interval):
+                yield connect.envelope({"event": {"keepalive": {}}})
+            if process.result is None:
+                yield connect.end_stream({"code": "unavailable", "message": process.error or ""})
+                return
+            for stream in ("stdout", "stderr"):
+                data = getattr(process.result, stream)
+                for at in range(0, len(data), CHUNK):
+                    chunk = base64.b64encode(data[at : at + CHUNK]).decode()
+                    yield connect.envelope({"event": {"data": {stream: chunk}}})
+            code = process.result.exit_code
+            end = {"exited": True, "status": f"exit status {code}"}
+            if process.killed:
+                end = {"status": "signal: killed"}
+                code = -1
+            if code:
+                end["exitCode"] = code  # protojson leaves out a zero exit code
+            yield connect.envelope({"event": {"end": end}})
+            yield connect.end_stream()
+
+        return Response(200, events(), {"Content-Type": connect.STREAM_CONTENT_TYPE})
+
+
+def _connect_error(code: str, message: str) -> Response:
+    return Response.json(connect.HTTP_STATUS[code], {"code": code, "message": message})
+
+
+def _unquote(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def _multipart_file(content_type: str, body: bytes) -> bytes | None:
+    message = BytesParser(policy=HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body
+    )
+    for part in message.iter_parts():
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_payload(decode=True)
+    return None

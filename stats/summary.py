@@ -1,0 +1,168 @@
+"""One provider on one unit: every statistic a leaderboard row shows, and the ranking of rows.
+
+The dashboard calls `summarize` once per (provider, unit) when results are published; the pages
+read what it returns. Pure: numpy arrays in, JSON-safe values out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stats import bars, estimators, scores
+
+MAX_DERIVED_STAGES = 8  # 2^8 - 1 = 255 stage subsets precomputed per provider and unit
+MAX_POINTS = 400  # per-trial points drawn per provider; beyond, evenly spaced ranks
+POOLED = "pooled_median"  # many calls per trial (Latency per Call): statistics over pooled calls
+TIME_UNITS = frozenset({"ms", "s", "us", "µs", "min"})  # a time median carries a 95 % interval
+
+
+@dataclass(frozen=True)
+class Method:
+    """How a benchmark's values are summarized."""
+
+    lower_is_better: bool = True
+    statistic: str = "median"  # or POOLED
+    measure_unit: str = "ms"  # only a time median carries an interval
+    stages: Sequence[str] = ()  # the stages the benchmark declares, in bar order
+
+
+@dataclass
+class Samples:
+    """The successful trials of one provider on one unit, in execution order."""
+
+    values: np.ndarray  # the main metric of each trial
+    stages: dict = field(default_factory=dict)  # stage -> per-trial values (NaN: not recorded)
+    costs: np.ndarray = field(default_factory=lambda: np.array([]))  # NaN where not recorded
+    calls: list = field(default_factory=list)  # pooled calls per trial (POOLED only)
+
+
+def summarize(samples: Samples, method: Method) -> dict:
+    """The row's statistics: n, median with its interval, tail, mean, mean cost, stage medians
+    and bar segments, the distribution, and the derived views of every stage subset."""
+    values = samples.values
+    row = {
+        "n": int(values.size),
+        "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
+        "mean": None, "mean_cost_usd": None, "stage_medians": {}, "segments": [], "scale": None,
+        "distribution": None, "derived": {},
+    }  # fmt: skip
+    if values.size == 0:
+        return row
+    lower = method.lower_is_better
+    if method.statistic == POOLED:
+        median, interval, (tail, tail_kind), mean = pooled_statistics(samples.calls, lower)
+    else:
+        median = estimators.median(values)
+        interval = estimators.bootstrap_median_ci(values)
+        tail, tail_kind = estimators.tail(values, lower)
+        mean = estimators.mean(values)
+    if method.measure_unit not in TIME_UNITS:
+        interval = (None, None)  # the methodology gives an interval to the time median only
+    row.update(
+        median=median,
+        ci_low=interval[0],
+        ci_high=interval[1],
+        tail=tail,
+        tail_kind=tail_kind,
+        mean=mean,
+        distribution=distribution(values),
+    )
+    costs = samples.costs
+    if costs.size and np.isfinite(costs).all():
+        row["mean_cost_usd"] = finite_or_none(costs.mean())
+    recorded = [s for s in method.stages if np.isfinite(samples.stages[s]).any()]
+    if recorded:
+        columns = {s: samples.stages[s] for s in recorded}
+        bar = bars.stacked_bar(values, columns)
+        row["stage_medians"] = {s.stage: s.median for s in bar.segments}
+        row["segments"] = [
+            {"stage": s.stage, "median": s.median, "width": s.width} for s in bar.segments
+        ]
+        row["scale"] = bar.scale
+        if len(method.stages) <= MAX_DERIVED_STAGES:
+            row["derived"] = derived_views(columns, recorded, lower)
+    return row
+
+
+def pooled_statistics(calls: list[np.ndarray], lower: bool):
+    """Latency per Call: every statistic over the pooled calls of the successful trials; the
+    interval resamples whole trials; the tail keeps the 20-trial floor, counted in trials.
+
+    Returns (median, (ci_low, ci_high), (tail, tail_kind), mean)."""
+    pooled = np.concatenate(calls)
+    interval = estimators.pooled_bootstrap_median_ci(calls)
+    if len(calls) >= estimators.TAIL_FLOOR:
+        tail = estimators.tail(pooled, lower)
+    else:
+        tail = (float(pooled.max()), "Slowest") if lower else (float(pooled.min()), "Lowest")
+    return estimators.median(pooled), interval, tail, estimators.mean(pooled)
+
+
+def distribution(values: np.ndarray) -> dict:
+    """Box-plot quartiles (nearest rank) and up to MAX_POINTS per-trial points."""
+    ordered = np.sort(values)
+    if ordered.size > MAX_POINTS:
+        # Evenly spaced ranks keep the shape of the distribution with a bounded page size.
+        picks = np.linspace(0, ordered.size - 1, MAX_POINTS).round().astype(int)
+        points = ordered[picks]
+    else:
+        points = ordered
+    return {
+        "min": float(ordered[0]),
+        "p25": estimators.percentile(ordered, 25),
+        "p50": estimators.percentile(ordered, 50),
+        "p75": estimators.percentile(ordered, 75),
+        "max": float(ordered[-1]),
+        "points": [float(v) for v in points],
+        "points_shown": int(points.size),
+    }
+
+
+def derived_available(stages: Sequence[str]) -> bool:
+    """Whether a benchmark with these stages gets precomputed derived views."""
+    return 0 < len(stages) <= MAX_DERIVED_STAGES
+
+
+def derived_key(selected) -> str:
+    """The key of a stage subset in the precomputed derived views (and in the page's URL)."""
+    return "+".join(selected)
+
+
+def derived_views(columns: dict[str, np.ndarray], stages: list[str], lower: bool) -> dict:
+    """Every non-empty subset of stages, summarized from per-trial sums (no interval)."""
+    views = {}
+    for size in range(1, len(stages) + 1):
+        for selected in itertools.combinations(stages, size):
+            view = bars.derived_view(columns, list(selected), lower)
+            views[derived_key(selected)] = {
+                "trials": view.trials,
+                "median": view.median,
+                "tail": view.tail,
+                "tail_kind": view.tail_label,
+            }
+    return views
+
+
+def rank_rows(rows: list[dict], key: str, lower: bool) -> None:
+    """Rank the rows marked "ranked" on `key` (ties share the better rank), unmark those
+    without a value, and order the table: ranked first by rank, then by provider."""
+    eligible = {r["provider"]: r[key] for r in rows if r["ranked"] and r[key] is not None}
+    order = scores.rank({p: -v if lower else v for p, v in eligible.items()})
+    for row in rows:
+        row["rank"] = order.get(row["provider"])
+        if row["provider"] not in order:
+            row["ranked"] = False
+    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["provider"]))
+
+
+def finite_or_none(value):
+    """JSON-safe float: None for missing or non-finite values."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,76 @@
+"""Fixtures for the cloud adapters' tests: each adapter against its loopback fake.
+
+`cloud` is parametrized by provider, so test ids carry the provider's name (`-k e2b`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from runner import lifecycle
+from runner.declarations import get_declaration
+from runner.providers import get_provider
+from runner.providers.fakes.daytona import DaytonaFake
+from runner.providers.fakes.e2b import E2BFake
+
+FAKES = {"e2b": E2BFake, "daytona": DaytonaFake}
+CLOUD = sorted(FAKES)
+LIMITS = lifecycle.Limits(
+    readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0
+)
+
+
+@dataclass
+class Cloud:
+    slug: str
+    fake: object
+    provider: object
+
+    def adapter(self, **overrides):
+        return get_provider(self.slug, settings={**self.fake.adapter_settings(), **overrides})
+
+    @property
+    def api(self):
+        return self.fake.api
+
+    @property
+    def data_plane(self):
+        return self.fake.proxy if self.slug == "e2b" else self.fake.toolbox
+
+    def create_path(self) -> str:
+        return "^/sandboxes$" if self.slug == "e2b" else "^/api/sandbox$"
+
+    def delete_path(self) -> str:
+        return "^/sandboxes/" if self.slug == "e2b" else "^/api/sandbox/"
+
+    def not_ready(self, times: int) -> None:
+        """The data plane answers 502 `times` times (E2B's proxy, Daytona's toolbox proxy)."""
+        self.data_plane.faults.add("*", ".", times=times, status=502, body={"code": 502,
+                                   "message": "sandbox not ready"})  # fmt: skip
+
+
+def start_fake(slug: str, root, **options):
+    return FAKES[slug](root, **options).start()
+
+
+@contextlib.contextmanager
+def running_fake(slug: str, root, **options):
+    fake = start_fake(slug, root, **options)
+    try:
+        yield Cloud(slug, fake, get_provider(slug, settings=fake.adapter_settings()))
+    finally:
+        fake.stop()
+
+
+def run(cloud: Cloud, procedure, benchmark="latency-per-call", limits=LIMITS, provider=None,
+        **kwargs):  # fmt: skip
+    from runner.benchmarks import all_benchmarks
+
+    module = all_benchmarks()[benchmark]
+    provider = provider or cloud.provider
+    return lifecycle.run_trial(
+        provider, module.DEFINITION, module.units()[0], procedure or module.run,
+        label="bb-pytest-cloud", pricing=get_declaration(cloud.slug).pricing, limits=limits,
+        **kwargs,
+    )  # fmt: skip

@@ -1,0 +1,236 @@
+"""The E2B and Daytona adapters against their loopback fakes: every sandbox-operation benchmark
+through the real lifecycle, and every outcome class from the provider's documented failures."""
+
+import time
+
+import pytest
+
+from runner import lifecycle
+from runner.benchmarks import all_benchmarks
+from runner.benchmarks.base import BenchmarkError, Excluded, Missed
+from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
+from tests.providers.cloud.helpers import run, running_fake
+
+SANDBOX_OPERATIONS = sorted(
+    slug
+    for slug, module in all_benchmarks().items()
+    if module.DEFINITION.section == "sandbox_operations"
+)
+SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
+
+
+@pytest.mark.parametrize("slug", SANDBOX_OPERATIONS)
+def test_it_runs_each_sandbox_operation_benchmark_through_the_lifecycle(cloud, slug):
+    result = run(cloud, None, benchmark=slug)
+    assert result.outcome == "success", result.cause
+    assert all_benchmarks()[slug].DEFINITION.metric in {m.name for m in result.measurements}
+    assert result.cleanup_verified and cloud.provider.list_sandboxes("bb-pytest-cloud") == []
+    assert result.cost_usd is not None and result.cost_usd > 0
+
+
+def test_long_commands_run_in_the_background_and_keep_the_clock_gate(cloud):
+    def procedure(ctx):
+        guest = ctx.background("sleep 0.3; echo done", timeout=60, poll_interval_s=0.05)
+        assert guest.exit_code == 0 and guest.stdout == b"done\n" and guest.gate_ok
+        ctx.record("latency_ms", guest.total_ms - guest.runtime_ms, clock="job_host")
+
+    result = run(cloud, procedure)
+    assert result.outcome == "success", result.cause
+
+
+def test_exec_returns_exit_codes_separate_output_stdin_and_files(cloud):
+    provider = cloud.provider
+    sandbox = provider.create(SPEC)
+    try:
+        lifecycle.readiness_check(provider, sandbox)
+        result = provider.exec(sandbox, ["/bin/sh", "-c", "echo out; echo err >&2; exit 7"], 10)
+        assert (result.exit_code, result.stdout, result.stderr) == (7, b"out\n", b"err\n")
+        assert provider.exec(sandbox, ["/bin/cat"], 10, stdin=b"in put").stdout == b"in put"
+        assert provider.exec(sandbox, ["pwd"], 10, workdir="/tmp").stdout == b"/tmp\n"
+        env = provider.exec(sandbox, ["/bin/sh", "-c", 'echo "$X"'], 10, env={"X": "a b'c"})
+        assert env.stdout == b"a b'c\n"
+        provider.upload(sandbox, "/app/d/blob.bin", bytes(range(256)) * 100)
+        assert provider.download(sandbox, "/app/d/blob.bin") == bytes(range(256)) * 100
+        with pytest.raises(ProviderError) as missing:
+            provider.download(sandbox, "/app/none")
+        assert missing.value.code == "not_found"
+        assert [s.id for s in provider.list_sandboxes(SPEC.label)] == [sandbox.id]
+        assert provider.list_sandboxes("bb-other") == []
+    finally:
+        provider.destroy(sandbox)
+    assert lifecycle._wait_gone(provider, sandbox.id, 5)
+
+
+def test_a_command_past_its_limit_is_killed_and_the_sandbox_still_answers(cloud):
+    provider = cloud.provider
+    sandbox = provider.create(SPEC)
+    try:
+        lifecycle.readiness_check(provider, sandbox)
+        provider.exec(sandbox, ["/bin/sh", "-c", "echo $$ > /tmp/pid"], 10)
+        with pytest.raises(ExecTimeout):
+            provider.exec(sandbox, ["/bin/sh", "-c", "echo $$ > /tmp/slow; exec sleep 30"], 0.5)
+        alive = "kill -0 $(cat /tmp/slow) 2>/dev/null && echo alive || echo dead"
+        deadline = time.monotonic() + 5
+        while provider.exec(sandbox, ["/bin/sh", "-c", alive], 10).stdout != b"dead\n":
+            assert time.monotonic() < deadline, "the timed-out command was never killed"
+            time.sleep(0.05)
+        assert provider.exec(sandbox, ["true"], 10).exit_code == 0
+    finally:
+        provider.destroy(sandbox)
+
+
+def test_the_readiness_check_retries_the_data_planes_not_ready_answers(cloud):
+    cloud.not_ready(3)
+    result = run(cloud, None, benchmark="create")
+    assert result.outcome == "success", result.cause
+    readiness = next(e.data for e in result.evidence if e.kind == "readiness")
+    assert [a["result"] for a in readiness["attempts"]][:4] == ["not_ready"] * 3 + ["ready"]
+    assert "502" in readiness["attempts"][0]["error"]
+
+
+def test_a_sandbox_that_never_becomes_ready_is_a_provider_failure(cloud):
+    cloud.not_ready(10_000)
+    limits = lifecycle.Limits(readiness=lifecycle.ReadinessPolicy(deadline_s=0.3))
+    result = run(cloud, None, benchmark="create", limits=limits)
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert "deadline" in result.cause and result.cleanup_verified
+    cloud.data_plane.faults.clear()
+
+
+@pytest.mark.parametrize(
+    "fault, expected",
+    [
+        ({"status": 500, "body": {"code": 500, "message": "boom"}}, "HTTP 500"),
+        ({"status": 503, "body": {"code": 503, "message": "capacity"}}, "HTTP 503"),
+        (
+            {"status": 429, "body": {"code": 429, "message": "slow down"},
+             "headers": {"Retry-After": "7"}},
+            "Retry-After 7",
+        ),
+        ({"reset": True}, "transport"),
+    ],
+    ids=["500", "503", "429", "reset"],
+)  # fmt: skip
+def test_create_failures_are_provider_failures_naming_the_cause(cloud, fault, expected):
+    cloud.api.faults.add("POST", cloud.create_path(), **fault)
+    result = run(cloud, None, benchmark="create")
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert expected in result.cause or (expected == "transport" and "Error" in result.cause)
+    error = next(e.data for e in result.evidence if e.kind == "create_error")
+    if expected.startswith("Retry"):
+        assert error["code"] == "rate_limited"
+
+
+def test_the_plan_limit_answers_429_with_retry_after(tmp_path):
+    for slug in ("e2b", "daytona"):
+        with running_fake(slug, tmp_path / slug, max_concurrent=1) as found:
+            first = found.provider.create(SPEC)
+            with pytest.raises(ProviderError) as refused:
+                found.provider.create(SPEC)
+            assert refused.value.code == "rate_limited" and "Retry-After" in str(refused.value)
+            found.provider.destroy(first)
+
+
+def test_a_reset_on_the_data_plane_is_not_ready_and_fails_a_step(cloud):
+    provider = cloud.provider
+    sandbox = provider.create(SPEC)
+    try:
+        lifecycle.readiness_check(provider, sandbox)
+        cloud.data_plane.faults.add("*", ".", reset=True)
+        with pytest.raises(NotReady):
+            provider.exec(sandbox, ["true"], 10)
+        assert provider.exec(sandbox, ["true"], 10).exit_code == 0
+    finally:
+        provider.destroy(sandbox)
+
+
+def test_an_e2b_stream_cut_mid_procedure_is_a_provider_failure(tmp_path):
+    with running_fake("e2b", tmp_path) as found:
+
+        def procedure(ctx):
+            found.fake.cut_streams = 1
+            ctx.exec(["true"], 10)
+
+        result = run(found, procedure)
+        assert (result.outcome, result.owner) == ("provider_failure", "provider")
+        assert "exec" in result.cause and result.cleanup_verified
+
+
+def test_a_sandbox_past_its_lifetime_is_gone_and_fails_the_trial(cloud):
+    def procedure(ctx):
+        ctx.exec(["true"], 10)
+        time.sleep(2.5 if cloud.slug == "e2b" else 61)  # noqa: PLR2004
+
+    if cloud.slug == "daytona":
+        # Daytona's lifetime is whole minutes of inactivity: expire it directly instead.
+        def procedure(ctx):  # noqa: F811
+            box = cloud.fake.backend.get(ctx.sandbox.id)
+            cloud.fake.backend.set_timeout(box, 0)
+            time.sleep(0.5)
+            ctx.exec(["true"], 10)
+    else:
+        procedure_e2b = procedure
+
+        def procedure(ctx):  # noqa: F811
+            procedure_e2b(ctx)
+            ctx.exec(["true"], 10)
+
+    result = run(cloud, procedure, lifetime_s=2)
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert result.cleanup_verified  # gone is gone: destroy of an expired sandbox is not an error
+
+
+def test_a_destroy_that_fails_leaves_cleanup_unverified(cloud):
+    cloud.api.faults.add("DELETE", cloud.delete_path(), status=500, body={"code": 500,
+                         "message": "cannot kill"})  # fmt: skip
+    result = run(cloud, None, benchmark="create")
+    assert result.outcome == "provider_failure" and not result.cleanup_verified
+    assert "destroy" in result.cause
+    for sandbox in cloud.provider.list_sandboxes("bb-pytest-cloud"):
+        cloud.provider.destroy(sandbox)
+
+
+@pytest.mark.parametrize(
+    "raised, outcome",
+    [(BenchmarkError, "benchmark_error"), (Excluded, "excluded"), (Missed, "missed")],
+)
+def test_the_other_outcome_classes_pass_through_the_adapter(cloud, raised, outcome):
+    def procedure(ctx):
+        result = ctx.exec(["/bin/sh", "-c", "echo not-a-number"], 10)
+        raise raised(f"after a successful command: {result.stdout!r}")
+
+    result = run(cloud, procedure)
+    assert result.outcome == outcome and "not-a-number" in result.cause
+    assert result.cleanup_verified
+
+
+def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path):
+    for slug in ("e2b", "daytona"):
+        with running_fake(slug, tmp_path / slug, idle_timeout_s=2.0) as found:
+            provider = found.provider
+            sandbox = provider.create(SPEC)
+            lifecycle.readiness_check(provider, sandbox)
+            before = found.data_plane.connections
+            for _ in range(5):
+                provider.exec(sandbox, ["true"], 10)
+            assert found.data_plane.connections == before  # warm: no new connection
+            time.sleep(3.0)  # the fake drops the idle connection
+            assert provider.exec(sandbox, ["true"], 10).exit_code == 0
+            assert found.data_plane.connections == before + 1
+            provider.destroy(sandbox)
+
+
+def test_a_daytona_create_that_ends_in_error_is_a_provider_failure(tmp_path):
+    for state in ("error", "build_failed"):
+        with running_fake("daytona", tmp_path / state) as found:
+            found.fake.fail_next_create = state
+            result = run(found, None, benchmark="create")
+            assert result.outcome == "provider_failure" and state in result.cause
+
+
+def test_daytona_polls_create_through_its_transitional_states(tmp_path):
+    with running_fake("daytona", tmp_path, create_delay_s=0.4) as found:
+        sandbox = found.provider.create(SPEC)
+        polls = [r for r in found.api.requests if r.method == "GET" and sandbox.id in r.path]
+        assert len(polls) >= 3  # creating, pulling_snapshot, started
+        found.provider.destroy(sandbox)
