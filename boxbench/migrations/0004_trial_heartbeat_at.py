@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boxbench', '0002_drop_redundant_fk_indexes'),
+        ('boxbench', '0003_run_permissions'),
     ]
 
     operations = [
