@@ -9,6 +9,7 @@ Every read and write goes through runner/store.py.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import statistics
@@ -452,13 +453,16 @@ def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
         try:
             Chain(run, provider_slug).execute()
         except Exception as exc:
-            # A defect in the runner itself: stop the run rather than leave it running forever.
+            # A defect in the runner itself, or a database away for longer than the store's
+            # retries: stop the run rather than leave it running forever.
             log.exception("chain %s of run %s failed", provider_slug, run_id)
             error = f"{type(exc).__name__}: {exc}"
-            store.update_manifest(
-                run_id,
-                lambda m: m["chains"][provider_slug].update(status="done", error=error),
-            )
+            # With the database away, the failure below is kept on disk and recorded later.
+            with contextlib.suppress(store.DB_DOWN):
+                store.update_manifest(
+                    run_id,
+                    lambda m: m["chains"][provider_slug].update(status="done", error=error),
+                )
             runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
             raise
     runs.finish_if_done(run_id, inline=inline)

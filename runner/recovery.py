@@ -146,7 +146,8 @@ def recover_orphans(
         orphan.recovered = _end_trial(orphan, now)
     _destroy_sandboxes(report, provider_factory or adapters.provider_factory)
     for run_id in sorted({o.run_id for o in report.recovered}):
-        if _finish_cancelling_run(run_id):
+        # A running run whose chains are done, or a cancelling one, waited for this trial.
+        if runs.finish_if_done(run_id):
             report.runs_finished.append(run_id)
     if report.recovered:
         log.warning("orphan recovery: %s", report.summary())
@@ -154,8 +155,11 @@ def recover_orphans(
 
 
 def scheduled_recovery() -> str:
-    """A django-q2 Schedule target: `runner.recovery.scheduled_recovery` every few minutes."""
-    return recover_orphans().summary()
+    """The django-q2 Schedule's target (every minute): failures kept while the database was
+    away are recorded, then orphans are recovered."""
+    failed = runs.apply_pending_failures()
+    summary = recover_orphans().summary()
+    return f"{summary}; {len(failed)} run failure(s) recorded late" if failed else summary
 
 
 def _end_trial(orphan: Orphan, now: datetime) -> bool:
@@ -240,13 +244,6 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> 
     return True
 
 
-def _finish_cancelling_run(run_id: str) -> bool:
-    """A cancelled run waits for its running trials to end: recovery may have ended the last."""
-    if not store.run_is_cancelling(run_id):
-        return False
-    return runs.finish_if_done(run_id)
-
-
 def _flatten(batches: dict) -> list[str]:
     return sorted({b for labels in batches.values() for b in labels})
 
@@ -280,6 +277,7 @@ def startup_recovery(sleep: Callable[[float], None] = time.sleep) -> list[Recove
     """Recovery when a qcluster's workers start: a qcluster that starts after a crash finds the
     dead workers' trials at once if their heartbeats are already stale, and once more when the
     freshest of them must have gone stale (a heartbeat written just before the crash)."""
+    runs.apply_pending_failures()
     reports = [recover_orphans()]
     sleep(settings.RUNNER_ORPHAN_AFTER_S + settings.RUNNER_HEARTBEAT_S)
     reports.append(recover_orphans())

@@ -243,6 +243,17 @@ def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
 
 
 @retrying
+def unfinished_trials(run) -> int:
+    """The run's trials still queued or running."""
+    return Trial.objects.filter(run=run, state__in=(TrialState.QUEUED, TrialState.RUNNING)).count()
+
+
+@retrying
+def run_successes(run) -> int:
+    return Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).count()
+
+
+@retrying
 def has_running_trials(run) -> bool:
     return Trial.objects.filter(run=run, state=TrialState.RUNNING).exists()
 

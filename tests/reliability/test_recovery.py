@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -82,6 +83,8 @@ def start_qcluster(worker_db, local, tmp_path, name: str) -> subprocess.Popen:
     4 s (the defaults, 5 s and 75 s, only stretch the waits)."""
     env = {
         **os.environ,
+        # The queue signs tasks with it: the test process's own, whichever it is.
+        "SECRET_KEY": django_settings.SECRET_KEY,
         "DATABASE_URL": worker_db.url,
         "BOXBENCH_VAR_DIR": str(tmp_path / "var"),
         "BOXBENCH_LOCAL_SANDBOX_ROOT": str(local.root),
