@@ -132,7 +132,7 @@ class RunAdmin(admin.ModelAdmin):
                 form.add_error(None, str(exc))
             else:
                 tasks.start_run(run)
-                refused = len(run.manifest["refusals"])
+                refused = len(run.typed_manifest.refusals)
                 self.message_user(request, f"Run {run.name} started ({refused} pair(s) refused).")
                 return redirect("admin:boxbench_run_change", run.pk)
         context = {

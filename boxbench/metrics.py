@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from boxbench.models import Provider, Run, RunStatus, Trial, TrialState
+from runner.manifest import LiveCheck, live_checks_from_json
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 IN_PROGRESS = (RunStatus.PLANNED, RunStatus.RUNNING, RunStatus.CANCELLING)
@@ -186,14 +187,14 @@ def _running(providers: list[str], now: datetime) -> list[Family]:
 
 def _live_sandboxes() -> list[Family]:
     """The newest live-sandbox count each provider's chain recorded in a run manifest."""
-    latest: dict[str, dict] = {}
-    recent = Run.objects.order_by("-created_at").values_list("manifest__live_sandboxes")
-    for (records,) in recent[:RECENT_RUNS]:
-        for provider, moments in (records or {}).items():
-            for entry in (moments or {}).values():
-                if not isinstance(entry, dict) or "at" not in entry:
+    latest: dict[str, LiveCheck] = {}
+    recent = Run.objects.order_by("-created_at").values_list("id", "manifest__live_sandboxes")
+    for run_id, records in recent[:RECENT_RUNS]:
+        for provider, moments in live_checks_from_json(records, f"run {run_id}").items():
+            for entry in moments.values():
+                if entry.at is None:
                     continue  # the listing failed at that moment: its error is in the manifest
-                if provider not in latest or entry["at"] > latest[provider]["at"]:
+                if provider not in latest or entry.at > latest[provider].at:
                     latest[provider] = entry
     live = Family(
         "boxbench_live_sandboxes",
@@ -207,9 +208,9 @@ def _live_sandboxes() -> list[Family]:
         "When each provider's live-sandbox count was last recorded (Unix time).",
     )
     for provider, entry in sorted(latest.items()):
-        live.add(entry.get("own", 0), provider=provider, owner="run")
-        live.add(entry.get("others", 0), provider=provider, owner="others")
-        recorded.add(datetime.fromisoformat(entry["at"]).timestamp(), provider=provider)
+        live.add(entry.own or 0, provider=provider, owner="run")
+        live.add(entry.others or 0, provider=provider, owner="others")
+        recorded.add(datetime.fromisoformat(entry.at).timestamp(), provider=provider)
     return [live, recorded]
 
 

@@ -11,6 +11,8 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from boxbench.permissions import RUN_PERMISSIONS
+from runner.manifest import Manifest
+from runner.outcomes import Outcome
 
 
 class Section(models.TextChoices):
@@ -169,6 +171,11 @@ class Run(models.Model):
     def __str__(self):
         return self.name
 
+    @property
+    def typed_manifest(self) -> Manifest:
+        """The manifest as a type; runner.manifest.ManifestError when the stored JSON is bad."""
+        return Manifest.from_json(self.manifest, where=f"the manifest of run {self.id}")
+
     def transition(self, to_status: str, note: str = "", actor=None):
         """Move to `to_status` if RUN_TRANSITIONS allows it, recording the change as a row.
 
@@ -217,14 +224,6 @@ class TrialState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-class Outcome(models.TextChoices):
-    SUCCESS = "success", "Success"
-    PROVIDER_FAILURE = "provider_failure", "Provider failure"
-    BENCHMARK_ERROR = "benchmark_error", "Benchmark error"
-    EXCLUDED = "excluded", "Excluded"
-    MISSED = "missed", "Missed"
-
-
 class Owner(models.TextChoices):
     NONE = "", "None"
     PROVIDER = "provider", "Provider"
@@ -257,9 +256,12 @@ class Trial(models.Model):
     )
     batch = models.CharField(max_length=100, blank=True, help_text="Sandbox batch label.")
     state = models.CharField(max_length=20, choices=TrialState.choices, default=TrialState.QUEUED)
-    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices(), blank=True)
     owner = models.CharField(max_length=20, choices=Owner.choices, blank=True)
     cause = models.TextField(blank=True)
+    # A step overran its limit or the worker was lost: a provider failure whose outcome is really
+    # unknown. It stops refilling and is never counted as an unreplaced provider failure.
+    cut_short = models.BooleanField(default=False)
     job_host = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -127,7 +127,7 @@ def publish(run: Run, actor=None) -> Run:
         raise PublishRefused(f"run {run.id} is already published")
     if run.status != RunStatus.COMPLETED:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
-    if run.manifest.get("demo"):
+    if run.typed_manifest.demo is not None:
         raise PublishRefused(f"run {run.id} is a demo run against loopback fakes: never published")
     if run.audit_report is None:
         run_audit(run)

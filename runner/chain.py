@@ -21,17 +21,13 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from boxbench.models import (
-    Outcome,
-    Run,
-    RunStatus,
-    Trial,
-    TrialState,
-)
+from boxbench.models import Run, RunStatus, Trial, TrialState
 from runner import adapters, fault, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
+from runner.manifest import CreateSpacing, Endpoint, LiveCheck, Manifest, NetworkBaseline, TopUps
+from runner.outcomes import Outcome
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
 log = logging.getLogger(__name__)
@@ -79,12 +75,14 @@ class Chain:
     def __init__(self, run: Run, provider_slug: str):
         self.run = run
         self.slug = provider_slug
-        self.info = run.manifest["providers"][provider_slug]
+        # The plan part of the manifest, read once; changes go through store.update_manifest.
+        self.manifest = run.typed_manifest
+        self.info = self.manifest.providers[provider_slug]
         self.provider = adapters.provider_factory(provider_slug)
         self.modules = all_benchmarks()
-        self.spacer = CreateSpacer(self.info.get("create_rate_per_s"))
+        self.spacer = CreateSpacer(self.info.create_rate_per_s)
         self.stopped_units: set[tuple[str, str]] = {
-            (b, u) for p, b, u in run.manifest.get("stopped_units", []) if p == provider_slug
+            (b, u) for p, b, u in self.manifest.stopped_units if p == provider_slug
         }
         self.unreplaceable: str | None = None
         # Set when a trial's resources may still exist: no worker of this chain starts another.
@@ -105,22 +103,17 @@ class Chain:
             store.cancel_queued(
                 self.run, f"the chain did not start: {busy}", provider__slug=self.slug
             )
-            store.update_manifest(
-                self.run.pk,
-                lambda m: m["chains"][self.slug].update(status="done", stopped=busy),
-            )
+            self._update_chain(status="done", stopped=busy)
             return
         self._network_baseline()
-        for benchmark, round_no in self.run.manifest["chains"][self.slug]["order"]:
+        for benchmark, round_no in self.manifest.chain_order(self.slug):
             if self._cancelled() or self.halted:
                 break
             self.run_batch(benchmark, round_no)
         if self.halted:
             halted = self.halted
             store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
-            store.update_manifest(
-                self.run.pk, lambda m: m["chains"][self.slug].update(stopped=halted)
-            )
+            self._update_chain(stopped=halted)
         if not self._cancelled():
             self.top_up()
         self._record_spacing()
@@ -136,14 +129,14 @@ class Chain:
         account; either way their count and ids are in the manifest.
         """
         entry = self._record_live("before_chain")
-        if self.run.manifest["plan"].get("allow_busy_account"):
+        if self.manifest.plan is not None and self.manifest.plan.allow_busy_account:
             return None
-        if "error" in entry:
-            return f"the account's live sandboxes could not be listed: {entry['error']}"
-        if entry["others"]:
-            ids = ", ".join(entry["other_ids"][:10])
+        if entry.error is not None:
+            return f"the account's live sandboxes could not be listed: {entry.error}"
+        if entry.others:
+            ids = ", ".join((entry.other_ids or [])[:10])
             return (
-                f"the account holds {entry['others']} other live sandbox(es) ({ids}); remove "
+                f"the account holds {entry.others} other live sandbox(es) ({ids}); remove "
                 "them (bench cleanup) or start the run with --allow-busy-account"
             )
         return None
@@ -194,7 +187,7 @@ class Chain:
                 if threading.current_thread() is not threading.main_thread():
                     connections.close_all()
 
-        parallel = self.run.manifest["benchmarks"][benchmark]["parallel_trials"]
+        parallel = self.manifest.benchmarks[benchmark].parallel_trials
         self._run_workers(worker, min(parallel, len(queued)))
         if crashes:
             raise crashes[0]
@@ -260,34 +253,24 @@ class Chain:
     def _stop_unit(self, benchmark: str, unit: str) -> None:
         with self._lock:
             self.stopped_units.add((benchmark, unit))
-        store.update_manifest(
-            self.run.pk,
-            lambda m: (
-                m["stopped_units"].append([self.slug, benchmark, unit])
-                if [self.slug, benchmark, unit] not in m["stopped_units"]
-                else None
-            ),
-        )
+        store.update_manifest(self.run.pk, lambda m: m.stop_unit(self.slug, benchmark, unit))
 
     def _unreplaceable(self, reason: str) -> None:
         with self._lock:
             self.unreplaceable = self.unreplaceable or reason
 
     def _unreplaceable_batch(self, label: str) -> None:
-        store.update_manifest(
-            self.run.pk,
-            lambda m: m.setdefault("batches_stopped_early", []).append(label),
-        )
+        store.update_manifest(self.run.pk, lambda m: m.batches_stopped_early.append(label))
 
     # Top-ups ---------------------------------------------------------------------------------
 
     def top_up(self) -> None:
-        limit_s = float(self.run.manifest["plan"].get("refill_minutes", 10)) * 60
+        plan = self.manifest.plan
         state = rules.RefillState(
             target=0,
             started_at=time.monotonic(),
-            time_limit_s=limit_s,
-            budget_usd=self.run.manifest["plan"].get("budget_usd"),
+            time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
+            budget_usd=plan.budget_usd if plan else None,
         )
         round_no = rules.ROUNDS
         reason = None
@@ -312,8 +295,8 @@ class Chain:
             for benchmark in sorted({b for b, _, _ in plan}):
                 self.run_batch(benchmark, round_no)
             state.after_round(self._successes() - before)
-        stopped = {"rounds": state.rounds, "stopped": reason}
-        store.update_manifest(self.run.pk, lambda m: m["topups"].__setitem__(self.slug, stopped))
+        stopped = TopUps(rounds=state.rounds, stopped=reason)
+        store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
 
     def _refill_plan(self) -> list:
         """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
@@ -325,7 +308,7 @@ class Chain:
         for (benchmark, unit), unit_trials in sorted(by_unit.items()):
             if (benchmark, unit) in self.stopped_units:
                 continue
-            target = self.run.manifest["benchmarks"][benchmark]["trials_per_unit"]
+            target = self.manifest.benchmarks[benchmark].trials_per_unit
             successes = sum(t.outcome == Outcome.SUCCESS for t in unit_trials)
             attempts = sum(t.state == TrialState.DONE for t in unit_trials)
             failed = [
@@ -339,7 +322,7 @@ class Chain:
         return plan
 
     def _queue_replacements(self, benchmark, unit_slug, failed, round_no) -> None:
-        base = self.info["seq_base"]
+        base = self.info.seq_base
         last = store.last_seq(self.run, base, base + SEQ_BLOCK - 1) or base
         label = batch_label(self.run.id, self.slug, benchmark, round_no)
         store.queue_replacements(self.run, failed, round_no, last, label)
@@ -362,25 +345,22 @@ class Chain:
     def _store_in_flight(self, label: str) -> None:
         store.set_in_flight(rules.in_flight_means(store.held_spans(self.run, label)))
 
-    def _record_live(self, moment: str) -> dict:
+    def _record_live(self, moment: str) -> LiveCheck:
         """Other live sandboxes in the account (not this run's), checked outside timed steps."""
         try:
             live = self.provider.list_sandboxes()
         except Exception as exc:  # noqa: BLE001 - recorded; before the chain it also stops it
-            entry = {"error": f"{type(exc).__name__}: {exc}"}
+            entry = LiveCheck(error=f"{type(exc).__name__}: {exc}")
         else:
             prefix = run_prefix(self.run.id)
             others = [s.id for s in live if not s.label.startswith(prefix)]
-            entry = {
-                "others": len(others),
-                "other_ids": others[:50],
-                "own": len(live) - len(others),
-                "at": datetime.now(UTC).isoformat(),
-            }
-        store.update_manifest(
-            self.run.pk,
-            lambda m: m["live_sandboxes"].setdefault(self.slug, {}).__setitem__(moment, entry),
-        )
+            entry = LiveCheck(
+                others=len(others),
+                other_ids=others[:50],
+                own=len(live) - len(others),
+                at=datetime.now(UTC).isoformat(),
+            )
+        store.update_manifest(self.run.pk, lambda m: m.record_live(self.slug, moment, entry))
         return entry
 
     def _network_baseline(self) -> None:
@@ -388,38 +368,50 @@ class Chain:
             endpoints = self.provider.endpoints()
         except Exception as exc:  # noqa: BLE001 - an adapter defect is recorded, not fatal
             endpoints, error = [], f"{type(exc).__name__}: {exc}"
+            failed = NetworkBaseline(error=error)
             store.update_manifest(
-                self.run.pk,
-                lambda m: m["network_baselines"].__setitem__(self.slug, {"error": error}),
+                self.run.pk, lambda m: m.network_baselines.__setitem__(self.slug, failed)
             )
         if not endpoints:
             return
-        baseline = {
-            "job_host": settings.JOB_HOST,
-            "endpoints": [network_baseline(host, port) for host, port in endpoints],
-        }
+        baseline = NetworkBaseline(
+            job_host=settings.JOB_HOST,
+            endpoints=[network_baseline(host, port) for host, port in endpoints],
+        )
         store.update_manifest(
-            self.run.pk, lambda m: m["network_baselines"].__setitem__(self.slug, baseline)
+            self.run.pk, lambda m: m.network_baselines.__setitem__(self.slug, baseline)
         )
 
     def _record_spacing(self) -> None:
-        spacing = {
-            "create_rate_per_s": self.info.get("create_rate_per_s"),
-            "min_interval_s": self.spacer.interval,
-            "waits": self.spacer.waits,
-            "waited_s": round(self.spacer.waited_s, 3),
-        }
+        spacing = CreateSpacing(
+            create_rate_per_s=self.info.create_rate_per_s,
+            min_interval_s=self.spacer.interval,
+            waits=self.spacer.waits,
+            waited_s=round(self.spacer.waited_s, 3),
+        )
         store.update_manifest(
-            self.run.pk, lambda m: m["create_spacing"].__setitem__(self.slug, spacing)
+            self.run.pk, lambda m: m.create_spacing.__setitem__(self.slug, spacing)
         )
 
     def _set_chain_status(self, status: str) -> None:
-        store.update_manifest(
-            self.run.pk, lambda m: m["chains"][self.slug].__setitem__("status", status)
-        )
+        self._update_chain(status=status)
+
+    def _update_chain(self, **changes) -> None:
+        update_chain(self.run.pk, self.slug, **changes)
 
 
-def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> dict:
+def update_chain(run_id, provider: str, **changes) -> None:
+    """Set fields of a provider's chain state (status, stopped, error) in the run's manifest."""
+
+    def change(manifest: Manifest) -> None:
+        chain = manifest.chains[provider]
+        for name, value in changes.items():
+            setattr(chain, name, value)
+
+    store.update_manifest(run_id, change)
+
+
+def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> Endpoint:
     """Median TCP connect time to one endpoint over `attempts`: untimed, no API call."""
     times, errors = [], []
     for _ in range(attempts):
@@ -429,13 +421,13 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
                 times.append((time.monotonic() - started) * 1000)
         except OSError as exc:
             errors.append(str(exc))
-    return {
-        "host": host,
-        "port": port,
-        "median_connect_ms": statistics.median_low(times) if times else None,
-        "attempts": attempts,
-        "errors": errors[:3],
-    }
+    return Endpoint(
+        host=host,
+        port=port,
+        median_connect_ms=statistics.median_low(times) if times else None,
+        attempts=attempts,
+        errors=errors[:3],
+    )
 
 
 def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
@@ -446,9 +438,7 @@ def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
     run = store.get_run(run_id)
     if run.status != RunStatus.RUNNING:
         log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
-        store.update_manifest(
-            run_id, lambda m: m["chains"][provider_slug].__setitem__("status", "done")
-        )
+        update_chain(run_id, provider_slug, status="done")
     else:
         try:
             Chain(run, provider_slug).execute()
@@ -459,10 +449,7 @@ def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
             error = f"{type(exc).__name__}: {exc}"
             # With the database away, the failure below is kept on disk and recorded later.
             with contextlib.suppress(store.DB_DOWN):
-                store.update_manifest(
-                    run_id,
-                    lambda m: m["chains"][provider_slug].update(status="done", error=error),
-                )
+                update_chain(run_id, provider_slug, status="done", error=error)
             runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
             raise
     runs.finish_if_done(run_id, inline=inline)

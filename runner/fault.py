@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import signal
 
+from runner.outcomes import Outcome
+
 # Signals that come from outside a program: a kill, a terminal or session ending, a limit.
 EXTERNAL_SIGNALS = frozenset(
     {
@@ -74,4 +76,4 @@ def host_failure(error: BaseException) -> str | None:
 
 def stops_unit(outcome: str, owner: str) -> bool:
     """A benchmark error stops its unit only when it is the benchmark's own fault."""
-    return outcome == "benchmark_error" and owner == "benchmark"
+    return outcome == Outcome.BENCHMARK_ERROR and owner == "benchmark"

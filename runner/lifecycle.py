@@ -46,6 +46,7 @@ from runner.benchmarks.base import (
     UnitDefinition,
 )
 from runner.hostload import HostLoadSampler
+from runner.outcomes import Outcome
 from runner.pricing import trial_cost_usd
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, Sandbox, SandboxSpec
 
@@ -100,7 +101,7 @@ class EvidenceRecord:
 
 @dataclass
 class TrialResult:
-    outcome: str = "success"
+    outcome: Outcome = Outcome.SUCCESS
     owner: str = ""
     cause: str = ""
     measurements: list[MeasurementRecord] = field(default_factory=list)
@@ -114,12 +115,12 @@ class TrialResult:
     held: list[tuple[float, float]] = field(default_factory=list)
     cleanup_verified: bool = True
     # A step overran its limit: the outcome is unknown (not the same as an unknown owner), which
-    # stops refilling. Stored as lifecycle evidence `cut_short` / `outcome_unknown`.
+    # stops refilling. Stored as the Trial's `cut_short` column (runner/store.py).
     cut_short: bool = False
 
-    def fail(self, outcome: str, owner: str, cause: str) -> None:
+    def fail(self, outcome: Outcome, owner: str, cause: str) -> None:
         """Keep the first failure: the first failed step ends the trial and names its cause."""
-        if self.outcome == "success":
+        if self.outcome == Outcome.SUCCESS:
             self.outcome, self.owner, self.cause = outcome, owner, cause
 
 
@@ -130,17 +131,17 @@ class ReadinessFailed(ProviderFailure):
 class JobHostFailure(TrialOutcome):
     """The job host ran out of a resource: not the benchmark's defect, so its unit goes on."""
 
-    outcome, owner = "benchmark_error", "environment"
+    outcome, owner = Outcome.BENCHMARK_ERROR, "environment"
 
 
 class CutShort(TrialOutcome):
     """A step overran its limit: its outcome is unknown, which stops refilling.
 
     Stored as a provider failure with owner "unknown" and a cause starting "cut short: ", and
-    distinguished from a failure whose owner alone is unknown by the `outcome_unknown` flag.
+    distinguished from a failure whose owner alone is unknown by the Trial's `cut_short` column.
     """
 
-    outcome, owner = "provider_failure", "unknown"
+    outcome, owner = Outcome.PROVIDER_FAILURE, "unknown"
 
     def __init__(self, cause: str):
         super().__init__(cause if cause.startswith(CUT_SHORT) else CUT_SHORT + cause)
@@ -563,10 +564,13 @@ def run_trial(
         )
         host = fault.host_failure(exc)
         if host:
-            result.fail("benchmark_error", "environment", f"{host}: {type(exc).__name__}: {exc}")
+            cause = f"{host}: {type(exc).__name__}: {exc}"
+            result.fail(Outcome.BENCHMARK_ERROR, "environment", cause)
         else:
             result.fail(
-                "benchmark_error", "benchmark", f"the runner raised {type(exc).__name__}: {exc}"
+                Outcome.BENCHMARK_ERROR,
+                "benchmark",
+                f"the runner raised {type(exc).__name__}: {exc}",
             )
     finally:
         ctx.close()
@@ -574,13 +578,13 @@ def run_trial(
         result.host_load = sampler.stop()
         result.ended_at = datetime.now(UTC)
     result.cost_usd = _cost(pricing, ctx)
-    if result.outcome == "success" and not any(
+    if result.outcome == Outcome.SUCCESS and not any(
         m.name == definition.metric and m.kind == "metric" for m in result.measurements
     ):
         result.fail(
-            "benchmark_error", "benchmark", f"the procedure recorded no {definition.metric!r}"
+            Outcome.BENCHMARK_ERROR, "benchmark", f"the procedure recorded no {definition.metric!r}"
         )
-    if result.outcome != "success" and result.cost_usd:
+    if result.outcome != Outcome.SUCCESS and result.cost_usd:
         result.evidence.append(EvidenceRecord("billed_cost", {"usd": result.cost_usd}))
     return result
 
@@ -648,7 +652,7 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
                 f"cleanup not verified: {creating} create call(s) still running "
                 f"{limits.late_create_grace_s:g} s after the trial ended"
             )
-            result.fail("provider_failure", "provider", cause)
+            result.fail(Outcome.PROVIDER_FAILURE, "provider", cause)
             result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
             break
         time.sleep(0.01)
@@ -670,14 +674,14 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
         except Overran as exc:
             result.cut_short = True
             result.cleanup_verified = False
-            result.fail("provider_failure", "unknown", f"{CUT_SHORT}{exc} ({sandbox.id})")
+            result.fail(Outcome.PROVIDER_FAILURE, "unknown", f"{CUT_SHORT}{exc} ({sandbox.id})")
             result.evidence.append(
                 EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
             )
             return
         except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
             result.cleanup_verified = False
-            result.fail("provider_failure", "provider", f"destroy {sandbox.id}: {exc}")
+            result.fail(Outcome.PROVIDER_FAILURE, "provider", f"destroy {sandbox.id}: {exc}")
             result.evidence.append(
                 EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
             )
@@ -696,7 +700,7 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
     if not confirmed:
         result.cleanup_verified = False
         result.fail(
-            "provider_failure",
+            Outcome.PROVIDER_FAILURE,
             "provider",
             f"cleanup not verified: sandbox {sandbox.id} still exists "
             f"{limits.gone_timeout_s:g} s after destroy",

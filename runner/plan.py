@@ -20,10 +20,17 @@ from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
+from runner.manifest import (
+    ChainState,
+    ImageIdentity,
+    Manifest,
+    Plan,
+    PlannedBenchmark,
+    ProviderEntry,
+)
 from runner.providers import unavailable
 from runner.providers.base import ProviderError
 
-MANIFEST_SCHEMA = 1
 SEQ_BLOCK = 1_000_000  # each provider's trials take their own seq range, so top-ups never collide
 
 
@@ -118,98 +125,90 @@ def plan_run(
 
     provider_rows, benchmark_rows = sync_catalog()
     job_hosts = job_hosts or {}
-    manifest = {
-        "schema_version": MANIFEST_SCHEMA,
-        "seed": seed,
-        "plan": {
-            "benchmarks": benchmarks,
-            "providers": providers,
-            "trials_per_unit": trials,
-            "concurrency": concurrency,  # the override; None: each benchmark's declaration
-            "job_host_cap": settings.RUNNER_JOB_HOST_CAP,
-            "allow_busy_account": allow_busy_account,
-            "budget_usd": budget_usd,
-            "refill_minutes": refill_minutes,
-            "rounds": rules.ROUNDS,
-        },
-        "refusals": [r.to_dict() for r in refusals],
-        "versions": _versions(),
-        # Per provider: the image every number of its chain ran on (leaderboard.image_digest).
-        "images": {provider: image_identity(provider) for provider in sorted(eligible)},
-        "benchmarks": {},
-        "providers": {},
-        "chains": {},
-        "network_baselines": {},
-        "live_sandboxes": {},
-        "create_spacing": {},
-        "stopped_units": [],
-        "topups": {},
-    }
+    manifest = Manifest(
+        seed=seed,
+        plan=Plan(
+            benchmarks=benchmarks,
+            providers=providers,
+            trials_per_unit=trials,
+            concurrency=concurrency,
+            job_host_cap=settings.RUNNER_JOB_HOST_CAP,
+            allow_busy_account=allow_busy_account,
+            budget_usd=budget_usd,
+            refill_minutes=refill_minutes,
+            rounds=rules.ROUNDS,
+        ),
+        refusals=refusals,
+        versions=_versions(),
+        # Per provider: the image every number of its chain ran on (Manifest.digest_for).
+        images={provider: image_identity(provider) for provider in sorted(eligible)},
+    )
     for slug in benchmarks:
         d = modules[slug].DEFINITION
-        manifest["benchmarks"][slug] = {
-            "version": d.version,
-            "trials_per_unit": trials or d.trials_per_unit,
-            "ranking_floor": d.ranking_floor,
-            "units": units.get(slug) or [u.slug for u in modules[slug].units()],
-            "parallel_trials": parallel[slug],
-            "declared_parallel_trials": d.parallel_trials,
-            "sandboxes_per_trial": d.sandboxes_per_trial,
-        }
+        manifest.benchmarks[slug] = PlannedBenchmark(
+            version=d.version,
+            trials_per_unit=trials or d.trials_per_unit,
+            ranking_floor=d.ranking_floor,
+            units=units.get(slug) or [u.slug for u in modules[slug].units()],
+            parallel_trials=parallel[slug],
+            declared_parallel_trials=d.parallel_trials,
+            sandboxes_per_trial=d.sandboxes_per_trial,
+        )
     # Chosen here rather than by the database: every trial's batch label carries it.
     run_id = uuid.uuid4()
     chains = []
     for index, provider in enumerate(sorted(eligible)):
         declaration = declarations[provider]
         order = rules.chain_order(sorted(eligible[provider]), rng)
-        manifest["providers"][provider] = {
-            "declaration_digest": declaration.digest,
-            "pricing_digest": declaration.pricing_digest,
-            "job_host": job_hosts.get(provider, settings.JOB_HOST),
-            "create_rate_per_s": declaration.create_rate_per_s,
-            "seq_base": index * SEQ_BLOCK,
-        }
-        manifest["chains"][provider] = {
-            "order": [list(block) for block in order],
-            "status": "planned",
-        }
-        blocks = _blocks(run_id, provider, manifest["benchmarks"], benchmark_rows, order)
+        manifest.providers[provider] = ProviderEntry(
+            declaration_digest=declaration.digest,
+            pricing_digest=declaration.pricing_digest,
+            job_host=job_hosts.get(provider, settings.JOB_HOST),
+            create_rate_per_s=declaration.create_rate_per_s,
+            seq_base=index * SEQ_BLOCK,
+        )
+        manifest.chains[provider] = ChainState(
+            order=[tuple(block) for block in order], status="planned"
+        )
+        blocks = _blocks(run_id, provider, manifest.benchmarks, benchmark_rows, order)
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
     return store.create_run(run_id, name, manifest, actor, chains)
 
 
-def _blocks(run_id, provider: str, planned: dict, benchmark_rows, order) -> list:
+def _blocks(
+    run_id, provider: str, planned: dict[str, PlannedBenchmark], benchmark_rows, order
+) -> list:
     """The chain's (benchmark, round) blocks in order, each round taking its share of N."""
     per_round = {}
     blocks = []
     for slug, round_no in order:
-        per_round.setdefault(slug, rules.split_rounds(planned[slug]["trials_per_unit"]))
+        per_round.setdefault(slug, rules.split_rounds(planned[slug].trials_per_unit))
         blocks.append(
             store.PlannedBlock(
                 benchmark=benchmark_rows[slug],
                 round=round_no,
                 per_unit=per_round[slug][round_no - 1],
-                units=planned[slug]["units"],
+                units=planned[slug].units,
                 batch=batch_label(run_id, provider, slug, round_no),
             )
         )
     return blocks
 
 
-def image_identity(provider: str) -> dict:
-    """What a provider's sandboxes run, as the manifest records it: {"reference", "digest"} from
+def image_identity(provider: str) -> ImageIdentity:
+    """What a provider's sandboxes run, as the manifest records it: reference and digest from
     the adapter's standard_image() (docker: the pinned standard image; local: the host toolchain,
-    runner/providers/local/), or {"error"} saying why it is unknown; never fatal to the plan,
+    runner/providers/local/), or an error saying why it is unknown; never fatal to the plan,
     the chain's own create reports a missing image."""
     try:
         adapter = adapters.provider_factory(provider)
         standard_image = getattr(adapter, "standard_image", None)
         if standard_image is None:
-            return {"error": f"the {provider} adapter names no standard image"}
+            return ImageIdentity(error=f"the {provider} adapter names no standard image")
         reference, digest = standard_image()
     except (ProviderError, ImageError, DeclarationError, OSError) as exc:
-        return {"error": f"{provider}: cannot identify its image: {exc}"}
-    return {"reference": reference, "digest": digest}
+        return ImageIdentity(error=f"{provider}: cannot identify its image: {exc}")
+    return ImageIdentity(reference=reference, digest=digest)
 
 
 def _versions() -> dict:

@@ -7,9 +7,9 @@ heartbeat (by code older than the column) is an orphan once it has run longer th
 could (create, procedure and destroy limits plus a margin for readiness, probes and cleanup
 checks). It is then written
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
-failure, owner unknown, cause "cut short: worker lost", and the lifecycle evidence flags
-`cut_short` / `outcome_unknown` that runner/store.py writes (an unknown outcome stops refilling
-for that provider: chain.Chain reads the stored flag). Its batch's sandboxes are then
+failure, owner unknown, cause "cut short: worker lost", and the Trial's `cut_short` column that
+runner/store.py writes (an unknown outcome stops refilling for that provider: chain.Chain reads
+the stored column). Its batch's sandboxes are then
 destroyed through the provider and confirmed gone.
 
 The trial is written first, conditional on it still running, so a worker that was only slow
@@ -40,6 +40,7 @@ from django.utils import timezone
 from runner import adapters, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.lifecycle import EvidenceRecord, TrialResult
+from runner.outcomes import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ def scheduled_recovery() -> str:
 def _end_trial(orphan: Orphan, now: datetime) -> bool:
     overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
-        outcome="provider_failure",
+        outcome=Outcome.PROVIDER_FAILURE,
         owner="unknown",
         cause=CAUSE,
         started_at=orphan.started_at,

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 
 ROUNDS = 4
 
-REFUSAL_LABELS = {"R401": "Not Supported", "R402": "Not Offered", "R403": "Account Limit"}
+# What the admin, the CLI and the run page print after a refusal code.
+REFUSAL_DISPLAY_LABELS = {"R401": "Not Supported", "R402": "Not Offered", "R403": "Account Limit"}
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Refusal:
 
     @property
     def label(self) -> str:
-        return REFUSAL_LABELS[self.code]
+        return REFUSAL_DISPLAY_LABELS[self.code]
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,8 +14,9 @@ from pathlib import Path
 from django.conf import settings
 from django_q.tasks import async_task
 
-from boxbench.models import Outcome, Run, RunStatus, TrialState
-from runner import adapters, rules, store
+from boxbench.models import Run, RunStatus, TrialState
+from runner import adapters, store
+from runner.outcomes import Outcome
 from runner.plan import run_prefix
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,8 @@ def finish_if_done(run_id, *, inline: bool = False) -> bool:
     `inline` runs the audit task in this process (`bench run --inline`: no queue serves it).
     """
     with store.locked_run(run_id) as run:
-        chains = run.manifest.get("chains", {})
-        chains_done = all(chain.get("status") == "done" for chain in chains.values())
+        chains = run.typed_manifest.chains
+        chains_done = all(chain.status == "done" for chain in chains.values())
         if not chains_done and run.status != RunStatus.CANCELLING:
             return False
         if run.status == RunStatus.RUNNING:
@@ -125,7 +126,7 @@ def cancel_run(run: Run, actor=None) -> int:
     elif run.status == RunStatus.RUNNING:
         run.transition(RunStatus.CANCELLING, note="cancel requested", actor=actor)
     store.cancel_queued(run, "the run was cancelled")
-    removed = cleanup_run_sandboxes(run, list(run.manifest.get("providers", {})))
+    removed = cleanup_run_sandboxes(run, list(run.typed_manifest.providers))
     if run.status == RunStatus.CANCELLING:
         finish_if_done(run.pk)
         run.refresh_from_db()
@@ -158,17 +159,18 @@ def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
 def chain_notes(run: Run) -> list[str]:
     """Why a provider's chain stopped before or during the run, one sentence per chain."""
     notes = []
-    for slug, chain in sorted(run.manifest.get("chains", {}).items()):
-        for key in ("stopped", "error"):
-            if chain.get(key):
-                notes.append(f"{slug}: {chain[key]}")
+    for slug, chain in sorted(run.typed_manifest.chains.items()):
+        for why in (chain.stopped, chain.error):
+            if why:
+                notes.append(f"{slug}: {why}")
     return notes
 
 
 def progress(run: Run) -> list[dict]:
     """Per provider and benchmark: successes against the target, failures, and what is queued."""
-    targets = {slug: b["trials_per_unit"] for slug, b in run.manifest.get("benchmarks", {}).items()}
-    units = {slug: len(b["units"]) for slug, b in run.manifest.get("benchmarks", {}).items()}
+    manifest = run.typed_manifest
+    targets = {slug: b.trials_per_unit for slug, b in manifest.benchmarks.items()}
+    units = {slug: len(b.units) or 1 for slug, b in manifest.benchmarks.items()}
     cells: dict = {}
     for provider, benchmark, state, outcome in store.trial_states(run):
         cell = cells.setdefault(
@@ -190,14 +192,14 @@ def progress(run: Run) -> list[dict]:
             cell["failures"] += 1
         else:
             cell[state] += 1
-    for refusal in run.manifest.get("refusals", []):
+    for refusal in manifest.refusals:
         cells.setdefault(
-            (refusal["provider"], refusal["benchmark"]),
+            (refusal.provider, refusal.benchmark),
             {
-                "provider": refusal["provider"],
-                "benchmark": refusal["benchmark"],
-                "refusal": f"{refusal['code']} {rules.REFUSAL_LABELS[refusal['code']]}",
-                "missing": refusal["missing"],
+                "provider": refusal.provider,
+                "benchmark": refusal.benchmark,
+                "refusal": f"{refusal.code} {refusal.label}",
+                "missing": refusal.missing,
             },
         )
     return [cells[key] for key in sorted(cells)]

@@ -26,8 +26,10 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connec
 from django.db.models import Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Outcome, Run, RunStatus, Trial, TrialState, Unit
+from boxbench.models import Evidence, Measurement, Run, RunStatus, Trial, TrialState, Unit
 from runner.lifecycle import TrialResult
+from runner.manifest import Manifest
+from runner.outcomes import Outcome
 
 log = logging.getLogger(__name__)
 # Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.
@@ -118,6 +120,7 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
             outcome=result.outcome,
             owner=result.owner,
             cause=result.cause[:4000],
+            cut_short=result.cut_short,
             started_at=result.started_at,
             ended_at=result.ended_at,
             placement=result.placement,
@@ -138,13 +141,7 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
             )
             for m in result.measurements
         )
-        lifecycle = {
-            "held": result.held,
-            "cleanup_verified": result.cleanup_verified,
-            "cut_short": result.cut_short,
-            # An unknown outcome (cut short) stops refilling; an unknown owner alone does not.
-            "outcome_unknown": result.cut_short,
-        }
+        lifecycle = {"held": result.held, "cleanup_verified": result.cleanup_verified}
         Evidence.objects.bulk_create(
             [
                 *(
@@ -186,10 +183,12 @@ class PlannedChain:
     blocks: list[PlannedBlock]
 
 
-def create_run(run_id, name: str, manifest: dict, actor, chains: list[PlannedChain]) -> Run:
+def create_run(run_id, name: str, manifest: Manifest, actor, chains: list[PlannedChain]) -> Run:
     """Create a planned run with one queued Trial per planned attempt, in one transaction."""
     with transaction.atomic():
-        run = Run.objects.create(id=run_id, name=name, manifest=manifest, created_by=actor)
+        run = Run.objects.create(
+            id=run_id, name=name, manifest=manifest.to_json(), created_by=actor
+        )
         rows = []
         for chain in chains:
             seq = chain.seq_base
@@ -234,12 +233,13 @@ def locked_run(run_id) -> Iterator[Run]:
 
 
 @retrying
-def update_manifest(run_id, change: Callable[[dict], None]) -> dict:
-    """Apply `change` to the run's manifest under a row lock: chains write it concurrently."""
+def update_manifest(run_id, change: Callable[[Manifest], None]) -> Manifest:
+    """Apply `change` to the run's typed manifest under a row lock: chains write it concurrently."""
     with locked_run(run_id) as run:
-        change(run.manifest)
-        Run.objects.filter(pk=run_id).update(manifest=run.manifest)
-    return run.manifest
+        manifest = run.typed_manifest
+        change(manifest)
+        Run.objects.filter(pk=run_id).update(manifest=manifest.to_json())
+    return manifest
 
 
 @retrying
@@ -343,13 +343,9 @@ def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, 
 
 @retrying
 def outcome_unknown(run, provider: str) -> bool:
-    """A trial of this chain was cut short: its lifecycle evidence flags its outcome unknown."""
-    return Evidence.objects.filter(
-        trial__run=run,
-        trial__provider__slug=provider,
-        kind="lifecycle",
-        data__outcome_unknown=True,
-    ).exists()
+    """A trial of this chain was cut short, so its outcome is unknown (an unknown owner alone
+    is not)."""
+    return Trial.objects.filter(run=run, provider__slug=provider, cut_short=True).exists()
 
 
 @retrying

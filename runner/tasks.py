@@ -24,12 +24,12 @@ def cluster_for(job_host: str) -> str:
 def start_run(run: Run) -> None:
     """Move a planned run to running and enqueue one chain task per provider."""
     run.transition(RunStatus.RUNNING, note="started", actor=run.created_by)
-    for slug, info in run.manifest["providers"].items():
+    for slug, info in run.typed_manifest.providers.items():
         async_task(
             "runner.tasks.run_chain",
             str(run.pk),
             slug,
-            cluster=cluster_for(info["job_host"]),
+            cluster=cluster_for(info.job_host),
             task_name=f"run {run.pk} chain {slug}",
             group=str(run.pk),
         )

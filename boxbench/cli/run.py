@@ -124,18 +124,20 @@ def _handle(options, out, demo_slugs=None):
         raise CommandError(str(exc)) from None
     if demo_slugs:
         entry = demo.manifest_entry(demo_slugs)
-        run.manifest = store.update_manifest(run.pk, lambda m: m.update(demo=entry))
-    out.write(f"Run {run.id} ({run.name}), seed {run.manifest['seed']}")
-    for refusal in run.manifest["refusals"]:
+        store.update_manifest(run.pk, lambda m: setattr(m, "demo", entry))
+        run.refresh_from_db(fields=["manifest"])
+    manifest = run.typed_manifest
+    out.write(f"Run {run.id} ({run.name}), seed {manifest.seed}")
+    for refusal in manifest.refusals:
         out.write(
-            f"  refused {refusal['provider']} / {refusal['benchmark']}: {refusal['code']} "
-            f"({refusal['missing']}) {refusal['message']}"
+            f"  refused {refusal.provider} / {refusal.benchmark}: {refusal.code} "
+            f"({refusal.missing}) {refusal.message}"
         )
     if options.get("inline"):
         run.transition(RunStatus.RUNNING, note="started inline by bench run")
         chains = [
             threading.Thread(target=_chain, args=(run.pk, slug), daemon=True)
-            for slug in run.manifest["providers"]
+            for slug in manifest.providers
         ]
         for chain in chains:
             chain.start()

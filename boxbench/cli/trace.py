@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from runner.outcomes import Outcome
 from runner.providers.base import ProviderError
 from runner.traces import replay
 from runner.traces.format import STRATA, TRACES_DIR, TraceError, load_all, load_trace
@@ -97,7 +98,7 @@ def _replay(options, out):
     finally:
         runner.close()
     verdict = replay.judge(trace, replay.parse_records(run.records))
-    if verdict.outcome != "success":
+    if verdict.outcome != Outcome.SUCCESS:
         raise CommandError(f"{trace.slug} on {options['on']}: {verdict.outcome}: {verdict.cause}")
     stages = ", ".join(f"{k} {v:.0f} ms" for k, v in verdict.stage_ms.items())
     where = options["on"]

@@ -7,9 +7,15 @@ from dataclasses import dataclass, field
 from boxbench.leaderboard.cells import EMPTY_CELL, Cell, group_cells, load_trials
 from boxbench.leaderboard.sources import planned_refusals, ranking_floor, run_source, run_sources
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from runner.rules import Refusal
 from stats import labels, summary, workload
 
-REFUSAL_LABELS = {"R401": "refused_capability", "R402": "not_offered", "R403": "account_limit"}
+# Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
+REFUSAL_STATUS_FLAGS = {
+    "R401": "refused_capability",
+    "R402": "not_offered",
+    "R403": "account_limit",
+}
 
 
 @dataclass
@@ -28,7 +34,7 @@ class Build:
     benchmark: Benchmark
     runs: dict[str, Run]  # provider slug -> the run its numbers come from
     providers: list[Provider]  # those with finished trials (by slug), then those only refused
-    refusals: dict[str, dict]  # the planners' refusals of providers without finished trials
+    refusals: dict[str, Refusal]  # the planners' refusals of providers without finished trials
     floors: dict[str, int]  # successes a provider needs before it is ranked
     totals: dict[str, int]  # successes across all units
     context: dict  # the keys every page of the benchmark repeats
@@ -149,9 +155,9 @@ def provider_cost(provider: Provider) -> bool:
 
 
 def provider_state(provider, refusals, successes, floor, failures, **view) -> labels.ProviderState:
-    refusal = refusals.get(provider.slug, {})
-    flag = REFUSAL_LABELS.get(str(refusal.get("code", "")))
-    missing = refusal.get("missing") or refusal.get("code") or "refused"
+    refusal = refusals.get(provider.slug)
+    flag = REFUSAL_STATUS_FLAGS.get(refusal.code) if refusal else None
+    missing = (refusal.missing or refusal.code) if refusal else "refused"
     return labels.ProviderState(
         successes=successes,
         ranking_floor=floor,

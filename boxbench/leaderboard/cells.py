@@ -45,12 +45,12 @@ def load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
     trials = pd.DataFrame.from_records(
         Trial.objects.filter(_cells_q(by_provider), benchmark=benchmark, state=TrialState.DONE)
         .values_list(
-            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "owner", "cause"
+            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "cut_short"
         )
         # Execution order: the bootstrap draws indices into the values, so their order is part
         # of the published interval (docs/methodology.md).
         .order_by("run_id", "seq"),
-        columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces", "owner", "cause"],
+        columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces", "cut_short"],
     )
     wanted = Q(kind=MeasurementKind.STAGE) | Q(kind=MeasurementKind.METRIC, name=benchmark.metric)
     if benchmark.statistic == POOLED:
@@ -110,9 +110,7 @@ def group_cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int]
     unreplaced = np.fromiter((t not in replaced for t in trials["trial"]), bool, size)
     # A trial cut short has an unknown outcome, which stopped refilling (docs/runner.md): it is
     # not an unreplaced provider failure.
-    cut_short = (trials["owner"] == "unknown").to_numpy(dtype=bool) & np.fromiter(
-        (str(c).startswith("cut short: ") for c in trials["cause"]), bool, size
-    )
+    cut_short = trials["cut_short"].to_numpy(dtype=bool)
     keys = trials[["unit", "provider"]].assign(
         success=(outcome == Outcome.SUCCESS) & np.isfinite(metric),
         failure=(outcome == Outcome.PROVIDER_FAILURE) & unreplaced & ~cut_short,

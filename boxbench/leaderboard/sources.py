@@ -7,6 +7,8 @@ provider on it; every page names the run (and image digest) behind each provider
 from __future__ import annotations
 
 from boxbench.models import Benchmark, Run, Trial, TrialState
+from runner.manifest import Manifest
+from runner.rules import Refusal
 from stats import labels
 
 
@@ -35,25 +37,8 @@ def _newer(run: Run, other: Run) -> bool:
 
 
 def image_digest(manifest: dict, benchmark: str, providers: list[str] | None = None) -> str:
-    """The image digest a benchmark ran on, as the run manifest records it.
-
-    Runs record each provider's image under "images" (runner.plan.image_identity); given
-    `providers` (default: all of the run's), the one digest they share, or "" when they differ
-    or none is known. "image_digests" (per benchmark, or "standard") takes precedence.
-    """
-    digests = manifest.get("image_digests")
-    if isinstance(digests, dict):
-        return str(digests.get(benchmark) or digests.get("standard") or "")
-    images = manifest.get("images")
-    if isinstance(images, dict) and images:
-        found = {
-            str(entry.get("digest") or "")
-            for slug, entry in images.items()
-            if isinstance(entry, dict) and (providers is None or slug in providers)
-        }
-        found.discard("")
-        return found.pop() if len(found) == 1 else ""
-    return str(manifest.get("image_digest") or "")
+    """The image digest a benchmark ran on, as a stored manifest records it."""
+    return Manifest.from_json(manifest).digest_for(benchmark, providers)
 
 
 def ranking_floor(benchmark: Benchmark, run: Run, units: int) -> int:
@@ -63,25 +48,21 @@ def ranking_floor(benchmark: Benchmark, run: Run, units: int) -> int:
     unit (or fewer units) than the catalog needs 90 % of its requested successes across all units
     on a multi-unit workload, and its requested N on a single-unit benchmark.
     """
-    manifest = run.manifest if isinstance(run.manifest, dict) else {}
-    planned = (manifest.get("benchmarks") or {}).get(benchmark.slug) or {}
-    requested = planned.get("trials_per_unit")
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-        requested = benchmark.trials_per_unit
+    planned = run.typed_manifest.benchmarks.get(benchmark.slug)
+    requested = planned.trials_per_unit if planned else benchmark.trials_per_unit
     if units > 1:
-        planned_units = len(planned.get("units") or []) or units
+        planned_units = (len(planned.units) if planned else 0) or units
         return min(benchmark.ranking_floor, labels.ranking_floor(requested * planned_units))
     return min(benchmark.ranking_floor, requested)
 
 
-def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, dict]:
+def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, Refusal]:
     """The planners' refusals of this benchmark by provider slug, the latest run's first."""
-    found: dict[str, dict] = {}
+    found: dict[str, Refusal] = {}
     for run in published:
-        manifest = run.manifest if isinstance(run.manifest, dict) else {}
-        for refusal in manifest.get("refusals", []) or []:
-            if isinstance(refusal, dict) and refusal.get("benchmark") == benchmark.slug:
-                found.setdefault(str(refusal.get("provider", "")), refusal)
+        for refusal in run.typed_manifest.refusals:
+            if refusal.benchmark == benchmark.slug:
+                found.setdefault(refusal.provider, refusal)
     return found
 
 
@@ -89,7 +70,7 @@ def run_source(run: Run, benchmark: Benchmark, providers: list[str] | None = Non
     return {
         "run": str(run.id),
         "run_name": run.name,
-        "image_digest": image_digest(run.manifest or {}, benchmark.slug, providers),
+        "image_digest": run.typed_manifest.digest_for(benchmark.slug, providers),
     }
 
 

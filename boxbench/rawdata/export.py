@@ -100,7 +100,7 @@ def _measurement_meta(run: Run) -> dict[int, dict]:
 TRIAL_QUERY = """
 SELECT t.id, b.slug, b.version, u.slug, p.slug, t.round, t.seq, t.attempt, t.replaces_id,
        t.batch, t.outcome, t.owner, t.cause, t.job_host, t.started_at, t.ended_at, t.in_flight,
-       t.placement, t.host_load, t.cost_usd, ({measurements}) AS measurements
+       t.placement, t.host_load, t.cost_usd, t.cut_short, ({measurements}) AS measurements
 FROM boxbench_trial t
 JOIN boxbench_benchmark b ON b.id = t.benchmark_id
 JOIN boxbench_unit u ON u.id = t.unit_id
@@ -160,7 +160,7 @@ def _moment(value) -> str | None:
 def _trial_record(row: tuple) -> dict:
     (trial_id, benchmark, version, unit, provider, round_, seq, attempt, replaces, batch,
      outcome, owner, cause, job_host, started_at, ended_at, in_flight, placement, host_load,
-     cost, measurements) = row  # fmt: skip
+     cost, cut_short, measurements) = row  # fmt: skip
     metrics, stages, gates = {}, {}, {}
     for kind, name, value, gate in _json_value(measurements) or ():
         group = "metrics" if kind == MeasurementKind.METRIC else "stages"
@@ -194,6 +194,8 @@ def _trial_record(row: tuple) -> dict:
     }
     if gates:
         record["clock_gates"] = gates
+    if cut_short:  # optional: files without a cut-short trial keep their bytes
+        record["cut_short"] = True
     return record
 
 

@@ -39,6 +39,7 @@ from boxbench.rawdata.schema import (
     RawDataError,
     _dumps,
 )
+from runner.manifest import Manifest, ManifestError
 
 
 @dataclass
@@ -189,6 +190,10 @@ class _Importer:
         if Run.objects.filter(id=run_id).exists():
             info.fail("id", f"run {run_id} is already in the database")
         manifest = header.get("manifest", dict)
+        try:
+            Manifest.from_json(manifest)  # stored as given, so an export gives the same bytes
+        except ManifestError as exc:
+            header.fail("manifest", str(exc))
         audit = header.get("audit_report", dict, optional=True)
         status = info.get("status", str, choices=RUN_STATUSES)
         run = Run.objects.create(
@@ -293,6 +298,7 @@ class _Importer:
                 line.get("owner", str, choices=OWNERS), line.get("cause", str),
                 line.get("job_host", str), line.moment("started_at"), line.moment("ended_at"),
                 in_flight, line.get("placement", dict), line.get("host_load", dict), cost,
+                bool(line.get("cut_short", bool, optional=True)),
             )
         )  # fmt: skip
         gates = line.get("clock_gates", dict, optional=True) or {}
@@ -359,6 +365,7 @@ class _Writer:
             "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
             "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host",
             "started_at", "ended_at", "in_flight", "placement", "host_load", "cost_usd",
+            "cut_short",
         )  # fmt: skip
         json_at = (columns.index("placement"), columns.index("host_load"))
         self._write(Trial._meta.db_table, columns, rows, json_at)

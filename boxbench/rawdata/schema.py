@@ -37,7 +37,7 @@ CSV_COLUMNS = (
 
 
 # Choices as plain sets: Django's enum `.values` is rebuilt on every access, too slow per line.
-OUTCOMES = frozenset(Outcome.values)
+OUTCOMES = frozenset(o.value for o in Outcome)
 OWNERS = frozenset(Owner.values)
 GATES = frozenset(ClockGate.values)
 RUN_STATUSES = frozenset(RunStatus.values)

@@ -14,22 +14,6 @@ from boxbench.models import AuditResolution, Outcome, Run, Trial
 SHOWN = 10
 
 
-def planned_successes(manifest) -> int | None:
-    """The successful trials the run's plan asks for: per provider chain, each of its benchmarks'
-    trials per unit times its units. None when the manifest has no plan (an imported run)."""
-    if not isinstance(manifest, dict):
-        return None
-    benchmarks, chains = manifest.get("benchmarks"), manifest.get("chains")
-    if not isinstance(benchmarks, dict) or not isinstance(chains, dict) or not chains:
-        return None
-    total = 0
-    for chain in chains.values():
-        for slug in {block[0] for block in chain.get("order", [])}:
-            planned = benchmarks.get(slug) or {}
-            total += int(planned.get("trials_per_unit") or 0) * len(planned.get("units") or [1])
-    return total
-
-
 def audit_verdict(report: dict | None, resolved: set[tuple[str, str, str]]) -> dict:
     """How far a run's audit stands from publication: failing and still unresolved checks."""
     if report is None:
@@ -69,7 +53,8 @@ def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
         {
             "run": run,
             "successes": run.successes,
-            "target": planned_successes(run.manifest),
+            "target": (manifest := run.typed_manifest).planned_successes(),
+            "demo": manifest.demo is not None,
             "audit": audit_verdict(run.audit_report, resolved.get(run.id, set())),
         }
         for run in runs

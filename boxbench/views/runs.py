@@ -29,6 +29,7 @@ def run_page(request, run_id):
     counts = stored["progress"] if stored else publishing.progress(run)
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
+    manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
@@ -38,7 +39,8 @@ def run_page(request, run_id):
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
-        "refusals": run.manifest.get("refusals", []) if isinstance(run.manifest, dict) else [],
+        "refusals": manifest.refusals,
+        "demo": manifest.demo,
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
         request, permissions.PUBLISH

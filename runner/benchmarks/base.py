@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runner.outcomes import Outcome
+
 
 class TrialOutcome(Exception):
     """Ends a trial with a non-success outcome; `owner` says whose fault it is."""
@@ -33,25 +35,25 @@ class TrialOutcome(Exception):
 
 
 class ProviderFailure(TrialOutcome):
-    outcome, owner = "provider_failure", "provider"
+    outcome, owner = Outcome.PROVIDER_FAILURE, "provider"
 
 
 class BenchmarkError(TrialOutcome):
     """Our script, adapter binding or core failed: stops the unit on this provider for the run."""
 
-    outcome, owner = "benchmark_error", "benchmark"
+    outcome, owner = Outcome.BENCHMARK_ERROR, "benchmark"
 
 
 class Excluded(TrialOutcome):
     """A deterministic trace diverged here ("does not replay here"); not the provider's fault."""
 
-    outcome, owner = "excluded", "trace"
+    outcome, owner = Outcome.EXCLUDED, "trace"
 
 
 class Missed(TrialOutcome):
     """A pre-test environment check skipped the trial before the measured procedure ran."""
 
-    outcome, owner = "missed", "environment"
+    outcome, owner = Outcome.MISSED, "environment"
 
 
 @dataclass(frozen=True)

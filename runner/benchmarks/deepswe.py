@@ -18,6 +18,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Outcome
 from runner.traces import classify, replay
 from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, trace_folders
 from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
@@ -101,16 +102,16 @@ def run(ctx: TrialContext) -> None:
             ],
         },
     )
-    if verdict.outcome != "success":
+    if verdict.outcome != Outcome.SUCCESS:
         _output_tail(ctx)
     if verdict.timed_out:
         # Excluded only while the sandbox still answers; ctx.exec raises ProviderFailure if not.
         ctx.exec(["/bin/true"], timeout=30)
-    if verdict.outcome == "excluded":
+    if verdict.outcome == Outcome.EXCLUDED:
         raise Excluded(verdict.cause)
-    if verdict.outcome == "provider_failure":
+    if verdict.outcome == Outcome.PROVIDER_FAILURE:
         raise ProviderFailure(f"{verdict.cause} (script exit code {result.exit_code})")
-    if verdict.outcome == "benchmark_error":
+    if verdict.outcome == Outcome.BENCHMARK_ERROR:
         raise BenchmarkError(verdict.cause)
     if result.exit_code != 0:
         raise BenchmarkError(f"the replay script exited {result.exit_code} after a clean replay")

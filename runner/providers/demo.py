@@ -14,6 +14,8 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
+from runner.manifest import DemoRun
+
 FAKES = {
     "e2b": "runner.providers.fakes.e2b:E2BFake",
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
@@ -30,12 +32,12 @@ def settings_for(slug: str) -> dict | None:
     return dict(settings) if settings is not None else None
 
 
-def manifest_entry(slugs: list[str]) -> dict:
-    return {
-        "providers": sorted(slugs),
-        "note": "a demo run against loopback fakes of the providers' APIs, not the providers "
+def manifest_entry(slugs: list[str]) -> DemoRun:
+    return DemoRun(
+        providers=sorted(slugs),
+        note="a demo run against loopback fakes of the providers' APIs, not the providers "
         "themselves: its figures describe this machine, never a provider; it is never published",
-    }
+    )
 
 
 def fake_class(slug: str):

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.outcomes import Outcome
 from runner.traces import replay
 from runner.traces.format import (
     STRATA,
@@ -272,7 +273,7 @@ def record_trace(
         trace = load_trace(staging / "trace.json")
         if verify:
             check = replay.judge(trace, replay.parse_records(_replay(trace, where, False).records))
-            if check.outcome != "success":
+            if check.outcome != Outcome.SUCCESS:
                 raise TraceError(f"the recorded trace does not replay on {where}: {check.cause}")
         if folder.exists():
             shutil.rmtree(folder)

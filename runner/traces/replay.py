@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from runner.clock import gate
+from runner.outcomes import Outcome
 from runner.traces import classify
 from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, Trace
 
@@ -62,7 +63,7 @@ class ReplayRecords:
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: str  # success | excluded | provider_failure | benchmark_error
+    outcome: Outcome  # success, excluded, provider failure or benchmark error
     cause: str
     tool_time_ms: float | None = None
     stage_ms: dict[str, float] = field(default_factory=dict)
@@ -254,10 +255,10 @@ def _decimal(text: str) -> Decimal:
 def judge(trace: Trace, records: ReplayRecords) -> Verdict:
     """The Failures table: success, excluded (does not replay here) or provider failure."""
     if records.setup_error:
-        return Verdict("benchmark_error", f"replay setup failed: {records.setup_error}")
+        return Verdict(Outcome.BENCHMARK_ERROR, f"replay setup failed: {records.setup_error}")
     expected_indices = list(range(len(records.commands)))
     if [c.index for c in records.commands] != expected_indices:
-        return Verdict("benchmark_error", "replay records are out of order")
+        return Verdict(Outcome.BENCHMARK_ERROR, "replay records are out of order")
     if records.mismatch is not None:
         index, got, expected = records.mismatch
         command = trace.commands[index]
@@ -265,25 +266,25 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
         ran = records.commands[index].wall_ms if index < len(records.commands) else 0.0
         if got in TIMEOUT_CODES and ran >= limit_ms - 50:
             return Verdict(
-                "excluded",
+                Outcome.EXCLUDED,
                 f"command {index} timed out after {limit_ms / 1000:.0f} s (exit {got}): "
                 f"{_short(command.command)}",
                 timed_out=True,
             )
         return Verdict(
-            "excluded",
+            Outcome.EXCLUDED,
             f"command {index} exited {got}, the trace recorded {expected}: "
             f"{_short(command.command)}",
         )
     if records.digest_mismatch:
         return Verdict(
-            "excluded",
+            Outcome.EXCLUDED,
             f"final git patch SHA-256 {records.digest} differs from the trace's "
             f"{trace.patch_sha256}",
         )
     if not records.done or len(records.commands) != len(trace.commands):
         return Verdict(
-            "provider_failure",
+            Outcome.PROVIDER_FAILURE,
             f"the replay script ended after {len(records.commands)} of {len(trace.commands)} "
             "commands without writing a mismatch record",
         )
@@ -291,13 +292,13 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
     if stepped:
         first = records.commands[stepped[0]]
         return Verdict(
-            "provider_failure",
+            Outcome.PROVIDER_FAILURE,
             f"stepped clock: command {first.index} took {first.wall_ms:.1f} ms by $EPOCHREALTIME "
             f"and {first.uptime_ms:.1f} ms by /proc/uptime ({len(stepped)} commands failed the "
             "clock gate)",
         )
     return Verdict(
-        "success",
+        Outcome.SUCCESS,
         "",
         tool_time_ms=sum(c.wall_ms for c in records.commands),
         stage_ms=stage_sums(trace, records.commands),

@@ -1,5 +1,6 @@
 import io
 import json
+import uuid
 
 import pytest
 from django.core.management import call_command
@@ -46,6 +47,20 @@ def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
     stored = Trial.objects.get(id=replacements[0]["trial"])
     assert str(stored.replaces_id) == replacements[0]["replaces"]
     assert stored.replaces.outcome == "provider_failure"
+
+
+def test_it_keeps_a_cut_short_trial_flagged_through_a_round_trip(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if '"provider_failure"' in line)
+    record = json.loads(lines[index])
+    lines[index] = json.dumps({**record, "owner": "unknown", "cut_short": True}) + "\n"
+    run = import_jsonl(write_lines(tmp_path / "cut.jsonl", lines)).run
+    assert list(Trial.objects.filter(cut_short=True).values_list("id", flat=True)) == [
+        uuid.UUID(record["trial"])
+    ]
+    exported = [json.loads(line) for line in export_text(run).splitlines()[1:]]
+    assert [t["trial"] for t in exported if t.get("cut_short")] == [record["trial"]]
+    assert all("cut_short" not in t for t in exported if t["trial"] != record["trial"])
 
 
 def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
@@ -118,6 +133,16 @@ def test_it_refuses_a_file_without_a_run_header(tmp_path, synthetic_file):
     lines = synthetic_file.read_text().splitlines(keepends=True)[1:]
     with pytest.raises(RawDataError, match="line 1, field 'type': the first line must be"):
         import_jsonl(write_lines(tmp_path / "headless.jsonl", lines))
+
+
+def test_it_refuses_a_malformed_manifest_naming_its_field(tmp_path, synthetic_file):
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["manifest"]["seed"] = "seven"
+    lines[0] = json.dumps(header) + "\n"
+    with pytest.raises(RawDataError, match=r"field 'manifest': .*got `str` - at `\$.seed`"):
+        import_jsonl(write_lines(tmp_path / "bad-manifest.jsonl", lines))
+    assert Trial.objects.count() == 0
 
 
 def test_it_refuses_a_newer_schema_version(tmp_path, synthetic_file):

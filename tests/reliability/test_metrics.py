@@ -14,6 +14,7 @@ from boxbench import metrics
 from boxbench.models import Run, RunStatus, Trial, TrialState
 from runner import store
 from runner.lifecycle import TrialResult
+from runner.manifest import LiveCheck
 from runner.plan import plan_run
 
 pytestmark = pytest.mark.django_db
@@ -58,14 +59,12 @@ def test_it_counts_runs_trials_queue_running_age_sandboxes_and_publishing():
     assert store.claim_trial(first.pk, "host-a") and store.claim_trial(second.pk, "host-a")
     Trial.objects.filter(pk=first.pk).update(started_at=timezone.now() - timedelta(minutes=7))
     store.save_result(second.pk, TrialResult(outcome="provider_failure", owner="provider"))
-    store.update_manifest(
-        running_run.pk,
-        lambda m: m["live_sandboxes"].update(
-            {"local": {"before_chain": {"others": 2, "own": 0, "at": "2026-01-01T00:00:00+00:00"},
-                       "later": {"others": 1, "own": 1, "at": "2026-01-01T00:05:00+00:00"},
-                       "failed": {"error": "the API did not answer"}}}
-        ),
-    )  # fmt: skip
+    checks = {
+        "before_chain": LiveCheck(others=2, own=0, at="2026-01-01T00:00:00+00:00"),
+        "later": LiveCheck(others=1, own=1, at="2026-01-01T00:05:00+00:00"),
+        "failed": LiveCheck(error="the API did not answer"),
+    }
+    store.update_manifest(running_run.pk, lambda m: m.live_sandboxes.__setitem__("local", checks))
     done_run = plan(trials=1)
     published_at = timezone.now() - timedelta(hours=1)
     Run.objects.filter(pk=done_run.pk).update(

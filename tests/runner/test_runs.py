@@ -265,7 +265,7 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
     assert run.trials.count() == 3  # no replacement: the outcome of a cut-short trial is unknown
     trial = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
     assert trial.owner == "unknown" and trial.cause.startswith("cut short: ")
-    assert trial.evidence.get(kind="lifecycle").data["outcome_unknown"] is True
+    assert trial.cut_short
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
     from boxbench import publishing
@@ -282,7 +282,7 @@ def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local
     run = start(plan(trials=1))
     failed = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
     Trial.objects.filter(pk=failed.pk).update(owner="unknown")  # owner not recorded
-    assert failed.evidence.get(kind="lifecycle").data["outcome_unknown"] is False
+    assert not failed.cut_short
     assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 1
 
 

@@ -87,7 +87,7 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
                     "provider": REFUSED[0],
                     "benchmark": b["slug"],
                     "code": "R401",
-                    "missing": ["snapshot"],
+                    "missing": "snapshot",
                     "message": "Tiny Cloud lacks the snapshot capability",
                 }
                 for b in BENCHMARKS

@@ -8,7 +8,8 @@ import pytest
 
 from boxbench import publishing
 from boxbench.models import Benchmark, Provider, Run
-from boxbench.views.awaiting import audit_verdict, planned_successes
+from boxbench.views.awaiting import audit_verdict
+from runner.manifest import Manifest
 from tests.web import factory
 from tests.web.conftest import explain_failures
 
@@ -150,16 +151,18 @@ def _manifest() -> dict:
             "disk": {"trials_per_unit": 10, "units": ["disk"]},
         },
         "chains": {
-            "local": {"order": [["create", 1], ["deepswe", 1], ["create", 2], ["disk", 1]]},
-            "docker": {"order": [["deepswe", 1], ["create", 1]]},
+            "local": {
+                "order": [["create", 1], ["deepswe", 1], ["create", 2], ["disk", 1]],
+                "status": "planned",
+            },
+            "docker": {"order": [["deepswe", 1], ["create", 1]], "status": "planned"},
         },
     }
 
 
 def test_it_takes_the_target_from_each_chains_planned_benchmarks():
-    assert planned_successes(_manifest()) == (20 + 15 + 10) + (15 + 20)
-    assert planned_successes({"seed": 7}) is None
-    assert planned_successes(None) is None
+    assert Manifest.from_json(_manifest()).planned_successes() == (20 + 15 + 10) + (15 + 20)
+    assert Manifest.from_json({"seed": 7}).planned_successes() is None  # an imported run
 
 
 def test_it_counts_only_failing_checks_without_a_resolution():

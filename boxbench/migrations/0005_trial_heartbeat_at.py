@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boxbench', '0003_run_permissions'),
+        ('boxbench', '0004_trial_cut_short'),
     ]
 
     operations = [
