@@ -203,6 +203,44 @@ class Run(models.Model):
             setattr(self, key, value)
 
 
+class ChainProgress(models.Model):
+    """Where one provider's chain of a run stands, so that a chain whose worker was lost resumes
+    from there (runner/steps.py): each step (the start, one batch, one top-up round's batch) is
+    one queue task, claimed by a conditional UPDATE on (step, state)."""
+
+    WAITING, QUEUED, RUNNING, DONE = "waiting", "queued", "running", "done"
+    STATES = [(s, s) for s in (WAITING, QUEUED, RUNNING, DONE)]
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="chain_progress", db_index=False)
+    provider = models.CharField(max_length=100)
+    job_host = models.CharField(max_length=100)
+    # Providers whose sandboxes share one job host take turns step by step (never at once).
+    lane = models.CharField(max_length=100, blank=True)
+    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    step = models.PositiveIntegerField(default=0, help_text="The next step to run.")
+    # Top-up rounds and what the chain must remember between steps (JSON, runner/steps.py).
+    memory = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    resumed = models.PositiveIntegerField(default=0, help_text="Times recovery resumed it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "provider"], name="chainprogress_run_provider")
+        ]
+        indexes = [
+            # Recovery: chains not done, by heartbeat (a lost step) or enqueue time.
+            models.Index(
+                fields=["state", "heartbeat_at"],
+                name="chainprogress_live_idx",
+                condition=~models.Q(state="done"),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.run_id} {self.provider} step {self.step} {self.state}"
+
+
 class RunTransition(models.Model):
     run = models.ForeignKey(Run, models.CASCADE, related_name="transitions")
     from_status = models.CharField(max_length=20, choices=RunStatus.choices)

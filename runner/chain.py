@@ -9,7 +9,6 @@ Every read and write goes through runner/store.py.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import statistics
@@ -72,8 +71,10 @@ class CreateSpacer:
 class Chain:
     """One provider's trials of one run, executed on this job host."""
 
-    def __init__(self, run: Run, provider_slug: str):
+    def __init__(self, run: Run, provider_slug: str, memory: dict | None = None):
         self.run = run
+        # What earlier steps left for this one (ChainProgress.memory).
+        self.memory = dict(memory or {})
         self.slug = provider_slug
         # The plan part of the manifest, read once; changes go through store.update_manifest.
         self.manifest = run.typed_manifest
@@ -84,43 +85,61 @@ class Chain:
         self.stopped_units: set[tuple[str, str]] = {
             (b, u) for p, b, u in self.manifest.stopped_units if p == provider_slug
         }
-        self.unreplaceable: str | None = None
+        self.unreplaceable: str | None = self.memory.get("unreplaceable")
         # Set when a trial's resources may still exist: no worker of this chain starts another.
         self.halted: str | None = None
         self._lock = threading.Lock()
-        self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}")
+        self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}", chain=(run.pk, provider_slug))
 
-    # The whole chain ---------------------------------------------------------------------------
+    # Steps: each is one queue task (runner/steps.py) -------------------------------------------
 
-    def execute(self) -> None:
-        with self.heartbeat:
-            self._execute()
+    def step(self, number: int) -> int | None:
+        """Run step `number` of the chain; the next step's number, or None once it is done.
 
-    def _execute(self) -> None:
-        self._set_chain_status("running")
-        busy = self._check_account()
-        if busy:
-            store.cancel_queued(
-                self.run, f"the chain did not start: {busy}", provider__slug=self.slug
-            )
-            self._update_chain(status="done", stopped=busy)
-            return
-        self._network_baseline()
-        for benchmark, round_no in self.manifest.chain_order(self.slug):
-            if self._cancelled() or self.halted:
-                break
-            self.run_batch(benchmark, round_no)
-        if self.halted:
-            halted = self.halted
+        0 is the start (empty account verification, network baseline); 1 to len(order) are the
+        shuffled order's batches; the steps after them are top-up rounds, one batch each.
+        """
+        order = self.manifest.chain_order(self.slug)
+        if self._cancelled():
+            return self._finish()
+        if number == 0:
+            self._set_chain_status("running")
+            busy = self._check_account()
+            if busy:
+                store.cancel_queued(
+                    self.run, f"the chain did not start: {busy}", provider__slug=self.slug
+                )
+                self._update_chain(status="done", stopped=busy)
+                return None
+            self._network_baseline()
+            return 1
+        if number <= len(order) and not self.memory.get("halted"):
+            self.run_batch(*order[number - 1])
+            if not self.halted:
+                return number + 1
+            halted = self.memory["halted"] = self.halted
             store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
             self._update_chain(stopped=halted)
-        if not self._cancelled():
-            self.top_up()
+            return len(order) + 1
+        return self._top_up_step(number)
+
+    def memory_out(self) -> dict:
+        """What the next step must know, kept in the database between steps."""
+        spacing = self.memory.setdefault("spacing", {"waits": 0, "waited_s": 0.0})
+        spacing["waits"] += self.spacer.waits
+        spacing["waited_s"] = round(spacing["waited_s"] + self.spacer.waited_s, 3)
+        self.spacer.waits, self.spacer.waited_s = 0, 0.0
+        if self.unreplaceable:
+            self.memory["unreplaceable"] = self.unreplaceable
+        return self.memory
+
+    def _finish(self) -> None:
         self._record_spacing()
         if self._cancelled():
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
             runs.cleanup_run_sandboxes(self.run, [self.slug])
         self._set_chain_status("done")
+        return None
 
     def _check_account(self) -> str | None:
         """Empty account verification before the chain starts: why it must not start, or None.
@@ -264,39 +283,53 @@ class Chain:
 
     # Top-ups ---------------------------------------------------------------------------------
 
-    def top_up(self) -> None:
-        plan = self.manifest.plan
-        state = rules.RefillState(
-            target=0,
-            started_at=time.monotonic(),
-            time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
-            budget_usd=plan.budget_usd if plan else None,
-        )
-        round_no = rules.ROUNDS
-        reason = None
-        while True:
-            plan = self._refill_plan()
-            if not plan:
-                reason = "every unit reached its target or its 2N attempts"
-                break
+    def _top_up_step(self, number: int) -> int | None:
+        """One step of the top-up rounds: open a round (queue its replacements), or run one of
+        its batches; the round's gain is counted once its last batch ran."""
+        t = self.memory.setdefault("topup", {})
+        if not t:
+            t.update(started_at=time.time(), round=rules.ROUNDS, rounds=0, without_gain=0)
+            t.update(pending=[], before=0)
+        if t["pending"]:
+            self.run_batch(t["pending"].pop(0), t["round"])
+            if not t["pending"]:
+                state = self._refill_state(t)
+                state.after_round(self._successes() - t["before"])
+                t["rounds"], t["without_gain"] = state.rounds, state.rounds_without_gain
+            return number + 1
+        plan = self._refill_plan()
+        if not plan:
+            reason = "every unit reached its target or its 2N attempts"
+        else:
             reason = rules.refill_stop_reason(
-                state,
-                time.monotonic(),
+                self._refill_state(t),
+                time.time(),
                 self._spent_usd(),
                 self.unreplaceable or self._outcome_unknown(),
             )
-            if reason or self._cancelled():
-                reason = reason or "the run was cancelled"
-                break
-            round_no += 1
-            before = self._successes()
-            for benchmark, unit, failed in plan:
-                self._queue_replacements(benchmark, unit, failed, round_no)
-            for benchmark in sorted({b for b, _, _ in plan}):
-                self.run_batch(benchmark, round_no)
-            state.after_round(self._successes() - before)
-        stopped = TopUps(rounds=state.rounds, stopped=reason)
-        store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
+        if not reason and self._cancelled():
+            reason = "the run was cancelled"
+        if reason:
+            stopped = TopUps(rounds=t["rounds"], stopped=reason)
+            store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
+            return self._finish()
+        t["round"] += 1
+        t["before"] = self._successes()
+        for benchmark, unit, failed in plan:
+            self._queue_replacements(benchmark, unit, failed, t["round"])
+        t["pending"] = sorted({b for b, _, _ in plan})
+        return number + 1
+
+    def _refill_state(self, t: dict) -> rules.RefillState:
+        plan = self.manifest.plan
+        return rules.RefillState(
+            target=0,
+            started_at=t["started_at"],
+            time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
+            budget_usd=plan.budget_usd if plan else None,
+            rounds_without_gain=t["without_gain"],
+            rounds=t["rounds"],
+        )
 
     def _refill_plan(self) -> list:
         """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
@@ -383,11 +416,12 @@ class Chain:
         )
 
     def _record_spacing(self) -> None:
+        totals = self.memory_out()["spacing"]
         spacing = CreateSpacing(
             create_rate_per_s=self.info.create_rate_per_s,
             min_interval_s=self.spacer.interval,
-            waits=self.spacer.waits,
-            waited_s=round(self.spacer.waited_s, 3),
+            waits=totals["waits"],
+            waited_s=totals["waited_s"],
         )
         store.update_manifest(
             self.run.pk, lambda m: m.create_spacing.__setitem__(self.slug, spacing)
@@ -431,25 +465,8 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
 
 
 def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
-    """Run one provider's chain, then finish the run if it was the last chain.
+    """Run one provider's chain to its end in this process, step after step (`bench run
+    --inline`, tests); the queue runs the same steps one task each (runner/steps.py)."""
+    from runner import steps
 
-    `inline`: the run's audit task, if this chain ends the run, runs in this process too.
-    """
-    run = store.get_run(run_id)
-    if run.status != RunStatus.RUNNING:
-        log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
-        update_chain(run_id, provider_slug, status="done")
-    else:
-        try:
-            Chain(run, provider_slug).execute()
-        except Exception as exc:
-            # A defect in the runner itself, or a database away for longer than the store's
-            # retries: stop the run rather than leave it running forever.
-            log.exception("chain %s of run %s failed", provider_slug, run_id)
-            error = f"{type(exc).__name__}: {exc}"
-            # With the database away, the failure below is kept on disk and recorded later.
-            with contextlib.suppress(store.DB_DOWN):
-                update_chain(run_id, provider_slug, status="done", error=error)
-            runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
-            raise
-    runs.finish_if_done(run_id, inline=inline)
+    steps.run_inline(run_id, provider_slug, inline=inline)

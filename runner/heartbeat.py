@@ -1,5 +1,6 @@
-"""Liveness of running trials: a daemon thread per chain writes `Trial.heartbeat_at` of every trial
-the chain's workers hold, every `RUNNER_HEARTBEAT_S` seconds.
+"""Liveness of running trials: a daemon thread per chain step writes `Trial.heartbeat_at` of every
+trial the chain's workers hold, and `ChainProgress.heartbeat_at` of the step, every
+`RUNNER_HEARTBEAT_S` seconds.
 
 A running trial whose heartbeat is older than `RUNNER_ORPHAN_AFTER_S` has lost its worker
 (killed, OOM, host gone): runner/recovery.py ends it. The trial's own work never waits for a
@@ -24,9 +25,10 @@ RETRY_S = 1.0
 class Heartbeat:
     """Beats for the trials added to it until they are removed; `stop()` ends the thread."""
 
-    def __init__(self, name: str, interval_s: float | None = None):
+    def __init__(self, name: str, interval_s: float | None = None, chain: tuple | None = None):
         self.interval_s = interval_s or settings.RUNNER_HEARTBEAT_S
         self.name = name
+        self.chain = chain  # (run id, provider): its running step beats too
         self._trials: set = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -64,10 +66,13 @@ class Heartbeat:
         """Write one heartbeat for the trials held now; False if the database is away."""
         with self._lock:
             held = list(self._trials)
-        if not held:
+        if not held and self.chain is None:
             return True
         try:
-            store.beat(held)
+            if held:
+                store.beat(held)
+            if self.chain is not None:
+                store.beat_chain(*self.chain)
         except DatabaseError as exc:
             if not self._down:
                 log.warning("heartbeat of %s not written, retrying each second: %s", self.name, exc)

@@ -73,6 +73,7 @@ class RecoveryReport:
     deferred: list[str] = field(default_factory=list)  # batches still used by a live trial
     errors: list[str] = field(default_factory=list)
     runs_finished: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)  # "<run> <provider> step <n>"
 
     @property
     def recovered(self) -> list[Orphan]:
@@ -82,7 +83,7 @@ class RecoveryReport:
         return (
             f"{len(self.recovered)} orphaned trial(s) recovered, "
             f"{len(self.destroyed)} sandbox(es) destroyed, {len(self.deferred)} batch(es) "
-            f"deferred, {len(self.errors)} error(s)"
+            f"deferred, {len(self.resumed)} chain step(s) resumed, {len(self.errors)} error(s)"
         )
 
 
@@ -141,7 +142,10 @@ def recover_orphans(
         raise ValueError(f"max_age must be 0 or more, got {max_age}")
     now = timezone.now()
     report = RecoveryReport(orphans=find_orphans(max_age, now))
-    if dry_run or not report.orphans:
+    if dry_run:
+        return report
+    if not report.orphans:
+        report.resumed = resume_chains(now)
         return report
     for orphan in report.orphans:
         orphan.recovered = _end_trial(orphan, now)
@@ -150,9 +154,25 @@ def recover_orphans(
         # A running run whose chains are done, or a cancelling one, waited for this trial.
         if runs.finish_if_done(run_id):
             report.runs_finished.append(run_id)
-    if report.recovered:
+    report.resumed = resume_chains(now)
+    if report.recovered or report.resumed:
         log.warning("orphan recovery: %s", report.summary())
     return report
+
+
+def resume_chains(now: datetime | None = None) -> list[str]:
+    """Re-enqueue chain steps whose worker was lost (stale heartbeat) or whose task has waited
+    in the queue past the orphan limit. The step's own claim makes a duplicate harmless, and
+    its batch runs only what is still queued, so no trial runs twice."""
+    from runner import steps
+
+    stale = (now or timezone.now()) - orphan_after()
+    resumed = []
+    for chain in store.lost_steps(stale, stale):
+        if store.requeue_step(chain):
+            steps.enqueue(chain.run_id, chain.provider, chain.step, chain.job_host)
+            resumed.append(f"{chain.run_id} {chain.provider} step {chain.step}")
+    return resumed
 
 
 def scheduled_recovery() -> str:

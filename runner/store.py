@@ -23,10 +23,19 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Run, RunStatus, Trial, TrialState, Unit
+from boxbench.models import (
+    ChainProgress,
+    Evidence,
+    Measurement,
+    Run,
+    RunStatus,
+    Trial,
+    TrialState,
+    Unit,
+)
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
 from runner.outcomes import Outcome
@@ -418,3 +427,114 @@ def mark_cleanup_verified(trial_ids: list[str]) -> None:
 
 def run_is_cancelling(run_id) -> bool:
     return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists()
+
+
+# -- chain progress (runner/steps.py) ------------------------------------------------------------
+
+
+def create_progress(run, chains: list[tuple[str, str, str, str]]) -> None:
+    """One ChainProgress per (provider, job host, lane, initial state); existing rows are kept."""
+    for provider, job_host, lane, state in chains:
+        ChainProgress.objects.get_or_create(
+            run=run,
+            provider=provider,
+            defaults={"job_host": job_host, "lane": lane, "state": state},
+        )
+
+
+@retrying
+def progress(run_id, provider: str) -> ChainProgress:
+    return ChainProgress.objects.get(run_id=run_id, provider=provider)
+
+
+@retrying
+def claim_step(run_id, provider: str, step: int) -> bool:
+    """Move the chain's queued `step` to running; False if it is not (duplicate or late task)."""
+    return (
+        ChainProgress.objects.filter(
+            run_id=run_id, provider=provider, step=step, state=ChainProgress.QUEUED
+        ).update(state=ChainProgress.RUNNING, heartbeat_at=timezone.now())
+        == 1
+    )
+
+
+@retrying
+def end_step(run_id, provider: str, step: int, next_step: int | None, memory: dict) -> None:
+    """Record a step done: the next one waits for its turn, or the chain is done."""
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, step=step, state=ChainProgress.RUNNING
+    ).update(
+        state=ChainProgress.DONE if next_step is None else ChainProgress.WAITING,
+        step=step if next_step is None else next_step,
+        memory=memory,
+        heartbeat_at=None,
+    )
+
+
+@retrying
+def queue_turn(run_id, lane: str, after: str) -> ChainProgress | None:
+    """Give the next turn of a lane (or of a lone chain) to the chain after `after`, in provider
+    order and round again; the chosen one becomes queued. None when every chain there is done."""
+    with transaction.atomic():
+        rows = list(
+            ChainProgress.objects.select_for_update()
+            .filter(run_id=run_id, lane=lane, **({} if lane else {"provider": after}))
+            .order_by("provider")
+        )
+        if any(r.state in (ChainProgress.QUEUED, ChainProgress.RUNNING) for r in rows):
+            return None  # someone holds the turn already
+        live = [r for r in rows if r.state == ChainProgress.WAITING]
+        if not live:
+            return None
+        later = [r for r in live if r.provider > after]
+        chosen = (later or live)[0]
+        chosen.state, chosen.enqueued_at = ChainProgress.QUEUED, timezone.now()
+        chosen.save(update_fields=["state", "enqueued_at"])
+        return chosen
+
+
+def beat_chain(run_id, provider: str) -> None:
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, state=ChainProgress.RUNNING
+    ).update(heartbeat_at=timezone.now())
+
+
+def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
+    """Chains of live runs whose running step lost its heartbeat, or whose queued step has
+    waited since `requeue_before` (a task the broker may have lost)."""
+    live = (RunStatus.RUNNING, RunStatus.CANCELLING)
+    return list(
+        ChainProgress.objects.filter(run__status__in=live).filter(
+            Q(state=ChainProgress.RUNNING, heartbeat_at__lt=stale_before)
+            | Q(state=ChainProgress.QUEUED, enqueued_at__lt=requeue_before)
+        )
+    )
+
+
+def requeue_step(chain: ChainProgress) -> bool:
+    """Queue a lost step again, conditional on nobody having touched it since it was read."""
+    resumed = chain.state == ChainProgress.RUNNING
+    changed = ChainProgress.objects.filter(
+        pk=chain.pk,
+        state=chain.state,
+        step=chain.step,
+        heartbeat_at=chain.heartbeat_at,
+        enqueued_at=chain.enqueued_at,
+    ).update(
+        state=ChainProgress.QUEUED,
+        enqueued_at=timezone.now(),
+        resumed=chain.resumed + (1 if resumed else 0),
+    )
+    return changed == 1
+
+
+def chains_done(run) -> bool:
+    """Every chain of the run is done (a run planned before ChainProgress: True)."""
+    return not ChainProgress.objects.filter(run=run).exclude(state=ChainProgress.DONE).exists()
+
+
+@retrying
+def set_queued(run_id, provider: str) -> None:
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, state=ChainProgress.WAITING
+    ).update(state=ChainProgress.QUEUED, enqueued_at=timezone.now())
