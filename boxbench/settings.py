@@ -1,5 +1,6 @@
 """boxbench settings, driven by environment variables (see .env.example)."""
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -136,9 +137,13 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-# The queue. A trial may run for many minutes; django-q2 hands a task out again once `retry`
-# seconds pass, so `timeout` stays below `retry` and `max_attempts` is 1: the runner owns top-ups,
-# never the queue.
+# The queue. One task is one step of a provider's chain (runner/steps.py): its start, or one
+# (benchmark, round) batch with its parallel trials. BOXBENCH_Q_TIMEOUT bounds that step, not a
+# chain: a batch of the longest benchmark must fit in it (DeepSWE: 10 parallel trials, each under
+# its 30 min limit). django-q2 hands a task out again once `retry` seconds pass, so `retry` stays
+# above `timeout`; a lost step is resumed well before that by recovery (stale heartbeat, about a
+# minute), and a redelivered one runs nothing (its claim on the step fails). `max_attempts` is
+# 1: the runner owns top-ups, never the queue.
 REDIS_URL = envstr("BOXBENCH_REDIS_URL")
 Q_TIMEOUT = envint("BOXBENCH_Q_TIMEOUT", 3600, minimum=60)
 Q_CLUSTER = {
@@ -161,6 +166,9 @@ else:
 # The runner.
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
+# The job host's cores: providers whose sandboxes run on the job host (local, docker) get parallel
+# trials capped so their sandboxes' CPUs fit them (runner/plan.py, "schedule" in the manifest).
+RUNNER_JOB_HOST_CPUS = envint("BOXBENCH_JOB_HOST_CPUS", os.cpu_count() or 1, minimum=1)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
 # Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
 # older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The
