@@ -25,7 +25,15 @@ from runner import adapters, fault, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
-from runner.manifest import CreateSpacing, Endpoint, LiveCheck, Manifest, NetworkBaseline, TopUps
+from runner.manifest import (
+    CreateSpacing,
+    Endpoint,
+    Leftovers,
+    LiveCheck,
+    Manifest,
+    NetworkBaseline,
+    TopUps,
+)
 from runner.outcomes import Outcome
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
@@ -144,9 +152,12 @@ class Chain:
     def _check_account(self) -> str | None:
         """Empty account verification before the chain starts: why it must not start, or None.
 
-        Other live sandboxes (not this run's) stop the chain unless the run allows a busy
-        account; either way their count and ids are in the manifest.
+        boxbench's own leftovers (a batch of an earlier or lost run that no running trial
+        uses) are destroyed first and recorded. Other live sandboxes (foreign, or a batch of
+        another run still in use) stop the chain unless the run allows a busy account; either
+        way their count and ids are in the manifest.
         """
+        self._remove_leftovers()
         entry = self._record_live("before_chain")
         if self.manifest.plan is not None and self.manifest.plan.allow_busy_account:
             return None
@@ -159,6 +170,30 @@ class Chain:
                 "them (bench cleanup) or start the run with --allow-busy-account"
             )
         return None
+
+    def _remove_leftovers(self) -> None:
+        try:
+            live = self.provider.list_sandboxes()
+        except Exception:  # noqa: BLE001 - the live check below records and judges the error
+            return
+        prefix = run_prefix(self.run.id)
+        labels = {s.label for s in live if not s.label.startswith(prefix)}
+        leftover = store.leftover_batches(labels)
+        found = [s for s in live if s.label in leftover]
+        if not found:
+            return
+        removed, errors = [], []
+        for sandbox in found:
+            try:
+                self.provider.destroy(sandbox)
+                if not wait_gone(self.provider, sandbox.id, lifecycle_limits.gone_timeout_s):
+                    raise TimeoutError("still listed after destroy")
+            except Exception as exc:  # noqa: BLE001 - left for the live check to count
+                errors.append(f"{sandbox.id}: {type(exc).__name__}: {exc}")
+            else:
+                removed.append(sandbox.id)
+        record = Leftovers(removed=removed, batches=sorted({s.label for s in found}), errors=errors)
+        store.update_manifest(self.run.pk, lambda m: m.leftovers.__setitem__(self.slug, record))
 
     def _cancelled(self) -> bool:
         status = store.run_status(self.run.pk)
@@ -443,6 +478,15 @@ def update_chain(run_id, provider: str, **changes) -> None:
             setattr(chain, name, value)
 
     store.update_manifest(run_id, change)
+
+
+def wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + max(timeout_s, 5.0)
+    while not provider.is_gone(sandbox_id):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> Endpoint:

@@ -116,6 +116,15 @@ class TopUps(msgspec.Struct):
     stopped: str | None
 
 
+class Leftovers(msgspec.Struct):
+    """boxbench's own sandboxes of finished or lost batches that the empty-account check found
+    and destroyed before a chain started (a foreign sandbox is never touched)."""
+
+    removed: list[str]
+    batches: list[str]
+    errors: list[str]
+
+
 class Schedule(msgspec.Struct):
     """How chains share job hosts (runner/steps.py): providers whose sandboxes run on the same
     job host form a lane and take turns, step by step; their parallel trials are capped so the
@@ -158,6 +167,7 @@ class Manifest(msgspec.Struct):
     image_digest: str | None = None
     demo: DemoRun | None = None
     schedule: Schedule | None = None
+    leftovers: dict[str, Leftovers] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -235,4 +245,11 @@ def live_checks_from_json(data: Any, where: str) -> dict[str, dict[str, LiveChec
         raise ManifestError(f"{where}: live_sandboxes is malformed: {exc}") from None
 
 
-_ONLY_WHEN_SET = ("batches_stopped_early", "image_digests", "image_digest", "demo", "schedule")
+_ONLY_WHEN_SET = (
+    "batches_stopped_early",
+    "image_digests",
+    "image_digest",
+    "demo",
+    "schedule",
+    "leftovers",
+)

@@ -538,3 +538,15 @@ def set_queued(run_id, provider: str) -> None:
     ChainProgress.objects.filter(
         run_id=run_id, provider=provider, state=ChainProgress.WAITING
     ).update(state=ChainProgress.QUEUED, enqueued_at=timezone.now())
+
+
+@retrying
+def leftover_batches(labels: set[str]) -> set[str]:
+    """Of these sandbox labels, boxbench's own batches (known to this database) that no running
+    trial uses: sandboxes left by a finished run, or by a trial lost with its worker."""
+    known, in_use = set(), set()
+    for batch, state in Trial.objects.filter(batch__in=labels).values_list("batch", "state"):
+        known.add(batch)
+        if state == TrialState.RUNNING:
+            in_use.add(batch)
+    return known - in_use

@@ -64,3 +64,40 @@ def test_a_failure_the_database_could_not_take_is_recorded_once_it_is_back(
     )
     assert run.trials.get().state == TrialState.CANCELLED
     assert list((tmp_path / "pending-failures").iterdir()) == []
+
+
+def test_the_next_run_destroys_boxbench_leftovers_and_refuses_only_foreign_sandboxes(
+    chain_provider, local
+):
+    from runner.providers.base import SandboxSpec
+
+    earlier = plan(trials=2)
+    lost, busy = earlier.trials.order_by("seq")
+    # A sandbox of a batch whose trial was lost (recovered, not running), and one that a running
+    # trial of the earlier run still uses.
+    leftover = local.create(SandboxSpec(1, 512, lost.batch, 600))
+    assert store.claim_trial(busy.pk, "elsewhere")
+    in_use = local.create(SandboxSpec(1, 512, busy.batch, 600))
+
+    refused = plan(trials=1)
+    chain.execute_chain(refused.pk, "local")
+    refused.refresh_from_db()
+    assert refused.manifest["leftovers"]["local"] == {
+        "removed": [leftover.id],
+        "batches": [lost.batch],
+        "errors": [],
+    }
+    assert local.is_gone(leftover.id)
+    # The other run's sandbox in use is not ours to remove: refused, as for a foreign one.
+    assert refused.status == RunStatus.FAILED
+    assert (
+        f"1 other live sandbox(es) ({in_use.id})" in refused.manifest["chains"]["local"]["stopped"]
+    )
+
+    Trial.objects.filter(pk=busy.pk).update(state=TrialState.CANCELLED)  # that trial has ended
+    later = plan(trials=1)
+    chain.execute_chain(later.pk, "local")
+    later.refresh_from_db()
+    assert later.status == RunStatus.COMPLETED
+    assert later.manifest["leftovers"]["local"]["removed"] == [in_use.id]
+    assert local.list_sandboxes() == []
