@@ -35,10 +35,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
-from django.utils import timezone
 
 from runner import adapters, runs, store
 from runner.benchmarks import all_benchmarks
+from runner.declarations import get_declaration
 from runner.lifecycle import EvidenceRecord, TrialResult
 from runner.outcomes import Outcome
 
@@ -105,7 +105,7 @@ def orphan_after() -> timedelta:
 
 def find_orphans(max_age: timedelta | None = None, now: datetime | None = None) -> list[Orphan]:
     """Running trials whose heartbeat is stale (or older than `max_age`, when given)."""
-    now = now or timezone.now()
+    now = now or store.db_now()
     modules = all_benchmarks()
     stale = orphan_after()
     found = []
@@ -118,7 +118,8 @@ def find_orphans(max_age: timedelta | None = None, now: datetime | None = None) 
             limit, since = trial_limit(benchmark, modules), started_at
         # claim_trial always sets started_at: a running trial without one was not claimed by
         # this runner and cannot be followed by anyone.
-        if since is None or now - since > limit:
+        # Clamped: the database clock can read a millisecond behind a Python timestamp.
+        if since is None or max(now - since, timedelta(0)) >= limit:
             found.append(
                 Orphan(str(pk), str(run_id), provider, batch, started_at, limit, host, since)
             )
@@ -140,7 +141,7 @@ def recover_orphans(
         max_age = timedelta(seconds=max_age)
     if max_age is not None and max_age < timedelta(0):
         raise ValueError(f"max_age must be 0 or more, got {max_age}")
-    now = timezone.now()
+    now = store.db_now()
     report = RecoveryReport(orphans=find_orphans(max_age, now))
     if dry_run:
         return report
@@ -166,10 +167,10 @@ def resume_chains(now: datetime | None = None) -> list[str]:
     its batch runs only what is still queued, so no trial runs twice."""
     from runner import steps
 
-    stale = (now or timezone.now()) - orphan_after()
+    stale = (now or store.db_now()) - orphan_after()
     resumed = []
     for chain in store.lost_steps(stale, stale):
-        if store.requeue_step(chain):
+        if store.requeue_step(chain, stale):
             steps.enqueue(chain.run_id, chain.provider, chain.step, chain.job_host)
             resumed.append(f"{chain.run_id} {chain.provider} step {chain.step}")
     return resumed
@@ -218,8 +219,14 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
 def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> None:
     batches = defaultdict(set)
     for orphan in report.recovered:
-        if orphan.batch:
-            batches[orphan.provider].add(orphan.batch)
+        if not orphan.batch:
+            continue
+        if elsewhere(orphan):
+            # Its sandboxes live on that job host: only it can reach them. They are removed
+            # there (the next run's empty-account check, or `bench cleanup`).
+            report.deferred.append(f"{orphan.provider} {orphan.batch} (on {orphan.job_host})")
+            continue
+        batches[orphan.provider].add(orphan.batch)
     still_used = store.batches_in_use(_flatten(batches))
     for provider_slug, labels in sorted(batches.items()):
         deferred = sorted(b for b in labels if (provider_slug, b) in still_used)
@@ -252,6 +259,16 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> No
         store.mark_cleanup_verified(
             [o.trial_id for o in report.recovered if verified.get(o.batch) is True]
         )
+
+
+def elsewhere(orphan: Orphan) -> bool:
+    """The orphan ran on another job host, for a provider whose sandboxes live on that host."""
+    if not orphan.job_host or orphan.job_host == settings.JOB_HOST:
+        return False
+    try:
+        return get_declaration(orphan.provider).shares_job_host
+    except Exception:  # noqa: BLE001 - an unknown provider: try from here, as before
+        return False
 
 
 def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:

@@ -20,10 +20,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.models import Q, Sum
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from boxbench.models import (
@@ -88,17 +97,27 @@ def retrying(func):
 @retrying
 def claim_trial(trial_id, job_host: str) -> bool:
     """Move a queued trial to running for this job host; False if anyone else got it first."""
-    now = timezone.now()
     changed = Trial.objects.filter(pk=trial_id, state=TrialState.QUEUED).update(
-        state=TrialState.RUNNING, job_host=job_host, started_at=now, heartbeat_at=now
+        state=TrialState.RUNNING, job_host=job_host, started_at=timezone.now(), heartbeat_at=Now()
     )
     return changed == 1
+
+
+def db_now() -> datetime:
+    """The database's clock. Heartbeats are written and judged by it, so clock skew between
+    job hosts cannot make a live trial look lost (or a lost one live)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT CURRENT_TIMESTAMP")
+            return cursor.fetchone()[0]
+        cursor.execute("SELECT STRFTIME('%Y-%m-%d %H:%M:%f', 'now')")
+        return datetime.fromisoformat(cursor.fetchone()[0]).replace(tzinfo=UTC)
 
 
 def beat(trial_ids: list) -> int:
     """Write the heartbeat of these trials while they run (runner/heartbeat.py)."""
     return Trial.objects.filter(pk__in=trial_ids, state=TrialState.RUNNING).update(
-        heartbeat_at=timezone.now()
+        heartbeat_at=Now()
     )
 
 
@@ -453,7 +472,7 @@ def claim_step(run_id, provider: str, step: int) -> bool:
     return (
         ChainProgress.objects.filter(
             run_id=run_id, provider=provider, step=step, state=ChainProgress.QUEUED
-        ).update(state=ChainProgress.RUNNING, heartbeat_at=timezone.now())
+        ).update(state=ChainProgress.RUNNING, heartbeat_at=Now())
         == 1
     )
 
@@ -488,7 +507,7 @@ def queue_turn(run_id, lane: str, after: str) -> ChainProgress | None:
             return None
         later = [r for r in live if r.provider > after]
         chosen = (later or live)[0]
-        chosen.state, chosen.enqueued_at = ChainProgress.QUEUED, timezone.now()
+        chosen.state, chosen.enqueued_at = ChainProgress.QUEUED, Now()
         chosen.save(update_fields=["state", "enqueued_at"])
         return chosen
 
@@ -496,7 +515,7 @@ def queue_turn(run_id, lane: str, after: str) -> ChainProgress | None:
 def beat_chain(run_id, provider: str) -> None:
     ChainProgress.objects.filter(
         run_id=run_id, provider=provider, state=ChainProgress.RUNNING
-    ).update(heartbeat_at=timezone.now())
+    ).update(heartbeat_at=Now())
 
 
 def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
@@ -511,19 +530,19 @@ def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
     )
 
 
-def requeue_step(chain: ChainProgress) -> bool:
-    """Queue a lost step again, conditional on nobody having touched it since it was read."""
+def requeue_step(chain: ChainProgress, stale_before) -> bool:
+    """Queue a lost step again, conditional on it still being lost: the same step, still in the
+    state read, its heartbeat (or enqueue time) still older than `stale_before`."""
     resumed = chain.state == ChainProgress.RUNNING
-    changed = ChainProgress.objects.filter(
-        pk=chain.pk,
-        state=chain.state,
-        step=chain.step,
-        heartbeat_at=chain.heartbeat_at,
-        enqueued_at=chain.enqueued_at,
-    ).update(
-        state=ChainProgress.QUEUED,
-        enqueued_at=timezone.now(),
-        resumed=chain.resumed + (1 if resumed else 0),
+    still = Q(heartbeat_at__lt=stale_before) if resumed else Q(enqueued_at__lt=stale_before)
+    changed = (
+        ChainProgress.objects.filter(pk=chain.pk, state=chain.state, step=chain.step)
+        .filter(still)
+        .update(
+            state=ChainProgress.QUEUED,
+            enqueued_at=Now(),
+            resumed=chain.resumed + (1 if resumed else 0),
+        )
     )
     return changed == 1
 
@@ -537,7 +556,7 @@ def chains_done(run) -> bool:
 def set_queued(run_id, provider: str) -> None:
     ChainProgress.objects.filter(
         run_id=run_id, provider=provider, state=ChainProgress.WAITING
-    ).update(state=ChainProgress.QUEUED, enqueued_at=timezone.now())
+    ).update(state=ChainProgress.QUEUED, enqueued_at=Now())
 
 
 @retrying

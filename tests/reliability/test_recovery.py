@@ -37,7 +37,7 @@ def plan(benchmark="create", trials=2):
 def claim(trial, minutes_ago: float, beat_s_ago: float | None = None):
     """Claim a trial as started `minutes_ago`, its last heartbeat `beat_s_ago` (default: none
     since it started)."""
-    assert store.claim_trial(trial.pk, "lost-host")
+    assert store.claim_trial(trial.pk, django_settings.JOB_HOST)
     now = timezone.now()
     started = now - timedelta(minutes=minutes_ago)
     beat = started if beat_s_ago is None else now - timedelta(seconds=beat_s_ago)
@@ -165,7 +165,7 @@ def test_an_orphan_is_a_running_trial_whose_heartbeat_is_stale(chain_provider, l
     claim(just_fresh, minutes_ago=2, beat_s_ago=55)
     (orphan,) = recovery.find_orphans()
     assert orphan.trial_id == str(silent.pk) and orphan.limit == timedelta(seconds=60)
-    assert orphan.job_host == "lost-host"
+    assert orphan.job_host == django_settings.JOB_HOST
 
 
 def test_a_trial_without_a_heartbeat_waits_for_its_benchmarks_own_limit(chain_provider, local):
@@ -269,3 +269,20 @@ def test_a_redelivered_chain_runs_what_is_queued_but_never_refills_the_unknown_o
     assert not run.trials.filter(replaces=lost).exists()
     assert "outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
     assert run.status == RunStatus.COMPLETED
+
+
+def test_it_leaves_the_sandboxes_of_another_job_host_to_that_host(chain_provider, local):
+    run = plan("create", trials=1)
+    run.transition(RunStatus.RUNNING)
+    trial = run.trials.get()
+    claim(trial, minutes_ago=60)
+    Trial.objects.filter(pk=trial.pk).update(job_host="other-host")
+    sandbox = local.create(SandboxSpec(1, 512, trial.batch, 60))  # "on" the other host
+
+    report = recovery.recover_orphans()
+
+    assert [o.trial_id for o in report.recovered] == [str(trial.pk)]  # ended from here
+    assert report.deferred == [f"local {trial.batch} (on other-host)"]
+    assert assert_recovered(trial.pk)[1]["cleanup_verified"] is False
+    assert [s.id for s in local.list_sandboxes()] == [sandbox.id]
+    local.destroy(sandbox)
