@@ -157,8 +157,7 @@ class Chain:
         another run still in use) stop the chain unless the run allows a busy account; either
         way their count and ids are in the manifest.
         """
-        self._remove_leftovers()
-        entry = self._record_live("before_chain")
+        entry = self._record_live("before_chain", self._remove_leftovers)
         if self.manifest.plan is not None and self.manifest.plan.allow_busy_account:
             return None
         if entry.error is not None:
@@ -171,17 +170,14 @@ class Chain:
             )
         return None
 
-    def _remove_leftovers(self) -> None:
-        try:
-            live = self.provider.list_sandboxes()
-        except Exception:  # noqa: BLE001 - the live check below records and judges the error
-            return
+    def _remove_leftovers(self, live: list) -> bool:
+        """Destroy boxbench's own leftovers among `live`; True if any was found."""
         prefix = run_prefix(self.run.id)
         labels = {s.label for s in live if not s.label.startswith(prefix)}
         leftover = store.leftover_batches(labels)
         found = [s for s in live if s.label in leftover]
         if not found:
-            return
+            return False
         removed, errors = [], []
         for sandbox in found:
             try:
@@ -194,6 +190,7 @@ class Chain:
                 removed.append(sandbox.id)
         record = Leftovers(removed=removed, batches=sorted({s.label for s in found}), errors=errors)
         store.update_manifest(self.run.pk, lambda m: m.leftovers.__setitem__(self.slug, record))
+        return True
 
     def _cancelled(self) -> bool:
         status = store.run_status(self.run.pk)
@@ -413,10 +410,16 @@ class Chain:
     def _store_in_flight(self, label: str) -> None:
         store.set_in_flight(rules.in_flight_means(store.held_spans(self.run, label)))
 
-    def _record_live(self, moment: str) -> LiveCheck:
-        """Other live sandboxes in the account (not this run's), checked outside timed steps."""
+    def _record_live(self, moment: str, first=None) -> LiveCheck:
+        """Other live sandboxes in the account (not this run's), checked outside timed steps.
+
+        `first(live)` may act on the listing (remove leftovers); when it did, the account is
+        listed again for the record.
+        """
         try:
             live = self.provider.list_sandboxes()
+            if first is not None and first(live):
+                live = self.provider.list_sandboxes()
         except Exception as exc:  # noqa: BLE001 - recorded; before the chain it also stops it
             entry = LiveCheck(error=f"{type(exc).__name__}: {exc}")
         else:
