@@ -147,7 +147,11 @@ CONTENT_SECURITY_POLICY = "; ".join(
 REDIS_URL = envstr("BOXBENCH_REDIS_URL")
 Q_TIMEOUT = envint("BOXBENCH_Q_TIMEOUT", 3600, minimum=60)
 Q_CLUSTER = {
-    "name": envstr("BOXBENCH_JOB_HOST", "boxbench"),
+    # One name for the whole site: it salts every task's signature, so a task one job host
+    # enqueues for another can be read there. Each job host's cluster serves its own queue,
+    # named for the host (runner/steps.py routes a provider's steps to its host's queue).
+    "name": "boxbench",
+    "cluster_name": envstr("BOXBENCH_JOB_HOST", "boxbench"),
     "workers": envint("BOXBENCH_Q_WORKERS", 2, minimum=1, maximum=64),
     "timeout": Q_TIMEOUT,
     "retry": Q_TIMEOUT + 600,

@@ -24,6 +24,7 @@ and `manage.py bench recover`.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import logging
 import threading
@@ -145,12 +146,17 @@ def recover_orphans(
     report = RecoveryReport(orphans=find_orphans(max_age, now))
     if dry_run:
         return report
-    if not report.orphans:
-        report.resumed = resume_chains(now)
-        return report
     for orphan in report.orphans:
         orphan.recovered = _end_trial(orphan, now)
-    _destroy_sandboxes(report, provider_factory or adapters.provider_factory)
+    # Trials of this host that recovery elsewhere ended but whose sandboxes it could not reach.
+    left = [
+        Orphan(str(pk), str(run_id), provider, batch, None, timedelta(0), settings.JOB_HOST)
+        for pk, run_id, provider, batch in store.unverified_cut_short(settings.JOB_HOST)
+        if str(pk) not in {o.trial_id for o in report.orphans}
+    ]
+    targets = report.recovered + [dataclasses.replace(o, recovered=True) for o in left]
+    if targets:
+        _destroy_sandboxes(report, provider_factory or adapters.provider_factory, targets)
     for run_id in sorted({o.run_id for o in report.recovered}):
         # A running run whose chains are done, or a cancelling one, waited for this trial.
         if runs.finish_if_done(run_id):
@@ -216,9 +222,9 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
     return True
 
 
-def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> None:
+def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable, targets) -> None:
     batches = defaultdict(set)
-    for orphan in report.recovered:
+    for orphan in targets:
         if not orphan.batch:
             continue
         if elsewhere(orphan):
@@ -256,9 +262,7 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> No
                 continue
             report.destroyed.append(name)
         # Record on each recovered trial that its batch's sandboxes are confirmed gone.
-        store.mark_cleanup_verified(
-            [o.trial_id for o in report.recovered if verified.get(o.batch) is True]
-        )
+        store.mark_cleanup_verified([o.trial_id for o in targets if verified.get(o.batch) is True])
 
 
 def elsewhere(orphan: Orphan) -> bool:
@@ -292,21 +296,20 @@ SCHEDULE_NAME = "boxbench orphan recovery"
 
 
 def install_schedule(**_signal_kwargs) -> None:
-    """The django-q2 Schedule that runs recovery every minute (post_migrate: setup installs it).
-
-    No cluster: every qcluster serves it, one at a time (django-q2 takes a due schedule under a
-    row lock), so recovery runs while any job host is up.
-    """
+    """The django-q2 Schedule that runs recovery every minute on this job host's cluster; setup
+    installs it (post_migrate) and each qcluster when its workers start, so every job host
+    sweeps (only a host can destroy the sandboxes of a provider that runs on it)."""
     from django_q.models import Schedule
 
+    cluster = settings.Q_CLUSTER["cluster_name"]
     Schedule.objects.update_or_create(
-        name=SCHEDULE_NAME,
+        name=f"{SCHEDULE_NAME} ({cluster})",
         defaults={
             "func": "runner.recovery.scheduled_recovery",
             "schedule_type": Schedule.MINUTES,
             "minutes": 1,
             "repeats": -1,
-            "cluster": None,
+            "cluster": cluster,
         },
     )
 
@@ -334,6 +337,7 @@ def on_worker_spawn(**_signal_kwargs) -> None:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     return  # another worker of this host is on it
+                install_schedule()
                 for report in startup_recovery():
                     log.info("startup recovery: %s", report.summary())
         except Exception:  # a failed sweep is retried by the schedule

@@ -569,3 +569,17 @@ def leftover_batches(labels: set[str]) -> set[str]:
         if state == TrialState.RUNNING:
             in_use.add(batch)
     return known - in_use
+
+
+def unverified_cut_short(job_host: str) -> list[tuple]:
+    """(id, run id, provider, batch) of finished trials cut short on `job_host` whose sandboxes
+    are not confirmed gone: recovery on another host ended them but could not reach them."""
+    return list(
+        Trial.objects.filter(
+            job_host=job_host,
+            state=TrialState.DONE,
+            cut_short=True,
+            evidence__kind="lifecycle",
+            evidence__data__cleanup_verified=False,
+        ).values_list("pk", "run_id", "provider__slug", "batch")
+    )
