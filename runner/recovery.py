@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import logging
+import os
 import threading
 import time
 from collections import defaultdict
@@ -326,9 +327,11 @@ def startup_recovery(sleep: Callable[[float], None] = time.sleep) -> list[Recove
 
 
 def on_worker_spawn(**_signal_kwargs) -> None:
-    """django-q2's post_spawn: start `startup_recovery` in a thread, in one worker per job host
-    at a time (a file lock), so a restarted or reincarnated worker's predecessor is recovered."""
-    lock_path = settings.VAR_DIR / f"recovery-{settings.JOB_HOST}.lock"
+    """django-q2's post_spawn: start `startup_recovery` in a thread, in one worker of this
+    cluster (a file lock), so a restarted or reincarnated worker's predecessor is recovered."""
+    # One lock per cluster (the workers' parent), so siblings run it once while a killed
+    # predecessor that is still dying cannot hold it.
+    lock_path = settings.VAR_DIR / f"recovery-{settings.JOB_HOST}-{os.getppid()}.lock"
 
     def run() -> None:
         try:
@@ -340,6 +343,7 @@ def on_worker_spawn(**_signal_kwargs) -> None:
                 install_schedule()
                 for report in startup_recovery():
                     log.info("startup recovery: %s", report.summary())
+            lock_path.unlink(missing_ok=True)
         except Exception:  # a failed sweep is retried by the schedule
             log.exception("startup recovery failed")
         finally:
