@@ -69,7 +69,10 @@ setup_venv() {
 }
 
 # Podman's Docker-compatible service on a socket of our own, so the docker provider works
-# without a Docker engine. Leaves DOCKER_HOST set when a daemon answers.
+# without a Docker engine. Leaves DOCKER_HOST set when a daemon answers. The socket is recorded
+# in var/engine-socket, where `manage.py bench` finds it from any shell, and the service's pid in
+# var/podman-service.pid; STARTED_ENGINE=1 when this invocation started it (stopped on exit).
+STARTED_ENGINE=0
 start_container_engine() {
   if [ -n "${DOCKER_HOST:-}" ]; then return 0; fi
   if [ -S /var/run/docker.sock ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then
@@ -78,15 +81,44 @@ start_container_engine() {
   fi
   command -v podman >/dev/null || return 0
   local socket=$VAR/podman.sock
-  if [ ! -S "$socket" ] || ! pgrep -f "system service --time=0 unix://$socket" >/dev/null; then
+  if [ ! -S "$socket" ] || ! pid_alive "$VAR/podman-service.pid"; then
     rm -f "$socket"
     local runtime=()
     command -v runc >/dev/null && runtime=(--runtime runc)
-    nohup podman "${runtime[@]}" system service --time=0 "unix://$socket" \
+    setsid nohup podman "${runtime[@]}" system service --time=0 "unix://$socket" \
       >"$VAR/podman-service.log" 2>&1 &
+    echo $! >"$VAR/podman-service.pid"
+    STARTED_ENGINE=1
     for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
   fi
-  [ -S "$socket" ] && export DOCKER_HOST=unix://$socket
+  if [ -S "$socket" ]; then
+    export DOCKER_HOST=unix://$socket
+    echo "$DOCKER_HOST" >"$VAR/engine-socket"
+  fi
+}
+
+# True when the pid in file $1 is a live process (its session leader, started by us).
+pid_alive() {
+  [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+# Stop the process group whose leader's pid is in file $1 (TERM, a grace, then KILL); forget it.
+stop_group() {
+  local file=$1 name=$2
+  if pid_alive "$file"; then
+    local pid
+    pid=$(cat "$file")
+    say "Stopping $name (pid $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+stop_engine() {
+  stop_group "$VAR/podman-service.pid" "the Podman service"
+  rm -f "$VAR/engine-socket" "$VAR/podman.sock"
 }
 
 start_postgres() {
@@ -141,7 +173,30 @@ ensure_secret_key() {
   export SECRET_KEY_FILE=$key_file
 }
 
+# What `run` started is stopped when it exits, however it exits (Ctrl-C included).
+on_run_exit() {
+  stop_group "$VAR/qcluster.pid" "the queue worker"
+  if [ "$STARTED_ENGINE" = 1 ]; then stop_engine; fi
+  rm -f "$VAR/run.pid"
+}
+
+# A `run` still going (its exit handler stops what it started), then anything an earlier `run`
+# left running because it was killed before its exit handler ran.
+cmd_stop() {
+  if pid_alive "$VAR/run.pid"; then
+    say "Stopping ./boxbench.sh run (pid $(cat "$VAR/run.pid"))"
+    kill -TERM "$(cat "$VAR/run.pid")" 2>/dev/null || true
+    for _ in $(seq 100); do pid_alive "$VAR/run.pid" || break; sleep 0.1; done
+  fi
+  rm -f "$VAR/run.pid"
+  stop_group "$VAR/qcluster.pid" "the queue worker"
+  stop_engine
+}
+
 cmd_run() {
+  mkdir -p "$VAR"
+  echo $$ >"$VAR/run.pid"
+  trap on_run_exit EXIT
   install_packages $RUN_PACKAGES
   setup_venv requirements.txt
   ensure_secret_key
@@ -163,8 +218,7 @@ cmd_run() {
   # In a session of its own, so that stopping it stops its worker processes too; django-q2's
   # cluster can hang on SIGTERM, so it gets a few seconds before SIGKILL.
   setsid "$PY" manage.py qcluster >"$VAR/qcluster.log" 2>&1 &
-  local worker=$!
-  trap 'kill -TERM -- -'"$worker"' 2>/dev/null; sleep 3; kill -KILL -- -'"$worker"' 2>/dev/null; true' EXIT
+  echo $! >"$VAR/qcluster.pid"
   say "Running the default plan on: $providers"
   if ! "$PY" manage.py bench run --plan default --provider "$providers" --publish; then
     say "The run was not published (see above); its audit report is on its run page"
@@ -194,6 +248,7 @@ cmd_test() {
 
 case "${1:-}" in
   run) shift; cmd_run "$@" ;;
+  stop) shift; cmd_stop ;;
   test) shift; cmd_test "$@" ;;
-  *) echo "usage: ./boxbench.sh run | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
+  *) echo "usage: ./boxbench.sh run | ./boxbench.sh stop | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
 esac

@@ -1,6 +1,15 @@
-"""Cost of the reliability endpoints and of orphan recovery on a large PostgreSQL database.
+"""Cost of the reliability endpoints and of orphan recovery on a large PostgreSQL database, and
+chaos case C1 end to end with the default settings.
 
     .venv/bin/python bench/bench_chaos.py [--trials 200000] [--orphans 200] [--database-url URL]
+    .venv/bin/python bench/bench_chaos.py --kill [--database-url URL]
+
+`--kill` (C1, docs/reliability.md): a fresh database, a run of cpu-single on `local` (4 trials)
+executed by a real `manage.py qcluster` with the default heartbeat and orphan settings; the
+cluster is killed with SIGKILL while sysbench runs, and a new one is started at once. Prints the
+time from the kill until the orphan is ended and its sandbox gone, and until the run finishes,
+with the counts: trials lost (not finished), trials run twice (more than one lifecycle record),
+sandboxes leaked (left in the local root).
 
 Fills a fresh database with planned runs of the Create benchmark (10,000 trials each), most of
 them finished, some queued and `--orphans` running for an hour, then prints:
@@ -19,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.bench_rawdata import reset_database  # noqa: E402
+from bench.bench_rawdata import ROOT, reset_database  # noqa: E402
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/boxbench_chaos"
 PER_RUN = 10_000
@@ -59,13 +68,91 @@ def timings(call, repeat: int) -> list[float]:
     return sorted(found)
 
 
+def kill_case(url: str) -> None:
+    import signal
+    import subprocess
+
+    from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
+    from runner import tasks
+    from runner.declarations import get_declaration
+    from runner.plan import plan_run
+    from runner.providers.local import LocalProvider
+
+    root = ROOT / "var" / "bench-chaos-sandboxes"
+    root.mkdir(parents=True, exist_ok=True)
+    local = LocalProvider(get_declaration("local"), {"root": str(root)})
+    env = {**os.environ, "DATABASE_URL": url, "BOXBENCH_LOCAL_SANDBOX_ROOT": str(root)}
+
+    def cluster(name: str):
+        log = open(ROOT / "var" / f"bench-chaos-{name}.log", "wb")  # noqa: SIM115 - kept open
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    def wait(condition, timeout_s: float, what: str) -> float:
+        started = time.monotonic()
+        while not condition():
+            if time.monotonic() - started > timeout_s:
+                raise SystemExit(f"no {what} within {timeout_s:g} s")
+            time.sleep(0.2)
+        return time.monotonic()
+
+    def sysbench_running() -> bool:
+        from tests.reliability.test_recovery import tool_running
+
+        return tool_running(local, "sysbench")
+
+    run = plan_run("chaos C1", benchmarks=["cpu-single"], providers=["local"], trials=4, seed=1)
+    tasks.start_run(run)
+    first = cluster("killed")
+    wait(sysbench_running, 180, "sysbench")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    killed = time.monotonic()
+    (orphan,) = Trial.objects.filter(run=run, state=TrialState.RUNNING)
+    second = cluster("restarted")
+    try:
+        ended = wait(
+            lambda: (
+                Trial.objects.get(pk=orphan.pk).state == TrialState.DONE
+                and not local.list_sandboxes()
+            ),
+            600,
+            "recovery",
+        )
+        done = wait(lambda: Run.objects.get(pk=run.pk).status != RunStatus.RUNNING, 900, "run end")
+    finally:
+        os.killpg(second.pid, signal.SIGKILL)
+        second.wait()
+    trials = Trial.objects.filter(run=run)
+    lost = trials.filter(state__in=[TrialState.QUEUED, TrialState.RUNNING]).count()
+    twice = sum(1 for t in trials if Evidence.objects.filter(trial=t, kind="lifecycle").count() > 1)
+    leaked = len(local.list_sandboxes())
+    print(
+        f"C1 (kill -9 qcluster mid-trial, default settings): orphan ended and sandbox gone "
+        f"{ended - killed:.1f} s after the kill; run {Run.objects.get(pk=run.pk).status} "
+        f"{done - killed:.1f} s after; trials lost {lost}, run twice {twice}, "
+        f"sandboxes leaked {leaked}"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000)
     parser.add_argument("--orphans", type=int, default=200)
     parser.add_argument("--database-url", default=DEFAULT_URL)
+    parser.add_argument("--kill", action="store_true", help="run chaos case C1 end to end")
     args = parser.parse_args()
     reset_database(args.database_url)
+    if args.kill:
+        os.environ["DATABASE_URL"] = args.database_url
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")
+        import django
+
+        django.setup()
+        kill_case(args.database_url)
+        return
     os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")
     import django

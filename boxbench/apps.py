@@ -7,4 +7,12 @@ class BoxbenchConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from django.db.models.signals import post_migrate
+        from django_q.signals import post_spawn
+
         from boxbench import checks  # noqa: F401  (registers the system checks)
+        from runner import recovery
+
+        # Setup (migrate) installs the recovery schedule; each qcluster recovers when it starts.
+        post_migrate.connect(recovery.install_schedule, sender=self)
+        post_spawn.connect(recovery.on_worker_spawn, dispatch_uid="boxbench-startup-recovery")

@@ -206,6 +206,44 @@ class Run(models.Model):
             setattr(self, key, value)
 
 
+class ChainProgress(models.Model):
+    """Where one provider's chain of a run stands, so that a chain whose worker was lost resumes
+    from there (runner/steps.py): each step (the start, one batch, one top-up round's batch) is
+    one queue task, claimed by a conditional UPDATE on (step, state)."""
+
+    WAITING, QUEUED, RUNNING, DONE = "waiting", "queued", "running", "done"
+    STATES = [(s, s) for s in (WAITING, QUEUED, RUNNING, DONE)]
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="chain_progress", db_index=False)
+    provider = models.CharField(max_length=100)
+    job_host = models.CharField(max_length=100)
+    # Providers whose sandboxes share one job host take turns step by step (never at once).
+    lane = models.CharField(max_length=100, blank=True)
+    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    step = models.PositiveIntegerField(default=0, help_text="The next step to run.")
+    # Top-up rounds and what the chain must remember between steps (JSON, runner/steps.py).
+    memory = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    resumed = models.PositiveIntegerField(default=0, help_text="Times recovery resumed it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "provider"], name="chainprogress_run_provider")
+        ]
+        indexes = [
+            # Recovery: chains not done, by heartbeat (a lost step) or enqueue time.
+            models.Index(
+                fields=["state", "heartbeat_at"],
+                name="chainprogress_live_idx",
+                condition=~models.Q(state="done"),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.run_id} {self.provider} step {self.step} {self.state}"
+
+
 class RunTransition(models.Model):
     run = models.ForeignKey(Run, models.CASCADE, related_name="transitions")
     from_status = models.CharField(max_length=20, choices=RunStatus.choices)
@@ -268,6 +306,9 @@ class Trial(models.Model):
     job_host = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds while the trial runs (runner/heartbeat.py): a running trial whose
+    # heartbeat is stale has lost its worker (runner/recovery.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     in_flight = models.FloatField(null=True, blank=True)
     placement = models.JSONField(default=dict, blank=True)
     host_load = models.JSONField(default=dict, blank=True)
@@ -310,6 +351,12 @@ class Trial(models.Model):
             models.Index(
                 fields=["provider", "started_at"],
                 name="trial_running_idx",
+                condition=models.Q(state="running"),
+            ),
+            # Orphan recovery and /metrics: running trials by heartbeat.
+            models.Index(
+                fields=["heartbeat_at"],
+                name="trial_running_heartbeat_idx",
                 condition=models.Q(state="running"),
             ),
         ]

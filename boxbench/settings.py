@@ -141,13 +141,21 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-# The queue. A trial may run for many minutes; django-q2 hands a task out again once `retry`
-# seconds pass, so `timeout` stays below `retry` and `max_attempts` is 1: the runner owns top-ups,
-# never the queue.
+# The queue. One task is one step of a provider's chain (runner/steps.py): its start, or one
+# (benchmark, round) batch with its parallel trials. BOXBENCH_Q_TIMEOUT bounds that step, not a
+# chain: a batch of the longest benchmark must fit in it (DeepSWE: 10 parallel trials, each under
+# its 30 min limit). django-q2 hands a task out again once `retry` seconds pass, so `retry` stays
+# above `timeout`; a lost step is resumed well before that by recovery (stale heartbeat, about a
+# minute), and a redelivered one runs nothing (its claim on the step fails). `max_attempts` is
+# 1: the runner owns top-ups, never the queue.
 REDIS_URL = envstr("BOXBENCH_REDIS_URL")
 Q_TIMEOUT = envint("BOXBENCH_Q_TIMEOUT", 3600, minimum=60)
 Q_CLUSTER = {
-    "name": envstr("BOXBENCH_JOB_HOST", "boxbench"),
+    # One name for the whole site: it salts every task's signature, so a task one job host
+    # enqueues for another can be read there. Each job host's cluster serves its own queue,
+    # named for the host (runner/steps.py routes a provider's steps to its host's queue).
+    "name": "boxbench",
+    "cluster_name": envstr("BOXBENCH_JOB_HOST", "boxbench"),
     "workers": envint("BOXBENCH_Q_WORKERS", 2, minimum=1, maximum=64),
     "timeout": Q_TIMEOUT,
     "retry": Q_TIMEOUT + 600,
@@ -187,7 +195,19 @@ else:
 # The runner.
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
+# The job host's cores: providers whose sandboxes run on the job host (local, docker) get parallel
+# trials capped so their sandboxes' CPUs fit them (runner/plan.py, "schedule" in the manifest).
+RUNNER_JOB_HOST_CPUS = envint("BOXBENCH_JOB_HOST_CPUS", os.cpu_count() or 1, minimum=1)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
+# Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
+# older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The
+# gap covers a database outage of up to about a minute (the heartbeat resumes when it returns).
+RUNNER_HEARTBEAT_S = envint("BOXBENCH_HEARTBEAT_SECONDS", 5, minimum=1, maximum=60)
+RUNNER_ORPHAN_AFTER_S = envint(
+    "BOXBENCH_ORPHAN_AFTER_SECONDS", 75, minimum=4 * RUNNER_HEARTBEAT_S, maximum=3600
+)
+# How long a trial's result write keeps retrying through a database outage before giving up.
+RUNNER_DB_RETRY_S = envint("BOXBENCH_DB_RETRY_SECONDS", 90, minimum=0, maximum=3600)
 SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
 LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
 DOCKER_HOST = envstr("DOCKER_HOST")

@@ -21,16 +21,33 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from boxbench.models import Run, RunStatus, Trial, TrialState
-from runner import adapters, rules, runs, store
+from runner import adapters, fault, rules, runs, store
 from runner.benchmarks import all_benchmarks
+from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
-from runner.manifest import CreateSpacing, Endpoint, LiveCheck, Manifest, NetworkBaseline, TopUps
+from runner.manifest import (
+    CreateSpacing,
+    Endpoint,
+    Leftovers,
+    LiveCheck,
+    Manifest,
+    NetworkBaseline,
+    TopUps,
+)
 from runner.outcomes import Outcome
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
 log = logging.getLogger(__name__)
 
 REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
+
+
+def refillable(trial: Trial) -> bool:
+    """Lost slots are refilled; a benchmark error only when it was not the benchmark's fault."""
+    if trial.outcome == Outcome.BENCHMARK_ERROR:
+        return not fault.stops_unit(trial.outcome, trial.owner)
+    return trial.outcome in REFILLABLE
+
 
 # Tests replace this: the lifecycle's limits.
 lifecycle_limits = Limits()
@@ -62,8 +79,10 @@ class CreateSpacer:
 class Chain:
     """One provider's trials of one run, executed on this job host."""
 
-    def __init__(self, run: Run, provider_slug: str):
+    def __init__(self, run: Run, provider_slug: str, memory: dict | None = None):
         self.run = run
+        # What earlier steps left for this one (ChainProgress.memory).
+        self.memory = dict(memory or {})
         self.slug = provider_slug
         # The plan part of the manifest, read once; changes go through store.update_manifest.
         self.manifest = run.typed_manifest
@@ -74,46 +93,71 @@ class Chain:
         self.stopped_units: set[tuple[str, str]] = {
             (b, u) for p, b, u in self.manifest.stopped_units if p == provider_slug
         }
-        self.unreplaceable: str | None = None
+        self.unreplaceable: str | None = self.memory.get("unreplaceable")
         # Set when a trial's resources may still exist: no worker of this chain starts another.
         self.halted: str | None = None
         self._lock = threading.Lock()
+        self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}", chain=(run.pk, provider_slug))
 
-    # The whole chain ---------------------------------------------------------------------------
+    # Steps: each is one queue task (runner/steps.py) -------------------------------------------
 
-    def execute(self) -> None:
-        self._set_chain_status("running")
-        busy = self._check_account()
-        if busy:
-            store.cancel_queued(
-                self.run, f"the chain did not start: {busy}", provider__slug=self.slug
-            )
-            self._update_chain(status="done", stopped=busy)
-            return
-        self._network_baseline()
-        for benchmark, round_no in self.manifest.chain_order(self.slug):
-            if self._cancelled() or self.halted:
-                break
-            self.run_batch(benchmark, round_no)
-        if self.halted:
-            halted = self.halted
+    def step(self, number: int) -> int | None:
+        """Run step `number` of the chain; the next step's number, or None once it is done.
+
+        0 is the start (empty account verification, network baseline); 1 to len(order) are the
+        shuffled order's batches; the steps after them are top-up rounds, one batch each.
+        """
+        order = self.manifest.chain_order(self.slug)
+        if self._cancelled():
+            return self._finish()
+        if number == 0:
+            self._set_chain_status("running")
+            busy = self._check_account()
+            if busy:
+                store.cancel_queued(
+                    self.run, f"the chain did not start: {busy}", provider__slug=self.slug
+                )
+                self._update_chain(status="done", stopped=busy)
+                return None
+            self._network_baseline()
+            return 1
+        if number <= len(order) and not self.memory.get("halted"):
+            self.run_batch(*order[number - 1])
+            if not self.halted:
+                return number + 1
+            halted = self.memory["halted"] = self.halted
             store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
             self._update_chain(stopped=halted)
-        if not self._cancelled():
-            self.top_up()
+            return len(order) + 1
+        return self._top_up_step(number)
+
+    def memory_out(self) -> dict:
+        """What the next step must know, kept in the database between steps."""
+        spacing = self.memory.setdefault("spacing", {"waits": 0, "waited_s": 0.0})
+        spacing["waits"] += self.spacer.waits
+        spacing["waited_s"] = round(spacing["waited_s"] + self.spacer.waited_s, 3)
+        self.spacer.waits, self.spacer.waited_s = 0, 0.0
+        if self.unreplaceable:
+            self.memory["unreplaceable"] = self.unreplaceable
+        return self.memory
+
+    def _finish(self) -> None:
         self._record_spacing()
         if self._cancelled():
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
             runs.cleanup_run_sandboxes(self.run, [self.slug])
         self._set_chain_status("done")
+        return None
 
     def _check_account(self) -> str | None:
         """Empty account verification before the chain starts: why it must not start, or None.
 
-        Other live sandboxes (not this run's) stop the chain unless the run allows a busy
-        account; either way their count and ids are in the manifest.
+        boxbench's own leftovers (a batch of an earlier or lost run that no running trial
+        uses) are destroyed first and recorded. Other live sandboxes (foreign, or a batch of
+        another run still in use) stop the chain unless the run allows a busy account; either
+        way their count and ids are in the manifest.
         """
-        entry = self._record_live("before_chain")
+        entry = self._record_live("before_chain", self._remove_leftovers)
         if self.manifest.plan is not None and self.manifest.plan.allow_busy_account:
             return None
         if entry.error is not None:
@@ -125,6 +169,28 @@ class Chain:
                 "them (bench cleanup) or start the run with --allow-busy-account"
             )
         return None
+
+    def _remove_leftovers(self, live: list) -> bool:
+        """Destroy boxbench's own leftovers among `live`; True if any was found."""
+        prefix = run_prefix(self.run.id)
+        labels = {s.label for s in live if not s.label.startswith(prefix)}
+        leftover = store.leftover_batches(labels)
+        found = [s for s in live if s.label in leftover]
+        if not found:
+            return False
+        removed, errors = [], []
+        for sandbox in found:
+            try:
+                self.provider.destroy(sandbox)
+                if not wait_gone(self.provider, sandbox.id, lifecycle_limits.gone_timeout_s):
+                    raise TimeoutError("still listed after destroy")
+            except Exception as exc:  # noqa: BLE001 - left for the live check to count
+                errors.append(f"{sandbox.id}: {type(exc).__name__}: {exc}")
+            else:
+                removed.append(sandbox.id)
+        record = Leftovers(removed=removed, batches=sorted({s.label for s in found}), errors=errors)
+        store.update_manifest(self.run.pk, lambda m: m.leftovers.__setitem__(self.slug, record))
+        return True
 
     def _cancelled(self) -> bool:
         status = store.run_status(self.run.pk)
@@ -200,21 +266,33 @@ class Chain:
     def run_one(self, trial: Trial, benchmark: str):
         if not store.claim_trial(trial.pk, settings.JOB_HOST):
             return None  # delivered twice: someone else runs it
-        module = self.modules[benchmark]
-        unit = next(u for u in module.units() if u.slug == trial.unit.slug)
-        self.spacer.wait()
-        result = run_trial(
-            self.provider,
-            module.DEFINITION,
-            unit,
-            module.run,
-            label=trial.batch,
-            lifetime_s=min(module.DEFINITION.lifetime_s, settings.SANDBOX_LIFETIME_MINUTES * 60),
-            pricing=self.provider.declaration.pricing,
-            limits=lifecycle_limits,
-        )
-        store.save_result(trial.pk, result)
-        if result.outcome == Outcome.BENCHMARK_ERROR:
+        self.heartbeat.add(trial.pk)
+        try:
+            module = self.modules[benchmark]
+            unit = next(u for u in module.units() if u.slug == trial.unit.slug)
+            self.spacer.wait()
+            result = run_trial(
+                self.provider,
+                module.DEFINITION,
+                unit,
+                module.run,
+                label=trial.batch,
+                lifetime_s=min(
+                    module.DEFINITION.lifetime_s, settings.SANDBOX_LIFETIME_MINUTES * 60
+                ),
+                pricing=self.provider.declaration.pricing,
+                limits=lifecycle_limits,
+            )
+            try:
+                store.save_result(trial.pk, result)
+            except store.TrialNotRunning:
+                # Recovery ended it while this worker was silent (a database outage longer
+                # than the orphan limit): it stays cut short, and this result is not stored.
+                log.warning("trial %s was recovered while running: result dropped", trial.pk)
+                return result
+        finally:
+            self.heartbeat.remove(trial.pk)
+        if fault.stops_unit(result.outcome, result.owner):
             self._stop_unit(benchmark, trial.unit.slug)
         if any(
             e.kind == "create_error" and e.data.get("code") == "spend_limit"
@@ -237,39 +315,53 @@ class Chain:
 
     # Top-ups ---------------------------------------------------------------------------------
 
-    def top_up(self) -> None:
-        plan = self.manifest.plan
-        state = rules.RefillState(
-            target=0,
-            started_at=time.monotonic(),
-            time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
-            budget_usd=plan.budget_usd if plan else None,
-        )
-        round_no = rules.ROUNDS
-        reason = None
-        while True:
-            plan = self._refill_plan()
-            if not plan:
-                reason = "every unit reached its target or its 2N attempts"
-                break
+    def _top_up_step(self, number: int) -> int | None:
+        """One step of the top-up rounds: open a round (queue its replacements), or run one of
+        its batches; the round's gain is counted once its last batch ran."""
+        t = self.memory.setdefault("topup", {})
+        if not t:
+            t.update(started_at=time.time(), round=rules.ROUNDS, rounds=0, without_gain=0)
+            t.update(pending=[], before=0)
+        if t["pending"]:
+            self.run_batch(t["pending"].pop(0), t["round"])
+            if not t["pending"]:
+                state = self._refill_state(t)
+                state.after_round(self._successes() - t["before"])
+                t["rounds"], t["without_gain"] = state.rounds, state.rounds_without_gain
+            return number + 1
+        plan = self._refill_plan()
+        if not plan:
+            reason = "every unit reached its target or its 2N attempts"
+        else:
             reason = rules.refill_stop_reason(
-                state,
-                time.monotonic(),
+                self._refill_state(t),
+                time.time(),
                 self._spent_usd(),
                 self.unreplaceable or self._outcome_unknown(),
             )
-            if reason or self._cancelled():
-                reason = reason or "the run was cancelled"
-                break
-            round_no += 1
-            before = self._successes()
-            for benchmark, unit, failed in plan:
-                self._queue_replacements(benchmark, unit, failed, round_no)
-            for benchmark in sorted({b for b, _, _ in plan}):
-                self.run_batch(benchmark, round_no)
-            state.after_round(self._successes() - before)
-        stopped = TopUps(rounds=state.rounds, stopped=reason)
-        store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
+        if not reason and self._cancelled():
+            reason = "the run was cancelled"
+        if reason:
+            stopped = TopUps(rounds=t["rounds"], stopped=reason)
+            store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
+            return self._finish()
+        t["round"] += 1
+        t["before"] = self._successes()
+        for benchmark, unit, failed in plan:
+            self._queue_replacements(benchmark, unit, failed, t["round"])
+        t["pending"] = sorted({b for b, _, _ in plan})
+        return number + 1
+
+    def _refill_state(self, t: dict) -> rules.RefillState:
+        plan = self.manifest.plan
+        return rules.RefillState(
+            target=0,
+            started_at=t["started_at"],
+            time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
+            budget_usd=plan.budget_usd if plan else None,
+            rounds_without_gain=t["without_gain"],
+            rounds=t["rounds"],
+        )
 
     def _refill_plan(self) -> list:
         """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
@@ -287,7 +379,7 @@ class Chain:
             failed = [
                 t
                 for t in unit_trials
-                if t.state == TrialState.DONE and t.outcome in REFILLABLE and t.pk not in replaced
+                if t.state == TrialState.DONE and refillable(t) and t.pk not in replaced
             ]
             count = min(rules.refills_for_unit(target, successes, attempts), len(failed))
             if count:
@@ -318,10 +410,16 @@ class Chain:
     def _store_in_flight(self, label: str) -> None:
         store.set_in_flight(rules.in_flight_means(store.held_spans(self.run, label)))
 
-    def _record_live(self, moment: str) -> LiveCheck:
-        """Other live sandboxes in the account (not this run's), checked outside timed steps."""
+    def _record_live(self, moment: str, first=None) -> LiveCheck:
+        """Other live sandboxes in the account (not this run's), checked outside timed steps.
+
+        `first(live)` may act on the listing (remove leftovers); when it did, the account is
+        listed again for the record.
+        """
         try:
             live = self.provider.list_sandboxes()
+            if first is not None and first(live):
+                live = self.provider.list_sandboxes()
         except Exception as exc:  # noqa: BLE001 - recorded; before the chain it also stops it
             entry = LiveCheck(error=f"{type(exc).__name__}: {exc}")
         else:
@@ -356,11 +454,12 @@ class Chain:
         )
 
     def _record_spacing(self) -> None:
+        totals = self.memory_out()["spacing"]
         spacing = CreateSpacing(
             create_rate_per_s=self.info.create_rate_per_s,
             min_interval_s=self.spacer.interval,
-            waits=self.spacer.waits,
-            waited_s=round(self.spacer.waited_s, 3),
+            waits=totals["waits"],
+            waited_s=totals["waited_s"],
         )
         store.update_manifest(
             self.run.pk, lambda m: m.create_spacing.__setitem__(self.slug, spacing)
@@ -384,6 +483,15 @@ def update_chain(run_id, provider: str, **changes) -> None:
     store.update_manifest(run_id, change)
 
 
+def wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + max(timeout_s, 5.0)
+    while not provider.is_gone(sandbox_id):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> Endpoint:
     """Median TCP connect time to one endpoint over `attempts`: untimed, no API call."""
     times, errors = [], []
@@ -404,22 +512,8 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
 
 
 def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
-    """Run one provider's chain, then finish the run if it was the last chain.
+    """Run one provider's chain to its end in this process, step after step (`bench run
+    --inline`, tests); the queue runs the same steps one task each (runner/steps.py)."""
+    from runner import steps
 
-    `inline`: the run's audit task, if this chain ends the run, runs in this process too.
-    """
-    run = store.get_run(run_id)
-    if run.status != RunStatus.RUNNING:
-        log.info("run %s is %s: chain %s not started", run_id, run.status, provider_slug)
-        update_chain(run_id, provider_slug, status="done")
-    else:
-        try:
-            Chain(run, provider_slug).execute()
-        except Exception as exc:
-            # A defect in the runner itself: stop the run rather than leave it running forever.
-            log.exception("chain %s of run %s failed", provider_slug, run_id)
-            error = f"{type(exc).__name__}: {exc}"
-            update_chain(run_id, provider_slug, status="done", error=error)
-            runs.fail_run(run_id, f"chain {provider_slug} failed: {error}")
-            raise
-    runs.finish_if_done(run_id, inline=inline)
+    steps.run_inline(run_id, provider_slug, inline=inline)

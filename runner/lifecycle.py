@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from runner import clock
+from runner import clock, fault
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -137,6 +137,12 @@ class TrialResult:
 
 class ReadinessFailed(ProviderFailure):
     pass
+
+
+class JobHostFailure(TrialOutcome):
+    """The job host ran out of a resource: not the benchmark's defect, so its unit goes on."""
+
+    outcome, owner = Outcome.BENCHMARK_ERROR, "environment"
 
 
 class CutShort(TrialOutcome):
@@ -434,6 +440,7 @@ class LifecycleContext(TrialContext):
             exit_code = int(exit_text)
         except ValueError:
             raise BenchmarkError(f"background exit code file holds {exit_text[:40]!r}") from None
+        self._check_killed(exit_code)
         return self._guest_run(exit_code, stdout, stderr, total_ms, check_gate)
 
     def _read(self, path: str) -> bytes:
@@ -477,11 +484,22 @@ class LifecycleContext(TrialContext):
     def _exec(self, sandbox, argv, timeout, stdin=None, workdir=None):
         sandbox = sandbox or self.sandbox
         try:
-            return self.provider.exec(sandbox, argv, timeout=timeout, stdin=stdin, workdir=workdir)
+            result = self.provider.exec(
+                sandbox, argv, timeout=timeout, stdin=stdin, workdir=workdir
+            )
         except ExecTimeout as exc:
             raise ProviderFailure(f"a step hit its {timeout:g} s time limit: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
             raise adapter_failure("exec", exc) from None
+        self._check_killed(result.exit_code)
+        return result
+
+    def _check_killed(self, exit_code: int) -> None:
+        """A command ended by a signal the benchmark did not send: the provider's failure."""
+        why = fault.killed_from_outside(exit_code, self.definition.sends_signals)
+        if why:
+            self.evidence("killed_by_signal", {"exit_code": exit_code, "cause": why})
+            raise ProviderFailure(why)
 
     def upload(self, path: str, data: bytes, name: str | None = None) -> float:
         """Upload, timed from adapter entry as metric `name` when given."""
@@ -559,9 +577,16 @@ def run_trial(
         result.evidence.append(
             EvidenceRecord("traceback", {"trace": traceback.format_exc(limit=8)})
         )
-        result.fail(
-            Outcome.BENCHMARK_ERROR, "benchmark", f"the runner raised {type(exc).__name__}: {exc}"
-        )
+        host = fault.host_failure(exc)
+        if host:
+            cause = f"{host}: {type(exc).__name__}: {exc}"
+            result.fail(Outcome.BENCHMARK_ERROR, "environment", cause)
+        else:
+            result.fail(
+                Outcome.BENCHMARK_ERROR,
+                "benchmark",
+                f"the runner raised {type(exc).__name__}: {exc}",
+            )
     finally:
         ctx.close()
         _cleanup(ctx, result, limits)
@@ -610,6 +635,9 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
     if isinstance(error, ProviderError):
         raise adapter_failure("provider", error)
     ctx.evidence("traceback", {"trace": outcome["trace"]})
+    host = fault.host_failure(error)
+    if host:
+        raise JobHostFailure(f"{host}: {type(error).__name__}: {error}")
     raise BenchmarkError(f"the procedure raised {type(error).__name__}: {error}")
 
 

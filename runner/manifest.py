@@ -116,6 +116,26 @@ class TopUps(msgspec.Struct):
     stopped: str | None
 
 
+class Leftovers(msgspec.Struct):
+    """boxbench's own sandboxes of finished or lost batches that the empty-account check found
+    and destroyed before a chain started (a foreign sandbox is never touched)."""
+
+    removed: list[str]
+    batches: list[str]
+    errors: list[str]
+
+
+class Schedule(msgspec.Struct):
+    """How chains share job hosts (runner/steps.py): providers whose sandboxes run on the same
+    job host form a lane and take turns, step by step; their parallel trials are capped so the
+    sandboxes' CPUs fit the host's cores. `capped`: benchmark -> [asked, allowed]."""
+
+    lanes: dict[str, list[str]]
+    host_cpus: int
+    capped: dict[str, list[int]]
+    reason: str
+
+
 class DemoRun(msgspec.Struct):
     """A demo run against loopback fakes (runner/providers/demo.py): never published."""
 
@@ -146,6 +166,8 @@ class Manifest(msgspec.Struct):
     image_digests: dict[str, str] | None = None
     image_digest: str | None = None
     demo: DemoRun | None = None
+    schedule: Schedule | None = None
+    leftovers: dict[str, Leftovers] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -223,4 +245,11 @@ def live_checks_from_json(data: Any, where: str) -> dict[str, dict[str, LiveChec
         raise ManifestError(f"{where}: live_sandboxes is malformed: {exc}") from None
 
 
-_ONLY_WHEN_SET = ("batches_stopped_early", "image_digests", "image_digest", "demo")
+_ONLY_WHEN_SET = (
+    "batches_stopped_early",
+    "image_digests",
+    "image_digest",
+    "demo",
+    "schedule",
+    "leftovers",
+)

@@ -27,6 +27,7 @@ from runner.manifest import (
     Plan,
     PlannedBenchmark,
     ProviderEntry,
+    Schedule,
 )
 from runner.providers import unavailable
 from runner.providers.base import ProviderError
@@ -105,6 +106,8 @@ def plan_run(
         )
         for slug in benchmarks
     }
+    job_hosts = job_hosts or {}
+    schedule = _shared_host_schedule(providers, declarations, job_hosts, modules, parallel)
     if trials is not None and not 1 <= trials <= 10_000:
         raise PlanError(f"trials per unit must be between 1 and 10000, got {trials}")
     if budget_usd is not None and budget_usd <= 0:
@@ -124,7 +127,6 @@ def plan_run(
         raise PlanError(f"no provider is eligible for any requested benchmark: {reasons}")
 
     provider_rows, benchmark_rows = sync_catalog()
-    job_hosts = job_hosts or {}
     manifest = Manifest(
         seed=seed,
         plan=Plan(
@@ -142,6 +144,7 @@ def plan_run(
         versions=_versions(),
         # Per provider: the image every number of its chain ran on (Manifest.digest_for).
         images={provider: image_identity(provider) for provider in sorted(eligible)},
+        schedule=schedule,
     )
     for slug in benchmarks:
         d = modules[slug].DEFINITION
@@ -173,6 +176,33 @@ def plan_run(
         blocks = _blocks(run_id, provider, manifest.benchmarks, benchmark_rows, order)
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
     return store.create_run(run_id, name, manifest, actor, chains)
+
+
+def _shared_host_schedule(providers, declarations, job_hosts, modules, parallel) -> Schedule | None:
+    """Lanes of providers whose sandboxes share a job host, and the parallel trials capped so
+    their CPUs fit its cores (`parallel` is changed in place; equal for every provider)."""
+    lanes: dict[str, list[str]] = {}
+    for provider in sorted(providers):
+        if declarations[provider].shares_job_host:
+            host = job_hosts.get(provider, settings.JOB_HOST)
+            lanes.setdefault(f"host:{host}", []).append(provider)
+    if not lanes:
+        return None
+    host_cpus = settings.RUNNER_JOB_HOST_CPUS
+    capped = {}
+    for slug, asked in parallel.items():
+        d = modules[slug].DEFINITION
+        allowed = rules.fit_host_cores(asked, d.cpus, d.sandboxes_per_trial, host_cpus)
+        if allowed != asked:
+            capped[slug] = [asked, allowed]
+            parallel[slug] = allowed
+    names = "; ".join(f"{lane}: {', '.join(members)}" for lane, members in lanes.items())
+    reason = (
+        f"sandboxes of {names} run on the job host itself: providers sharing a host take turns "
+        f"step by step (never at once) so drift reaches them alike, and parallel trials are "
+        f"capped so their sandboxes' CPUs fit its {host_cpus} core(s)"
+    )
+    return Schedule(lanes=lanes, host_cpus=host_cpus, capped=capped, reason=reason)
 
 
 def _blocks(

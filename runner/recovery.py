@@ -1,8 +1,11 @@
 """Recovery of orphaned trials: a worker or qcluster that died mid-trial leaves a Trial "running"
 and possibly a live sandbox. Nothing else would ever end either.
 
-A running trial is an orphan once it has run longer than its benchmark could (create, procedure
-and destroy limits plus a margin for readiness, probes and cleanup checks). It is then written
+A running trial is an orphan once its heartbeat (runner/heartbeat.py, every few seconds while its
+worker lives) is older than `RUNNER_ORPHAN_AFTER_S` (75 s by default). A trial claimed without a
+heartbeat (by code older than the column) is an orphan once it has run longer than its benchmark
+could (create, procedure and destroy limits plus a margin for readiness, probes and cleanup
+checks). It is then written
 through the runner's own store as the lifecycle writes a trial cut short: outcome provider
 failure, owner unknown, cause "cut short: worker lost", and the Trial's `cut_short` column that
 runner/store.py writes (an unknown outcome stops refilling for that provider: chain.Chain reads
@@ -14,23 +17,30 @@ loses the race cleanly (its own save fails) instead of finding its sandbox destr
 that then reports success. Sandboxes are destroyed only for batches that no live trial still
 uses: sibling trials of one batch share its label.
 
-Entry points: `recover_orphans()` (plain function; `scheduled_recovery` for a django-q2
-Schedule) and `manage.py bench recover`.
+Entry points: `recover_orphans()` (plain function), `scheduled_recovery` (the django-q2 Schedule
+that migrate installs, every minute), `startup_recovery` (each qcluster, when its workers start)
+and `manage.py bench recover`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import logging
+import os
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.utils import timezone
+from django.conf import settings
+from django.db import connections
 
 from runner import adapters, runs, store
 from runner.benchmarks import all_benchmarks
+from runner.declarations import get_declaration
 from runner.lifecycle import EvidenceRecord, TrialResult
 from runner.outcomes import Outcome
 
@@ -52,6 +62,9 @@ class Orphan:
     batch: str
     started_at: datetime | None
     limit: timedelta
+    job_host: str = ""
+    # The heartbeat (or, without one, the start) that the limit is counted from.
+    last_seen: datetime | None = None
     recovered: bool = False  # False: the trial ended on its own before recovery wrote it
 
 
@@ -62,6 +75,7 @@ class RecoveryReport:
     deferred: list[str] = field(default_factory=list)  # batches still used by a live trial
     errors: list[str] = field(default_factory=list)
     runs_finished: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)  # "<run> <provider> step <n>"
 
     @property
     def recovered(self) -> list[Orphan]:
@@ -71,7 +85,7 @@ class RecoveryReport:
         return (
             f"{len(self.recovered)} orphaned trial(s) recovered, "
             f"{len(self.destroyed)} sandbox(es) destroyed, {len(self.deferred)} batch(es) "
-            f"deferred, {len(self.errors)} error(s)"
+            f"deferred, {len(self.resumed)} chain step(s) resumed, {len(self.errors)} error(s)"
         )
 
 
@@ -87,17 +101,30 @@ def trial_limit(benchmark_slug: str, modules: dict | None = None) -> timedelta:
     )
 
 
+def orphan_after() -> timedelta:
+    return timedelta(seconds=settings.RUNNER_ORPHAN_AFTER_S)
+
+
 def find_orphans(max_age: timedelta | None = None, now: datetime | None = None) -> list[Orphan]:
-    """Running trials older than their limit (or than `max_age`, when given)."""
-    now = now or timezone.now()
+    """Running trials whose heartbeat is stale (or older than `max_age`, when given)."""
+    now = now or store.db_now()
     modules = all_benchmarks()
+    stale = orphan_after()
     found = []
-    for pk, run_id, provider, benchmark, batch, started_at in store.running_trials():
-        limit = max_age if max_age is not None else trial_limit(benchmark, modules)
+    for pk, run_id, provider, benchmark, batch, started_at, beat, host in store.running_trials():
+        if max_age is not None:
+            limit, since = max_age, started_at
+        elif beat is not None:
+            limit, since = stale, beat
+        else:
+            limit, since = trial_limit(benchmark, modules), started_at
         # claim_trial always sets started_at: a running trial without one was not claimed by
         # this runner and cannot be followed by anyone.
-        if started_at is None or now - started_at > limit:
-            found.append(Orphan(str(pk), str(run_id), provider, batch, started_at, limit))
+        # Clamped: the database clock can read a millisecond behind a Python timestamp.
+        if since is None or max(now - since, timedelta(0)) >= limit:
+            found.append(
+                Orphan(str(pk), str(run_id), provider, batch, started_at, limit, host, since)
+            )
     return found
 
 
@@ -116,28 +143,56 @@ def recover_orphans(
         max_age = timedelta(seconds=max_age)
     if max_age is not None and max_age < timedelta(0):
         raise ValueError(f"max_age must be 0 or more, got {max_age}")
-    now = timezone.now()
+    now = store.db_now()
     report = RecoveryReport(orphans=find_orphans(max_age, now))
-    if dry_run or not report.orphans:
+    if dry_run:
         return report
     for orphan in report.orphans:
         orphan.recovered = _end_trial(orphan, now)
-    _destroy_sandboxes(report, provider_factory or adapters.provider_factory)
+    # Trials of this host that recovery elsewhere ended but whose sandboxes it could not reach.
+    left = [
+        Orphan(str(pk), str(run_id), provider, batch, None, timedelta(0), settings.JOB_HOST)
+        for pk, run_id, provider, batch in store.unverified_cut_short(settings.JOB_HOST)
+        if str(pk) not in {o.trial_id for o in report.orphans}
+    ]
+    targets = report.recovered + [dataclasses.replace(o, recovered=True) for o in left]
+    if targets:
+        _destroy_sandboxes(report, provider_factory or adapters.provider_factory, targets)
     for run_id in sorted({o.run_id for o in report.recovered}):
-        if _finish_cancelling_run(run_id):
+        # A running run whose chains are done, or a cancelling one, waited for this trial.
+        if runs.finish_if_done(run_id):
             report.runs_finished.append(run_id)
-    if report.recovered:
+    report.resumed = resume_chains(now)
+    if report.recovered or report.resumed:
         log.warning("orphan recovery: %s", report.summary())
     return report
 
 
+def resume_chains(now: datetime | None = None) -> list[str]:
+    """Re-enqueue chain steps whose worker was lost (stale heartbeat) or whose task has waited
+    in the queue past the orphan limit. The step's own claim makes a duplicate harmless, and
+    its batch runs only what is still queued, so no trial runs twice."""
+    from runner import steps
+
+    stale = (now or store.db_now()) - orphan_after()
+    resumed = []
+    for chain in store.lost_steps(stale, stale):
+        if store.requeue_step(chain, stale):
+            steps.enqueue(chain.run_id, chain.provider, chain.step, chain.job_host)
+            resumed.append(f"{chain.run_id} {chain.provider} step {chain.step}")
+    return resumed
+
+
 def scheduled_recovery() -> str:
-    """A django-q2 Schedule target: `runner.recovery.scheduled_recovery` every few minutes."""
-    return recover_orphans().summary()
+    """The django-q2 Schedule's target (every minute): failures kept while the database was
+    away are recorded, then orphans are recovered."""
+    failed = runs.apply_pending_failures()
+    summary = recover_orphans().summary()
+    return f"{summary}; {len(failed)} run failure(s) recorded late" if failed else summary
 
 
 def _end_trial(orphan: Orphan, now: datetime) -> bool:
-    overdue = None if orphan.started_at is None else (now - orphan.started_at - orphan.limit)
+    overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
         outcome=Outcome.PROVIDER_FAILURE,
         owner="unknown",
@@ -152,6 +207,8 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
                 "recovery",
                 {
                     "limit_s": orphan.limit.total_seconds(),
+                    "last_seen": orphan.last_seen.isoformat() if orphan.last_seen else None,
+                    "job_host": orphan.job_host,
                     "overdue_s": None if overdue is None else overdue.total_seconds(),
                     "batch": orphan.batch,
                 },
@@ -166,11 +223,17 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
     return True
 
 
-def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> None:
+def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable, targets) -> None:
     batches = defaultdict(set)
-    for orphan in report.recovered:
-        if orphan.batch:
-            batches[orphan.provider].add(orphan.batch)
+    for orphan in targets:
+        if not orphan.batch:
+            continue
+        if elsewhere(orphan):
+            # Its sandboxes live on that job host: only it can reach them. They are removed
+            # there (the next run's empty-account check, or `bench cleanup`).
+            report.deferred.append(f"{orphan.provider} {orphan.batch} (on {orphan.job_host})")
+            continue
+        batches[orphan.provider].add(orphan.batch)
     still_used = store.batches_in_use(_flatten(batches))
     for provider_slug, labels in sorted(batches.items()):
         deferred = sorted(b for b in labels if (provider_slug, b) in still_used)
@@ -200,9 +263,17 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable) -> No
                 continue
             report.destroyed.append(name)
         # Record on each recovered trial that its batch's sandboxes are confirmed gone.
-        store.mark_cleanup_verified(
-            [o.trial_id for o in report.recovered if verified.get(o.batch) is True]
-        )
+        store.mark_cleanup_verified([o.trial_id for o in targets if verified.get(o.batch) is True])
+
+
+def elsewhere(orphan: Orphan) -> bool:
+    """The orphan ran on another job host, for a provider whose sandboxes live on that host."""
+    if not orphan.job_host or orphan.job_host == settings.JOB_HOST:
+        return False
+    try:
+        return get_declaration(orphan.provider).shares_job_host
+    except Exception:  # noqa: BLE001 - an unknown provider: try from here, as before
+        return False
 
 
 def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
@@ -216,12 +287,66 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> 
     return True
 
 
-def _finish_cancelling_run(run_id: str) -> bool:
-    """A cancelled run waits for its running trials to end: recovery may have ended the last."""
-    if not store.run_is_cancelling(run_id):
-        return False
-    return runs.finish_if_done(run_id)
-
-
 def _flatten(batches: dict) -> list[str]:
     return sorted({b for labels in batches.values() for b in labels})
+
+
+# -- when recovery runs --------------------------------------------------------------------------
+
+SCHEDULE_NAME = "boxbench orphan recovery"
+
+
+def install_schedule(**_signal_kwargs) -> None:
+    """The django-q2 Schedule that runs recovery every minute on this job host's cluster; setup
+    installs it (post_migrate) and each qcluster when its workers start, so every job host
+    sweeps (only a host can destroy the sandboxes of a provider that runs on it)."""
+    from django_q.models import Schedule
+
+    cluster = settings.Q_CLUSTER["cluster_name"]
+    Schedule.objects.update_or_create(
+        name=f"{SCHEDULE_NAME} ({cluster})",
+        defaults={
+            "func": "runner.recovery.scheduled_recovery",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "repeats": -1,
+            "cluster": cluster,
+        },
+    )
+
+
+def startup_recovery(sleep: Callable[[float], None] = time.sleep) -> list[RecoveryReport]:
+    """Recovery when a qcluster's workers start: a qcluster that starts after a crash finds the
+    dead workers' trials at once if their heartbeats are already stale, and once more when the
+    freshest of them must have gone stale (a heartbeat written just before the crash)."""
+    runs.apply_pending_failures()
+    reports = [recover_orphans()]
+    sleep(settings.RUNNER_ORPHAN_AFTER_S + settings.RUNNER_HEARTBEAT_S)
+    reports.append(recover_orphans())
+    return reports
+
+
+def on_worker_spawn(**_signal_kwargs) -> None:
+    """django-q2's post_spawn: start `startup_recovery` in a thread, in one worker of this
+    cluster (a file lock), so a restarted or reincarnated worker's predecessor is recovered."""
+    # One lock per cluster (the workers' parent), so siblings run it once while a killed
+    # predecessor that is still dying cannot hold it.
+    lock_path = settings.VAR_DIR / f"recovery-{settings.JOB_HOST}-{os.getppid()}.lock"
+
+    def run() -> None:
+        try:
+            with open(lock_path, "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # another worker of this host is on it
+                install_schedule()
+                for report in startup_recovery():
+                    log.info("startup recovery: %s", report.summary())
+            lock_path.unlink(missing_ok=True)
+        except Exception:  # a failed sweep is retried by the schedule
+            log.exception("startup recovery failed")
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=run, name="startup-recovery", daemon=True).start()

@@ -43,6 +43,12 @@ def parallel_trials(definition, override: int | None, default: int, host_cap: in
     return max(1, min(override or definition.parallel_trials or default, host_cap))
 
 
+def fit_host_cores(parallel: int, cpus: int, sandboxes_per_trial: int, host_cpus: int) -> int:
+    """Parallel trials whose sandboxes' CPUs fit the job host's cores (at least 1), for
+    providers whose sandboxes run on the job host itself."""
+    return max(1, min(parallel, host_cpus // max(1, cpus * sandboxes_per_trial)))
+
+
 def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
     """Why `declaration`'s provider cannot enter `definition`'s benchmark; [] when it can.
 

@@ -6,8 +6,12 @@ Every read and write goes through runner/store.py; each status change is a RunTr
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from pathlib import Path
 
+from django.conf import settings
 from django_q.tasks import async_task
 
 from boxbench.models import Run, RunStatus, TrialState
@@ -20,15 +24,55 @@ log = logging.getLogger(__name__)
 AUDIT_TASK = "boxbench.tasks.audit_run"
 
 
-def fail_run(run_id, note: str) -> None:
+def fail_run(run_id, note: str) -> bool:
+    """Mark the run failed with `note`. When the database is away (after the store's own
+    retries), the failure is kept in a file under BOXBENCH_VAR_DIR and recorded by
+    `apply_pending_failures` once the database is back; False then."""
+    try:
+        _fail(run_id, note)
+    except store.DB_DOWN as exc:
+        path = _pending_dir() / f"{run_id}.json"
+        path.write_text(json.dumps({"run": str(run_id), "note": note, "at": time.time()}))
+        log.error("run %s failed but the database is away (%s): kept in %s", run_id, exc, path)
+        return False
+    return True
+
+
+def _fail(run_id, note: str) -> None:
     run = store.get_run(run_id)
     if run.status in (RunStatus.PLANNED, RunStatus.RUNNING, RunStatus.CANCELLING):
         run.transition(RunStatus.FAILED, note=note[:2000])
         store.cancel_queued(run, f"the run failed: {note[:200]}")
 
 
+def _pending_dir() -> Path:
+    path = Path(settings.VAR_DIR) / "pending-failures"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def apply_pending_failures() -> list[str]:
+    """Record the run failures that could not be written while the database was away (on this
+    job host); returns the runs marked failed now. Run by recovery, each sweep."""
+    applied = []
+    for path in sorted(_pending_dir().glob("*.json")):
+        try:
+            pending = json.loads(path.read_text())
+            _fail(pending["run"], f"{pending['note']} (recorded once the database was back)")
+        except store.DB_DOWN:
+            break  # still away: the next sweep tries again
+        except (ValueError, KeyError, Run.DoesNotExist) as exc:
+            log.error("cannot apply the pending run failure %s: %s", path, exc)
+        else:
+            applied.append(pending["run"])
+        path.unlink(missing_ok=True)
+    return applied
+
+
 def finish_if_done(run_id, *, inline: bool = False) -> bool:
-    """Move the run to its end state once every chain is done, then enqueue its audit.
+    """Move the run to its end state once every chain is done and no trial is queued or
+    running, then enqueue its audit. A run without a single successful trial ends failed, with
+    why its chains stopped: it never reads as a success.
 
     `inline` runs the audit task in this process (`bench run --inline`: no queue serves it).
     """
@@ -38,7 +82,16 @@ def finish_if_done(run_id, *, inline: bool = False) -> bool:
         if not chains_done and run.status != RunStatus.CANCELLING:
             return False
         if run.status == RunStatus.RUNNING:
-            run.transition(RunStatus.COMPLETED, note="every provider chain finished")
+            unfinished = store.unfinished_trials(run)
+            if unfinished:
+                # A lost trial is ended by recovery (stale heartbeat), which calls this again.
+                return False
+            if not store.run_successes(run):
+                notes = chain_notes(run)
+                reason = "no trial succeeded" + (f": {'; '.join(notes)}" if notes else "")
+                run.transition(RunStatus.FAILED, note=reason[:2000])
+                return True
+            run.transition(RunStatus.COMPLETED, note="every trial finished")
         elif run.status == RunStatus.CANCELLING:
             if store.has_running_trials(run):
                 return False

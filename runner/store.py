@@ -2,6 +2,11 @@
 write of planning, chains, run state changes and recovery is a function here, named for what it
 does.
 
+The chain's reads and writes (`@retrying`) ride out a database outage: a connection error is
+retried with backoff for up to `RUNNER_DB_RETRY_S` seconds (outside a transaction only, since a
+broken transaction cannot be resumed), so a blip neither loses a measured trial nor stops the
+chain.
+
 A trial is claimed by a conditional UPDATE (queued -> running) that must change exactly one row, so
 a task delivered twice runs it once. A finished trial is written with its measurements and
 evidence in one transaction, and only while it is still running: no half-written trial.
@@ -9,34 +14,134 @@ evidence in one transaction, and only while it is still running: no half-written
 
 from __future__ import annotations
 
+import functools
+import logging
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from django.db import transaction
-from django.db.models import Sum
+from django.conf import settings
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.models import Q, Sum
+from django.db.models.functions import Now
 from django.utils import timezone
 
-from boxbench.models import Evidence, Measurement, Run, RunStatus, Trial, TrialState, Unit
+from boxbench.models import (
+    ChainProgress,
+    Evidence,
+    Measurement,
+    Run,
+    RunStatus,
+    Trial,
+    TrialState,
+    Unit,
+)
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
 from runner.outcomes import Outcome
+
+log = logging.getLogger(__name__)
+# Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.
+DB_DOWN = (OperationalError, InterfaceError)
+FIRST_WAIT_S = 0.25
+MAX_WAIT_S = 5.0
+# Tests replace it to pass time without waiting.
+sleep = time.sleep
 
 
 class TrialNotRunning(Exception):
     pass
 
 
+def retrying(func):
+    """Retry `func` through a database outage of up to RUNNER_DB_RETRY_S seconds."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        deadline = time.monotonic() + settings.RUNNER_DB_RETRY_S
+        wait = FIRST_WAIT_S
+        attempt = 1
+        while True:
+            try:
+                return func(*args, **kwargs)
+            except DB_DOWN as exc:
+                connection = connections[DEFAULT_DB_ALIAS]
+                if connection.in_atomic_block or time.monotonic() + wait > deadline:
+                    raise
+                log.warning(
+                    "database unavailable in %s (attempt %d): %s; retrying in %.2f s",
+                    func.__name__,
+                    attempt,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    wait,
+                )
+                # Drop the broken connection: Django opens a new one on the next query.
+                with suppress(DB_DOWN):
+                    connection.close()
+                sleep(wait)
+                wait = min(wait * 2, MAX_WAIT_S)
+                attempt += 1
+
+    return wrapper
+
+
+@retrying
 def claim_trial(trial_id, job_host: str) -> bool:
     """Move a queued trial to running for this job host; False if anyone else got it first."""
     changed = Trial.objects.filter(pk=trial_id, state=TrialState.QUEUED).update(
-        state=TrialState.RUNNING, job_host=job_host, started_at=timezone.now()
+        state=TrialState.RUNNING, job_host=job_host, started_at=timezone.now(), heartbeat_at=Now()
     )
     return changed == 1
 
 
+def db_now() -> datetime:
+    """The database's clock. Heartbeats are written and judged by it, so clock skew between
+    job hosts cannot make a live trial look lost (or a lost one live)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT CURRENT_TIMESTAMP")
+            return cursor.fetchone()[0]
+        cursor.execute("SELECT STRFTIME('%Y-%m-%d %H:%M:%f', 'now')")
+        return datetime.fromisoformat(cursor.fetchone()[0]).replace(tzinfo=UTC)
+
+
+def beat(trial_ids: list) -> int:
+    """Write the heartbeat of these trials while they run (runner/heartbeat.py)."""
+    return Trial.objects.filter(pk__in=trial_ids, state=TrialState.RUNNING).update(
+        heartbeat_at=Now()
+    )
+
+
 def save_result(trial_id, result: TrialResult) -> Trial:
-    """Write a finished trial; raises TrialNotRunning when it was not claimed."""
+    """Write a finished trial; raises TrialNotRunning when it was not claimed (or was ended by
+    recovery meanwhile). Retried through a database outage: a commit whose answer the outage
+    swallowed is recognised by its own end time, not stored twice."""
+    try:
+        return _write_result(trial_id, result)
+    except TrialNotRunning:
+        if result.ended_at is not None:
+            stored = Trial.objects.filter(
+                pk=trial_id,
+                state=TrialState.DONE,
+                outcome=result.outcome,
+                ended_at=result.ended_at,
+            ).first()
+            if stored is not None:
+                return stored
+        raise
+
+
+@retrying
+def _write_result(trial_id, result: TrialResult) -> Trial:
     with transaction.atomic():
         changed = Trial.objects.filter(pk=trial_id, state=TrialState.RUNNING).update(
             state=TrialState.DONE,
@@ -77,6 +182,7 @@ def save_result(trial_id, result: TrialResult) -> Trial:
     return Trial.objects.get(pk=trial_id)
 
 
+@retrying
 def cancel_queued(run, reason: str, **filters) -> int:
     """Mark queued trials cancelled (they never ran), with the reason as their cause."""
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
@@ -142,6 +248,7 @@ def create_run(run_id, name: str, manifest: Manifest, actor, chains: list[Planne
 # -- runs ---------------------------------------------------------------------------------------
 
 
+@retrying
 def get_run(run_id) -> Run:
     return Run.objects.get(pk=run_id)
 
@@ -153,6 +260,7 @@ def locked_run(run_id) -> Iterator[Run]:
         yield Run.objects.select_for_update().get(pk=run_id)
 
 
+@retrying
 def update_manifest(run_id, change: Callable[[Manifest], None]) -> Manifest:
     """Apply `change` to the run's typed manifest under a row lock: chains write it concurrently."""
     with locked_run(run_id) as run:
@@ -162,10 +270,23 @@ def update_manifest(run_id, change: Callable[[Manifest], None]) -> Manifest:
     return manifest
 
 
+@retrying
+def unfinished_trials(run) -> int:
+    """The run's trials still queued or running."""
+    return Trial.objects.filter(run=run, state__in=(TrialState.QUEUED, TrialState.RUNNING)).count()
+
+
+@retrying
+def run_successes(run) -> int:
+    return Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).count()
+
+
+@retrying
 def has_running_trials(run) -> bool:
     return Trial.objects.filter(run=run, state=TrialState.RUNNING).exists()
 
 
+@retrying
 def running_batches(run) -> set[str]:
     """Batch labels of the run's running trials: their sandboxes are still in use."""
     return set(
@@ -173,6 +294,7 @@ def running_batches(run) -> set[str]:
     )
 
 
+@retrying
 def trial_states(run) -> list[tuple[str, str, str, str]]:
     """(provider, benchmark, state, outcome) of every trial of the run."""
     return list(
@@ -185,11 +307,13 @@ def trial_states(run) -> list[tuple[str, str, str, str]]:
 # -- a provider's chain -------------------------------------------------------------------------
 
 
+@retrying
 def run_status(run_id) -> str | None:
     """The run's status as stored now (another process may have cancelled it)."""
     return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
+@retrying
 def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
     """The batch's queued trials of one provider, in seq order, with their units."""
     return list(
@@ -199,6 +323,7 @@ def queued_in_batch(run, provider: str, batch: str) -> list[Trial]:
     )
 
 
+@retrying
 def chain_trials(run, provider: str) -> list[Trial]:
     """Every trial of one provider's chain, with its benchmark and unit."""
     return list(
@@ -206,6 +331,7 @@ def chain_trials(run, provider: str) -> list[Trial]:
     )
 
 
+@retrying
 def replaced_trial_ids(run) -> set:
     """Ids of the run's trials that a top-up trial already replaces."""
     return set(
@@ -213,6 +339,7 @@ def replaced_trial_ids(run) -> set:
     )
 
 
+@retrying
 def last_seq(run, low: int, high: int) -> int | None:
     """The highest seq of the run's trials in (low, high], or None when there is none."""
     return (
@@ -223,6 +350,7 @@ def last_seq(run, low: int, high: int) -> int | None:
     )
 
 
+@retrying
 def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, batch: str) -> None:
     """Queue one top-up trial for each failed trial, numbered from after_seq + 1."""
     Trial.objects.bulk_create(
@@ -241,22 +369,26 @@ def queue_replacements(run, failed: list[Trial], round_no: int, after_seq: int, 
     )
 
 
+@retrying
 def outcome_unknown(run, provider: str) -> bool:
     """A trial of this chain was cut short, so its outcome is unknown (an unknown owner alone
     is not)."""
     return Trial.objects.filter(run=run, provider__slug=provider, cut_short=True).exists()
 
 
+@retrying
 def successes(run, provider: str) -> int:
     return Trial.objects.filter(run=run, provider__slug=provider, outcome=Outcome.SUCCESS).count()
 
 
+@retrying
 def spent_usd(run) -> float:
     """What the run's trials have cost so far, over every provider."""
     total = Trial.objects.filter(run=run).aggregate(total=Sum("cost_usd"))["total"]
     return float(total or 0.0)
 
 
+@retrying
 def held_spans(run, batch: str) -> dict:
     """{trial id: [(start, end)]} of the batch's sandbox-holding spans (lifecycle evidence)."""
     held = {}
@@ -267,6 +399,7 @@ def held_spans(run, batch: str) -> dict:
     return held
 
 
+@retrying
 def set_in_flight(means: dict) -> None:
     """Store each trial's mean number of other trials in flight ({trial id: mean})."""
     for trial_id, mean in means.items():
@@ -277,10 +410,20 @@ def set_in_flight(means: dict) -> None:
 
 
 def running_trials() -> list[tuple]:
-    """(id, run id, provider, benchmark, batch, started_at) of every running trial, oldest first."""
+    """(id, run id, provider, benchmark, batch, started_at, heartbeat_at, job_host) of every
+    running trial, oldest first."""
     return list(
         Trial.objects.filter(state=TrialState.RUNNING)
-        .values_list("pk", "run_id", "provider__slug", "benchmark__slug", "batch", "started_at")
+        .values_list(
+            "pk",
+            "run_id",
+            "provider__slug",
+            "benchmark__slug",
+            "batch",
+            "started_at",
+            "heartbeat_at",
+            "job_host",
+        )
         .order_by("started_at")
     )
 
@@ -303,3 +446,140 @@ def mark_cleanup_verified(trial_ids: list[str]) -> None:
 
 def run_is_cancelling(run_id) -> bool:
     return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists()
+
+
+# -- chain progress (runner/steps.py) ------------------------------------------------------------
+
+
+def create_progress(run, chains: list[tuple[str, str, str, str]]) -> None:
+    """One ChainProgress per (provider, job host, lane, initial state); existing rows are kept."""
+    for provider, job_host, lane, state in chains:
+        ChainProgress.objects.get_or_create(
+            run=run,
+            provider=provider,
+            defaults={"job_host": job_host, "lane": lane, "state": state},
+        )
+
+
+@retrying
+def progress(run_id, provider: str) -> ChainProgress:
+    return ChainProgress.objects.get(run_id=run_id, provider=provider)
+
+
+@retrying
+def claim_step(run_id, provider: str, step: int) -> bool:
+    """Move the chain's queued `step` to running; False if it is not (duplicate or late task)."""
+    return (
+        ChainProgress.objects.filter(
+            run_id=run_id, provider=provider, step=step, state=ChainProgress.QUEUED
+        ).update(state=ChainProgress.RUNNING, heartbeat_at=Now())
+        == 1
+    )
+
+
+@retrying
+def end_step(run_id, provider: str, step: int, next_step: int | None, memory: dict) -> None:
+    """Record a step done: the next one waits for its turn, or the chain is done."""
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, step=step, state=ChainProgress.RUNNING
+    ).update(
+        state=ChainProgress.DONE if next_step is None else ChainProgress.WAITING,
+        step=step if next_step is None else next_step,
+        memory=memory,
+        heartbeat_at=None,
+    )
+
+
+@retrying
+def queue_turn(run_id, lane: str, after: str) -> ChainProgress | None:
+    """Give the next turn of a lane (or of a lone chain) to the chain after `after`, in provider
+    order and round again; the chosen one becomes queued. None when every chain there is done."""
+    with transaction.atomic():
+        rows = list(
+            ChainProgress.objects.select_for_update()
+            .filter(run_id=run_id, lane=lane, **({} if lane else {"provider": after}))
+            .order_by("provider")
+        )
+        if any(r.state in (ChainProgress.QUEUED, ChainProgress.RUNNING) for r in rows):
+            return None  # someone holds the turn already
+        live = [r for r in rows if r.state == ChainProgress.WAITING]
+        if not live:
+            return None
+        later = [r for r in live if r.provider > after]
+        chosen = (later or live)[0]
+        chosen.state, chosen.enqueued_at = ChainProgress.QUEUED, Now()
+        chosen.save(update_fields=["state", "enqueued_at"])
+        return chosen
+
+
+def beat_chain(run_id, provider: str) -> None:
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, state=ChainProgress.RUNNING
+    ).update(heartbeat_at=Now())
+
+
+def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
+    """Chains of live runs whose running step lost its heartbeat, or whose queued step has
+    waited since `requeue_before` (a task the broker may have lost)."""
+    live = (RunStatus.RUNNING, RunStatus.CANCELLING)
+    return list(
+        ChainProgress.objects.filter(run__status__in=live).filter(
+            Q(state=ChainProgress.RUNNING, heartbeat_at__lt=stale_before)
+            | Q(state=ChainProgress.QUEUED, enqueued_at__lt=requeue_before)
+        )
+    )
+
+
+def requeue_step(chain: ChainProgress, stale_before) -> bool:
+    """Queue a lost step again, conditional on it still being lost: the same step, still in the
+    state read, its heartbeat (or enqueue time) still older than `stale_before`."""
+    resumed = chain.state == ChainProgress.RUNNING
+    still = Q(heartbeat_at__lt=stale_before) if resumed else Q(enqueued_at__lt=stale_before)
+    changed = (
+        ChainProgress.objects.filter(pk=chain.pk, state=chain.state, step=chain.step)
+        .filter(still)
+        .update(
+            state=ChainProgress.QUEUED,
+            enqueued_at=Now(),
+            resumed=chain.resumed + (1 if resumed else 0),
+        )
+    )
+    return changed == 1
+
+
+def chains_done(run) -> bool:
+    """Every chain of the run is done (a run planned before ChainProgress: True)."""
+    return not ChainProgress.objects.filter(run=run).exclude(state=ChainProgress.DONE).exists()
+
+
+@retrying
+def set_queued(run_id, provider: str) -> None:
+    ChainProgress.objects.filter(
+        run_id=run_id, provider=provider, state=ChainProgress.WAITING
+    ).update(state=ChainProgress.QUEUED, enqueued_at=Now())
+
+
+@retrying
+def leftover_batches(labels: set[str]) -> set[str]:
+    """Of these sandbox labels, boxbench's own batches (known to this database) that no running
+    trial uses: sandboxes left by a finished run, or by a trial lost with its worker."""
+    known, in_use = set(), set()
+    for batch, state in Trial.objects.filter(batch__in=labels).values_list("batch", "state"):
+        known.add(batch)
+        if state == TrialState.RUNNING:
+            in_use.add(batch)
+    return known - in_use
+
+
+def unverified_cut_short(job_host: str) -> list[tuple]:
+    """(id, run id, provider, batch) of finished trials cut short on `job_host` whose sandboxes
+    are not confirmed gone: recovery on another host ended them but could not reach them."""
+    return list(
+        Trial.objects.filter(
+            job_host=job_host,
+            state=TrialState.DONE,
+            cut_short=True,
+            evidence__kind="lifecycle",
+            evidence__data__cleanup_verified=False,
+        ).values_list("pk", "run_id", "provider__slug", "batch")
+    )

@@ -88,6 +88,9 @@ class BenchmarkDefinition:
     # default (BOXBENCH_CONCURRENCY). Capped by BOXBENCH_JOB_HOST_CAP; `--concurrency` overrides.
     parallel_trials: int | None = None
     sandboxes_per_trial: int = 1  # at most at once; x parallel_trials must fit the account limit
+    # Signals the procedure itself sends to the commands it runs (signal numbers). Any other
+    # external signal ending a command is the provider's failure (runner/fault.py).
+    sends_signals: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ DEFAULT_NPROC = 4096
 API_TIMEOUT_S = 120
 MIN_FREE_BYTES = 5 * 1024**3
 NOT_READY_STATUS = {502, 503, 504}
+# Written by `./boxbench.sh run` (relative to BOXBENCH_VAR_DIR): the engine socket it started.
+ENGINE_RECORD = "engine-socket"
 LOCAL_SOCKETS = (
     "/var/run/docker.sock",
     "/run/podman/podman.sock",
@@ -84,6 +86,26 @@ KILL_SCRIPT = (
     "for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; "
     'grep -qzx "$1" "$e" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done; true'
 )
+
+
+def recorded_engine() -> tuple[str, str]:
+    """The engine socket `./boxbench.sh run` started and recorded in var/engine-socket, so that
+    commands in another shell find it: (url, "") while the socket exists, else ("", why not)."""
+    from django.conf import settings as django_settings
+
+    record = Path(django_settings.VAR_DIR) / ENGINE_RECORD
+    try:
+        url = record.read_text().strip()
+    except OSError:
+        return "", ""
+    path = url.removeprefix("unix://")
+    if url.startswith("unix://") and os.path.exists(path):
+        return url, ""
+    return "", (
+        f"; {record} names {url}, which is not there: the Podman service `./boxbench.sh run` "
+        f"started has stopped. Start it again with `./boxbench.sh run`, or set "
+        f"DOCKER_HOST=unix://<socket of a running engine>"
+    )
 
 
 class EngineClient(docker.APIClient):
@@ -127,6 +149,9 @@ class DockerProvider(Provider):
         url = self.settings.get("host") or os.environ.get(self.host_variable, "")
         if url:
             return url
+        recorded, note = recorded_engine()
+        if recorded:
+            return recorded
         xdg = os.environ.get("XDG_RUNTIME_DIR", f"/run/user/{os.getuid()}")
         for candidate in LOCAL_SOCKETS:
             path = candidate.format(xdg=xdg)
@@ -134,7 +159,7 @@ class DockerProvider(Provider):
                 return f"unix://{path}"
         raise ProviderError(
             f"{self.slug}: no engine socket found; set {self.host_variable} "
-            f"(looked in {', '.join(c.format(xdg=xdg) for c in LOCAL_SOCKETS)})",
+            f"(looked in {', '.join(c.format(xdg=xdg) for c in LOCAL_SOCKETS)}){note}",
             operation="connect",
         )
 

@@ -47,7 +47,9 @@ def test_it_leaves_no_sandbox_after_one_cleanup_pass(chain_provider, local, monk
     chain.execute_chain(run.pk, "local")
     run.refresh_from_db()
 
-    assert run.status == RunStatus.COMPLETED
+    # Every trial failed: the run ends failed, saying so, never "completed" with no result.
+    assert run.status == RunStatus.FAILED
+    assert run.transitions.get(to_status=RunStatus.FAILED).note.startswith("no trial succeeded")
     assert not run.trials.filter(state__in=[TrialState.RUNNING, TrialState.QUEUED]).exists()
     failures = run.trials.filter(outcome=Outcome.PROVIDER_FAILURE)
     assert {t.cause for t in failures} >= {

@@ -43,9 +43,11 @@ def skipped_time():
 
 
 @pytest.fixture
-def chain_provider(local, monkeypatch):
+def chain_provider(local, monkeypatch, settings):
     """Make runs use `local` (optionally wrapped; the fixture is in tests/conftest.py) with short
-    lifecycle limits; returns a setter."""
+    lifecycle limits; returns a setter. The job host counts as large, so tests not about the
+    shared-host cap (test_schedule.py) plan the parallel trials they ask for."""
+    settings.RUNNER_JOB_HOST_CPUS = 256
     current = {"provider": local}
     monkeypatch.setattr(adapters, "provider_factory", lambda slug: current["provider"])
     monkeypatch.setattr(chain, "lifecycle_limits", FAST)

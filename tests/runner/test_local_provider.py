@@ -180,3 +180,93 @@ def test_it_sees_a_process_that_exited_between_reads_as_gone(monkeypatch):
     assert local_module._alive(1, None) is False
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "1 (init) S 0")
     assert local_module._alive(1, None) is False
+
+
+def test_it_destroys_a_sandbox_whose_creation_was_cut_short_before_its_cgroups_were_recorded(
+    local, monkeypatch
+):
+    def killed(*args):
+        raise WorkerKilled
+
+    def write_before_cgroups(directory, meta):
+        if not meta["cgroups"]:
+            _real_write(directory, meta)
+
+    # The cgroups exist (and may hold a limit), sandbox.json does not list them yet.
+    monkeypatch.setattr(local_module, "_write_meta", write_before_cgroups)
+    monkeypatch.setattr(local_module.LocalProvider, "_start", killed)
+    with pytest.raises(WorkerKilled):
+        local.create(spec(lifetime_s=600))
+    monkeypatch.undo()
+    [half] = local.list_sandboxes("bb-test")
+    made = local_module.sandbox_cgroups(half.id)
+    if not made:
+        pytest.skip("no writable cgroup on this host")
+    assert local_module._read_meta(local.root / half.id)["cgroups"] == []
+
+    local.destroy(half)
+
+    assert all(not cgroup.exists() for cgroup in made)
+    assert local.is_gone(half.id) and local.list_sandboxes() == []
+
+
+_real_write = local_module._write_meta
+
+
+def test_it_kills_processes_that_appear_after_its_first_pass(local, monkeypatch):
+    sandbox = local.create(spec(lifetime_s=600))
+    # A process outside the namespace's init, in the sandbox's cgroups: the init's death does
+    # not take it along, so only the cgroup shows it.
+    cgroups = local_module._read_meta(local.root / sandbox.id)["cgroups"]
+    if not cgroups:
+        pytest.skip("no writable cgroup on this host: processes cannot be found by cgroup")
+    joined = local_module.join_cgroups_prefix([Path(c) for c in cgroups])
+    stray = subprocess.Popen([*joined, "sleep", "600"], start_new_session=True)
+    procs = Path(cgroups[0]) / "cgroup.procs"
+    deadline = time.monotonic() + 30
+    while str(stray.pid) not in procs.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    real = local_module._processes_of
+    passes = {"n": 0}
+
+    def late(directory, groups, *, by_command_line):
+        passes["n"] += 1
+        found = real(directory, groups, by_command_line=by_command_line)
+        return found - {stray.pid} if passes["n"] == 1 else found
+
+    monkeypatch.setattr(local_module, "_processes_of", late)
+    local.destroy(sandbox)
+    assert stray.wait(timeout=10) == -9
+    assert passes["n"] >= 2 and local.is_gone(sandbox.id)
+
+
+def test_it_kills_a_process_that_joins_a_cgroup_after_its_last_pass(local, monkeypatch):
+    sandbox = local.create(spec(lifetime_s=600))
+    cgroups = local_module._read_meta(local.root / sandbox.id)["cgroups"]
+    if not cgroups:
+        pytest.skip("no writable cgroup on this host")
+    joined = local_module.join_cgroups_prefix([Path(c) for c in cgroups])
+    strays = []
+    real_remove = local_module.remove_cgroup
+
+    def join_first(path, deadline, on_busy=None):
+        if not strays:  # between the last pass and the removal
+            strays.append(subprocess.Popen([*joined, "sleep", "600"], start_new_session=True))
+            while str(strays[0].pid) not in (path / "cgroup.procs").read_text().split():
+                time.sleep(0.01)
+        real_remove(path, deadline, on_busy)
+
+    monkeypatch.setattr(local_module, "remove_cgroup", join_first)
+    local.destroy(sandbox)
+    assert strays[0].wait(timeout=10) == -9 and local.is_gone(sandbox.id)
+
+
+def test_it_reports_a_process_it_cannot_kill(local, monkeypatch):
+    sandbox = local.create(spec(lifetime_s=600))
+    monkeypatch.setattr(local_module, "GONE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(local_module.os, "kill", lambda pid, sig: None)  # as if stuck in D state
+    with pytest.raises(local_module.ProviderError, match=r"still alive 0.3 s after SIGKILL"):
+        local.destroy(sandbox)
+    monkeypatch.undo()
+    local.destroy(sandbox)
+    assert local.is_gone(sandbox.id)

@@ -226,7 +226,10 @@ def test_outsiders_cannot_start_runs(client, db):
 def test_it_stops_a_chain_before_it_starts_when_the_account_is_busy(chain_provider, local):
     stray = local.create(SandboxSpec(1, 1024, "someone-elses-sandbox", 60))
     run = start(plan(trials=2))
-    assert run.status == RunStatus.COMPLETED
+    # Not "completed with 0 results": a run without a success never reads as one.
+    assert run.status == RunStatus.FAILED
+    ended = run.transitions.get(to_status=RunStatus.FAILED).note
+    assert ended.startswith("no trial succeeded: local: the account holds 1 other live")
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 2
     before = run.manifest["live_sandboxes"]["local"]["before_chain"]
     assert before["others"] == 1 and before["other_ids"] == [stray.id]
@@ -245,14 +248,24 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
 
     from runner.benchmarks import create
 
-    short = dataclasses.replace(create.DEFINITION, procedure_timeout_s=0.1)
+    short = dataclasses.replace(create.DEFINITION, procedure_timeout_s=2.0)
     monkeypatch.setattr(create, "DEFINITION", short)
-    monkeypatch.setattr(create, "run", lambda ctx: time.sleep(0.3))
-    run = start(plan(trials=2))
-    assert run.trials.count() == 2  # no replacement: the outcome of a cut-short trial is unknown
-    for trial in run.trials.all():
-        assert (trial.outcome, trial.owner) == (Outcome.PROVIDER_FAILURE, "unknown")
-        assert trial.cut_short and trial.cause.startswith("cut short: ")
+    real = create.run
+    calls = []
+
+    def first_overruns(ctx):
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(2.5)  # past the 2 s limit: cut short
+        else:
+            real(ctx)
+
+    monkeypatch.setattr(create, "run", first_overruns)
+    run = start(plan(trials=3))
+    assert run.trials.count() == 3  # no replacement: the outcome of a cut-short trial is unknown
+    trial = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
+    assert trial.owner == "unknown" and trial.cause.startswith("cut short: ")
+    assert trial.cut_short
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
     from django.utils import timezone
@@ -267,7 +280,7 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
     leaderboard.materialize()
     [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
     assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
-    assert (row["n"], row["label"]) == (0, "Not Measured")
+    assert row["n"] == 2
 
 
 def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local):
@@ -359,7 +372,7 @@ def test_no_adapter_exception_kills_a_chain(chain_provider, local):
 
     chain_provider(FaultyProvider(local, crash=("list", RuntimeError("api down"))))
     unlisted = start(plan(trials=1))
-    assert unlisted.status == RunStatus.COMPLETED
+    assert unlisted.status == RunStatus.FAILED  # nothing ran: no success to show
     assert runs.chain_notes(unlisted) == [
         "local: the account's live sandboxes could not be listed: RuntimeError: api down"
     ]

@@ -35,6 +35,7 @@ from runner.providers.local.cgroups import (
     make_cgroups,
     probe_cgroups,
     remove_cgroup,
+    sandbox_cgroups,
 )
 from runner.providers.local.toolchain import host_toolchain_identity, toolchain_binds
 
@@ -259,31 +260,45 @@ class LocalProvider(Provider):
         self._remove(directory, meta)
 
     def _remove(self, directory: Path, meta: dict) -> None:
-        pid, pid_start = meta.get("pid"), meta.get("pid_start")
-        if pid:
-            processes = {pid: pid_start}
-        else:
-            # Creation was cut short (a killed worker) after bubblewrap may have started but
-            # before its pid was recorded: find the sandbox's processes instead, or its cgroups
-            # stay busy and it lives on until its lifetime ends.
-            started = {found: _start_time(found) for found in _processes_of(directory, meta)}
-            # No start time: already gone, and its pid may be reused by now.
-            processes = {found: at for found, at in started.items() if at is not None}
+        """Kill every process of the sandbox, again until none is left, then remove its cgroups
+        and directory; ProviderError naming what is left when that fails within the limit.
+
+        Its processes are the recorded init pid and whatever is in its cgroups. When creation
+        was cut short (a killed worker) before the pid was recorded, also those whose command
+        line names its directory or cgroups (bubblewrap, the prelude joining the cgroups):
+        otherwise its cgroups stay busy and it lives on until its lifetime ends. Killing is
+        repeated because a process being set up can fork after one pass has listed its cgroup.
+        """
+        cgroups = [Path(c) for c in meta.get("cgroups", [])]
+        cgroups += [c for c in sandbox_cgroups(meta["id"]) if c not in cgroups]
+        known: dict[int, int | None] = {}
+        if meta.get("pid"):
+            known[meta["pid"]] = meta.get("pid_start")
         deadline = time.monotonic() + GONE_TIMEOUT_S
-        for process, started in processes.items():
-            if _alive(process, started):
+        search = not meta.get("pid")
+        while True:
+            for found in _processes_of(directory, cgroups, by_command_line=search):
+                if found not in known:
+                    # No start time: already gone, and its pid may be reused by now.
+                    started = _start_time(found)
+                    if started is not None:
+                        known[found] = started
+            alive = [process for process, started in known.items() if _alive(process, started)]
+            if not alive:
+                break
+            if time.monotonic() > deadline:
+                states = ", ".join(f"{p} ({_state(p)})" for p in alive[:10])
+                raise ProviderError(
+                    f"sandbox {meta['id']}: process(es) {states} still alive "
+                    f"{GONE_TIMEOUT_S:g} s after SIGKILL",
+                    operation="destroy",
+                )
+            for process in alive:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process, signal.SIGKILL)
-        for process, started in processes.items():
-            while _alive(process, started):
-                if time.monotonic() > deadline:
-                    raise ProviderError(
-                        f"sandbox {meta['id']} process {process} did not exit after SIGKILL",
-                        operation="destroy",
-                    )
-                time.sleep(0.002)
-        for cgroup in meta.get("cgroups", []):
-            remove_cgroup(Path(cgroup), deadline)
+            time.sleep(0.005)
+        for cgroup in cgroups:
+            remove_cgroup(cgroup, deadline, on_busy=_kill_members)
         shutil.rmtree(directory, ignore_errors=True)
         if directory.exists():
             raise ProviderError(f"cannot remove {directory}", operation="destroy")
@@ -418,21 +433,37 @@ def _stat(pid: int) -> list[str] | None:
     return fields if len(fields) > 19 else None
 
 
-def _processes_of(directory: Path, meta: dict) -> set[int]:
-    """Every process of a sandbox, found without its recorded pid: those in its cgroups, and any
-    whose command line binds its working directory (bubblewrap and the namespace's init)."""
+def _processes_of(directory: Path, cgroups: list[Path], *, by_command_line: bool) -> set[int]:
+    """Processes of a sandbox found without its recorded pid: those in its cgroups and, with
+    `by_command_line`, any whose command line names its working directory (bubblewrap and the
+    namespace's init) or one of its cgroups (the prelude that moves itself into them)."""
     found = set()
-    for cgroup in meta.get("cgroups", []):
+    for cgroup in cgroups:
         with contextlib.suppress(OSError, ValueError):
-            found.update(int(pid) for pid in (Path(cgroup) / "cgroup.procs").read_text().split())
-    app = str(directory / "app").encode()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if app in (entry / "cmdline").read_bytes().split(b"\0"):
-                    found.add(int(entry.name))
+            found.update(int(pid) for pid in (cgroup / "cgroup.procs").read_text().split())
+    if by_command_line:
+        names = {str(directory / "app").encode(), *(str(c).encode() for c in cgroups)}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if names & set((entry / "cmdline").read_bytes().split(b"\0")):
+                        found.add(int(entry.name))
     found.discard(os.getpid())
     return found
+
+
+def _kill_members(cgroup: Path) -> None:
+    """Kill whatever is in a cgroup now: a process can join after the last pass found none."""
+    with contextlib.suppress(OSError, ValueError):
+        for pid in (cgroup / "cgroup.procs").read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def _state(pid: int) -> str:
+    """A process's state letter for a report (D: uninterruptible, the usual reason it lingers)."""
+    fields = _stat(pid)
+    return fields[0] if fields else "gone"
 
 
 def _start_time(pid: int) -> int | None:

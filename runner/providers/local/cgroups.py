@@ -62,11 +62,23 @@ def probe_cgroups() -> tuple[dict[str, Path], dict]:
     return places, facts
 
 
+def _cgroup_name(sandbox_id: str) -> str:
+    return f"boxbench-{sandbox_id}"
+
+
+def sandbox_cgroups(sandbox_id: str) -> list[Path]:
+    """The sandbox's cgroups that exist now, found by name: creation may have been cut short
+    after making them and before recording them in sandbox.json."""
+    places, _ = probe_cgroups()
+    paths = {parent / _cgroup_name(sandbox_id) for _, parent in places.values()}
+    return sorted(path for path in paths if path.exists())
+
+
 def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path], dict]:
     places, facts = probe_cgroups()
     made: list[Path] = []
     for controller, (version, parent) in places.items():
-        path = parent / f"boxbench-{sandbox_id}"
+        path = parent / _cgroup_name(sandbox_id)
         try:
             if path not in made:
                 path.mkdir(exist_ok=True)
@@ -99,7 +111,9 @@ def join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", *map(str, cgroups), "--"]
 
 
-def remove_cgroup(path: Path, deadline: float) -> None:
+def remove_cgroup(path: Path, deadline: float, on_busy=None) -> None:
+    """Remove an emptied cgroup; `on_busy(path)` runs each time it is still busy (a process
+    that joined it late is killed there)."""
     while path.exists():
         try:
             path.rmdir()
@@ -109,6 +123,8 @@ def remove_cgroup(path: Path, deadline: float) -> None:
                 raise ProviderError(
                     f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
                 ) from None
+            if on_busy is not None:
+                on_busy(path)
             time.sleep(0.005)
 
 

@@ -1,0 +1,142 @@
+"""A provider's chain as a sequence of steps, one django-q2 task each, with its state in the
+database (ChainProgress), so a task's timeout bounds one batch, not a whole chain, and a chain
+whose worker was lost resumes from the step it was on.
+
+Steps (runner/chain.py `Chain.step`): 0 the start (empty account verification, network
+baseline), then one per (benchmark, round) batch of the shuffled order, then one per top-up
+batch. A task claims its step with a conditional UPDATE (queued -> running, on the step number),
+so a task delivered twice, or re-enqueued by recovery while the first copy still waited in the
+queue, runs the step once; inside it every trial is still claimed by its own conditional UPDATE.
+
+Lanes: providers whose sandboxes share one job host (`shares_job_host`) never run at the same
+time. They form a lane and take turns step by step in provider order (A's start, B's start, A's
+round 1 batch, B's round 1 batch, ...), so host drift reaches both alike and neither takes the
+other's cores. A provider alone on its host (a cloud API) is a lane of one.
+
+Recovery (runner/recovery.py) re-enqueues a running step whose heartbeat is stale, and a queued
+step that has waited longer than the orphan limit (its task may have been lost with a broker).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django_q.tasks import async_task
+
+from boxbench.models import ChainProgress, Run
+from runner import runs, store
+from runner.declarations import get_declaration
+
+log = logging.getLogger(__name__)
+TASK = "runner.tasks.chain_step"
+
+
+def cluster_for(job_host: str) -> str:
+    """The qcluster that serves `job_host`: this machine's own cluster name, or the host's."""
+    if job_host == settings.JOB_HOST:
+        return settings.Q_CLUSTER["cluster_name"]
+    return job_host
+
+
+def lane_of(provider: str, job_host: str) -> str:
+    """Providers sharing a job host share a lane named for it; others run alone ("")."""
+    return f"host:{job_host}" if get_declaration(provider).shares_job_host else ""
+
+
+def lanes(run: Run) -> dict[str, list[str]]:
+    """{lane: [providers]} of the run's shared-host lanes, in turn order."""
+    found: dict[str, list[str]] = {}
+    for slug, info in sorted(run.typed_manifest.providers.items()):
+        lane = lane_of(slug, info.job_host)
+        if lane:
+            found.setdefault(lane, []).append(slug)
+    return found
+
+
+def start(run: Run) -> None:
+    """Create the run's chain states and enqueue the first step of each lane and lone chain."""
+    rows, first = [], set()
+    for slug, info in sorted(run.typed_manifest.providers.items()):
+        lane = lane_of(slug, info.job_host)
+        leads = not lane or lane not in first
+        first.add(lane)
+        state = ChainProgress.QUEUED if leads else ChainProgress.WAITING
+        rows.append((slug, info.job_host, lane, state))
+    store.create_progress(run, rows)
+    for slug, job_host, _, state in rows:
+        if state == ChainProgress.QUEUED:
+            enqueue(run.pk, slug, 0, job_host)
+
+
+def enqueue(run_id, provider: str, step: int, job_host: str) -> None:
+    async_task(
+        TASK,
+        str(run_id),
+        provider,
+        step,
+        cluster=cluster_for(job_host),
+        task_name=f"run {run_id} chain {provider} step {step}",
+        group=str(run_id),
+    )
+
+
+def run_step(run_id, provider: str, number: int, *, inline: bool = False) -> int | None:
+    """Claim and run step `number` of a chain; the next step's number, or None (done, or the
+    step was not this task's to run)."""
+    from runner.chain import Chain, update_chain
+
+    if not store.claim_step(run_id, provider, number):
+        log.info("run %s chain %s step %s: not queued, nothing to do", run_id, provider, number)
+        return None
+    memory = store.progress(run_id, provider).memory
+    chain = Chain(store.get_run(run_id), provider, memory)
+    try:
+        with chain.heartbeat:
+            following = chain.step(number)
+    except Exception as exc:
+        # A defect in the runner itself, or a database away for longer than the store's
+        # retries: stop the run rather than leave it running forever.
+        log.exception("chain %s of run %s failed at step %s", provider, run_id, number)
+        error = f"{type(exc).__name__}: {exc}"
+        try:
+            update_chain(run_id, provider, status="done", error=error)
+            store.end_step(run_id, provider, number, None, chain.memory)
+        except store.DB_DOWN:
+            pass  # the failure below is kept on disk and recorded once the database is back
+        runs.fail_run(run_id, f"chain {provider} failed: {error}")
+        raise
+    store.end_step(run_id, provider, number, following, chain.memory_out())
+    if following is None:
+        runs.finish_if_done(run_id, inline=inline)
+    return following
+
+
+def chain_step(run_id: str, provider: str, number: int) -> None:
+    """The queue task: run one step, then give the lane's next turn (or this chain's next
+    step) to its queue."""
+    progress = store.progress(run_id, provider)
+    if progress.step != number or progress.state != ChainProgress.QUEUED:
+        return  # a duplicate delivery: the step ran, or runs elsewhere
+    run_step(run_id, provider, number)
+    turn = store.queue_turn(run_id, progress.lane, after=provider)
+    if turn is not None:
+        enqueue(run_id, turn.provider, turn.step, turn.job_host)
+
+
+def run_inline(run_id, provider: str, *, inline: bool = False) -> None:
+    """Every remaining step of one chain in this process (`bench run --inline`, tests)."""
+    run = store.get_run(run_id)
+    info = run.typed_manifest.providers[provider]
+    store.create_progress(run, [(provider, info.job_host, "", ChainProgress.QUEUED)])
+    while True:
+        progress = store.progress(run_id, provider)
+        if progress.state == ChainProgress.DONE:
+            break
+        if progress.state == ChainProgress.WAITING:
+            store.set_queued(run_id, provider)
+        if run_step(run_id, provider, progress.step, inline=inline) is None:
+            break
+    # A chain that was done before this call (a redelivered task): the run may still be
+    # waiting for it to say so.
+    runs.finish_if_done(run_id, inline=inline)
