@@ -10,25 +10,22 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from boxbench.choices import (  # noqa: F401 - the store's vocabulary, imported from here too
+    RUN_TRANSITIONS,
+    Clock,
+    ClockGate,
+    Direction,
+    MeasurementKind,
+    Owner,
+    ResolutionKind,
+    RunStatus,
+    Scope,
+    Section,
+    TrialState,
+)
 from boxbench.permissions import RUN_PERMISSIONS
 from runner.manifest import Manifest
 from runner.outcomes import Outcome
-
-
-class Section(models.TextChoices):
-    WORKLOAD = "workload", "Workload"
-    SANDBOX_OPERATIONS = "sandbox_operations", "Sandbox Operations"
-    MACHINE_PERFORMANCE = "machine_performance", "Machine Performance"
-
-
-class Direction(models.TextChoices):
-    LOWER = "lower", "Lower is better"
-    HIGHER = "higher", "Higher is better"
-
-
-class Clock(models.TextChoices):
-    JOB_HOST = "job_host", "Job-host clock"
-    GUEST = "guest", "Sandbox clock"
 
 
 class Provider(models.Model):
@@ -102,25 +99,6 @@ class Unit(models.Model):
 
     def __str__(self):
         return self.slug
-
-
-class RunStatus(models.TextChoices):
-    PLANNED = "planned", "Planned"
-    RUNNING = "running", "Running"
-    CANCELLING = "cancelling", "Cancelling"
-    CANCELLED = "cancelled", "Cancelled"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-
-
-RUN_TRANSITIONS = {
-    RunStatus.PLANNED: {RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED},
-    RunStatus.RUNNING: {RunStatus.COMPLETED, RunStatus.CANCELLING, RunStatus.FAILED},
-    RunStatus.CANCELLING: {RunStatus.CANCELLED, RunStatus.FAILED},
-    RunStatus.CANCELLED: set(),
-    RunStatus.COMPLETED: set(),
-    RunStatus.FAILED: set(),
-}
 
 
 class InvalidTransition(Exception):
@@ -258,22 +236,6 @@ class RunTransition(models.Model):
         ordering = ["at", "id"]
 
 
-class TrialState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    CANCELLED = "cancelled", "Cancelled"
-
-
-class Owner(models.TextChoices):
-    NONE = "", "None"
-    PROVIDER = "provider", "Provider"
-    BENCHMARK = "benchmark", "Benchmark"
-    TRACE = "trace", "Trace (does not replay here)"
-    ENVIRONMENT = "environment", "Environment check"
-    UNKNOWN = "unknown", "Unknown"
-
-
 class TrialQuerySet(models.QuerySet):
     def successful(self):
         return self.filter(outcome=Outcome.SUCCESS)
@@ -382,17 +344,6 @@ class TrialTally(models.Model):
         ]
 
 
-class MeasurementKind(models.TextChoices):
-    METRIC = "metric", "Metric"
-    STAGE = "stage", "Stage"
-
-
-class ClockGate(models.TextChoices):
-    NOT_APPLICABLE = "", "Not guest-timed"
-    PASS = "pass", "Clocks agree"
-    FAIL = "fail", "Stepped clock"
-
-
 class Measurement(models.Model):
     # No index of its own: measurement_trial_kind_name_uniq starts with trial.
     trial = models.ForeignKey(Trial, models.CASCADE, related_name="measurements", db_index=False)
@@ -424,12 +375,6 @@ class Evidence(models.Model):
         indexes = [models.Index(fields=["trial", "kind"], name="evidence_trial_kind_idx")]
 
 
-class ResolutionKind(models.TextChoices):
-    OUTLIERS_EXCLUDED = "outliers_excluded", "Outliers excluded by the objective rule"
-    EXPLAINED = "explained", "Effect explained in the record"
-    RERUN = "rerun", "Pair re-run"
-
-
 class AuditResolution(models.Model):
     """How a failing audit pair was resolved before publication."""
 
@@ -452,16 +397,6 @@ class AuditResolution(models.Model):
                 name="resolution_pair_check_uniq",
             ),
         ]
-
-
-class Scope(models.TextChoices):
-    """Which page an Aggregate row holds; its key is the page's parts joined by "/"."""
-
-    OVERVIEW = "overview", "Overview"  # no parts
-    BENCHMARK = "benchmark", "Benchmark"  # benchmark slug
-    UNIT = "unit", "Unit"  # benchmark slug, unit slug
-    PROVIDER = "provider", "Provider"  # provider slug
-    RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
 
 
 def aggregate_key(*parts) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Callable
 
 from runner.benchmarks.base import (
     BenchmarkDefinition,
@@ -24,6 +25,7 @@ from runner.benchmarks.base import (
     Missed,
     ProviderFailure,
     TrialContext,
+    UnitDefinition,
 )
 
 WORKDIR = "/app"
@@ -55,6 +57,20 @@ def machine_definition(slug: str, title: str, description: str, **fields) -> Ben
     }
     defaults.update(fields)
     return BenchmarkDefinition(slug=slug, title=title, description=description, **defaults)
+
+
+def throughput_definition(
+    slug: str, title: str, description: str, *, version: str, metric: str
+) -> BenchmarkDefinition:
+    """A machine benchmark whose main metric is a throughput in MiB/s, higher is better."""
+    return machine_definition(
+        slug, title, description, version=version, metric=metric, unit="MiB/s", direction="higher"
+    )
+
+
+def one_unit(slug: str, title: str, parameters: dict) -> Callable[[], list[UnitDefinition]]:
+    """The units() of a machine benchmark with a single unit and its parameters."""
+    return lambda: [UnitDefinition(slug, title, definition=parameters)]
 
 
 def run_tool(

@@ -5,7 +5,7 @@ background command; each stops after the file's size or its time cap, whichever 
 """
 
 from runner.benchmarks import machine_common as mc
-from runner.benchmarks.base import BenchmarkError, TrialContext, UnitDefinition
+from runner.benchmarks.base import BenchmarkError, TrialContext
 
 SIZE_MIB = 256
 CAP_SECONDS = 10  # per job: only a disk slower than 25 MiB/s reaches it
@@ -13,20 +13,15 @@ PARAMETERS = {"bs": "1M", "size_mib": SIZE_MIB, "cap_seconds": CAP_SECONDS, "job
 # Printed between the two jobs' JSON reports.
 BETWEEN = "__BOXBENCH_FIO_READ__"
 
-DEFINITION = mc.machine_definition(
+DEFINITION = mc.throughput_definition(
     "disk-seq",
     "Disk sequential throughput",
     f"fio, {SIZE_MIB} MiB file in /app, 1 MiB blocks, direct=1, write then read, each capped "
     f"at {CAP_SECONDS} s: MiB/s.",
     version="2",
     metric="disk_seq_write_mib_s",
-    unit="MiB/s",
-    direction="higher",
 )
-
-
-def units() -> list[UnitDefinition]:
-    return [UnitDefinition("fio-seq-1m", "fio 1 MiB sequential", definition=PARAMETERS)]
+units = mc.one_unit("fio-seq-1m", "fio 1 MiB sequential", PARAMETERS)
 
 
 def run(ctx: TrialContext) -> None:

@@ -7,7 +7,7 @@ itself and the clock gate is applied to those two spans.
 
 from runner import clock
 from runner.benchmarks import machine_common as mc
-from runner.benchmarks.base import BenchmarkError, ProviderFailure, TrialContext, UnitDefinition
+from runner.benchmarks.base import BenchmarkError, ProviderFailure, TrialContext
 
 LINKS = 20_000
 FREE_MIB = 64
@@ -36,8 +36,7 @@ print("%.6f %.6f %.2f %.2f" % (w0, w1, u0, u1))
 """
 
 
-def units() -> list[UnitDefinition]:
-    return [UnitDefinition(f"links-{LINKS}", f"{LINKS} hard links", definition={"links": LINKS})]
+units = mc.one_unit(f"links-{LINKS}", f"{LINKS} hard links", {"links": LINKS})
 
 
 def run(ctx: TrialContext) -> None:

@@ -1,7 +1,7 @@
 """Memory bandwidth: sysbench memory, 1 MiB blocks written by one thread for a fixed time, MiB/s."""
 
 from runner.benchmarks import machine_common as mc
-from runner.benchmarks.base import TrialContext, UnitDefinition
+from runner.benchmarks.base import TrialContext
 
 SECONDS = 5
 # So large that the time, not the amount, ends the run on any machine (2 TB in 5 s is 400 GB/s).
@@ -9,19 +9,14 @@ TOTAL = "1024T"
 BLOCK = "1M"
 PARAMETERS = {"threads": 1, "block": BLOCK, "seconds": SECONDS, "total": TOTAL, "oper": "write"}
 
-DEFINITION = mc.machine_definition(
+DEFINITION = mc.throughput_definition(
     "memory-bandwidth",
     "Memory bandwidth",
     f"sysbench memory: {BLOCK} blocks written by one thread for {SECONDS} s, MiB/s.",
     version="2",
     metric="memory_mib_s",
-    unit="MiB/s",
-    direction="higher",
 )
-
-
-def units() -> list[UnitDefinition]:
-    return [UnitDefinition("sysbench-memory", "sysbench memory", definition=PARAMETERS)]
+units = mc.one_unit("sysbench-memory", "sysbench memory", PARAMETERS)
 
 
 def run(ctx: TrialContext) -> None:

@@ -1,0 +1,114 @@
+"""The admin's forms: starting a run, recording one resolution or several at once."""
+
+from django import forms
+from django.template import Template
+
+from boxbench import models, publishing
+from runner.benchmarks import all_benchmarks
+from runner.declarations import load_all
+
+
+def _benchmark_choices():
+    return [(slug, module.DEFINITION.title) for slug, module in all_benchmarks().items()]
+
+
+def _provider_choices():
+    return [(slug, declaration.name) for slug, declaration in load_all().items()]
+
+
+class StartRunForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    benchmarks = forms.MultipleChoiceField(choices=_benchmark_choices)
+    providers = forms.MultipleChoiceField(choices=_provider_choices)
+    trials = forms.IntegerField(
+        min_value=1, max_value=10_000, required=False, help_text="Per unit; empty: each N."
+    )
+    concurrency = forms.IntegerField(
+        min_value=1,
+        max_value=256,
+        required=False,
+        help_text="Trials in parallel per provider; empty: each benchmark's declaration.",
+    )
+    allow_busy_account = forms.BooleanField(
+        required=False,
+        help_text="Start each chain even if the account holds other live sandboxes (recorded).",
+    )
+
+
+START_TEMPLATE = Template(
+    """{% extends "admin/base_site.html" %}
+{% block content %}
+<form method="post">{% csrf_token %}
+{{ form.non_field_errors }}
+<table>{{ form.as_table }}</table>
+<input type="submit" value="Start the run">
+</form>
+{% endblock %}"""
+)
+
+
+class BulkResolutionForm(forms.Form):
+    checks = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The run's unresolved failing checks (provider/benchmark/check).",
+    )
+    kind = forms.ChoiceField(choices=models.ResolutionKind.choices)
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="Why, for the record."
+    )
+    rerun = forms.ModelChoiceField(
+        models.Run.objects.all(), required=False, help_text="With a re-run: the run that re-ran."
+    )
+
+    def __init__(self, run, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        failing = ["/".join(f) for f in publishing.unresolved_failures(run)]
+        self.fields["checks"].choices = [(f, f) for f in failing]
+        self.fields["checks"].initial = failing
+
+    def clean(self):
+        data = super().clean()
+        kind, checks = data.get("kind"), data.get("checks") or []
+        if kind == models.ResolutionKind.OUTLIERS_EXCLUDED:
+            others = [c for c in checks if not c.endswith("/outliers")]
+            if others:
+                raise forms.ValidationError(
+                    "Only the outliers check is resolved by excluding outliers; unselect: "
+                    + ", ".join(others)
+                )
+        if kind == models.ResolutionKind.RERUN and not data.get("rerun"):
+            raise forms.ValidationError("A re-run resolution names the run that re-ran the pairs.")
+        return data
+
+
+RESOLVE_TEMPLATE = Template(
+    """{% extends "admin/base_site.html" %}
+{% block content %}
+<p><a href="{% url 'run' run.id %}">Back to the run's report</a></p>
+{% if not form.checks.field.choices %}<p>This run has no unresolved failing check.</p>{% else %}
+<form method="post" id="bulk-resolve">{% csrf_token %}
+{{ form.non_field_errors }}
+<table>{{ form.as_table }}</table>
+<input type="submit" value="Record the resolutions">
+</form>{% endif %}
+{% endblock %}"""
+)
+
+
+class AuditResolutionForm(forms.ModelForm):
+    class Meta:
+        model = models.AuditResolution
+        fields = ["run", "provider", "benchmark", "check_name", "kind", "note", "rerun"]
+
+    def clean(self):
+        data = super().clean()
+        if all(data.get(k) for k in ("run", "provider", "benchmark", "check_name", "kind")):
+            problem = publishing.resolution_problem(
+                data["run"], data["provider"].slug, data["benchmark"].slug, data["check_name"],
+                data["kind"],
+            )  # fmt: skip
+            if problem:
+                raise forms.ValidationError(problem)
+        if data.get("kind") == models.ResolutionKind.RERUN and not data.get("rerun"):
+            raise forms.ValidationError("A re-run resolution names the run that re-ran the pair.")
+        return data

@@ -1,0 +1,82 @@
+"""The vocabulary of the results store: the choices its columns take and the run's allowed status
+changes. Kept apart from the models so a reader finds every enumerated value in one place."""
+
+from django.db import models
+
+
+class Section(models.TextChoices):
+    WORKLOAD = "workload", "Workload"
+    SANDBOX_OPERATIONS = "sandbox_operations", "Sandbox Operations"
+    MACHINE_PERFORMANCE = "machine_performance", "Machine Performance"
+
+
+class Direction(models.TextChoices):
+    LOWER = "lower", "Lower is better"
+    HIGHER = "higher", "Higher is better"
+
+
+class Clock(models.TextChoices):
+    JOB_HOST = "job_host", "Job-host clock"
+    GUEST = "guest", "Sandbox clock"
+
+
+class RunStatus(models.TextChoices):
+    PLANNED = "planned", "Planned"
+    RUNNING = "running", "Running"
+    CANCELLING = "cancelling", "Cancelling"
+    CANCELLED = "cancelled", "Cancelled"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+RUN_TRANSITIONS = {
+    RunStatus.PLANNED: {RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED},
+    RunStatus.RUNNING: {RunStatus.COMPLETED, RunStatus.CANCELLING, RunStatus.FAILED},
+    RunStatus.CANCELLING: {RunStatus.CANCELLED, RunStatus.FAILED},
+    RunStatus.CANCELLED: set(),
+    RunStatus.COMPLETED: set(),
+    RunStatus.FAILED: set(),
+}
+
+
+class TrialState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Owner(models.TextChoices):
+    NONE = "", "None"
+    PROVIDER = "provider", "Provider"
+    BENCHMARK = "benchmark", "Benchmark"
+    TRACE = "trace", "Trace (does not replay here)"
+    ENVIRONMENT = "environment", "Environment check"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class MeasurementKind(models.TextChoices):
+    METRIC = "metric", "Metric"
+    STAGE = "stage", "Stage"
+
+
+class ClockGate(models.TextChoices):
+    NOT_APPLICABLE = "", "Not guest-timed"
+    PASS = "pass", "Clocks agree"
+    FAIL = "fail", "Stepped clock"
+
+
+class ResolutionKind(models.TextChoices):
+    OUTLIERS_EXCLUDED = "outliers_excluded", "Outliers excluded by the objective rule"
+    EXPLAINED = "explained", "Effect explained in the record"
+    RERUN = "rerun", "Pair re-run"
+
+
+class Scope(models.TextChoices):
+    """Which page an Aggregate row holds; its key is the page's parts joined by "/"."""
+
+    OVERVIEW = "overview", "Overview"  # no parts
+    BENCHMARK = "benchmark", "Benchmark"  # benchmark slug
+    UNIT = "unit", "Unit"  # benchmark slug, unit slug
+    PROVIDER = "provider", "Provider"  # provider slug
+    RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
