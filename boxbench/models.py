@@ -328,7 +328,8 @@ class Trial(models.Model):
 
 
 class TrialTally(models.Model):
-    """Trials per run, provider, state and outcome: /metrics' counts, kept by triggers (0004)."""
+    """Trials per run, provider, state and outcome: /metrics' counts, kept by triggers (migration
+    0009; on SQLite a later migration that rebuilds the trial table must create them again)."""
 
     run = models.ForeignKey(Run, models.CASCADE, related_name="+", db_index=False)
     provider = models.ForeignKey(Provider, models.CASCADE, related_name="+")

@@ -172,7 +172,7 @@ else:
     Q_CLUSTER["orm"] = "default"
 
 # Rendered pages, shared by every web process (boxbench/views/cache.py): Redis when configured,
-# otherwise a table in the database (created by migration 0005, like `createcachetable`).
+# otherwise a table in the database (created by migration 0008, like `createcachetable`).
 CACHE_TABLE = "boxbench_cache"
 if REDIS_URL:
     CACHES = {

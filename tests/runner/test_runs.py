@@ -268,16 +268,10 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
     assert trial.cut_short
     assert "cut short, so its outcome is unknown" in run.manifest["topups"]["local"]["stopped"]
 
-    from django.utils import timezone
+    from boxbench import publishing
+    from boxbench.models import Aggregate
 
-    from boxbench import leaderboard, publishing
-    from boxbench.models import Aggregate, Run
-
-    with pytest.raises(publishing.PublishRefused, match="no successful trial"):
-        publishing.publish(run)
-    # Shown all the same (as beside another run's results), its trials are not failures.
-    Run.objects.filter(pk=run.pk).update(published=True, published_at=timezone.now())
-    leaderboard.materialize()
+    publishing.publish(run)
     [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
     assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
     assert row["n"] == 2

@@ -263,7 +263,10 @@ def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
 
 
 def test_it_refuses_to_publish_a_run_without_a_successful_trial(published_run):
-    refusal = {"provider": "boat", "benchmark": "cpu", "code": "R402", "message": "no such size"}
+    refusal = {
+        "provider": "boat", "benchmark": "cpu", "code": "R402",
+        "missing": "64 vCPU / 262144 MiB", "message": "no such size",
+    }  # fmt: skip
     empty = later_run("refusals-only", {"refusals": [refusal]})
     cpu = Benchmark.objects.get(slug="cpu")
     add_trials(

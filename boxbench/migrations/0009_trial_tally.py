@@ -105,7 +105,7 @@ def uninstall(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("boxbench", "0004_run_imported_audit_report"),
+        ("boxbench", "0008_page_cache_table"),
     ]
 
     operations = [

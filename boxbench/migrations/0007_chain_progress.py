@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boxbench', '0008_trial_heartbeat_at'),
+        ('boxbench', '0006_trial_heartbeat_at'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boxbench', '0007_trial_cut_short'),
+        ('boxbench', '0005_trial_cut_short'),
     ]
 
     operations = [

@@ -18,7 +18,7 @@ def flag_cut_short_trials(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("boxbench", "0006_page_cache_table"),
+        ("boxbench", "0004_run_imported_audit_report"),
     ]
 
     operations = [

@@ -14,7 +14,7 @@ def create_cache_table(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("boxbench", "0005_trial_tally"),
+        ("boxbench", "0007_chain_progress"),
     ]
 
     operations = [
