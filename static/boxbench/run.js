@@ -17,7 +17,7 @@ function renderProgress(section, data) {
     cell(row, c.benchmark);
     if (c.refusal) {
       row.className = "refused";
-      cell(row, `refused: ${c.refusal} (missing ${c.missing.join(", ")})`, 4);
+      cell(row, `refused: ${c.refusal} (missing ${c.missing})`, 4);
       return;
     }
     [`${c.done} / ${c.target || "?"}`, c.failures, c.running, c.queued].forEach((v) => cell(row, v));
