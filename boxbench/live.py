@@ -42,9 +42,14 @@ def duration_text(seconds: float | None) -> str:
 FAILED_OUTCOMES = (Outcome.PROVIDER_FAILURE, Outcome.BENCHMARK_ERROR)
 
 
-def failed_trials(counts: list[dict]) -> int:
-    """Trials that ended in a failure, from counts by state and outcome (publishing.progress)."""
-    return sum(c["n"] for c in counts if c["outcome"] in FAILED_OUTCOMES)
+def failed_trials(cells: list[dict]) -> int:
+    """Trials that ended in a failure, from the run's progress cells (runner.runs.progress)."""
+    return sum(
+        n
+        for c in cells
+        for outcome, n in c.get("outcomes", {}).items()
+        if outcome in FAILED_OUTCOMES
+    )
 
 
 def badge(run: Run, failed: int) -> dict:
@@ -65,9 +70,9 @@ def badge(run: Run, failed: int) -> dict:
     return {"text": text, "css": css}
 
 
-def snapshot(run: Run, counts: list[dict], now: datetime) -> dict:
-    """The run's live progress, as the page renders it and progress.json returns it."""
-    cells = runs.progress(run)
+def snapshot(run: Run, cells: list[dict], now: datetime) -> dict:
+    """The run's live progress (cells: runner.runs.progress), as the page renders it and
+    progress.json returns it."""
     measured = [c for c in cells if "refusal" not in c]
     successes = sum(c["done"] for c in measured)
     failures = sum(c["failures"] for c in measured)
@@ -79,7 +84,7 @@ def snapshot(run: Run, counts: list[dict], now: datetime) -> dict:
         cell["finished"] = cell["done"] + cell["failures"]
     return {
         "status": run.status,
-        "badge": badge(run, failed_trials(counts)),
+        "badge": badge(run, failed_trials(cells)),
         "active": active,
         "poll_seconds": POLL_SECONDS,
         "finished": successes + failures,

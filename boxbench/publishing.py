@@ -9,7 +9,6 @@ the audit's data frame and the aggregates are built only when a run is audited o
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count
 from django.utils import timezone
 
 from boxbench.models import (
@@ -270,16 +269,6 @@ def rematerialize() -> None:
         materialize()
     else:
         Aggregate.objects.all().delete()
-
-
-def progress(run: Run) -> list[dict]:
-    """Trial counts by state and outcome (live while running; materialized once published)."""
-    return list(
-        Trial.objects.filter(run=run)
-        .values("state", "outcome")
-        .annotate(n=Count("id"))
-        .order_by("state", "outcome")
-    )
 
 
 def resolutions(run: Run) -> list[dict]:

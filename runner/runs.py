@@ -167,12 +167,14 @@ def chain_notes(run: Run) -> list[str]:
 
 
 def progress(run: Run) -> list[dict]:
-    """Per provider and benchmark: successes against the target, failures, and what is queued."""
+    """Per provider and benchmark: successes against the target, failures, what is queued, and
+    the finished trials by outcome. The one count of a run's trials: the CLI, the admin, the run
+    page (live, and materialized once published) and its badge all read it."""
     manifest = run.typed_manifest
     targets = {slug: b.trials_per_unit for slug, b in manifest.benchmarks.items()}
     units = {slug: len(b.units) or 1 for slug, b in manifest.benchmarks.items()}
     cells: dict = {}
-    for provider, benchmark, state, outcome in store.trial_states(run):
+    for provider, benchmark, state, outcome, n in store.trial_states(run):
         cell = cells.setdefault(
             (provider, benchmark),
             {
@@ -184,14 +186,14 @@ def progress(run: Run) -> list[dict]:
                 "queued": 0,
                 "running": 0,
                 "cancelled": 0,
+                "outcomes": {},
             },
         )
-        if state == TrialState.DONE and outcome == Outcome.SUCCESS:
-            cell["done"] += 1
-        elif state == TrialState.DONE:
-            cell["failures"] += 1
+        if state == TrialState.DONE:
+            cell["done" if outcome == Outcome.SUCCESS else "failures"] += n
+            cell["outcomes"][outcome] = cell["outcomes"].get(outcome, 0) + n
         else:
-            cell[state] += 1
+            cell[state] += n
     for refusal in manifest.refusals:
         cells.setdefault(
             (refusal.provider, refusal.benchmark),

@@ -31,7 +31,7 @@ from django.db import (
     connections,
     transaction,
 )
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -295,12 +295,13 @@ def running_batches(run) -> set[str]:
 
 
 @retrying
-def trial_states(run) -> list[tuple[str, str, str, str]]:
-    """(provider, benchmark, state, outcome) of every trial of the run."""
+def trial_states(run) -> list[tuple[str, str, str, str, int]]:
+    """(provider, benchmark, state, outcome, count) of the run's trials: one grouped query."""
     return list(
-        Trial.objects.filter(run=run).values_list(
-            "provider__slug", "benchmark__slug", "state", "outcome"
-        )
+        Trial.objects.filter(run=run)
+        .values_list("provider__slug", "benchmark__slug", "state", "outcome")
+        .annotate(n=Count("id"))
+        .order_by()
     )
 
 

@@ -18,7 +18,8 @@ from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
-from boxbench.publishing import held_back, progress, resolutions
+from boxbench.publishing import held_back, resolutions
+from runner import runs
 
 __all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"]
 
@@ -42,7 +43,7 @@ def materialize() -> int:
     held = held_back(published)
     for run in published:
         data = {
-            "progress": progress(run),
+            "cells": runs.progress(run),
             "resolutions": resolutions(run),
             "held_back": held.get(run.id, []),
         }

@@ -39,7 +39,9 @@ def run_page(request, run_id):
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
     stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
-    counts = stored["progress"] if stored else publishing.progress(run)
+    # Runs materialized before progress became one function have no "cells": count them anew.
+    cells = stored["cells"] if stored and "cells" in stored else runs.progress(run)
+    measured = [c for c in cells if "refusal" not in c]
     resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
     held = stored.get("held_back", []) if stored else publishing.held_back([run])[run.id]
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
@@ -47,10 +49,10 @@ def run_page(request, run_id):
     pairs = _pairs(run.audit_report or {}, resolved)
     context = {
         "run": run,
-        "badge": live.badge(run, live.failed_trials(counts)),
-        "counts": counts,
-        "total": sum(c["n"] for c in counts),
-        "done": sum(c["n"] for c in counts if c["state"] == "done"),
+        "badge": live.badge(run, live.failed_trials(cells)),
+        "cells": measured,
+        "total": sum(c["done"] + c["failures"] + c["queued"] + c["running"] for c in measured),
+        "done": sum(c["done"] + c["failures"] for c in measured),
         "pairs": pairs,
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
@@ -65,7 +67,7 @@ def run_page(request, run_id):
         context["blockers"] = _blockers(run, pairs)
         context["ready"] = run.status == RunStatus.COMPLETED and run.audit_report is not None
     if not run.published:
-        context["live"] = live.snapshot(run, counts, timezone.now())
+        context["live"] = live.snapshot(run, cells, timezone.now())
         context["may_cancel"] = run.status in live.CANCELLABLE and may(request, CANCEL)
     if may(request, VIEW_EVIDENCE):
         context["evidence"] = _evidence_page(request, run)
@@ -101,7 +103,7 @@ def _evidence_page(request, run):
 def progress_json(request, run_id):
     """The run's progress for the page's poll (static/boxbench/run.js)."""
     run = visible_run(request, run_id)
-    return JsonResponse(live.snapshot(run, publishing.progress(run), timezone.now()))
+    return JsonResponse(live.snapshot(run, runs.progress(run), timezone.now()))
 
 
 @require_POST
