@@ -14,17 +14,15 @@ from pathlib import Path
 import orjson
 from django.db import connection, transaction
 
+from boxbench.definitions import DefinitionConflict, ensure_benchmark, ensure_provider, ensure_unit
 from boxbench.models import (
-    Benchmark,
     Measurement,
     MeasurementKind,
-    Provider,
     Run,
     RunStatus,
     RunTransition,
     Trial,
     TrialState,
-    Unit,
 )
 from boxbench.rawdata.schema import (
     BENCHMARK_FIELDS,
@@ -218,14 +216,10 @@ class _Importer:
             values = {name: line.data.get(name) for name in PROVIDER_FIELDS}
             for name in PROVIDER_FIELDS:
                 line.get(name, dict if name in ("declaration", "pricing") else str)
-            provider, created = Provider.objects.get_or_create(slug=slug, defaults=values)
-            if not created and provider.declaration_digest != values["declaration_digest"]:
-                line.fail(
-                    "declaration_digest",
-                    f"provider {slug!r} exists here with declaration "
-                    f"{provider.declaration_digest or '(none)'}, the file has "
-                    f"{values['declaration_digest'] or '(none)'}; import into a fresh database",
-                )
+            try:
+                provider = ensure_provider(values, "this file")
+            except DefinitionConflict as exc:
+                line.fail(exc.field, str(exc))
             found[slug] = provider.id
         return found
 
@@ -244,24 +238,20 @@ class _Importer:
                     kind = bool
                 line.get(name, kind)
             key = (values["slug"], values["version"])
-            benchmark = Benchmark.objects.filter(slug=key[0], version=key[1]).first()
-            if benchmark is None:
-                benchmark = Benchmark.objects.create(**values)
-            elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
-                line.fail(
-                    "version",
-                    f"benchmark {key[0]!r} version {key[1]!r} exists here with another "
-                    "definition; a changed definition needs a new version",
-                )
+            try:
+                benchmark = ensure_benchmark(values, "this file")
+            except DefinitionConflict as exc:
+                line.fail(exc.field, str(exc))
             benchmarks[key] = benchmark.id
             for unit_entry in line.get("units", list):
                 unit_line = _entry(line, "units", unit_entry)
                 unit_values = {name: unit_line.data.get(name) for name in UNIT_FIELDS}
                 for name in UNIT_FIELDS:
                     unit_line.get(name, dict if name == "definition" else str)
-                unit, _ = Unit.objects.get_or_create(
-                    benchmark=benchmark, slug=unit_values["slug"], defaults=unit_values
-                )
+                try:
+                    unit = ensure_unit(benchmark, unit_values, "this file")
+                except DefinitionConflict as exc:
+                    unit_line.fail(exc.field, str(exc))
                 units[(key, unit.slug)] = unit.id
             measurements = _Line(self.source, line.number, line.get("measurements", dict))
             meta[key] = {
