@@ -1,47 +1,56 @@
-"""Sync benchmark definitions (runner/benchmarks) and provider declarations into the database.
+"""Bring benchmark definitions (runner/benchmarks) and provider declarations into the database.
 
-Idempotent: running it twice changes nothing the second time. A changed benchmark definition must
-bump its version, which makes a new Benchmark row, so old results keep the definition that made
-them.
+Stored definitions never change (boxbench/definitions.py): a definition missing from the database
+is created, an identical one is reused, and one that differs from the stored row under the same
+slug (and version) is refused with a message naming what differs. A changed benchmark definition
+must bump its version, which makes a new Benchmark row, so old results keep the definition that
+made them; a changed provider declaration needs a new slug.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import transaction
 
-from boxbench.models import Benchmark, Provider, Unit
+from boxbench.definitions import ensure_benchmark, ensure_provider, ensure_unit
+from boxbench.models import Benchmark, Provider
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
 
 
-def sync_providers() -> dict[str, Provider]:
+def sync_providers(only: Iterable[str] | None = None) -> dict[str, Provider]:
     providers = {}
     for slug, declaration in load_all().items():
-        providers[slug], _ = Provider.objects.update_or_create(
-            slug=slug,
-            defaults={
-                "name": declaration.name,
-                "adapter": declaration.adapter,
-                "region": declaration.region,
-                "region_marker": declaration.region_marker,
-                "region_note": declaration.region_note,
-                "declaration": declaration.data,
-                "declaration_digest": declaration.digest,
-                "pricing": declaration.pricing,
-                "pricing_digest": declaration.pricing_digest,
-            },
-        )
+        if only is not None and slug not in only:
+            continue
+        values = {
+            "slug": slug,
+            "name": declaration.name,
+            "adapter": declaration.adapter,
+            "region": declaration.region,
+            "region_marker": declaration.region_marker,
+            "region_note": declaration.region_note,
+            "declaration": declaration.data,
+            "declaration_digest": declaration.digest,
+            "pricing": declaration.pricing,
+            "pricing_digest": declaration.pricing_digest,
+        }
+        providers[slug] = ensure_provider(values, f"runner/declarations/{slug}.yaml")
     return providers
 
 
-def sync_benchmarks() -> dict[str, Benchmark]:
+def sync_benchmarks(only: Iterable[str] | None = None) -> dict[str, Benchmark]:
     benchmarks = {}
     for slug, module in all_benchmarks().items():
+        if only is not None and slug not in only:
+            continue
         d = module.DEFINITION
-        benchmark, _ = Benchmark.objects.update_or_create(
-            slug=slug,
-            version=d.version,
-            defaults={
+        origin = "the code (runner/benchmarks)"
+        benchmark = ensure_benchmark(
+            {
+                "slug": slug,
+                "version": d.version,
                 "title": d.title,
                 "description": d.description,
                 "section": d.section,
@@ -59,21 +68,28 @@ def sync_benchmarks() -> dict[str, Benchmark]:
                 "charted": d.charted,
                 "steps_include_create_or_build": d.steps_include_create_or_build,
             },
+            origin,
         )
         for unit in module.units():
-            Unit.objects.update_or_create(
-                benchmark=benchmark,
-                slug=unit.slug,
-                defaults={
-                    "title": unit.title,
-                    "definition": unit.definition,
-                    "digest": unit.digest,
-                },
-            )
+            values = {
+                "slug": unit.slug,
+                "title": unit.title,
+                "definition": unit.definition,
+                "digest": unit.digest,
+            }
+            ensure_unit(benchmark, values, origin)
         benchmarks[slug] = benchmark
     return benchmarks
 
 
-def sync_catalog() -> tuple[dict[str, Provider], dict[str, Benchmark]]:
+def sync_catalog(
+    providers: Iterable[str] | None = None, benchmarks: Iterable[str] | None = None
+) -> tuple[dict[str, Provider], dict[str, Benchmark]]:
+    """The named (default: all) providers and benchmarks as stored rows.
+
+    Only the ones a run uses are brought in, so a conflicting definition elsewhere (say, an
+    imported benchmark version the code now defines differently) blocks only the runs that use it.
+    Raises DefinitionConflict when one differs from its stored row.
+    """
     with transaction.atomic():
-        return sync_providers(), sync_benchmarks()
+        return sync_providers(providers), sync_benchmarks(benchmarks)

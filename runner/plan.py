@@ -14,6 +14,7 @@ from collections import defaultdict
 import django
 from django.conf import settings
 
+from boxbench.definitions import DefinitionConflict
 from boxbench.models import Run
 from runner import adapters, rules, store
 from runner.benchmarks import all_benchmarks
@@ -126,7 +127,10 @@ def plan_run(
         reasons = "; ".join(r.message for r in refusals)
         raise PlanError(f"no provider is eligible for any requested benchmark: {reasons}")
 
-    provider_rows, benchmark_rows = sync_catalog()
+    try:
+        provider_rows, benchmark_rows = sync_catalog(providers, benchmarks)
+    except DefinitionConflict as exc:
+        raise PlanError(f"planning a run: {exc}") from exc
     manifest = Manifest(
         seed=seed,
         plan=Plan(

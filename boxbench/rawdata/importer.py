@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 from django.db import DatabaseError, transaction
 
+from boxbench.definitions import DefinitionConflict, ensure_benchmark, ensure_provider, ensure_unit
 from boxbench.models import Benchmark, Provider, Run, RunStatus, RunTransition, Unit
 from boxbench.rawdata import checks
 from boxbench.rawdata.errors import (
@@ -242,14 +243,10 @@ def _store_definitions(source: str, header: Header):
     providers = {}
     for i, entry in enumerate(header.providers):
         values = {name: getattr(entry, name) for name in PROVIDER_FIELDS}
-        provider, created = Provider.objects.get_or_create(slug=entry.slug, defaults=values)
-        if not created and provider.declaration_digest != entry.declaration_digest:
-            raise FieldError(
-                f"providers[{i}].declaration_digest",
-                f"provider {entry.slug!r} exists here with declaration "
-                f"{provider.declaration_digest or '(none)'}, the file has "
-                f"{entry.declaration_digest or '(none)'}; import into a fresh database",
-            )
+        try:
+            provider = ensure_provider(values, "this file")
+        except DefinitionConflict as exc:
+            raise FieldError(f"providers[{i}].{exc.field}", str(exc)) from None
         providers[entry.slug] = provider.id
     benchmarks = {}
     for i, entry in enumerate(header.benchmarks):
@@ -264,21 +261,17 @@ def _store_definitions(source: str, header: Header):
 
 def _benchmark(index: int, entry) -> checks.BenchmarkRef:
     values = {name: getattr(entry, name) for name in BENCHMARK_FIELDS}
-    benchmark = Benchmark.objects.filter(slug=entry.slug, version=entry.version).first()
-    if benchmark is None:
-        benchmark = Benchmark.objects.create(**values)
-    elif {name: getattr(benchmark, name) for name in BENCHMARK_FIELDS} != values:
-        raise FieldError(
-            f"benchmarks[{index}].version",
-            f"benchmark {entry.slug!r} version {entry.version!r} exists here with another "
-            "definition; a changed definition needs a new version",
-        )
+    try:
+        benchmark = ensure_benchmark(values, "this file")
+    except DefinitionConflict as exc:
+        raise FieldError(f"benchmarks[{index}].{exc.field}", str(exc)) from None
     units = {}
-    for unit_entry in entry.units:
+    for j, unit_entry in enumerate(entry.units):
         unit_values = {name: getattr(unit_entry, name) for name in UNIT_FIELDS}
-        unit, _ = Unit.objects.get_or_create(
-            benchmark=benchmark, slug=unit_entry.slug, defaults=unit_values
-        )
+        try:
+            unit = ensure_unit(benchmark, unit_values, "this file")
+        except DefinitionConflict as exc:
+            raise FieldError(f"benchmarks[{index}].units[{j}].{exc.field}", str(exc)) from None
         units[unit.slug] = unit.id
     declared = entry.measurements
     return checks.BenchmarkRef(

@@ -187,7 +187,8 @@ def test_it_refuses_to_import_the_same_run_twice(synthetic_file):
 
 def test_it_refuses_a_provider_whose_declaration_differs_here(synthetic_file):
     Provider.objects.create(slug="alpha", name="Alpha", adapter="x", declaration_digest="other")
-    with pytest.raises(RawDataError, match="provider 'alpha' exists here with declaration other"):
+    refused = "provider 'alpha': .*stored declaration_digest is 'other'"
+    with pytest.raises(RawDataError, match=refused):
         import_jsonl(synthetic_file)
     assert Run.objects.count() == 0
 
