@@ -17,6 +17,7 @@ from collections.abc import Iterator
 FAKES = {
     "e2b": "runner.providers.fakes.e2b:E2BFake",
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
+    "vercel": "runner.providers.fakes.vercel:VercelFake",
 }
 
 _active: dict[str, dict] = {}

@@ -132,7 +132,7 @@ def exercise(found) -> None:
         provider.exec(sandbox, ["sleep", "5"], 0.3)
     provider.list_sandboxes(SPEC.label)
     provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5)
+    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
     with pytest.raises(NotReady):
         provider.exec(sandbox, ["true"], 5)  # gone: the data plane's proxy answers 502
     bad = found.adapter(api_key="wrong-key-for-the-spec-check")
