@@ -42,6 +42,9 @@ class Cloud:
             self.fake, {"e2b": "proxy", "daytona": "toolbox", "vercel": "api"}[self.slug]
         )
 
+    def credential_setting(self) -> str:
+        return "token" if self.slug == "vercel" else "api_key"
+
     def data_path(self) -> str:
         """The paths of the data plane on its server."""
         return "/(cmd|fs/)" if self.slug == "vercel" else "."
