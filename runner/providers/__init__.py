@@ -18,6 +18,7 @@ REGISTRY = {
     "opensandbox": "runner.providers.opensandbox:OpenSandboxProvider",
     "e2b": "runner.providers.e2b:E2BProvider",
     "daytona": "runner.providers.daytona:DaytonaProvider",
+    "vercel": "runner.providers.vercel:VercelProvider",
 }
 
 

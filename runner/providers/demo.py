@@ -19,6 +19,7 @@ from runner.manifest import DemoRun
 FAKES = {
     "e2b": "runner.providers.fakes.e2b:E2BFake",
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
+    "vercel": "runner.providers.fakes.vercel:VercelFake",
 }
 
 _active: dict[str, dict] = {}

@@ -13,8 +13,9 @@ from runner.declarations import get_declaration
 from runner.providers import get_provider
 from runner.providers.fakes.daytona import DaytonaFake
 from runner.providers.fakes.e2b import E2BFake
+from runner.providers.fakes.vercel import VercelFake
 
-FAKES = {"e2b": E2BFake, "daytona": DaytonaFake}
+FAKES = {"e2b": E2BFake, "daytona": DaytonaFake, "vercel": VercelFake}
 CLOUD = sorted(FAKES)
 LIMITS = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0
@@ -36,18 +37,35 @@ class Cloud:
 
     @property
     def data_plane(self):
-        return self.fake.proxy if self.slug == "e2b" else self.fake.toolbox
+        """The server of commands and files (Vercel has one server for both planes)."""
+        return getattr(
+            self.fake, {"e2b": "proxy", "daytona": "toolbox", "vercel": "api"}[self.slug]
+        )
+
+    def credential_setting(self) -> str:
+        return "token" if self.slug == "vercel" else "api_key"
+
+    def data_path(self) -> str:
+        """The paths of the data plane on its server."""
+        return "/(cmd|fs/)" if self.slug == "vercel" else "."
 
     def create_path(self) -> str:
-        return "^/sandboxes$" if self.slug == "e2b" else "^/api/sandbox$"
+        return {"e2b": "^/sandboxes$", "daytona": "^/api/sandbox$",
+                "vercel": "^/api/v1/sandboxes$"}[self.slug]  # fmt: skip
 
     def delete_path(self) -> str:
-        return "^/sandboxes/" if self.slug == "e2b" else "^/api/sandbox/"
+        """Where a sandbox is ended: DELETE, or Vercel's POST .../stop."""
+        return {"e2b": "^/sandboxes/", "daytona": "^/api/sandbox/",
+                "vercel": "/stop$"}[self.slug]  # fmt: skip
+
+    def delete_method(self) -> str:
+        return "POST" if self.slug == "vercel" else "DELETE"
 
     def not_ready(self, times: int) -> None:
-        """The data plane answers 502 `times` times (E2B's proxy, Daytona's toolbox proxy)."""
-        self.data_plane.faults.add("*", ".", times=times, status=502, body={"code": 502,
-                                   "message": "sandbox not ready"})  # fmt: skip
+        """The data plane answers 502 `times` times (E2B's proxy, Daytona's toolbox proxy,
+        Vercel's edge in front of the command and file routes)."""
+        self.data_plane.faults.add("*", self.data_path(), times=times, status=502,
+                                   body={"code": 502, "message": "sandbox not ready"})  # fmt: skip
 
 
 def start_fake(slug: str, root, **options):

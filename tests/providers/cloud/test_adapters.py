@@ -122,7 +122,7 @@ def test_create_failures_are_provider_failures_naming_the_cause(cloud, fault, ex
 
 
 def test_the_plan_limit_answers_429_with_retry_after(tmp_path):
-    for slug in ("e2b", "daytona"):
+    for slug in ("e2b", "daytona", "vercel"):
         with running_fake(slug, tmp_path / slug, max_concurrent=1) as found:
             first = found.provider.create(SPEC)
             with pytest.raises(ProviderError) as refused:
@@ -136,7 +136,7 @@ def test_a_reset_on_the_data_plane_is_not_ready_and_fails_a_step(cloud):
     sandbox = provider.create(SPEC)
     try:
         lifecycle.readiness_check(provider, sandbox)
-        cloud.data_plane.faults.add("*", ".", reset=True)
+        cloud.data_plane.faults.add("*", cloud.data_path(), reset=True)
         with pytest.raises(NotReady):
             provider.exec(sandbox, ["true"], 10)
         assert provider.exec(sandbox, ["true"], 10).exit_code == 0
@@ -181,7 +181,7 @@ def test_a_sandbox_past_its_lifetime_is_gone_and_fails_the_trial(cloud):
 
 
 def test_a_destroy_that_fails_leaves_cleanup_unverified(cloud):
-    cloud.api.faults.add("DELETE", cloud.delete_path(), status=500, body={"code": 500,
+    cloud.api.faults.add(cloud.delete_method(), cloud.delete_path(), status=500, body={"code": 500,
                          "message": "cannot kill"})  # fmt: skip
     result = run(cloud, None, benchmark="create")
     assert result.outcome == "provider_failure" and not result.cleanup_verified
@@ -205,7 +205,7 @@ def test_the_other_outcome_classes_pass_through_the_adapter(cloud, raised, outco
 
 
 def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path):
-    for slug in ("e2b", "daytona"):
+    for slug in ("e2b", "daytona", "vercel"):
         with running_fake(slug, tmp_path / slug, idle_timeout_s=2.0) as found:
             provider = found.provider
             sandbox = provider.create(SPEC)

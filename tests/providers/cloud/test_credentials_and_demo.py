@@ -72,6 +72,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     monkeypatch, caplog, client, django_user_model
 ):
     planted = "e2b_PLANTED" + "7" * 20
+    planted_team = "team_PLANTED" + "5" * 12  # travels in Vercel's query string
     original = demo.fake_class
 
     def planted_fake(slug):
@@ -81,6 +82,8 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
             def __init__(self, *args, **kwargs):
                 super().__init__(*args, **kwargs)
                 self.api_key = planted
+                if hasattr(self, "team_id"):
+                    self.team_id = planted_team
 
         return Planted
 
@@ -92,13 +95,13 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     out = io.StringIO()
     with pytest.raises(CommandError, match="demo run against loopback fakes"):
         call_command(
-            "bench", "run", "--demo", "--provider", "e2b,daytona", "--benchmark",
+            "bench", "run", "--demo", "--provider", "e2b,daytona,vercel", "--benchmark",
             "create,file-upload", "--trials", "1", "--publish", stdout=out,
         )  # fmt: skip
     run = Run.objects.get()
     assert run.status == "completed" and not run.published
-    assert run.manifest["demo"]["providers"] == ["daytona", "e2b"]
-    assert Trial.objects.filter(run=run, outcome="success").count() == 4
+    assert run.manifest["demo"]["providers"] == ["daytona", "e2b", "vercel"]
+    assert Trial.objects.filter(run=run, outcome="success").count() == 6
     with pytest.raises(publishing.PublishRefused, match="demo run"):
         publishing.publish(run)
 
@@ -118,8 +121,65 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
         caplog.text,
     ]
     assert all(planted not in text for text in exports)
+    assert all(planted_team not in text for text in exports)
+    assert "teamId=[redacted]" in caplog.text  # httpx logged the URLs, without the team id
     assert str(run.id) in exports[0] and '"type":"trial"' in exports[0]  # served
 
 
 def _body(response) -> str:
     return b"".join(response.streaming_content).decode()
+
+
+def test_vercel_is_refused_without_its_token_team_and_project(monkeypatch, db):
+    for name in ("VERCEL_TOKEN", "VERCEL_TOKEN_FILE", "VERCEL_TEAM_ID", "VERCEL_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    expected = (
+        "not configured: set VERCEL_TOKEN or VERCEL_TOKEN_FILE, VERCEL_TEAM_ID, VERCEL_PROJECT_ID"
+    )
+    assert unavailable(["vercel"]) == [f"vercel: {expected}"]
+    with pytest.raises(plan.PlanError, match="vercel: not configured"):
+        plan.plan_run("refused", benchmarks=["create"], providers=["vercel"])
+    monkeypatch.setenv("VERCEL_TOKEN", "vcp_x" * 4)
+    monkeypatch.setenv("VERCEL_TEAM_ID", "team_x")
+    assert unavailable(["vercel"]) == ["vercel: not configured: set VERCEL_PROJECT_ID"]
+    out = io.StringIO()
+    monkeypatch.delenv("VERCEL_TOKEN")
+    with contextlib.suppress(CommandError):
+        call_command("bench", "doctor", "--provider", "vercel", stdout=out)
+    assert "vercel:credentials" in out.getvalue() and "VERCEL_TOKEN" in out.getvalue()
+
+
+def test_bench_cleanup_stops_vercel_sandboxes_from_the_ledger(db, tmp_path):
+    import time
+
+    from runner.providers.base import SandboxSpec
+
+    spec = SandboxSpec(cpus=2, memory_mib=4096, label="bb-cleanup", lifetime_s=120)
+    with demo.demo_session(["vercel"], root=str(tmp_path)) as fakes:
+        provider = get_provider("vercel")
+        kept = [provider.create(spec) for _ in range(2)]
+        provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="bb-short", lifetime_s=1))
+        foreign = provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="x", lifetime_s=120))
+        time.sleep(1.5)  # the short one is stopped by its timeout: Vercel ends it, not cleanup
+
+        def bench_cleanup(*args):
+            out = io.StringIO()
+            call_command("bench", "cleanup", "--provider", "vercel", *args, stdout=out)
+            return out.getvalue()
+
+        assert "found 0 leftover" in bench_cleanup("--max-age", "60", "--dry-run")
+        listed = bench_cleanup("--max-age", "0", "--dry-run")
+        assert all(f"would remove vercel {s.id} label=bb-cleanup" in listed for s in kept)
+        assert "bb-short" not in listed and foreign.id not in listed
+        assert "found 2 leftover" in listed
+        assert "removed 2 leftover" in bench_cleanup("--max-age", "0")
+        fake = fakes["vercel"]
+        for sandbox in kept:  # stopped, and still listed by Vercel as stopped
+            assert fake.status(fake.records[sandbox.id]) in ("stopping", "stopped")
+        deadline = time.monotonic() + 5
+        while provider.list_sandboxes("bb-cleanup"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
+        assert "found 0 leftover" in bench_cleanup("--max-age", "0", "--dry-run")
+        provider.destroy(foreign)

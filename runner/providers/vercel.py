@@ -1,0 +1,426 @@
+"""`vercel`: Vercel Sandbox (Firecracker microVMs) over its REST API.
+
+API (vercel/sandbox packages/vercel-sandbox/src/api-client), `Authorization: Bearer <token>` and
+the team id as the `teamId` query parameter of every call: POST /v1/sandboxes answers with status
+`pending`; create polls GET /v1/sandboxes/{id} until `running` (failing on `failed` or
+`aborted`). The sandbox gets `timeout` = its lifetime in milliseconds, which Vercel enforces: it
+is stopped then, even if the runner crashed. There are no labels, no metadata filter and no
+delete, only POST /v1/sandboxes/{id}/stop, and stopped sandboxes stay listed. So boxbench keeps
+its own ledger (runner/providers/ledger.py) of what it created; `list_sandboxes` and `bench
+cleanup` work from it, and a sandbox counts as gone once its status is stopped, failed or aborted.
+
+Commands: POST /v1/sandboxes/{id}/cmd. A command whose time limit is at most SYNC_LIMIT_S runs
+with `wait: true` (an ndjson answer: the command, then the command with its exit code); a longer
+one runs in the background (no `wait`) and is polled with GET …/cmd/{cmdId}. Output comes from GET
+…/cmd/{cmdId}/logs (ndjson lines with `stream` stdout, stderr or error). A command past its limit
+is killed with POST /v1/sandboxes/{id}/{cmdId}/kill. The command API has no stdin, so stdin is
+uploaded to a temporary file and redirected. Files: POST …/fs/write (a gzip tar extracted in the
+directory named by `x-cwd`) and POST …/fs/read (404 when missing).
+
+The team id is not a secret like the token, but it names the account: it is redacted from every
+error message and from httpx's request log lines (which carry the URL at INFO).
+
+Configuration (docs/providers.md): VERCEL_TOKEN or VERCEL_TOKEN_FILE; VERCEL_TEAM_ID;
+VERCEL_PROJECT_ID; VERCEL_API_URL (default https://vercel.com/api); BOXBENCH_VERCEL_SNAPSHOT
+(a snapshot holding boxbench's standard toolchain; without it, the runtime image).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import logging
+import math
+import os
+import tarfile
+import time
+import uuid
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import httpx
+
+from runner.providers.base import (
+    DoctorCheck,
+    ExecResult,
+    ExecTimeout,
+    LiveSandbox,
+    Provider,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
+from runner.providers.credentials import MissingCredential, credential, redact
+from runner.providers.http import make_client, status_error, transport_error
+from runner.providers.ledger import Ledger
+
+WORKDIR = "/app"
+SYNC_LIMIT_S = 60.0  # above this a command runs in the background: no HTTP call waits that long
+RUNNING = "running"
+FAILED = {"failed", "aborted"}
+GONE = {"stopped", "failed", "aborted"}
+CREATE_LIMIT_S = 300.0
+MIB_PER_VCPU = 2048  # Vercel fixes memory at 2 GB per vCPU
+RUNTIME = "python3.13"
+
+
+class _RedactURLs(logging.Filter):
+    """Removes the team id from httpx's request log lines (they carry the full URL)."""
+
+    def __init__(self):
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            cleaned = redact(message, *self.secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, ()
+        return True
+
+
+_URL_FILTER = _RedactURLs()
+for _name in ("httpx", "httpcore"):
+    logging.getLogger(_name).addFilter(_URL_FILTER)
+
+
+class VercelProvider(Provider):
+    slug = "vercel"
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        self.api_url = (
+            self.settings.get("api_url")
+            or os.environ.get("VERCEL_API_URL")
+            or "https://vercel.com/api"
+        ).rstrip("/")
+        self.snapshot = self.settings.get("snapshot") or os.environ.get("BOXBENCH_VERCEL_SNAPSHOT")
+        self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.25))
+        self._ledger_dir = self.settings.get("ledger_dir")
+        self._ledger: Ledger | None = None
+        self._problem = None
+        self._token = self._team = self._project = None
+        try:
+            self._token = credential("VERCEL_TOKEN", self.settings, "token")
+        except MissingCredential as exc:
+            self._problem = str(exc)
+        self._team = self.settings.get("team_id") or os.environ.get("VERCEL_TEAM_ID", "").strip()
+        self._project = (
+            self.settings.get("project_id") or os.environ.get("VERCEL_PROJECT_ID", "").strip()
+        )
+        if self._problem is None:
+            missing = [
+                text
+                for value, text in (
+                    (self._token, "VERCEL_TOKEN or VERCEL_TOKEN_FILE"),
+                    (self._team, "VERCEL_TEAM_ID"),
+                    (self._project, "VERCEL_PROJECT_ID"),
+                )
+                if not value
+            ]
+            if missing:
+                self._problem = "not configured: set " + ", ".join(missing)
+        if self._team:
+            _URL_FILTER.secrets.add(self._team)
+        self._client: httpx.Client | None = None
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = make_client()
+        return self._client
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            self._ledger = Ledger.for_provider(self.slug, self._ledger_dir)
+        return self._ledger
+
+    def configuration_problem(self) -> str | None:
+        return self._problem
+
+    def _secrets(self) -> tuple:
+        return (self._token, self._team)
+
+    def _request(self, method, path, operation, data_plane=False, stream=False, **kwargs):
+        if self._problem:
+            raise ProviderError(f"vercel {operation}: {self._problem}", operation, "unconfigured")
+        headers = {"Authorization": f"Bearer {self._token}", **kwargs.pop("headers", {})}
+        params = {"teamId": self._team, **kwargs.pop("params", {})}
+        url = self.api_url + path
+        try:
+            if stream:
+                request = self.client.build_request(
+                    method, url, headers=headers, params=params, **kwargs
+                )
+                return self.client.send(request, stream=True)
+            return self.client.request(method, url, headers=headers, params=params, **kwargs)
+        except httpx.HTTPError as exc:
+            error = transport_error(exc, "vercel", operation, data_plane=data_plane)
+            error.args = (redact(str(error), *self._secrets()),)
+            raise error from None
+
+    def _call(self, method, path, operation, ok=(200,), data_plane=False, **kwargs):
+        response = self._request(method, path, operation, data_plane, **kwargs)
+        if response.status_code not in ok:
+            raise status_error(
+                response, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
+            )
+        return response
+
+    def _box(self, sandbox_id: str, operation: str, ok=(200,)) -> httpx.Response:
+        return self._call("GET", f"/v1/sandboxes/{sandbox_id}", operation, ok)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image:
+            raise ProviderError(
+                f"vercel runs its {RUNTIME} runtime or a prepared snapshot, not image "
+                f"{spec.image!r}",
+                operation="create",
+                code="no_custom_images",
+            )
+        if spec.memory_mib != spec.cpus * MIB_PER_VCPU:
+            raise ProviderError(
+                f"vercel fixes memory at 2 GB per vCPU: {spec.cpus} vCPU cannot have "
+                f"{spec.memory_mib} MiB",
+                operation="create",
+                code="unsupported_size",
+            )
+        body = {
+            "projectId": self._project,
+            "timeout": max(1000, math.ceil(spec.lifetime_s * 1000)),
+            "resources": {"vcpus": spec.cpus},
+            "runtime": RUNTIME,
+            "networkPolicy": {"mode": "allow-all" if spec.network else "deny-all"},
+        }
+        if self.snapshot:
+            body["source"] = {"type": "snapshot", "snapshotId": self.snapshot}
+        dto = self._call("POST", "/v1/sandboxes", "create", json=body).json()["sandbox"]
+        sandbox_id = dto["id"]
+        created_at = datetime.now(UTC)
+        self.ledger.created(sandbox_id, spec.label, created_at, spec.lifetime_s)
+        deadline = time.monotonic() + CREATE_LIMIT_S
+        wait = self.poll_interval_s
+        while dto.get("status") != RUNNING:
+            if dto.get("status") in FAILED or dto.get("status") in GONE:
+                raise ProviderError(
+                    f"vercel create: sandbox {sandbox_id} reached status {dto['status']}",
+                    operation="create",
+                    code=dto["status"],
+                )
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProviderError):
+                    self._call("POST", f"/v1/sandboxes/{sandbox_id}/stop", "create")
+                raise ProviderError(
+                    f"vercel create: {sandbox_id} not running after {CREATE_LIMIT_S:g} s "
+                    f"(status {dto.get('status')})",
+                    operation="create",
+                    code="create_timeout",
+                )
+            time.sleep(wait)
+            wait = min(wait * 1.5, 1.0)
+            dto = self._box(sandbox_id, "create").json()["sandbox"]
+        return Sandbox(
+            id=sandbox_id,
+            label=spec.label,
+            created_at=created_at,
+            facts={
+                "region": dto.get("region"),
+                "runtime": dto.get("runtime"),
+                "cpus": dto.get("vcpus"),
+                "memory_mib": dto.get("memory"),
+                "enforced": {"cpus": True, "memory": True},
+            },
+        )
+
+    def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        if not argv:
+            raise ProviderError("vercel exec: empty argv", operation="exec")
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex[:12]}"
+            self.upload(sandbox, stdin_path, stdin)
+            script = f'"$@" < {stdin_path}; __rc=$?; rm -f {stdin_path}; exit $__rc'
+            argv = ["/bin/sh", "-c", script, "sh", *argv]
+        body = {
+            "command": argv[0],
+            "args": list(argv[1:]),
+            "cwd": workdir or WORKDIR,
+            "env": dict(env or {}),
+            "sudo": False,
+        }
+        path = f"/v1/sandboxes/{sandbox.id}/cmd"
+        deadline = time.monotonic() + timeout
+        if timeout <= SYNC_LIMIT_S:
+            command_id, exit_code = self._run_waiting(sandbox, path, body, timeout)
+        else:
+            response = self._call("POST", path, "exec", data_plane=True, json=body)
+            command_id = response.json()["command"]["id"]
+            exit_code = self._await(sandbox, command_id, deadline, timeout)
+        stdout, stderr = self._logs(sandbox, command_id)
+        return ExecResult(exit_code, stdout, stderr)
+
+    def _run_waiting(self, sandbox, path, body, timeout) -> tuple[str, int]:
+        """POST with wait: the first ndjson line names the command, the second ends it."""
+        response = self._request(
+            "POST", path, "exec", data_plane=True, stream=True, json={**body, "wait": True},
+            timeout=httpx.Timeout(timeout + 1.0, connect=10.0),
+        )  # fmt: skip
+        command_id = None
+        try:
+            if response.status_code != 200:
+                response.read()
+                raise status_error(
+                    response, "vercel", "exec", data_plane=True, secrets=self._secrets()
+                )
+            if response.headers.get("content-type") != "application/x-ndjson":
+                raise ProviderError(
+                    "vercel exec: expected a stream of command data (application/x-ndjson)",
+                    operation="exec",
+                )
+            lines = response.iter_lines()
+            first = json.loads(next(lines))
+            command_id = first["command"]["id"]
+            for line in lines:
+                if line.strip():
+                    finished = json.loads(line)["command"]
+                    if finished.get("exitCode") is not None:
+                        return command_id, int(finished["exitCode"])
+            raise ProviderError(
+                f"vercel exec: the command stream of {command_id} ended without an exit code",
+                operation="exec",
+            )
+        except httpx.ReadTimeout:
+            if command_id:
+                self._kill(sandbox, command_id)
+            raise ExecTimeout(
+                f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
+                operation="exec",
+            ) from None
+        except (httpx.HTTPError, StopIteration, ValueError, KeyError) as exc:
+            raise ProviderError(
+                f"vercel exec: the command stream broke off: {type(exc).__name__}",
+                operation="exec",
+                code="transport",
+            ) from None
+        finally:
+            response.close()
+
+    def _await(self, sandbox, command_id, deadline, timeout) -> int:
+        wait = 0.05
+        path = f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}"
+        while True:
+            command = self._call("GET", path, "exec", data_plane=True).json()["command"]
+            if command.get("exitCode") is not None:
+                return int(command["exitCode"])
+            if time.monotonic() > deadline:
+                self._kill(sandbox, command_id)
+                raise ExecTimeout(
+                    f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
+                    operation="exec",
+                )
+            time.sleep(wait)
+            wait = min(wait * 1.5, 1.0)
+
+    def _kill(self, sandbox, command_id) -> None:
+        with contextlib.suppress(ProviderError):
+            self._call("POST", f"/v1/sandboxes/{sandbox.id}/{command_id}/kill", "exec",
+                       json={"signal": 9})  # fmt: skip
+
+    def _logs(self, sandbox, command_id) -> tuple[bytes, bytes]:
+        response = self._call(
+            "GET", f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs", "exec", data_plane=True
+        )
+        out = {"stdout": bytearray(), "stderr": bytearray()}
+        for line in response.text.splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            if item.get("stream") == "error":
+                data = item.get("data") or {}
+                raise ProviderError(
+                    f"vercel exec: log stream error {data.get('code')}: {data.get('message')}",
+                    operation="exec",
+                    code=str(data.get("code") or "stream_error"),
+                )
+            if item.get("stream") in out:
+                out[item["stream"]] += item.get("data", "").encode()
+        return bytes(out["stdout"]), bytes(out["stderr"])
+
+    def upload(self, sandbox, path, data) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            member = tarfile.TarInfo(path.lstrip("/"))
+            member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
+            archive.addfile(member, io.BytesIO(data))
+        self._call(
+            "POST", f"/v1/sandboxes/{sandbox.id}/fs/write", "upload", data_plane=True,
+            content=gzip.compress(buffer.getvalue(), mtime=0),
+            headers={"Content-Type": "application/gzip", "x-cwd": "/"},
+        )  # fmt: skip
+
+    def download(self, sandbox, path) -> bytes:
+        return self._call(
+            "POST", f"/v1/sandboxes/{sandbox.id}/fs/read", "download", data_plane=True,
+            json={"path": path},
+        ).content  # fmt: skip
+
+    def destroy(self, sandbox) -> None:
+        response = self._call("POST", f"/v1/sandboxes/{sandbox.id}/stop", "destroy", ok=(200, 404))
+        if response.status_code == 404 or response.json()["sandbox"].get("status") in GONE:
+            self.ledger.stopped(sandbox.id)
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        response = self._box(sandbox_id, "is_gone", ok=(200, 404))
+        gone = response.status_code == 404 or response.json()["sandbox"].get("status") in GONE
+        if gone:
+            self.ledger.stopped(sandbox_id)
+        return gone
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        """The ledger's sandboxes not yet confirmed stopped, each checked with the API (one the
+        provider stopped at its timeout is recorded as stopped here and not listed)."""
+        found = []
+        for entry in self.ledger.open_entries():
+            if label is not None and entry.label != label:
+                continue
+            if self.is_gone(entry.id):
+                continue
+            found.append(LiveSandbox(id=entry.id, label=entry.label, created_at=entry.created_at))
+        return found
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        parts = urlsplit(self.api_url)
+        return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
+
+    def doctor(self) -> list[DoctorCheck]:
+        if self._problem:
+            return [DoctorCheck("credentials", True, self._problem)]
+        started = time.monotonic()
+        try:
+            self._call("GET", "/v1/sandboxes", "doctor",
+                       params={"project": self._project, "limit": "1"})  # fmt: skip
+        except ProviderError as exc:
+            return [DoctorCheck("api", False, str(exc))]
+        elapsed = (time.monotonic() - started) * 1000
+        return [
+            DoctorCheck("credentials", True, "VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID set"),
+            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
+            DoctorCheck(
+                "ledger",
+                True,
+                f"{len(self.ledger.open_entries())} open entries in {self.ledger.path}",
+            ),  # fmt: skip
+            DoctorCheck(
+                "source",
+                True,
+                self.snapshot
+                and f"snapshot {self.snapshot}"
+                or f"runtime {RUNTIME} (BOXBENCH_VERCEL_SNAPSHOT unset)",
+            ),  # fmt: skip
+        ]
