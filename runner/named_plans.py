@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.benchmarks import all_benchmarks
+from runner.benchmarks import all_benchmarks, deepswe
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,12 @@ def _default() -> Plan:
     return Plan(
         name="default",
         description=(
-            "Every sandbox-operation and machine-performance benchmark, and DeepSWE on its two "
+            "Every sandbox-operation and machine-performance benchmark, and DeepSWE-style replay "
+            "(boxbench's own units, not the reference set) on its two "
             "shortest units; 20 trials per unit, 2 in parallel."
         ),
-        benchmarks=(*benchmarks, "deepswe"),
-        units={"deepswe": list(DEEPSWE_SHORTEST)},
+        benchmarks=(*benchmarks, deepswe.SLUG),
+        units={deepswe.SLUG: list(DEEPSWE_SHORTEST)},
         # Single-unit benchmarks rank at 20 successes; DeepSWE's subset also gets 20 per unit.
         trials=20,
         concurrency=2,

@@ -1,5 +1,10 @@
 """DeepSWE-style trace replay (spec: deepswe.txt): tool time of a replayed agent session.
 
+Not the reference workload: the spec's ten datacurve traces on pinned per-task images cannot be
+obtained here, so this benchmark replays boxbench's own units, agent-style sessions authored on
+pinned PyPI source archives (runner/traces/). Its slug, title and description say so, so its
+results cannot be mistaken for the reference set's.
+
 Per trial, untimed: upload the unit's pinned archive, unpack it into /app as a git repository with a
 fixed identity (runner/traces/replay.py, prepare_script), upload the loopback deny proxy. Timed:
 one background script that starts the proxy, then runs every command in /app between two guest
@@ -25,17 +30,20 @@ from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, t
 from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
 from stats import labels
 
+SLUG = "deepswe-boxbench"
 TRIALS = 20
 REPLAY_LIMIT_S = 600.0  # "Command replay: 10 min"
 PREPARE_LIMIT_S = 300.0
 
 DEFINITION = BenchmarkDefinition(
-    slug="deepswe",
-    title="DeepSWE trace replay",
+    slug=SLUG,
+    title="DeepSWE-style replay (boxbench units)",
     section="workload",
     description=(
-        "Sum of command runtimes of replayed coding-agent sessions on real repositories, on the "
-        "sandbox's clock, with the network blocked."
+        "Sum of command runtimes of replayed coding-agent sessions, on the sandbox's clock, with "
+        "the network blocked. These are boxbench's own units, sessions authored on pinned PyPI "
+        "source archives, not the reference DeepSWE set (datacurve traces on pinned per-task "
+        "images), which cannot be obtained here: results are not comparable with the reference."
     ),
     metric="tool_time",
     unit="ms",

@@ -289,23 +289,23 @@ def test_it_refills_a_failure_whose_owner_alone_is_unknown(chain_provider, local
 def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider, settings):
     settings.RUNNER_CONCURRENCY, settings.RUNNER_JOB_HOST_CAP = 3, 16
     run = plan_run(
-        "parallel", benchmarks=["create", "deepswe"], providers=["local"], trials=1, seed=1
+        "parallel", benchmarks=["create", "deepswe-boxbench"], providers=["local"], trials=1, seed=1
     )
     assert run.manifest["benchmarks"]["create"]["parallel_trials"] == 3  # declares none
     [refusal] = run.manifest["refusals"]  # DeepSWE declares 10; local allows 8 sandboxes
-    assert (refusal["benchmark"], refusal["code"]) == ("deepswe", "R403")
+    assert (refusal["benchmark"], refusal["code"]) == ("deepswe-boxbench", "R403")
     assert refusal["missing"] == "10 parallel trials x 1 sandboxes = 10 > 8"
 
     settings.RUNNER_JOB_HOST_CAP = 4
     units = ["six-ensure-bytearray", "toolz-dissoc-if"]
     capped = plan_run(
-        "capped", benchmarks=["deepswe"], providers=["local"], trials=1, seed=1,
-        units={"deepswe": units},
+        "capped", benchmarks=["deepswe-boxbench"], providers=["local"], trials=1, seed=1,
+        units={"deepswe-boxbench": units},
     )  # fmt: skip
-    assert capped.manifest["benchmarks"]["deepswe"]["parallel_trials"] == 4
+    assert capped.manifest["benchmarks"]["deepswe-boxbench"]["parallel_trials"] == 4
     assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
     with pytest.raises(PlanError, match="unknown unit"):
-        plan_run("bad", benchmarks=["deepswe"], units={"deepswe": ["nope"]})
+        plan_run("bad", benchmarks=["deepswe-boxbench"], units={"deepswe-boxbench": ["nope"]})
 
 
 def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
@@ -318,13 +318,13 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     )  # fmt: skip
     benchmarks = run.manifest["benchmarks"]
     assert run.manifest["refusals"] == []
-    assert {"create", "destroy", "cpu-single", "hard-links", "deepswe"} <= set(benchmarks)
-    assert benchmarks["deepswe"]["units"] == ["six-ensure-bytearray", "toolz-dissoc-if"]
+    assert {"create", "destroy", "cpu-single", "hard-links", "deepswe-boxbench"} <= set(benchmarks)
+    assert benchmarks["deepswe-boxbench"]["units"] == ["six-ensure-bytearray", "toolz-dissoc-if"]
     assert all(b["parallel_trials"] == 2 for b in benchmarks.values())
     for slug, b in benchmarks.items():
-        if slug != "deepswe":
+        if slug != "deepswe-boxbench":
             assert b["trials_per_unit"] >= b["ranking_floor"]
-    assert run.trials.filter(benchmark__slug="deepswe").count() == 40
+    assert run.trials.filter(benchmark__slug="deepswe-boxbench").count() == 40
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):
