@@ -286,11 +286,16 @@ class VercelProvider(Provider):
             lines = response.iter_lines()
             first = json.loads(next(lines))
             command_id = first["command"]["id"]
+            exit_code = None
+            # Read to the end even after the exit code: closing a stream that is not drained
+            # closes its connection, and the next call would pay for a new one.
             for line in lines:
-                if line.strip():
+                if line.strip() and exit_code is None:
                     finished = json.loads(line)["command"]
                     if finished.get("exitCode") is not None:
-                        return command_id, int(finished["exitCode"])
+                        exit_code = int(finished["exitCode"])
+            if exit_code is not None:
+                return command_id, exit_code
             raise ProviderError(
                 f"vercel exec: the command stream of {command_id} ended without an exit code",
                 operation="exec",
