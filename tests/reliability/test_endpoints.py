@@ -113,7 +113,10 @@ def test_an_interrupted_raw_download_leaves_no_transaction_open(live_server):
     while b"\r\n\r\n" not in head:
         head += client.recv(65536)
     assert head.startswith(b"HTTP/1.1 200") and b"application/x-ndjson" in head
-    wait_until(lambda: open_transactions() == 1, 10, "the stream's transaction was not seen")
+    # The export reads the run in one transaction while it spools trial lines (the header,
+    # which comes first, is known only at the end), so the transaction may still be open here
+    # or already closed: either way, a client that dies must leave none behind.
+    assert open_transactions() <= 1
     # Reset the connection mid-stream, as a client that dies does.
     client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     client.close()
