@@ -35,16 +35,28 @@ def spec(label, lifetime_s=300, **overrides):
     return SandboxSpec(cpus=1, memory_mib=1024, label=label, lifetime_s=lifetime_s, **overrides)
 
 
+def create(opensandbox, sandbox_spec):
+    """Create, once more after Podman 4.3 broke the pipe while the server copied execd into the
+    new container (HTTP 500 SANDBOX_EXECD_DISTRIBUTION_FAILED, "broken pipe"): a fault of this
+    machine's engine under load, not of what these tests check. Failed creates are tested apart."""
+    try:
+        return opensandbox.create(sandbox_spec)
+    except ProviderError as exc:
+        if "SANDBOX_EXECD_DISTRIBUTION_FAILED" not in str(exc) or "broken pipe" not in str(exc):
+            raise
+        return opensandbox.create(sandbox_spec)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def expiring(opensandbox):
     """A sandbox with the server's shortest TTL (60 s), made first so its expiry overlaps the
     other tests."""
     label = f"pytest-ttl-{uuid.uuid4().hex[:8]}"
-    return opensandbox.create(spec(label, lifetime_s=1))
+    return create(opensandbox, spec(label, lifetime_s=1))
 
 
 def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     assert sandbox.facts["state_at_create"] == "Running"  # 202 with Running on the Docker runtime
     assert sandbox.facts["execd_endpoint"].endswith("/proxy/44772")
     assert sandbox.facts["resource_limits"] == {"cpu": "1", "memory": "1024Mi"}
@@ -56,7 +68,7 @@ def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, o
 
 
 def test_exec_streams_output_and_returns_non_zero_exits(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
     result = opensandbox.exec(
         sandbox, ["/bin/bash", "-c", clock.wrap("pwd; echo e >&2; exit 5")], 30
@@ -71,7 +83,7 @@ def test_exec_streams_output_and_returns_non_zero_exits(opensandbox, os_label):
 
 
 def test_files_round_trip_through_execd(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
     data = secrets.token_bytes(300_000)
     opensandbox.upload(sandbox, "/app/in/data.bin", data)
@@ -82,9 +94,9 @@ def test_files_round_trip_through_execd(opensandbox, os_label):
 
 
 def test_list_finds_sandboxes_by_their_batch_label(opensandbox, os_label):
-    mine = opensandbox.create(spec(os_label))
+    mine = create(opensandbox, spec(os_label))
     other_label = f"pytest-{uuid.uuid4().hex[:12]}"
-    other = opensandbox.create(spec(other_label))
+    other = create(opensandbox, spec(other_label))
     try:
         assert [s.id for s in opensandbox.list_sandboxes(os_label)] == [mine.id]
         every = {s.id for s in opensandbox.list_sandboxes()}
@@ -94,7 +106,7 @@ def test_list_finds_sandboxes_by_their_batch_label(opensandbox, os_label):
 
 
 def test_renew_moves_the_expiry(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label, lifetime_s=120))
+    sandbox = create(opensandbox, spec(os_label, lifetime_s=120))
     expires = opensandbox.renew(sandbox, 3600)
     assert expires > datetime.now(UTC) + timedelta(minutes=50)
     listed = opensandbox.get(sandbox.id)["expiresAt"]
@@ -102,7 +114,7 @@ def test_renew_moves_the_expiry(opensandbox, os_label):
 
 
 def test_pause_and_resume_and_409_on_a_second_pause(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
     opensandbox.pause(sandbox)
     assert opensandbox.get(sandbox.id)["status"]["state"] == "Paused"
@@ -113,7 +125,7 @@ def test_pause_and_resume_and_409_on_a_second_pause(opensandbox, os_label):
 
 
 def test_snapshot_restores_the_file_system_and_is_deleted(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
     opensandbox.upload(sandbox, "/app/kept.txt", b"kept")
     snapshot_id = opensandbox.snapshot(sandbox)
@@ -130,7 +142,7 @@ def test_snapshot_restores_the_file_system_and_is_deleted(opensandbox, os_label)
 
 
 def test_delete_then_404(opensandbox, os_label):
-    sandbox = opensandbox.create(spec(os_label))
+    sandbox = create(opensandbox, spec(os_label))
     opensandbox.destroy(sandbox)
     assert opensandbox.is_gone(sandbox.id)
     with pytest.raises(SandboxGone, match="DOCKER::SANDBOX_NOT_FOUND"):
@@ -232,11 +244,22 @@ def test_a_failed_create_leaves_an_execd_helper_that_cleanup_sweeps(
     api.close()
 
 
+def gone_yet(opensandbox, sandbox_id) -> bool:
+    """Whether the expired sandbox is gone; not yet while the server, racing Podman's removal of
+    the container, answers 500 "no such container" (asked again a second later)."""
+    try:
+        return opensandbox.is_gone(sandbox_id)
+    except ProviderError as exc:
+        if "no such container" not in str(exc):
+            raise
+        return False
+
+
 def test_expiry_removes_the_sandbox_then_404(opensandbox, expiring):
     assert expiring.facts["lifetime_s"] == 60  # the server's minimum TTL
     expires = datetime.fromisoformat(expiring.facts["expires_at"].replace("Z", "+00:00"))
     deadline = time.monotonic() + max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 30
-    while not opensandbox.is_gone(expiring.id):
+    while not gone_yet(opensandbox, expiring.id):
         assert time.monotonic() < deadline, "the sandbox outlived its TTL by 30 s"
         time.sleep(1)
     with pytest.raises(SandboxGone, match="DOCKER::SANDBOX_NOT_FOUND"):
