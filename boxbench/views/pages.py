@@ -109,11 +109,13 @@ def benchmark(request, slug):
         "view": view,
         "csv_url": reverse("benchmark-csv", args=[slug]) + query,
         "unit_csv_url": reverse("unit-csv", args=[slug, chosen]) + query,
-        "workload_chart": charts.workload_bars(summary, view) if summary["multi_unit"] else None,
         "workload_empty": charts.nothing_to_chart(summary["rows"]),
     }
     if view == "cost":
         context.update(
+            workload_chart=charts.workload_bars(tables.cost_ordered(summary), "cost")
+            if summary["multi_unit"]
+            else None,
             table=tables.benchmark_cost_table(summary),
             unit_table=tables.unit_cost_table(unit),
             cost_chart=charts.stacked_cost_bars(unit),
@@ -121,6 +123,7 @@ def benchmark(request, slug):
         )
     else:
         context.update(
+            workload_chart=charts.workload_bars(summary) if summary["multi_unit"] else None,
             table=tables.benchmark_table(summary),
             unit_table=tables.unit_table(unit),
             metric_chart=charts.metric_bars(unit),

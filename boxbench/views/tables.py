@@ -89,8 +89,18 @@ def benchmark_table(summary: dict) -> Table:
     return _noted(Table(columns, rows, BLANK), summary)
 
 
+def cost_ordered(summary: dict) -> dict:
+    """The All view's rows in the Cost view's order: by cost rank, then provider."""
+    rows = sorted(
+        summary["rows"],
+        key=lambda r: (r.get("cost_rank") is None, r.get("cost_rank") or 0, r["provider"]),
+    )
+    return {**summary, "rows": rows}
+
+
 def benchmark_cost_table(summary: dict) -> Table:
     """The All view of the Cost view: each provider's workload cost, ranked lower first."""
+    summary = cost_ordered(summary)
     columns = [
         "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
     ]  # fmt: skip
