@@ -331,6 +331,7 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
         "notes": [s.note for s in value.substitutions] if value else [],
         "workload_cost_usd": cost.value if cost and status["ranked"] else None,
         "cost_substituted_units": [s.unit for s in cost.substitutions] if cost else [],
+        "cost_notes": [s.note for s in cost.substitutions] if cost else [],
     }
 
 
@@ -354,4 +355,5 @@ def _single_unit_row(build: Build, provider: Provider, unit_pages) -> dict:
         "notes": [],
         "workload_cost_usd": only["mean_cost_usd"] if only["ranked"] else None,
         "cost_substituted_units": [],
+        "cost_notes": [],
     }

@@ -194,6 +194,10 @@ def test_the_all_view_of_the_cost_view_shows_the_workload_cost(client, published
     ]
     boat = next(r for r in rows if r[0] == "boat")
     assert boat[3] == usd(costs["boat"]) and boat[4] == "trace-c"  # the highest cost substituted
+    page = response.content.decode()
+    assert "Boat: No successful trials on trace-c: the highest cost observed on it" in page
+    assert "slowest time" not in page  # the Time view's substitution note stays there
+    assert "the slowest time" in client.get("/benchmarks/deepswe/").content.decode()
 
 
 @pytest.mark.parametrize(
