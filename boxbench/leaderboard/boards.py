@@ -271,15 +271,7 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
         rows = [_single_unit_row(build, p, unit_pages) for p in build.providers]
     summary.rank_rows(rows, "workload_value", build.lower)
     if build.context["cost_view"]:
-        # The Cost view ranks the same rows by their workload cost, lower first.
-        shown = {
-            r["provider"]: -r["workload_cost_usd"]
-            for r in rows
-            if r["workload_cost_usd"] is not None
-        }
-        cost_ranks = scores.rank(shown)
-        for row in rows:
-            row["cost_rank"] = cost_ranks.get(row["provider"])
+        _rank_costs(rows, unit_pages)
     latest = max(runs, key=lambda s: (runs[s].published_at, str(runs[s].id)))
     latest_floor = build.floors.get(latest)
     return {
@@ -303,6 +295,20 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
         ],
         "rows": rows,
     }
+
+
+def _rank_costs(rows: list[dict], unit_pages: list[dict]) -> None:
+    """The Cost view ranks the All view's rows by their workload cost, lower first. Its labels:
+    on one unit, the unit's Cost view labels (a provider without a sourced cost reads Not
+    Displayed); on several, the All view's own, which already need a provider-sourced cost."""
+    shown = {
+        r["provider"]: -r["workload_cost_usd"] for r in rows if r["workload_cost_usd"] is not None
+    }
+    ranks = scores.rank(shown)
+    single = {r["provider"]: r for r in unit_pages[0]["cost_rows"]} if len(unit_pages) == 1 else {}
+    for row in rows:
+        row["cost_rank"] = ranks.get(row["provider"])
+        row["cost_label"] = single.get(row["provider"], row)["label"]
 
 
 def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> dict:
@@ -353,7 +359,10 @@ def _single_unit_row(build: Build, provider: Provider, unit_pages) -> dict:
         "workload_value": only["median"] if only["ranked"] else None,
         "substituted_units": [],
         "notes": [],
-        "workload_cost_usd": only["mean_cost_usd"] if only["ranked"] else None,
+        # As on a multi-unit workload: a cost is shown only when the provider sources it.
+        "workload_cost_usd": only["mean_cost_usd"]
+        if only["ranked"] and provider_cost(provider)
+        else None,
         "cost_substituted_units": [],
         "cost_notes": [],
     }

@@ -106,7 +106,7 @@ def benchmark_cost_table(summary: dict) -> Table:
     ]  # fmt: skip
     rows = [
         [
-            r["provider"], _rank(r.get("cost_rank")), r["label"] or "",
+            r["provider"], _rank(r.get("cost_rank")), r.get("cost_label", r["label"]) or "",
             usd(r["workload_cost_usd"]), " ".join(r.get("cost_substituted_units", [])),
             str(r["n"]), _scope(summary),
         ]

@@ -244,3 +244,18 @@ def test_deepswe_csv_downloads_say_they_are_not_the_reference_set(client, import
     assert "not the reference DeepSWE set" in deepswe.NOT_THE_REFERENCE
     # Other benchmarks' downloads keep their columns.
     assert csv_rows(client.get("/benchmarks/create.csv"))[0][-1] == "units"
+
+
+def test_a_one_unit_workload_shows_no_cost_a_provider_does_not_source(client, imported_run):
+    Trial.objects.filter(run=imported_run, unit__slug__in=["trace-b", "trace-c"]).delete()
+    Benchmark.objects.filter(slug="deepswe").update(ranking_floor=20)  # ranked on one unit
+    without_provider_cost("boat")
+    publish(imported_run)
+    summary = Aggregate.objects.get(scope="benchmark", key="deepswe").data
+    assert not summary["multi_unit"]
+    rows = {r[0]: r for r in csv_rows(client.get("/benchmarks/deepswe.csv?view=cost"))[1:]}
+    assert rows["boat"][2:4] == ["Not Displayed", ""] and rows["local"][2] == ""
+    assert rows["local"][3] != ""
+    page = client.get("/benchmarks/deepswe/?view=cost")
+    assert 'href="/benchmarks/deepswe.csv?view=cost"' in page.content.decode()
+    assert figure(page, "cost-chart") is not None
