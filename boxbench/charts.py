@@ -4,7 +4,7 @@ Plain dicts rather than plotly.graph_objects: building a graph object validates 
 and costs milliseconds per request, while the browser's plotly.js validates anyway.
 """
 
-from boxbench.templatetags.boxbench_format import num
+from boxbench.templatetags.boxbench_format import num, usd
 
 # Providers: one colour each, the same on every chart (see provider_colour).
 PALETTE = [
@@ -95,18 +95,13 @@ def _categories(rows: list[dict]) -> list[str]:
     return [_provider_label(r) for r in reversed(rows)]
 
 
-def stacked_stage_bars(unit: dict) -> dict | None:
-    """One horizontal bar per ranked provider; segment widths fill the total median, while each
-    segment's label shows its own unscaled stage median."""
-    rows = unit["rows"]
-    barred = [r for r in rows if _has_bar(r) and r["segments"]]
-    if not barred:
-        return None
-    measure = unit["measure_unit"]
+def _stage_traces(barred: list[tuple[dict, list[dict]]], stages, label: str, fmt, hover) -> list:
+    """One bar trace per stage across the barred rows: each segment's `width` plotted, its
+    `label` value written on it (the unscaled figure, while the widths fill the bar)."""
     traces = []
-    for i, stage in enumerate(unit["stages"]):
+    for i, stage in enumerate(stages):
         with_stage = [
-            (r, s) for r in barred for s in r["segments"] if s["stage"] == stage and s["width"]
+            (r, s) for r, segments in barred for s in segments if s["stage"] == stage and s["width"]
         ]
         if not with_stage:
             continue
@@ -117,26 +112,76 @@ def stacked_stage_bars(unit: dict) -> dict | None:
                 "name": stage,
                 "y": [_provider_label(r) for r, _ in with_stage],
                 "x": [s["width"] for _, s in with_stage],
-                "text": [num(s["median"]) for _, s in with_stage],
+                "text": [fmt(s[label]) for _, s in with_stage],
                 "textposition": "inside",
                 "insidetextanchor": "middle",
-                "customdata": [[s["median"], r["median"]] for r, s in with_stage],
+                "customdata": [hover(r, s) for r, s in with_stage],
                 "hovertemplate": (
-                    f"{stage}: median %{{customdata[0]}} {measure}<br>"
-                    f"total median %{{customdata[1]}} {measure}<extra></extra>"
+                    f"{stage}: %{{customdata[0]}}<br>%{{customdata[1]}}<extra></extra>"
                 ),
                 "marker": {"color": STAGE_PALETTE[i % len(STAGE_PALETTE)]},
             }
         )
-    layout = _layout(
-        f"Stage medians of {plain(unit['unit_title'])} ({measure})<br><sub>bars fill the total "
-        "median; labels show each stage's own median</sub>",
+    return traces
+
+
+def _stacked_layout(title: str, axis: str, rows: list[dict], measure: str) -> dict:
+    return _layout(
+        title,
         120 + 45 * len(rows),
         barmode="stack",
-        xaxis={"title": {"text": f"total median ({measure})"}, "gridcolor": "#eee"},
+        xaxis={"title": {"text": axis}, "gridcolor": "#eee"},
         yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
         annotations=_status_annotations(rows, measure),
     )
+
+
+def stacked_stage_bars(unit: dict) -> dict | None:
+    """One horizontal bar per ranked provider; segment widths fill the total median, while each
+    segment's label shows its own unscaled stage median."""
+    rows = unit["rows"]
+    barred = [(r, r["segments"]) for r in rows if _has_bar(r) and r["segments"]]
+    if not barred:
+        return None
+    measure = unit["measure_unit"]
+
+    def hover(row, segment):
+        return [
+            f"median {num(segment['median'])} {measure}",
+            f"total median {num(row['median'])} {measure}",
+        ]
+
+    traces = _stage_traces(barred, unit["stages"], "median", num, hover)
+    title = (
+        f"Stage medians of {plain(unit['unit_title'])} ({measure})<br><sub>bars fill the total "
+        "median; labels show each stage's own median</sub>"
+    )
+    layout = _stacked_layout(title, f"total median ({measure})", rows, measure)
+    return {"data": traces, "layout": layout}
+
+
+def stacked_cost_bars(unit: dict) -> dict | None:
+    """The Cost view: one bar per ranked provider with a provider-sourced cost, its mean cost per
+    success split by the Time bar (stats.bars.stage_costs): the widths fill the shown cost, the
+    labels show each stage's unscaled cost. None without such a provider (nothing_to_chart says
+    why, from the cost rows' labels)."""
+    rows = unit["cost_rows"]
+    barred = [(r, r["stage_costs"]["segments"]) for r in rows if _has_bar(r) and r["stage_costs"]]
+    if not barred:
+        return None
+
+    def hover(row, segment):
+        return [
+            f"{usd(segment['cost'])} USD",
+            f"mean cost per success {usd(row['mean_cost_usd'])} USD",
+        ]
+
+    traces = _stage_traces(barred, unit["stages"], "cost", usd, hover)
+    title = (
+        f"Stage costs of {plain(unit['unit_title'])} (USD)<br><sub>bars fill the mean cost per "
+        "success, split as the Time bar; labels show each stage's own cost</sub>"
+    )
+    layout = _stacked_layout(title, "mean cost per success (USD)", rows, "USD")
     return {"data": traces, "layout": layout}
 
 
@@ -189,34 +234,42 @@ def _minus(a, b):
     return None if a is None or b is None else a - b
 
 
-def workload_bars(summary: dict) -> dict | None:
-    """The All view: each provider's workload value (geometric mean over the unit set); None
-    when no provider has one (the page says why: nothing_to_chart)."""
+def workload_bars(summary: dict, view: str = "time") -> dict | None:
+    """The All view: each provider's workload value (view "time") or workload cost ("cost"), the
+    geometric mean over the unit set; None when no provider has one (the page says why:
+    nothing_to_chart)."""
     rows = summary["rows"]
-    barred = [r for r in rows if _has_bar(r) and r["workload_value"] is not None]
+    if view == "cost":
+        key, substituted, measure, fmt = "workload_cost_usd", "cost_substituted_units", "USD", usd
+    else:
+        key, substituted, measure, fmt = (
+            "workload_value",
+            "substituted_units",
+            summary["measure_unit"],
+            num,
+        )
+    barred = [r for r in rows if _has_bar(r) and r[key] is not None]
     if not barred:
         return None
-    measure = summary["measure_unit"]
+    what = "workload cost" if view == "cost" else "workload value"
+    of = "unit mean costs per success" if view == "cost" else "unit medians"
     trace = {
         "type": "bar",
         "orientation": "h",
-        "name": "workload value",
+        "name": what,
         "y": [_provider_label(r) for r in barred],
-        "x": [r["workload_value"] for r in barred],
-        "text": [
-            num(r["workload_value"]) + (" *" if r["substituted_units"] else "") for r in barred
-        ],
+        "x": [r[key] for r in barred],
+        "text": [fmt(r[key]) + (" *" if r.get(substituted) else "") for r in barred],
         "textposition": "inside",
         "insidetextanchor": "start",
         "textfont": {"color": "white"},
-        "hovertemplate": f"workload value %{{x}} {measure}<extra></extra>",
+        "hovertemplate": f"{what} %{{x}} {measure}<extra></extra>",
         "marker": {"color": [provider_colour(r) for r in barred]},
     }
     scope = summary.get("unit_scope") or {}
     covered = scope["text"] if scope.get("subset") else "All units"
     layout = _layout(
-        f"{covered}: workload value ({measure})<br><sub>geometric mean of unit medians; "
-        "* a substituted unit</sub>",
+        f"{covered}: {what} ({measure})<br><sub>geometric mean of {of}; * a substituted unit</sub>",
         120 + 45 * len(rows),
         showlegend=False,
         xaxis={"title": {"text": measure}, "gridcolor": "#eee"},

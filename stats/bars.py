@@ -31,6 +31,25 @@ class StackedBar:
 
 
 @dataclass(frozen=True)
+class CostSegment:
+    stage: str
+    cost: float  # the label: shown cost x stage median / total median (unscaled, as Time's)
+    width: float  # the plotted width: cost x the Time bar's scale
+
+
+@dataclass(frozen=True)
+class CostBar:
+    """The Cost view's stacked bar: the Time bar in cost units, scaled the same way."""
+
+    total_cost: float  # the shown cost, which the segments fill
+    scale: float  # the Time bar's scale: total median / sum of stage medians
+    segments: list[CostSegment]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class DerivedView:
     """Summary of per-trial subset sums; no confidence interval by design."""
 
@@ -73,6 +92,26 @@ def stacked_bar(total: Sequence[float], stages: Mapping[str, Sequence[float | No
     scale = total_median / stage_sum if stage_sum > 0 else 0.0
     segments = [Segment(stage, m, m * scale) for stage, m in medians.items()]
     return StackedBar(total_median=total_median, scale=scale, segments=segments)
+
+
+def stage_costs(bar: StackedBar, cost: float | None) -> CostBar | None:
+    """Each stage's cost: the shown cost times that stage's share of the Time bar under the same
+    statistic (stage median / total median), with the Time bar's scaling: the segments' widths
+    fill the shown cost while their labels keep the unscaled stage costs.
+
+    None when there is nothing to share: no cost (None or NaN), no segment, or a Time bar whose
+    total median is 0. A stage whose median is 0 costs 0.
+    """
+    if cost is None or math.isnan(cost) or not bar.segments or not bar.total_median > 0:
+        return None
+    if math.isinf(cost) or cost < 0:
+        raise ValueError(f"a shown cost must be finite and at least 0, not {cost!r}")
+    per_time = cost / bar.total_median
+    segments = [
+        CostSegment(s.stage, s.median * per_time, s.median * per_time * bar.scale)
+        for s in bar.segments
+    ]
+    return CostBar(total_cost=float(cost), scale=bar.scale, segments=segments)
 
 
 def derived_view(

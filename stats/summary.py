@@ -43,13 +43,14 @@ class Samples:
 
 def summarize(samples: Samples, method: Method) -> dict:
     """The row's statistics: n, median with its interval, tail, mean, mean cost, stage medians
-    and bar segments, the distribution, and the derived views of every stage subset."""
+    and bar segments, the stage costs, the distribution, and the derived views of every stage
+    subset."""
     values = samples.values
     row = {
         "n": int(values.size),
         "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
         "mean": None, "mean_cost_usd": None, "stage_medians": {}, "segments": [], "scale": None,
-        "distribution": None, "derived": {},
+        "stage_costs": None, "distribution": None, "derived": {},
     }  # fmt: skip
     if values.size == 0:
         return row
@@ -84,6 +85,9 @@ def summarize(samples: Samples, method: Method) -> dict:
             {"stage": s.stage, "median": s.median, "width": s.width} for s in bar.segments
         ]
         row["scale"] = bar.scale
+        # The Cost view's bar: the shown cost (mean cost per success) shared by the Time bar.
+        cost_bar = bars.stage_costs(bar, row["mean_cost_usd"])
+        row["stage_costs"] = cost_bar.to_dict() if cost_bar else None
         if len(method.stages) <= MAX_DERIVED_STAGES:
             row["derived"] = derived_views(columns, recorded, lower)
     return row

@@ -13,8 +13,9 @@ from boxbench.leaderboard.sources import (
     unit_scope,
 )
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from runner.benchmarks import deepswe
 from runner.rules import Refusal
-from stats import labels, summary, workload
+from stats import labels, scores, summary, workload
 
 # Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
 REFUSAL_STATUS_FLAGS = {
@@ -23,6 +24,10 @@ REFUSAL_STATUS_FLAGS = {
     "R403": "account_limit",
     "R404": "known_fault",
 }
+
+# Said on every row of a benchmark's CSV downloads (a last column, `note`), as its page and the
+# methodology say it, so a downloaded table cannot pass for the reference set's numbers.
+DOWNLOAD_NOTES = {deepswe.SLUG: deepswe.NOT_THE_REFERENCE}
 
 
 @dataclass
@@ -126,13 +131,16 @@ def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], 
         "measure_unit": benchmark.unit,
         "lower_is_better": benchmark.direction != "higher",
         "stages": stages,
+        # Workloads have a Cost view beside Time (the score tree's workload cost section).
+        "cost_view": benchmark.section == Section.WORKLOAD,
+        "download_note": DOWNLOAD_NOTES.get(benchmark.slug, ""),
     }
 
 
 def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, multi: bool) -> dict:
     """One unit's table: a row per provider, labelled and ranked; tallies its medians and costs
     into the build for the All view."""
-    rows = []
+    rows, cost_rows = [], []
     for provider in build.providers:
         slug = provider.slug
         cell = cells.get((unit.id, provider.id), EMPTY_CELL)
@@ -150,6 +158,9 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
                 view = row["derived"].setdefault(key, dict(empty))
                 view.update(labels.decide(shown).to_dict() if not view["trials"] else {})
         rows.append(row)
+        stage_costs = row.pop("stage_costs")  # shown in the Cost view only
+        if build.context["cost_view"]:
+            cost_rows.append(_cost_row(build, provider, row, stage_costs, successes, cell.failures))
         if slug in build.runs and n:
             build.medians[slug][unit.slug] = row["median"]
             if row["mean_cost_usd"] is not None and provider_cost(provider):
@@ -157,6 +168,7 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
             else:
                 build.cost_complete[slug] = False
     summary.rank_rows(rows, "median", build.lower)
+    summary.rank_rows(cost_rows, "mean_cost_usd", lower=True)
     trial_count = sum(sum(c.outcomes.values()) for (u, _), c in cells.items() if u == unit.id)
     return {
         **build.context,
@@ -168,6 +180,24 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
         "max_points": summary.MAX_POINTS,  # the distribution chart's dots per provider
         "ranking_floors": build.floors,
         "rows": rows,
+        "cost_rows": cost_rows,
+    }
+
+
+def _cost_row(build: Build, provider: Provider, row: dict, stage_costs, successes, failures):
+    """The Cost view's row: the shown cost (mean cost per success) and its stage costs, for a
+    provider with a provider-sourced cost on every trial; any other reads Not Displayed."""
+    sourced = provider_cost(provider) and row["mean_cost_usd"] is not None
+    state = build.state(
+        provider, successes, failures, view_needs_provider_cost=True, has_provider_cost=sourced
+    )
+    return {
+        **provider_info(provider),
+        **build.source(provider.slug),
+        **labels.decide(state).to_dict(),
+        "n": row["n"],
+        "mean_cost_usd": row["mean_cost_usd"] if sourced else None,
+        "stage_costs": stage_costs if sourced else None,
     }
 
 
@@ -240,6 +270,8 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
     else:
         rows = [_single_unit_row(build, p, unit_pages) for p in build.providers]
     summary.rank_rows(rows, "workload_value", build.lower)
+    if build.context["cost_view"]:
+        _rank_costs(rows, unit_pages)
     latest = max(runs, key=lambda s: (runs[s].published_at, str(runs[s].id)))
     latest_floor = build.floors.get(latest)
     return {
@@ -263,6 +295,20 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
         ],
         "rows": rows,
     }
+
+
+def _rank_costs(rows: list[dict], unit_pages: list[dict]) -> None:
+    """The Cost view ranks the All view's rows by their workload cost, lower first. Its labels:
+    on one unit, the unit's Cost view labels (a provider without a sourced cost reads Not
+    Displayed); on several, the All view's own, which already need a provider-sourced cost."""
+    shown = {
+        r["provider"]: -r["workload_cost_usd"] for r in rows if r["workload_cost_usd"] is not None
+    }
+    ranks = scores.rank(shown)
+    single = {r["provider"]: r for r in unit_pages[0]["cost_rows"]} if len(unit_pages) == 1 else {}
+    for row in rows:
+        row["cost_rank"] = ranks.get(row["provider"])
+        row["cost_label"] = single.get(row["provider"], row)["label"]
 
 
 def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> dict:
@@ -290,6 +336,8 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
         "substituted_units": [s.unit for s in value.substitutions] if value else [],
         "notes": [s.note for s in value.substitutions] if value else [],
         "workload_cost_usd": cost.value if cost and status["ranked"] else None,
+        "cost_substituted_units": [s.unit for s in cost.substitutions] if cost else [],
+        "cost_notes": [s.note for s in cost.substitutions] if cost else [],
     }
 
 
@@ -311,5 +359,10 @@ def _single_unit_row(build: Build, provider: Provider, unit_pages) -> dict:
         "workload_value": only["median"] if only["ranked"] else None,
         "substituted_units": [],
         "notes": [],
-        "workload_cost_usd": only["mean_cost_usd"] if only["ranked"] else None,
+        # As on a multi-unit workload: a cost is shown only when the provider sources it.
+        "workload_cost_usd": only["mean_cost_usd"]
+        if only["ranked"] and provider_cost(provider)
+        else None,
+        "cost_substituted_units": [],
+        "cost_notes": [],
     }

@@ -16,6 +16,20 @@ def aggregate(scope: Scope, *parts) -> dict:
     return data
 
 
+VIEWS = ("time", "cost")
+
+
+def chosen_view(request, data: dict) -> str:
+    """The view a benchmark page or CSV shows (?view=, Time by default); a view the benchmark
+    does not have is a 404 that names it."""
+    view = request.GET.get("view") or "time"
+    if view not in VIEWS:
+        raise Http404(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if view == "cost" and not data.get("cost_view"):
+        raise Http404(f"benchmark {data.get('benchmark')!r} has no Cost view (workloads only)")
+    return view
+
+
 def visible_run(request, run_id: uuid.UUID) -> Run:
     """A published run for everyone; an unpublished one only with view_unpublished_run (others
     get a 404, so an outsider cannot learn that the run exists)."""

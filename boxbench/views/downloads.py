@@ -8,7 +8,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from boxbench.models import Scope
 from boxbench.rawdata import export_csv, iter_jsonl_bytes
 from boxbench.views import tables
-from boxbench.views.access import aggregate, visible_run
+from boxbench.views.access import aggregate, chosen_view, visible_run
 
 
 def _csv_response(table: tables.Table, filename: str) -> HttpResponse:
@@ -26,11 +26,16 @@ def overview_csv(request):
 
 
 def benchmark_csv(request, slug):
-    return _csv_response(tables.benchmark_table(aggregate(Scope.BENCHMARK, slug)), f"{slug}.csv")
+    data = aggregate(Scope.BENCHMARK, slug)
+    if chosen_view(request, data) == "cost":
+        return _csv_response(tables.benchmark_cost_table(data), f"{slug}-cost.csv")
+    return _csv_response(tables.benchmark_table(data), f"{slug}.csv")
 
 
 def unit_csv(request, slug, unit_slug):
     data = aggregate(Scope.UNIT, slug, unit_slug)
+    if chosen_view(request, data) == "cost":
+        return _csv_response(tables.unit_cost_table(data), f"{slug}-{unit_slug}-cost.csv")
     return _csv_response(tables.unit_table(data), f"{slug}-{unit_slug}.csv")
 
 

@@ -21,7 +21,7 @@ from boxbench.models import (
     Trial,
 )
 from boxbench.views import tables
-from boxbench.views.access import aggregate
+from boxbench.views.access import aggregate, chosen_view
 from boxbench.views.awaiting import awaiting_runs
 from boxbench.views.cache import uncached
 
@@ -101,18 +101,36 @@ def benchmark(request, slug):
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
     unit = aggregate(Scope.UNIT, slug, chosen)
+    view = chosen_view(request, summary)
+    query = "?view=cost" if view == "cost" else ""
     context = {
         "summary": summary,
         "unit": unit,
-        "table": tables.benchmark_table(summary),
-        "unit_table": tables.unit_table(unit),
-        "workload_chart": charts.workload_bars(summary) if summary["multi_unit"] else None,
+        "view": view,
+        "csv_url": reverse("benchmark-csv", args=[slug]) + query,
+        "unit_csv_url": reverse("unit-csv", args=[slug, chosen]) + query,
         "workload_empty": charts.nothing_to_chart(summary["rows"]),
-        "metric_chart": charts.metric_bars(unit),
-        "metric_empty": charts.nothing_to_chart(unit["rows"]),
-        "stage_chart": charts.stacked_stage_bars(unit),
-        "derived": _derived(unit),
     }
+    if view == "cost":
+        context.update(
+            workload_chart=charts.workload_bars(tables.cost_ordered(summary), "cost")
+            if summary["multi_unit"]
+            else None,
+            table=tables.benchmark_cost_table(summary),
+            unit_table=tables.unit_cost_table(unit),
+            cost_chart=charts.stacked_cost_bars(unit),
+            cost_empty=charts.nothing_to_chart(unit["cost_rows"]),
+        )
+    else:
+        context.update(
+            workload_chart=charts.workload_bars(summary) if summary["multi_unit"] else None,
+            table=tables.benchmark_table(summary),
+            unit_table=tables.unit_table(unit),
+            metric_chart=charts.metric_bars(unit),
+            metric_empty=charts.nothing_to_chart(unit["rows"]),
+            stage_chart=charts.stacked_stage_bars(unit),
+            derived=_derived(unit),
+        )
     return render(request, "boxbench/benchmark.html", context)
 
 

@@ -3,7 +3,7 @@ page and its CSV download (same rows, same formatting)."""
 
 from dataclasses import dataclass, field
 
-from boxbench.templatetags.boxbench_format import num, score
+from boxbench.templatetags.boxbench_format import num, score, usd
 
 # Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
 BLANK = {
@@ -18,8 +18,15 @@ BLANK = {
     "tail kind": "No successful trial.",
     "mean": "No successful trial.",
     "stage median": "The stage has no valid value (no successful trial, or a failed clock gate).",
+    "workload cost (USD)": "Not ranked, or no provider-sourced cost on every unit: the label "
+    "says why.",
+    "mean cost per success (USD)": "No provider-sourced cost on every successful trial (the "
+    "label says Not Displayed), or no successful trial.",
+    "stage cost": "No stage cost: it needs a provider-sourced cost and the stage's segment of "
+    "the Time bar.",
 }
 BLANK["ci_high"] = BLANK["ci_low"]
+BLANK["cost rank"] = BLANK["rank"]
 
 
 @dataclass
@@ -54,6 +61,17 @@ def _scope(data: dict) -> str:
     return (data.get("unit_scope") or {}).get("text", "")
 
 
+def _noted(table: Table, data: dict) -> Table:
+    """A benchmark whose numbers could be mistaken for another set's says so on every row: a
+    last column, `note`, so the file stays one header row and then rows."""
+    note = data.get("download_note")
+    if note:
+        table.columns.append("note")
+        for row in table.rows:
+            row.append(note)
+    return table
+
+
 def benchmark_table(summary: dict) -> Table:
     columns = ["provider", "rank", "label", "workload value", "substituted units", "n", "units"]
     rows = [
@@ -68,7 +86,33 @@ def benchmark_table(summary: dict) -> Table:
         ]
         for r in summary["rows"]
     ]
-    return Table(columns, rows, BLANK)
+    return _noted(Table(columns, rows, BLANK), summary)
+
+
+def cost_ordered(summary: dict) -> dict:
+    """The All view's rows in the Cost view's order: by cost rank, then provider."""
+    rows = sorted(
+        summary["rows"],
+        key=lambda r: (r.get("cost_rank") is None, r.get("cost_rank") or 0, r["provider"]),
+    )
+    return {**summary, "rows": rows}
+
+
+def benchmark_cost_table(summary: dict) -> Table:
+    """The All view of the Cost view: each provider's workload cost, ranked lower first."""
+    summary = cost_ordered(summary)
+    columns = [
+        "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
+    ]  # fmt: skip
+    rows = [
+        [
+            r["provider"], _rank(r.get("cost_rank")), r.get("cost_label", r["label"]) or "",
+            usd(r["workload_cost_usd"]), " ".join(r.get("cost_substituted_units", [])),
+            str(r["n"]), _scope(summary),
+        ]
+        for r in summary["rows"]
+    ]  # fmt: skip
+    return _noted(Table(columns, rows, BLANK), summary)
 
 
 def unit_table(unit: dict) -> Table:
@@ -87,7 +131,28 @@ def unit_table(unit: dict) -> Table:
             ]
         )  # fmt: skip
     blank = {**BLANK, **{f"{stage} median": BLANK["stage median"] for stage in stages}}
-    return Table(columns, rows, blank)
+    return _noted(Table(columns, rows, blank), unit)
+
+
+def unit_cost_table(unit: dict) -> Table:
+    """The Cost view of a unit: the mean cost per success and each stage's cost (the unscaled
+    figures the bar's labels show), ranked lower first."""
+    stages = unit["stages"]
+    columns = [
+        "provider", "rank", "label", "n", "mean cost per success (USD)",
+        *[f"{stage} cost (USD)" for stage in stages],
+    ]  # fmt: skip
+    rows = []
+    for r in unit["cost_rows"]:
+        costs = {s["stage"]: s["cost"] for s in (r["stage_costs"] or {}).get("segments", [])}
+        rows.append(
+            [
+                r["provider"], _rank(r["rank"]), r["label"] or "", str(r["n"]),
+                usd(r["mean_cost_usd"]), *[usd(costs.get(stage)) for stage in stages],
+            ]
+        )  # fmt: skip
+    blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
+    return _noted(Table(columns, rows, blank), unit)
 
 
 def score_rows(overview: dict) -> list[dict]:

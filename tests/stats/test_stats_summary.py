@@ -86,6 +86,30 @@ def test_it_builds_stage_segments_and_every_derived_view():
     }
 
 
+def test_it_shares_the_mean_cost_by_the_stage_bar():
+    stages = {"read": np.array([2.0, 4.0, 6.0]), "test": np.array([6.0, 12.0, 18.0])}
+    costs = np.array([0.1, 0.2, 0.6])  # mean cost per success 0.3
+    row = summary.summarize(
+        samples([10, 20, 30], stages=stages, costs=costs), Method(stages=("read", "test"))
+    )
+    # Total median 20, stage medians 4 and 12 (sum 16): labels 0.3 x 4/20 and 0.3 x 12/20,
+    # widths scaled by 20/16 so they fill 0.3.
+    bar = row["stage_costs"]
+    assert bar["total_cost"] == pytest.approx(0.3) and bar["scale"] == 1.25
+    assert [s["stage"] for s in bar["segments"]] == ["read", "test"]
+    assert [s["cost"] for s in bar["segments"]] == pytest.approx([0.06, 0.18])
+    assert [s["width"] for s in bar["segments"]] == pytest.approx([0.075, 0.225])
+
+
+def test_there_are_no_stage_costs_without_a_cost_or_stages():
+    stages = {"read": np.array([2.0, 4.0])}
+    without_cost = samples([10, 20], stages=stages, costs=np.array([0.1, np.nan]))
+    assert summary.summarize(without_cost, Method(stages=("read",)))["stage_costs"] is None
+    without_stages = samples([10, 20], costs=np.array([0.1, 0.2]))
+    assert summary.summarize(without_stages, Method())["stage_costs"] is None
+    assert summary.summarize(samples([]), Method())["stage_costs"] is None
+
+
 def test_it_skips_derived_views_beyond_the_stage_cap():
     names = [f"s{i}" for i in range(summary.MAX_DERIVED_STAGES + 1)]
     stages = {s: np.array([1.0, 2.0]) for s in names}

@@ -82,6 +82,7 @@ def test_it_draws_every_page_without_console_errors(live_server, page, published
     pages = {
         "overview": "/?open=workload_time,workload_time/deepswe",
         "benchmark-deepswe": "/benchmarks/deepswe/",
+        "benchmark-deepswe-cost": "/benchmarks/deepswe/?view=cost",
         "benchmark-create": "/benchmarks/create/",
         "benchmark-cpu": "/benchmarks/cpu/",
         "unit-trace-c": "/benchmarks/deepswe/units/trace-c/",
@@ -109,6 +110,21 @@ def test_it_draws_one_segment_per_stage_and_ranked_provider_with_unscaled_labels
     workload = page.locator("#workload-chart")
     assert workload.locator(".barlayer .point").count() == 3
     assert "Not Supported" in workload.locator(".annotation-text").all_text_contents()[0]
+
+
+def test_the_cost_view_draws_stage_costs_labelled_as_its_csv(
+    live_server, page, published_run, client
+):
+    url = live_server.url + "/benchmarks/deepswe/?unit=trace-a&view=cost"
+    visit(page, url, "benchmark-deepswe-trace-a-cost")
+    cost_chart = page.locator("#cost-chart")
+    assert cost_chart.locator(".barlayer .trace").count() == 3  # setup, replay, verify
+    assert cost_chart.locator(".barlayer .point").count() == 3 * 3  # x three ranked providers
+    shown = set(cost_chart.locator("text.bartext").all_text_contents())
+    rows = unit_csv(client, "/benchmarks/deepswe/units/trace-a.csv?view=cost")
+    stages = ("setup", "replay", "verify")
+    assert shown == {r[f"{s} cost (USD)"] for r in rows if r["rank"] for s in stages}
+    assert page.locator("#views a.current").inner_text() == "Cost"
 
 
 def test_it_switches_derived_views_and_keeps_the_choice_in_the_url(

@@ -1,0 +1,178 @@
+"""Every status label, each produced from stored data (the fixture run, imported and bent where
+a label needs it) through publication to the page a visitor reads, and the precedence between
+them (docs/methodology.md, "Status labels")."""
+
+import html
+import re
+
+import pytest
+
+from boxbench import publishing
+from boxbench.models import Provider, Trial
+from tests.web.conftest import explain_failures
+from tests.web.test_charts_tables import figure
+
+pytestmark = pytest.mark.django_db
+
+
+def shown_labels(response) -> dict[str, list[tuple[str, str]]]:
+    """{provider name: [(label, meaning), ...]} from the page's status labels, in page order
+    (a multi-unit workload's All view first, then the chosen unit's)."""
+    found = re.findall(
+        r'<span class="status" title="(.*?)"><b>(.*?)</b>: (.*?)</span>', response.content.decode()
+    )
+    shown: dict[str, list[tuple[str, str]]] = {}
+    for meaning, name, label in found:
+        shown.setdefault(html.unescape(name), []).append((label, html.unescape(meaning)))
+    return shown
+
+
+def labels_of(response, provider) -> list[str]:
+    return [label for label, _ in shown_labels(response).get(provider, [])]
+
+
+def publish(run):
+    explain_failures(run)
+    publishing.publish(run)
+
+
+def refuse_tiny(run, benchmark, code, missing):
+    manifest = dict(run.manifest)
+    manifest["refusals"] = [
+        {**r, "code": code, "missing": missing} if r["benchmark"] == benchmark else r
+        for r in manifest["refusals"]
+    ]
+    run.manifest = manifest
+    run.save()
+
+
+def boat_cpu(run):
+    return Trial.objects.filter(run=run, provider__slug="boat", benchmark__slug="cpu")
+
+
+def not_ranked(run):
+    # 10 of boat's 20 successes gone, no failure: below the floor of 20 without an explanation.
+    boat_cpu(run).filter(id__in=[t.id for t in boat_cpu(run).order_by("seq")[:10]]).delete()
+
+
+def provider_failures(run):
+    # 3 of boat's 20 trials failed and were not replaced: 17 + 3 reach the floor.
+    failed = [t.id for t in boat_cpu(run).order_by("seq")[:3]]
+    boat_cpu(run).filter(id__in=failed).update(
+        outcome="provider_failure", owner="provider", cause="create returned HTTP 503"
+    )
+
+
+def not_offered(run):
+    refuse_tiny(run, "cpu", "R402", "2 vCPU / 4096 MiB")
+
+
+def account_limit(run):
+    refuse_tiny(run, "cpu", "R403", "10 parallel trials x 1 sandboxes = 10 > 8")
+
+
+def known_fault(run):
+    boat = Provider.objects.get(slug="boat")
+    boat.declaration = {**boat.declaration, "known_faults": {"cpu": "the CPU probe hangs"}}
+    boat.save()
+
+
+def capability_refused(run):
+    pass  # the fixture's planner refused Tiny Cloud for lacking the snapshot capability
+
+
+def not_measured(run):
+    pass  # boat never ran trace-c
+
+
+def not_displayed(run):
+    boat = Provider.objects.get(slug="boat")
+    boat.pricing = {**boat.pricing, "provider_sourced": False}
+    boat.save()
+
+
+CASES = [
+    (not_ranked, "/benchmarks/cpu/", "Boat", "Not Ranked", "declared number of successful"),
+    (provider_failures, "/benchmarks/cpu/", "Boat", "Provider Failures", "did not replace"),
+    (not_offered, "/benchmarks/cpu/", "Tiny Cloud", "Not Offered", "not offered"),
+    (account_limit, "/benchmarks/cpu/", "Tiny Cloud", "Account Limit", "concurrency limit"),
+    (known_fault, "/benchmarks/cpu/", "Boat", "Not Supported", "the CPU probe hangs"),
+    (capability_refused, "/benchmarks/cpu/", "Tiny Cloud", "Not Supported", "capability"),
+    (not_measured, "/benchmarks/deepswe/?unit=trace-c", "Boat", "Not Measured", "measured"),
+    (not_displayed, "/benchmarks/deepswe/", "Boat", "Not Displayed", "provider-sourced cost"),
+]
+
+
+@pytest.mark.parametrize(
+    ("bend", "path", "provider", "label", "meaning"),
+    CASES,
+    ids=[case[0].__name__ for case in CASES],
+)
+def test_each_label_reaches_the_page_from_stored_data(
+    client, imported_run, bend, path, provider, label, meaning
+):
+    bend(imported_run)
+    publish(imported_run)
+    response = client.get(path)
+    [(shown, why)] = shown_labels(response)[provider]  # one label on the page, for one view
+    assert shown == label
+    assert meaning in why
+    # Without a ranked bar, the chart draws the label where the bar would be.
+    chart = figure(response, "workload-chart" if path == "/benchmarks/deepswe/" else "metric-chart")
+    bars = [y for trace in chart["data"] for y in trace["y"]]
+    assert not any(y.startswith(provider) for y in bars)
+    annotations = [a["text"] for a in chart["layout"]["annotations"] if a["y"].startswith(provider)]
+    assert annotations == [f"<i>{label}</i>"]
+
+
+def test_every_label_has_its_case_above():
+    assert {case[3] for case in CASES} == {
+        "Not Ranked", "Provider Failures", "Not Offered", "Account Limit", "Not Supported",
+        "Not Measured", "Not Displayed",
+    }  # fmt: skip
+
+
+def test_a_ranked_bar_with_unreplaced_failures_is_labelled_provider_failures(client, imported_run):
+    # The fixture's docker has one unreplaced failure on Create beside 20 successes.
+    publish(imported_run)
+    response = client.get("/benchmarks/create/")
+    assert labels_of(response, "Docker") == ["Provider Failures"]
+    bars = figure(response, "metric-chart")["data"][0]["y"]
+    assert "Docker" in bars  # ranked: the bar is drawn and the label sits beside it
+
+
+# Precedence: the first rule that matches decides ----------------------------------------------
+
+
+def test_a_known_fault_wins_over_a_ranked_result(client, imported_run):
+    known_fault(imported_run)  # boat has 20 successes on cpu: it would be ranked
+    publish(imported_run)
+    assert labels_of(client.get("/benchmarks/cpu/"), "Boat") == ["Not Supported"]
+
+
+def test_a_provider_without_a_success_reads_provider_failures_over_not_displayed(
+    client, imported_run
+):
+    trials = Trial.objects.filter(run=imported_run, provider__slug="boat", unit__slug="trace-a")
+    trials.update(outcome="provider_failure", owner="provider", cause="sandbox stopped answering")
+    not_displayed(imported_run)
+    publish(imported_run)
+    # The All view: successes on trace-b, but no provider-sourced cost; trace-a: none at all.
+    response = client.get("/benchmarks/deepswe/?unit=trace-a")
+    assert labels_of(response, "Boat") == ["Not Displayed", "Provider Failures"]
+    cost_view = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
+    assert labels_of(cost_view, "Boat") == ["Not Displayed", "Provider Failures"]
+
+
+def test_a_missing_provider_cost_is_said_before_the_ranking_floor(client, imported_run):
+    # Boat keeps 5 of its 40 DeepSWE successes: below the floor of 40, and without a cost.
+    kept = Trial.objects.filter(run=imported_run, provider__slug="boat", benchmark__slug="deepswe")
+    gone = [t.id for t in kept.order_by("seq")[5:]]
+    Trial.objects.filter(id__in=gone).delete()
+    not_displayed(imported_run)
+    publish(imported_run)
+    # The All view needs a provider-sourced cost; the unit's Time view does not.
+    time_view = client.get("/benchmarks/deepswe/?unit=trace-a")
+    assert labels_of(time_view, "Boat") == ["Not Displayed", "Not Ranked"]
+    cost_view = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
+    assert labels_of(cost_view, "Boat") == ["Not Displayed", "Not Displayed"]
