@@ -110,21 +110,14 @@ class Writer:
         rows = self.measurements
         self.measurement_starts.append(len(rows))
         gates = trial.clock_gates
-        if trial.metrics:
-            declared = benchmark.metrics
-            gate = gates.metrics if gates is not None else None
-            for name, value in trial.metrics.items():
+        for kind, values, declared, gate in (
+            (METRIC, trial.metrics, benchmark.metrics, None if gates is None else gates.metrics),
+            (STAGE, trial.stages, benchmark.stages, None if gates is None else gates.stages),
+        ):
+            for name, value in (values or {}).items():
                 unit, clock = declared[name]
                 rows.append(
-                    (tid, METRIC, name, value, unit, clock, gate.get(name, "") if gate else "")
-                )
-        if trial.stages:
-            declared = benchmark.stages
-            gate = gates.stages if gates is not None else None
-            for name, value in trial.stages.items():
-                unit, clock = declared[name]
-                rows.append(
-                    (tid, STAGE, name, value, unit, clock, gate.get(name, "") if gate else "")
+                    (tid, kind, name, value, unit, clock, gate.get(name, "") if gate else "")
                 )
         if len(self.trials) >= BATCH:
             self.flush()
