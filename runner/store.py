@@ -35,10 +35,15 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import Now
 from django.utils import timezone
 
+# The stored-definition checks, shared with `bench import`; planning refuses a run on a conflict.
+from boxbench.definitions import DefinitionConflict as DefinitionConflict
+from boxbench.definitions import ensure_benchmark, ensure_provider, ensure_unit
 from boxbench.models import (
+    Benchmark,
     ChainProgress,
     Evidence,
     Measurement,
+    Provider,
     Run,
     RunStatus,
     Trial,
@@ -188,6 +193,35 @@ def cancel_queued(run, reason: str, **filters) -> int:
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
         state=TrialState.CANCELLED, cause=reason
     )
+
+
+# -- stored definitions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeDefinition:
+    """A provider's declaration or a benchmark's definition as the code states it."""
+
+    values: dict  # the row's fields
+    origin: str  # where the code states it, for a refusal's message
+    units: tuple[dict, ...] = ()  # a benchmark's units, each a Unit row's fields
+
+
+def store_definitions(
+    providers: list[CodeDefinition], benchmarks: list[CodeDefinition]
+) -> tuple[dict[str, Provider], dict[str, Benchmark]]:
+    """The definitions as stored rows by slug, in one transaction: each created when new, reused
+    when identical. One that differs from its stored row raises DefinitionConflict, naming what
+    differs, and nothing is written."""
+    with transaction.atomic():
+        provider_rows = {d.values["slug"]: ensure_provider(d.values, d.origin) for d in providers}
+        benchmark_rows = {}
+        for definition in benchmarks:
+            row = ensure_benchmark(definition.values, definition.origin)
+            for unit in definition.units:
+                ensure_unit(row, unit, definition.origin)
+            benchmark_rows[definition.values["slug"]] = row
+    return provider_rows, benchmark_rows
 
 
 # -- planning -----------------------------------------------------------------------------------
