@@ -5,6 +5,7 @@ checks.py   checks across fields and lines: times, references, order, replacemen
 reader.py   numbered lines of a file, their length limit and the trailer's digest
 importer.py `bench import`: all of a file or nothing, in one transaction
 writers.py  bulk writes (COPY on PostgreSQL) that report a refused row at its file line
+counts.py   the counts lines: unsuccessful attempts counted per benchmark, unit and provider
 exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer; the public
             form (successful trials, the others counted) or the full one (every trial)
 """

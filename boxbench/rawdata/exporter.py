@@ -23,19 +23,9 @@ from datetime import UTC, datetime
 
 import msgspec
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef
 
-from boxbench.models import (
-    Benchmark,
-    MeasurementKind,
-    Outcome,
-    Provider,
-    Run,
-    Trial,
-    TrialState,
-    Unit,
-    UnsuccessfulCount,
-)
+from boxbench.models import Benchmark, MeasurementKind, Provider, Run, Unit
+from boxbench.rawdata.counts import counts_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
 from boxbench.rawdata.schema import FORMS, FULL, PUBLIC, SCHEMA_VERSION
@@ -363,69 +353,6 @@ def _merge(trials, measurements, names, postgres, seen: Seen, links: bool):
             job_host, as_time(started), as_time(ended), in_flight, placement_of(placement),
             host_load_of(host_load), metrics, stages, cost, gates,
         )  # fmt: skip
-
-
-def counts_lines(run: Run, form: str, seen: Seen) -> list[dict]:
-    """The counts lines, by benchmark, unit and provider: the counts the database holds and, in
-    the public form, the run's unsuccessful trials counted by outcome, with the provider failures
-    no top-up replaced and not cut short (what the labels count; boxbench.leaderboard.cells)."""
-    cells: dict[tuple[int, int, int], dict] = {}
-
-    def add(key, outcome: str, n: int):
-        cell = cells.setdefault(key, {"outcomes": {}, "unreplaced": 0})
-        cell["outcomes"][outcome] = cell["outcomes"].get(outcome, 0) + n
-
-    cell_fields = ("benchmark_id", "unit_id", "provider_id")
-    stored = UnsuccessfulCount.objects.filter(run=run).values_list(
-        *cell_fields, "outcomes", "unreplaced_provider_failures"
-    )
-    for benchmark, unit, provider, outcomes, unreplaced in stored:
-        for outcome, n in outcomes.items():
-            add((benchmark, unit, provider), outcome, n)
-        cells[(benchmark, unit, provider)]["unreplaced"] += unreplaced
-    if form == PUBLIC:
-        done = Trial.objects.filter(run=run, state=TrialState.DONE).exclude(outcome=Outcome.SUCCESS)
-        by_outcome = done.values(*cell_fields, "outcome").order_by().annotate(n=Count("id"))
-        for row in by_outcome:
-            add((row["benchmark_id"], row["unit_id"], row["provider_id"]), row["outcome"], row["n"])
-        replaced = Trial.objects.filter(replaces=OuterRef("pk"), state=TrialState.DONE)
-        unreplaced = (
-            done.filter(outcome=Outcome.PROVIDER_FAILURE, cut_short=False)
-            .exclude(Exists(replaced))
-            .values(*cell_fields)
-            .order_by()
-            .annotate(n=Count("id"))
-        )
-        for row in unreplaced:
-            cells[(row["benchmark_id"], row["unit_id"], row["provider_id"])]["unreplaced"] += row[
-                "n"
-            ]
-    if not cells:
-        return []
-    benchmarks = {b.id: b for b in Benchmark.objects.filter(id__in={k[0] for k in cells})}
-    units = dict(Unit.objects.filter(id__in={k[1] for k in cells}).values_list("id", "slug"))
-    providers = dict(
-        Provider.objects.filter(id__in={k[2] for k in cells}).values_list("id", "slug")
-    )
-    lines = []
-    for (benchmark, unit, provider), cell in cells.items():
-        seen.benchmarks.add(benchmark)
-        seen.units.add(unit)
-        seen.providers.add(provider)
-        lines.append(
-            {
-                "type": "counts",
-                "benchmark": benchmarks[benchmark].slug,
-                "benchmark_version": benchmarks[benchmark].version,
-                "unit": units[unit],
-                "provider": providers[provider],
-                "outcomes": cell["outcomes"],
-                "unreplaced_provider_failures": cell["unreplaced"],
-            }
-        )
-    return sorted(
-        lines, key=lambda c: (c["benchmark"], c["benchmark_version"], c["unit"], c["provider"])
-    )
 
 
 def iter_jsonl_bytes(run: Run, form: str = PUBLIC) -> Iterator[bytes]:
