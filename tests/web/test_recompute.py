@@ -16,7 +16,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from boxbench import publishing
-from boxbench.models import Aggregate, Run, Scope
+from boxbench.models import Aggregate, Outcome, Run, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl, import_jsonl
 from tests.web.conftest import explain_failures
 
@@ -313,16 +313,32 @@ def published_pages() -> dict:
     return pages
 
 
-def test_importing_the_public_raw_data_publishes_the_same_pages(tmp_path, published_run):
+def fail_every_cpu_trial_of_boat(run):
+    """Boat known on CPU only by counts once exported publicly: its row and label must stay."""
+    Trial.objects.filter(run=run, provider__slug="boat", benchmark__slug="cpu").update(
+        outcome=Outcome.PROVIDER_FAILURE, owner="provider", cause="sandbox stopped answering"
+    )
+
+
+@pytest.mark.parametrize("change", [None, fail_every_cpu_trial_of_boat])
+def test_importing_the_public_raw_data_publishes_the_same_pages(tmp_path, imported_run, change):
+    if change:
+        change(imported_run)
+    explain_failures(imported_run)
+    published_run = publishing.publish(imported_run)
     before = published_pages()
     path = tmp_path / "public.jsonl"
     path.write_text("".join(export_jsonl(published_run, PUBLIC)), encoding="utf-8")
     Run.objects.all().delete()
     Aggregate.objects.all().delete()
     result = import_jsonl(path)
-    assert (result.form, result.counted) == ("public", 1)
+    assert result.form == "public" and result.counted == (21 if change else 1)
     explain_failures(result.run)
     publishing.publish(result.run)
     assert published_pages() == before
     # Exported again, the public form is the same bytes: counts stay counts.
     assert "".join(export_jsonl(result.run, PUBLIC)) == path.read_text(encoding="utf-8")
+    if change:
+        cpu = Aggregate.objects.page(Scope.BENCHMARK, "cpu")
+        boat = next(r for r in cpu["rows"] if r["provider"] == "boat")
+        assert (boat["label"], boat["n"]) == ("Provider Failures", 0)
