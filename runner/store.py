@@ -49,6 +49,7 @@ from boxbench.models import (
     Trial,
     TrialState,
     Unit,
+    UnsuccessfulCount,
 )
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
@@ -330,13 +331,21 @@ def running_batches(run) -> set[str]:
 
 @retrying
 def trial_states(run) -> list[tuple[str, str, str, str, int]]:
-    """(provider, benchmark, state, outcome, count) of the run's trials: one grouped query."""
-    return list(
+    """(provider, benchmark, state, outcome, count) of the run's trials: one grouped query. The
+    attempts a run imported from a public raw-data file knows only as counts count as finished
+    trials of their outcome."""
+    states = list(
         Trial.objects.filter(run=run)
         .values_list("provider__slug", "benchmark__slug", "state", "outcome")
         .annotate(n=Count("id"))
         .order_by()
     )
+    counted = UnsuccessfulCount.objects.filter(run=run).values_list(
+        "provider__slug", "benchmark__slug", "outcomes"
+    )
+    for provider, benchmark, outcomes in counted:
+        states += [(provider, benchmark, TrialState.DONE, o, n) for o, n in outcomes.items()]
+    return states
 
 
 # -- a provider's chain -------------------------------------------------------------------------

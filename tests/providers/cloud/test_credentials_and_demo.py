@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from boxbench import publishing
 from boxbench.models import Evidence, Run, Trial
-from boxbench.rawdata import export_jsonl
+from boxbench.rawdata import FULL, export_jsonl
 from runner import chain, plan
 from runner.providers import demo, get_provider, unavailable
 from runner.providers.base import ProviderError
@@ -131,7 +131,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
         _body(client.get(f"/runs/{run.id}/raw.jsonl")),
         _body(client.get(f"/runs/{run.id}/raw.csv")),
         page,
-        "".join(export_jsonl(run)),  # the header and every trial
+        "".join(export_jsonl(run, FULL)),  # the header and every trial
         repr(run.manifest),
         repr(list(Evidence.objects.values_list("data", flat=True))),
         repr(list(Trial.objects.values_list("cause", flat=True))),
