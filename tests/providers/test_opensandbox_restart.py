@@ -11,6 +11,7 @@ refused connection and is refilled, and nothing is left behind."""
 import os
 import secrets
 import signal
+import threading
 import time
 import uuid
 
@@ -20,8 +21,8 @@ from boxbench.models import Outcome, RunStatus
 from runner import adapters, chain, lifecycle
 from runner.lifecycle import readiness_check
 from runner.plan import plan_run, run_prefix
-from runner.providers.base import NotReady, SandboxSpec
-from runner.providers.opensandbox import local
+from runner.providers.base import NotReady, Sandbox, SandboxSpec
+from runner.providers.opensandbox import adapter, local
 from tests.providers.opensandbox_fixtures import create, provider_for
 
 pytestmark = [pytest.mark.podman, pytest.mark.django_db(transaction=True)]
@@ -114,17 +115,19 @@ def test_sandboxes_are_still_listed_and_usable_after_the_server_restarts(server,
 
 class RestartingProvider:
     """The adapter, with the server restarted at set points of a run: killed during the first
-    trial's procedure (the 15th command) and started again ten commands later, while that
-    trial's sandbox runs; then killed at the second create, which meets it down, and started
-    again before that create's failure reaches the lifecycle. The other creates are tried once
-    more on Podman 4.3's broken pipe (tests/providers/opensandbox_fixtures.py)."""
+    trial's procedure (its 15th command), so that trial's sandbox runs on and its destroy meets
+    the server down (started again a second later, while the adapter tries the destroy again);
+    then killed at the second create, which meets it down, and started again before that
+    create's failure reaches the lifecycle. The other creates are tried once more on Podman
+    4.3's broken pipe (tests/providers/opensandbox_fixtures.py)."""
 
-    KILL_AT_EXEC, START_AT_EXEC, DOWN_AT_CREATE = 15, 25, 2
+    KILL_AT_EXEC, DOWN_AT_CREATE = 15, 2
 
     def __init__(self, server):
         self.server = server
         self.adapter = server.provider()
         self.execs = self.creates = 0
+        self.destroys_while_down = 0
 
     def __getattr__(self, name):
         return getattr(self.adapter, name)
@@ -133,10 +136,19 @@ class RestartingProvider:
         self.execs += 1
         if self.execs == self.KILL_AT_EXEC:
             self.server.stop(kill=True)
-        if self.execs == self.START_AT_EXEC:
-            self.server.start()
-            self.server.restarts += 1
         return self.adapter.exec(*args, **kwargs)
+
+    def destroy(self, sandbox):
+        if self.server.down_since is not None:
+            self.destroys_while_down += 1
+            starting = threading.Timer(1.0, self.server.start)
+            starting.start()
+            try:
+                return self.adapter.destroy(sandbox)
+            finally:
+                starting.join()
+                self.server.restarts += 1
+        return self.adapter.destroy(sandbox)
 
     def create(self, spec):
         self.creates += 1
@@ -172,9 +184,10 @@ def test_a_run_through_restarts_ends_its_affected_trial_honestly_and_leaves_noth
     chain.execute_chain(run.pk, "opensandbox")
 
     run.refresh_from_db()
-    assert server.restarts == 2 and provider.creates == 3
+    assert server.restarts == 2 and provider.creates == 3 and provider.destroys_while_down == 1
     through, refused, refill = run.trials.order_by("seq")
-    assert through.outcome == Outcome.SUCCESS, through.cause  # its sandbox ran through it
+    # Its sandbox ran through the restart, and its destroy waited for the server.
+    assert through.outcome == Outcome.SUCCESS, through.cause
     assert through.measurements.filter(name__startswith="latency_ms.call_").count() == 50
     assert (refused.outcome, refused.owner) == (Outcome.PROVIDER_FAILURE, "provider")
     assert "create" in refused.cause and "Connection refused" in refused.cause
@@ -186,3 +199,12 @@ def test_a_run_through_restarts_ends_its_affected_trial_honestly_and_leaves_noth
     assert [s for s in provider.list_sandboxes() if s.label.startswith(prefix)] == []
     downtimes = ", ".join(f"{d:.1f} s" for d in server.downtimes)
     print(f"server down {downtimes}; the refused create: {refused.cause}")
+
+
+def test_a_destroy_gives_up_once_the_server_stays_away(opensandbox_stack, monkeypatch):
+    monkeypatch.setattr(adapter, "DESTROY_RETRY_S", 1.0)
+    nobody = provider_for(opensandbox_stack, url=f"127.0.0.1:{local.free_port()}")
+    started = time.monotonic()
+    with pytest.raises(NotReady, match="destroy: .*Connection refused"):
+        nobody.destroy(Sandbox(id="lost", label="pytest"))
+    assert 0.5 <= time.monotonic() - started < 10  # tried again, then gave up
