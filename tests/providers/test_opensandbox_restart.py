@@ -25,7 +25,7 @@ from runner.providers.base import NotReady, Sandbox, SandboxSpec
 from runner.providers.opensandbox import adapter, local
 from tests.providers.opensandbox_fixtures import create, provider_for
 
-pytestmark = [pytest.mark.podman, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.podman
 LIMITS = lifecycle.Limits(poll_interval_s=0.05)
 
 
@@ -162,6 +162,7 @@ class RestartingProvider:
             self.server.restarts += 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_run_through_restarts_ends_its_affected_trial_honestly_and_leaves_nothing(
     server, monkeypatch, settings
 ):

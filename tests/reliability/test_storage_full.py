@@ -95,7 +95,7 @@ def test_less_free_space_than_a_disk_test_needs_makes_the_trial_missed(small_sto
 
 
 def test_a_write_that_fills_the_storage_is_a_provider_failure_refilled_then_nothing_is_left(
-    chain_provider, small_storage, db
+    chain_provider, small_storage, transactional_db
 ):
     local = chain_provider(small_storage(4))  # the 8 MiB upload cannot fit
     run = plan_run(
