@@ -127,14 +127,17 @@ def beat(trial_ids: list) -> int:
     )
 
 
-def save_result(trial_id, result: TrialResult) -> Trial:
+def save_result(trial_id, result: TrialResult, *, recognise: bool = True) -> Trial:
     """Write a finished trial; raises TrialNotRunning when it was not claimed (or was ended by
     recovery meanwhile). Retried through a database outage: a commit whose answer the outage
-    swallowed is recognised by its own end time, not stored twice."""
+    swallowed is recognised by its own end time, not stored twice.
+
+    `recognise=False` for a writer whose end time is not its own alone (two recovery sweeps can
+    read the same database time): it recognises its own commit otherwise."""
     try:
         return _write_result(trial_id, result)
     except TrialNotRunning:
-        if result.ended_at is not None:
+        if recognise and result.ended_at is not None:
             stored = Trial.objects.filter(
                 pk=trial_id,
                 state=TrialState.DONE,
@@ -478,6 +481,20 @@ def batches_in_use(batches: list[str]) -> set[tuple[str, str]]:
         Trial.objects.filter(state=TrialState.RUNNING, batch__in=batches).values_list(
             "provider__slug", "batch"
         )
+    )
+
+
+def ended_by_sweep(trial_id, sweep: str) -> bool:
+    """Whether this recovery sweep's own write ended the trial (its evidence names the sweep)."""
+    return Evidence.objects.filter(trial_id=trial_id, kind="recovery", data__sweep=sweep).exists()
+
+
+def cut_short_in(provider: str, batches: list[str]) -> list:
+    """Ids of the finished trials cut short in these batches of the provider."""
+    return list(
+        Trial.objects.filter(
+            provider__slug=provider, batch__in=batches, state=TrialState.DONE, cut_short=True
+        ).values_list("pk", flat=True)
     )
 
 
