@@ -38,6 +38,8 @@ PREPARE_LIMIT_S = 300.0
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="DeepSWE-style replay (boxbench units)",
+    # 2: ten units (four added), so the declared floor is the spec's 180; version 1 had six (108).
+    version="2",
     section="workload",
     description=(
         "Sum of command runtimes of replayed coding-agent sessions, on the sandbox's clock, with "
