@@ -101,11 +101,15 @@ def background_script(command: str, tag: str) -> str:
     # blocks on open, and a byte written while no poll waits is simply not needed).
     # setsid: the command gets a session of its own, so an engine that ends the exec's session
     # when the call returns (seen once in ~260 Podman execs) cannot take it down with it.
+    # Only setsid goes to the background, with its own redirections: `mkfifo F && setsid ... &`
+    # would put the whole list in a subshell that keeps the exec's stdout and stderr open until
+    # the command ends, so an adapter that reads them to EOF (local) would wait for all of it.
     return (
-        f"mkfifo {paths['fifo']} && "
+        f"mkfifo {paths['fifo']} && {{ "
         f'setsid bash -c \'( bash -c "$1" > {base}.out 2> {base}.err < /dev/null; '
         f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "
-        f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} > /dev/null 2>&1 < /dev/null &"
+        f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} "
+        "> /dev/null 2>&1 < /dev/null & }"
     )
 
 

@@ -94,7 +94,7 @@ def ranking_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
 
 def unit_scope(units: int, declared_units: int) -> dict:
     """How much of the workload a page's numbers cover: {"units", "of", "subset", "text"}; the
-    text ("2 of 6 units") goes wherever a subset's numbers appear."""
+    text ("2 of 10 units") goes wherever a subset's numbers appear."""
     subset = 0 < units < declared_units
     noun = "unit" if declared_units == 1 else "units"
     if subset:

@@ -43,6 +43,8 @@ NOT_THE_REFERENCE = (
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="DeepSWE-style replay (boxbench units)",
+    # 2: ten units (four added), so the declared floor is the spec's 180; version 1 had six (108).
+    version="2",
     section="workload",
     description=(
         "Sum of command runtimes of replayed coding-agent sessions, on the sandbox's clock, with "

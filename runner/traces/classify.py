@@ -133,6 +133,9 @@ WRITE_COMMANDS = {
 }
 # Programs that run another command given after their own options.
 WRAPPERS = {"sudo", "time", "nice", "nohup", "env", "timeout", "stdbuf", "command", "exec", "xargs"}
+# Reserved words that can open a simple command: in `for f in *.c; do gcc ...; done` the
+# program is gcc, not `do`.
+SHELL_KEYWORDS = {"do", "then", "else", "elif", "if", "while", "until", "!"}
 RUNNER_PREFIXES = {"uv": "run", "poetry": "run", "pdm": "run", "pipenv": "run", "hatch": "run"}
 SHELLS = {"bash", "sh", "zsh", "dash"}
 PYTHONS = re.compile(r"^(python|python3|python3\.\d+|pypy3?)$")
@@ -279,10 +282,10 @@ def _program(words: list[str]) -> str:
 
 
 def _strip_prefixes(words: list[str]) -> list[str]:
-    """Drop variable assignments and wrapper programs (env X=1, timeout 60, sudo, xargs...)."""
+    """Drop assignments, shell reserved words and wrappers (env X=1, do, timeout 60, xargs...)."""
     while words:
         name = _program(words)
-        if ASSIGNMENT.match(words[0]):
+        if ASSIGNMENT.match(words[0]) or words[0] in SHELL_KEYWORDS:
             words = words[1:]
         elif name in WRAPPERS:
             rest = words[1:]

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from runner import clock
 from runner.providers.base import ExecTimeout, SandboxSpec
 from runner.providers.local import adapter as local_module
 
@@ -37,6 +38,17 @@ def test_it_keeps_background_processes_between_calls(local):
     sandbox = local.create(spec())
     sh(local, sandbox, "(sleep 30 > /dev/null 2>&1 &); echo started")
     assert b"sleep 30" in sh(local, sandbox, "ps -eo args").stdout
+
+
+def test_it_returns_from_launching_a_background_command_while_the_command_still_runs(local):
+    # The lifecycle's launch (runner/clock.py) must not keep the exec's output open: this adapter
+    # reads it to EOF, so a launch holding it lasted as long as the command, and a command longer
+    # than the launch's 60 s limit failed its trial (a C build unit under load).
+    sandbox = local.create(spec())
+    launched = sh(local, sandbox, clock.background_script("sleep 300", "launch"))
+    assert launched.exit_code == 0
+    finished = clock.background_paths("launch")["rc"]
+    assert sh(local, sandbox, f"test ! -e {finished}").exit_code == 0
 
 
 def test_it_moves_files_in_and_out(local):

@@ -10,7 +10,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.urls import reverse
 
-from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
+from boxbench.leaderboard.sources import ranking_floor, unit_scope
+from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner import chain, runs, store
 from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
@@ -325,6 +326,12 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
         if slug != "deepswe-boxbench":
             assert b["trials_per_unit"] >= b["ranking_floor"]
     assert run.trials.filter(benchmark__slug="deepswe-boxbench").count() == 40
+    # Planning stores every unit, so the two are published as a subset against its share of 180.
+    deepswe = run.trials.filter(benchmark__slug="deepswe-boxbench").first().benchmark
+    declared = Unit.objects.filter(benchmark=deepswe).count()
+    assert (deepswe.version, deepswe.ranking_floor, declared) == ("2", 180, 10)
+    assert ranking_floor(deepswe, run, declared) == 36
+    assert unit_scope(2, declared)["text"] == "2 of 10 units"
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):

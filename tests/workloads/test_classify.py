@@ -174,6 +174,12 @@ LABELLED = [
     ("./configure --prefix=/usr", BUILD),
     ("ar rcs lib.a a.o b.o", BUILD),
     ("mkdir -p build && gcc x.c -o build/x", BUILD),
+    # Shell reserved words are not programs: the command after them decides.
+    ('for f in src/*.c; do gcc -c "$f" -o "build/$(basename "$f" .c).o" || exit 1; done', BUILD),
+    ("if grep -q old f.py; then sed -i 's/old/new/' f.py; fi", WRITE),
+    ('while read -r f; do wc -l "$f"; done < files.txt', READ),
+    ("for n in 1 2 3; do python3 -m pytest -q -x tests; done", TEST),
+    ("! grep -q TODO six.py", READ),
 ]
 
 

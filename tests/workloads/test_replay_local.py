@@ -21,10 +21,17 @@ FAST = lifecycle.Limits(
 )
 PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
 UNIT = "six-ensure-bytearray"
+# The units that brought the set to ten, replayed once each (about 40 s together here, idle).
+ADDED_UNITS = [
+    "inflection-camelize-empty",
+    "jmespath-to-number-nan",
+    "pycparser-static-assert-message",
+    "cmarkgfm-c-library-make",
+]
 
 
-def _unit():
-    return next(u for u in deepswe.units() if u.slug == UNIT)
+def _unit(slug=UNIT):
+    return next(u for u in deepswe.units() if u.slug == slug)
 
 
 def _trial(local, unit, procedure=deepswe.run):
@@ -44,6 +51,16 @@ def test_it_replays_a_trace_on_local_with_the_expected_digest_stages_and_cost(lo
     replayed = next(e.data for e in result.evidence if e.kind == "replay")
     assert replayed["digest"] == load_trace(deepswe.TRACES_DIR / UNIT / "trace.json").patch_sha256
     assert replayed["proxy_port"] > 0
+
+
+@pytest.mark.parametrize("slug", ADDED_UNITS)
+def test_it_replays_each_added_unit_on_local_with_its_patch_digest(local, slug):
+    result = _trial(local, _unit(slug))
+    assert result.outcome == "success", result.cause
+    replayed = next(e.data for e in result.evidence if e.kind == "replay")
+    trace = load_trace(deepswe.TRACES_DIR / slug / "trace.json")
+    assert replayed["digest"] == trace.patch_sha256
+    assert [c[1] for c in replayed["commands"]] == [c.exit_code for c in trace.commands]
 
 
 def test_it_ignores_a_clock_step_outside_the_commands_of_a_replay(local, monkeypatch):
@@ -109,4 +126,7 @@ def test_it_lists_every_unit_with_its_digest_and_a_ranking_floor_of_90_percent()
     requested = 20 * len(units)
     assert deepswe.DEFINITION.ranking_floor == math.ceil(requested * 9 / 10)
     assert deepswe.DEFINITION.ranking_floor >= requested * 0.9
+    # At least the spec's floor: 90 % of 10 units x 20 trials = 180.
+    assert len(units) >= 10 and deepswe.DEFINITION.trials_per_unit == 20
+    assert deepswe.DEFINITION.ranking_floor >= 180
     assert json.dumps([u.definition for u in units])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.traces import replay
-from runner.traces.classify import STAGES
+from runner.traces.classify import STAGES, classify
 from runner.traces.format import STRATA, TraceError, dump_trace, load_all, load_trace, parse_trace
 from runner.traces.record import SessionError, read_session
 
@@ -20,13 +20,38 @@ def raw():
     return json.loads(SIX.read_text())
 
 
-def test_it_ships_at_least_six_units_of_25_to_120_commands_across_every_stratum():
+def test_it_ships_at_least_ten_units_of_25_to_120_commands_with_three_per_stratum():
     traces = load_all()
-    assert len(traces) >= 6
+    assert len(traces) >= 10
     assert all(25 <= len(t.commands) <= 120 for t in traces)
     assert {t.stratum for t in traces} == set(STRATA)
+    assert all(sum(t.stratum == s for t in traces) >= 3 for s in STRATA)
     # The default plan needs at least two short units.
     assert sum(t.recorded_ms < 10_000 for t in traces) >= 2
+
+
+def _recorded_stages(trace):
+    """Recorded milliseconds and command counts per stage, as the classifier labels them."""
+    ms, count = dict.fromkeys(STAGES, 0.0), dict.fromkeys(STAGES, 0)
+    for command in trace.commands:
+        stage = classify(command.command)
+        ms[stage] += command.duration_ms
+        count[stage] += 1
+    return ms, count
+
+
+@pytest.mark.parametrize("trace", load_all(), ids=lambda t: t.slug)
+def test_it_labels_each_unit_with_the_stage_mix_of_its_stratum(trace):
+    ms, count = _recorded_stages(trace)
+    if trace.stratum == "compile":
+        assert max(ms, key=ms.get) == "Build"
+    elif trace.stratum == "test-suite":
+        assert max(ms, key=ms.get) == "Test"
+    else:  # edit-loop: many quick reads and edits between short checks
+        assert count["Read"] + count["Write"] >= len(trace.commands) / 2
+        assert count["Write"] >= 3 and trace.recorded_ms < 10_000
+    # Every unit edits the repository and checks its work, as an agent does.
+    assert count["Write"] >= 1 and count["Test"] >= 1
 
 
 def test_it_keeps_every_archive_small_and_pinned_by_its_sha256():
