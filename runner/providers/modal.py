@@ -184,13 +184,18 @@ class ModalProvider(Provider):
             self._app, self._image = app, image
         return self._app, self._image
 
-    def _box(self, sandbox: Sandbox, operation: str):
-        if sandbox.handle is None:
+    def _box(self, sandbox: Sandbox | LiveSandbox, operation: str):
+        """The SDK's handle of `sandbox`: kept from create, or looked up by id (a sandbox that
+        `bench cleanup` listed has none)."""
+        handle = getattr(sandbox, "handle", None)
+        if handle is None:
             modal = _sdk()
-            sandbox.handle = self._call(
+            handle = self._call(
                 operation, lambda: modal.Sandbox.from_id(sandbox.id, client=self.client)
             )
-        return sandbox.handle
+            if isinstance(sandbox, Sandbox):
+                sandbox.handle = handle
+        return handle
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         self.fake = fake
 
     async def _begin(self, stream: Stream, method: str):
-        await self.fake.before(method)
+        await self.fake.before(method, stream)
         headers = stream.metadata or {}
         if (headers.get("x-modal-token-id") != self.fake.token_id
                 or headers.get("x-modal-token-secret") != self.fake.token_secret):  # fmt: skip
@@ -198,11 +198,15 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             memory_mib=resources.memory_mb or 128,
         )  # fmt: skip
         tags = {t.tag_name: t.tag_value for t in request.tags}
+        # `block_network=True` reaches the server as network access BLOCKED; an allowlist is
+        # served as open (the local sandbox has the network or has none).
+        blocked = api_pb2.NetworkAccess.NetworkAccessType.BLOCKED
+        network = definition.network_access.network_access_type != blocked
         box.extra.update(app_id=request.app_id, tags=tags, timeout=timeout, task_id="",
                          jwt=_jwt(box.id, 3600), result=None, commands={},
-                         milli_cpu=resources.milli_cpu, memory_mb=resources.memory_mb)  # fmt: skip
+                         milli_cpu=resources.milli_cpu, memory_mb=resources.memory_mb,
+                         network=network)  # fmt: skip
         self.fake.records[box.id] = box
-        network = not definition.block_network
         threading.Thread(target=self.fake.provision, args=(box, network), daemon=True).start()
         await stream.send_message(
             api_pb2.SandboxCreateV2Response(
@@ -303,7 +307,7 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
         self.fake = fake
 
     async def _begin(self, stream: Stream, method: str):
-        await self.fake.before(method)
+        await self.fake.before(method, stream)
         request = await stream.recv_message()
         box = self.fake.by_task(request.task_id)
         if box is None or self.fake.result(box) is not None:
@@ -392,6 +396,7 @@ class ModalFake:
         self.fail_next_create = False
         self.faults = RpcFaults()
         self.calls: list[tuple[str, float]] = []  # (RPC name, monotonic arrival), for assertions
+        self.peers: list[tuple[str, int | None]] = []  # (RPC name, client port): connection reuse
         self.apps: dict[str, str] = {}
         self.images: dict[bytes, str] = {}
         self.records: dict[str, Box] = {}  # every sandbox made: finished ones stay listable
@@ -445,8 +450,10 @@ class ModalFake:
 
     # -- state shared by both services -----------------------------------------------------------
 
-    async def before(self, method: str) -> None:
+    async def before(self, method: str, stream: Stream) -> None:
+        peer = stream.peer.addr() if stream.peer is not None else None
         self.calls.append((method, time.monotonic()))
+        self.peers.append((method, peer[1] if peer else None))
         fault = self.faults.take(method)
         if fault is None:
             return
@@ -458,6 +465,8 @@ class ModalFake:
     def provision(self, box: Box, network: bool) -> None:
         """Schedule the sandbox `create_delay_s` after create: only then does it get a task id."""
         time.sleep(self.create_delay_s)
+        if box.extra.get("result") is not None:
+            return  # terminated before it was scheduled: it never runs
         failure, self.fail_next_create = self.fail_next_create, False
         if failure:
             box.state = "failed"
