@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import math
 import os
 import time
@@ -64,6 +65,17 @@ MAX_LIFETIME_S = 24 * 3600  # Modal's longest sandbox timeout
 STDIN_CHUNK = 1024 * 1024  # below the SDK's 16 MiB stdin buffer and gRPC's message limits
 MISSING_FILE = 44  # the exit code of the download script when the path is not a regular file
 SDK_MISSING = "the modal package is not installed: pip install -r requirements-modal.txt"
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
+
+
+# The SDK sends the token as gRPC metadata, and hpack (HTTP/2 header compression, under grpclib)
+# logs every header it encodes or decodes at DEBUG: the token in clear, and the encoded header
+# blocks. Nothing in those records is worth the leak, so they are dropped wherever they are made.
+for _name in ("hpack.hpack", "hpack.table"):
+    logging.getLogger(_name).addFilter(_drop)
 
 
 def _sdk():
