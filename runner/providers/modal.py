@@ -38,9 +38,8 @@ import importlib.util
 import logging
 import math
 import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -126,9 +125,6 @@ class ModalProvider(Provider):
                 self._problem = "not configured: set " + ", ".join(missing)
         self._client = self._app = self._image = None
         self._stack = contextlib.ExitStack()
-        # Starting a command can wait for the sandbox to be scheduled, with no bound of the SDK's
-        # own: it runs on this pool so the caller stops waiting at the command's time limit.
-        self._starts = ThreadPoolExecutor(max_workers=4, thread_name_prefix="modal-exec-start")
 
     def configuration_problem(self) -> str | None:
         return self._problem
@@ -258,10 +254,9 @@ class ModalProvider(Provider):
             return box.exec(*argv, timeout=limit, workdir=workdir, env=dict(env) if env else None,
                             text=False)  # fmt: skip
 
-        future = self._starts.submit(self._call, "exec", start, True)
-        try:
-            process = future.result(timeout=max(0.01, deadline - time.monotonic()))
-        except FutureTimeout:
+        started = _Started(lambda: self._call("exec", start, data_plane=True))
+        process = started.result(deadline - time.monotonic())
+        if process is None:
             raise ProviderError(
                 f"modal exec: the command had not started within {timeout:g} s in {sandbox.id} "
                 "(the sandbox was not scheduled, or its worker did not answer)",
@@ -367,6 +362,35 @@ class ModalProvider(Provider):
                         f"{elapsed:.0f} ms (app {self.app_name}, {app.app_id})"),
             DoctorCheck("image", True, f"{self.image_ref} (BOXBENCH_MODAL_IMAGE)"),
         ]  # fmt: skip
+
+
+class _Started:
+    """Starting a command waits for the sandbox to be scheduled, with no bound of the SDK's own,
+    so it runs in a daemon thread and the caller stops waiting at the command's time limit. A
+    thread left behind ends when the sandbox is scheduled or terminated (the SDK's poll then
+    answers), and never holds up the interpreter's exit."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._done = threading.Event()
+        self._value = self._error = None
+        threading.Thread(target=self._run, name="modal-exec-start", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self, seconds: float):
+        """The call's value, its exception raised, or None when it did not end in time."""
+        if not self._done.wait(max(0.01, seconds)):
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _timestamp(text: str | None) -> datetime | None:

@@ -383,8 +383,7 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
 
 class ModalFake:
     def __init__(self, root: str | Path, *, create_delay_s: float = 0.2,
-                 max_concurrent: int = 20, create_rate_per_s: float | None = None,
-                 idle_timeout_s: float = 300.0):  # fmt: skip
+                 max_concurrent: int = 20, create_rate_per_s: float | None = None):  # fmt: skip
         self.token_id = "ak-" + secrets.token_hex(10)
         self.token_secret = "as-" + secrets.token_hex(16)
         self.root = Path(root)
@@ -392,7 +391,6 @@ class ModalFake:
             root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix="sb-"
         )
         self.create_delay_s = create_delay_s
-        self.idle_timeout_s = idle_timeout_s  # unused: gRPC keeps its one connection with pings
         self.fail_next_create = False
         self.faults = RpcFaults()
         self.calls: list[tuple[str, float]] = []  # (RPC name, monotonic arrival), for assertions
