@@ -152,7 +152,8 @@ class ModalProvider(Provider):
                 errors.ConflictError) as exc:  # fmt: skip
             text = self._text(operation, exc, "the sandbox has ended")
             raise ProviderError(text, operation, "sandbox_gone") from None
-        except (errors.ServiceError, errors.InternalError, ConnectionError, OSError) as exc:
+        except (errors.ServiceError, errors.InternalError, errors.ConnectionError,
+                ConnectionError, OSError) as exc:  # fmt: skip
             # After the SDK's own retries. On the data plane, an unreachable worker is a
             # sandbox not ready (yet), as for the HTTP adapters.
             kind = NotReady if data_plane else ProviderError
@@ -351,7 +352,7 @@ class ModalProvider(Provider):
             return [DoctorCheck(name, True, self._problem)]
         started = time.monotonic()
         try:
-            self._call("doctor", self.client.hello)
+            self._call("doctor", lambda: self.client.hello())
             app, _ = self._app_and_image("doctor")
         except ProviderError as exc:
             return [DoctorCheck("api", False, str(exc))]

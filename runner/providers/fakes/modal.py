@@ -479,6 +479,9 @@ class ModalFake:
             return
         # A V2 task id: `ta-` and the kind marker `V` at the end, as the client tells them apart.
         task_id = f"ta-{secrets.token_hex(11)}V"
+        if box.extra.get("result") is not None:  # terminated while its sandbox was being made
+            self.backend.stop(box)
+            return
         self._tasks[task_id] = box
         box.extra["task_id"] = task_id
 

@@ -284,6 +284,15 @@ def test_calls_share_one_connection_per_plane(cloud):
     provider.destroy(sandbox)
 
 
+def test_doctor_reports_the_api_the_app_and_the_image(cloud):
+    checks = {check.name: check for check in cloud.provider.doctor()}
+    assert all(check.ok for check in checks.values())
+    assert "answered hello and app lookup" in checks["api"].detail
+    assert "boxbench" in checks["api"].detail and "BOXBENCH_MODAL_IMAGE" in checks["image"].detail
+    [wrong] = cloud.adapter(token_id="ak-wrong").doctor()
+    assert (wrong.name, wrong.ok) == ("api", False) and "AuthError" in wrong.detail
+
+
 def test_the_fake_refuses_what_it_does_not_serve_by_name(cloud):
     from grpclib.client import Channel
     from grpclib.exceptions import GRPCError
