@@ -310,3 +310,19 @@ def test_the_fake_refuses_what_it_does_not_serve_by_name(cloud):
         asyncio.run(snapshot())
     assert refused.value.status == Status.UNIMPLEMENTED
     assert "does not serve SandboxSnapshotFs" in refused.value.message
+
+
+def test_every_rpc_the_fake_serves_is_one_of_the_wheels_services():
+    """The fake is built on the wheel's own service classes: an RPC renamed or dropped in a new
+    SDK fails here, and every served RPC is handled by the fake, not refused."""
+    from runner.providers.fakes.modal import CommandRouter, ControlPlane
+
+    for servicer in (ControlPlane(None), CommandRouter(None)):
+        mapping = {
+            path.rsplit("/", 1)[1]: handler for path, handler in servicer.__mapping__().items()
+        }
+        assert servicer.served <= set(mapping)
+        for name in servicer.served:
+            assert mapping[name].func == getattr(servicer, name)
+        refused = set(mapping) - servicer.served
+        assert refused and all(mapping[name].func.__name__ == "refuse" for name in refused)
