@@ -19,6 +19,7 @@ REGISTRY = {
     "e2b": "runner.providers.e2b:E2BProvider",
     "daytona": "runner.providers.daytona:DaytonaProvider",
     "vercel": "runner.providers.vercel:VercelProvider",
+    "modal": "runner.providers.modal:ModalProvider",
 }
 
 

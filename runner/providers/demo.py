@@ -20,6 +20,7 @@ FAKES = {
     "e2b": "runner.providers.fakes.e2b:E2BFake",
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
     "vercel": "runner.providers.fakes.vercel:VercelFake",
+    "modal": "runner.providers.fakes.modal:ModalFake",
 }
 
 _active: dict[str, dict] = {}

@@ -94,7 +94,8 @@ class Backend:
     def admit(self) -> None:
         """Raise Busy at the concurrency or creation-rate cap (checked before any work)."""
         with self._lock:
-            running = sum(1 for b in self.boxes.values() if b.state == "running")
+            # A sandbox still being created holds its place too (Modal's create returns first).
+            running = sum(1 for b in self.boxes.values() if b.state in ("running", "creating"))
             if running >= self.max_concurrent:
                 raise Busy(f"concurrent sandbox limit of {self.max_concurrent} reached", 30)
             now = time.monotonic()

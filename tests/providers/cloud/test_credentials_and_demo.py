@@ -91,6 +91,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
 ):
     planted = "e2b_PLANTED" + "7" * 20
     planted_team = "team_PLANTED" + "5" * 12  # travels in Vercel's query string
+    planted_id = "ak-PLANTED" + "3" * 14  # Modal's token id, in gRPC metadata
     original = demo.fake_class
 
     def planted_fake(slug):
@@ -102,6 +103,8 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
                 self.api_key = planted
                 if hasattr(self, "team_id"):
                     self.team_id = planted_team
+                if hasattr(self, "token_id"):  # Modal's token id travels beside its secret
+                    self.token_id = planted_id
 
         return Planted
 
@@ -113,13 +116,13 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     out = io.StringIO()
     with pytest.raises(CommandError, match="demo run against loopback fakes"):
         call_command(
-            "bench", "run", "--demo", "--provider", "e2b,daytona,vercel", "--benchmark",
+            "bench", "run", "--demo", "--provider", "e2b,daytona,vercel,modal", "--benchmark",
             "create,file-upload", "--trials", "1", "--publish", stdout=out,
         )  # fmt: skip
     run = Run.objects.get()
     assert run.status == "completed" and not run.published
-    assert run.manifest["demo"]["providers"] == ["daytona", "e2b", "vercel"]
-    assert Trial.objects.filter(run=run, outcome="success").count() == 6
+    assert run.manifest["demo"]["providers"] == ["daytona", "e2b", "modal", "vercel"]
+    assert Trial.objects.filter(run=run, outcome="success").count() == 8
     with pytest.raises(publishing.PublishRefused, match="demo run"):
         publishing.publish(run)
 
@@ -140,6 +143,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     ]
     assert all(planted not in text for text in exports)
     assert all(planted_team not in text for text in exports)
+    assert all(planted_id not in text for text in exports)
     assert "teamId=[redacted]" in caplog.text  # httpx logged the URLs, without the team id
     assert str(run.id) in exports[0] and '"type":"trial"' in exports[0]  # served
 
@@ -200,4 +204,70 @@ def test_bench_cleanup_stops_vercel_sandboxes_from_the_ledger(db, tmp_path):
             time.sleep(0.05)
         assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
         assert "found 0 leftover" in bench_cleanup("--max-age", "0", "--dry-run")
+        provider.destroy(foreign)
+
+
+def test_modal_is_refused_without_its_tokens_or_its_sdk(monkeypatch, db):
+    for name in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(f"{name}_FILE", raising=False)
+    expected = (
+        "not configured: set MODAL_TOKEN_ID or MODAL_TOKEN_ID_FILE, "
+        "MODAL_TOKEN_SECRET or MODAL_TOKEN_SECRET_FILE"
+    )
+    assert unavailable(["modal"]) == [f"modal: {expected}"]
+    with pytest.raises(plan.PlanError, match="modal: not configured"):
+        plan.plan_run("refused", benchmarks=["create"], providers=["modal"])
+    assert not Run.objects.exists()
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-x" * 4)
+    assert unavailable(["modal"]) == [
+        "modal: not configured: set MODAL_TOKEN_SECRET or MODAL_TOKEN_SECRET_FILE"
+    ]
+    out = io.StringIO()
+    with contextlib.suppress(CommandError):
+        call_command("bench", "doctor", "--provider", "modal", stdout=out)
+    assert "modal:credentials" in out.getvalue() and "MODAL_TOKEN_SECRET" in out.getvalue()
+
+    # Configured, but the SDK is not installed: refused with how to install it.
+    import importlib.util
+
+    from runner.providers import modal as modal_adapter
+
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-x" * 4)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        modal_adapter.importlib.util, "find_spec",
+        lambda name, *a: None if name == "modal" else real_find_spec(name, *a),
+    )  # fmt: skip
+    assert unavailable(["modal"]) == [f"modal: {modal_adapter.SDK_MISSING}"]
+    with pytest.raises(plan.PlanError, match="modal package is not installed"):
+        plan.plan_run("refused", benchmarks=["create"], providers=["modal"])
+    out = io.StringIO()
+    with contextlib.suppress(CommandError):
+        call_command("bench", "doctor", "--provider", "modal", stdout=out)
+    assert "modal:sdk" in out.getvalue() and "requirements-modal.txt" in out.getvalue()
+
+
+def test_bench_cleanup_terminates_modal_sandboxes_by_their_tags(db, tmp_path):
+    pytest.importorskip("modal", reason="the modal SDK is optional")
+    from runner.providers.base import SandboxSpec
+
+    spec = SandboxSpec(cpus=2, memory_mib=4096, label="bb-cleanup", lifetime_s=120)
+    with demo.demo_session(["modal"], root=str(tmp_path)):
+        provider = get_provider("modal")
+        kept = [provider.create(spec) for _ in range(2)]
+        foreign = provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="x", lifetime_s=120))
+
+        def bench_cleanup(*args):
+            out = io.StringIO()
+            call_command("bench", "cleanup", "--provider", "modal", *args, stdout=out)
+            return out.getvalue()
+
+        assert "found 0 leftover" in bench_cleanup("--max-age", "60", "--dry-run")
+        listed = bench_cleanup("--max-age", "0", "--dry-run")
+        assert all(f"would remove modal {s.id} label=bb-cleanup" in listed for s in kept)
+        assert foreign.id not in listed and "found 2 leftover" in listed
+        assert "removed 2 leftover" in bench_cleanup("--max-age", "0")
+        assert all(provider.is_gone(s.id) for s in kept)
+        assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
         provider.destroy(foreign)
