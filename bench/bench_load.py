@@ -94,7 +94,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from importlib import import_module
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
-from boxbench.views.cache import PAGE_PERMISSIONS
+from boxbench.views.audience import PAGE_PERMISSIONS
 SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
 user, _ = User.objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
 codenames = [p.split(".")[1] for p in PAGE_PERMISSIONS]
