@@ -39,8 +39,9 @@ def scrape() -> str:
 def _collect_now() -> str:
     collected_at = _clock()
     text = metrics.render(metrics.collect())
-    # Kept a little longer than it may be served: the age check above decides, not the expiry.
-    cache.set(KEY, (text, collected_at), timeout=int(MAX_AGE_S) + 1)
+    # The age check in scrape() decides what is served, by the collection's own timestamp; the
+    # expiry only clears a text nobody asked for since.
+    cache.set(KEY, (text, collected_at), timeout=60)
     return text + _age_text(0.0)
 
 
