@@ -3,6 +3,7 @@ chaos case C1 end to end with the default settings.
 
     .venv/bin/python bench/bench_chaos.py [--trials 200000] [--orphans 200] [--database-url URL]
     .venv/bin/python bench/bench_chaos.py --kill [--database-url URL]
+    .venv/bin/python bench/bench_chaos.py --restart-backend [--database-url URL]
 
 `--kill` (C1, docs/reliability.md): a fresh database, a run of cpu-single on `local` (4 trials)
 executed by a real `manage.py qcluster` with the default heartbeat and orphan settings; the
@@ -10,6 +11,14 @@ cluster is killed with SIGKILL while sysbench runs, and a new one is started at 
 time from the kill until the orphan is ended and its sandbox gone, and until the run finishes,
 with the counts: trials lost (not finished), trials run twice (more than one lifecycle record),
 sandboxes leaked (left in the local root).
+
+`--restart-backend` (C5): OpenSandbox's real server on a Podman service of its own (as `python -m
+runner.providers.opensandbox serve` starts them), three bystander sandboxes with the server's
+shortest lifetime (60 s), and a run of latency-per-call (4 trials) through the adapter; while the
+first trial's sandbox runs, the server is killed with SIGKILL and started again at once. Prints
+the server's downtime, the time until it lists every sandbox again, the run's outcome, and the
+counts: trials lost, run twice, sandboxes leaked (the run's still listed after it ended, and
+bystanders still there 30 s after their expiry, which the restarted server must still enforce).
 
 Fills a fresh database with planned runs of the Create benchmark (10,000 trials each), most of
 them finished, some queued and `--orphans` running for an hour, then prints:
@@ -137,21 +146,129 @@ def kill_case(url: str) -> None:
     )
 
 
+def restart_backend_case() -> None:
+    import secrets
+    import signal
+    import threading
+    import uuid
+    from datetime import UTC, datetime
+
+    from django.conf import settings
+
+    from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
+    from runner import adapters, chain
+    from runner.lifecycle import readiness_check
+    from runner.plan import plan_run, run_prefix
+    from runner.providers import get_provider
+    from runner.providers.base import SandboxSpec
+    from runner.providers.opensandbox import local
+
+    directory = Path(tempfile.mkdtemp(prefix="bench-chaos-opensandbox-"))
+    stack = local.start_stack(
+        directory, local.free_port(), secrets.token_urlsafe(16), settings.VAR_DIR / "images"
+    )
+    values = {"url": stack.url, "api_key": stack.api_key, "docker_host": stack.docker_host}
+    provider = get_provider("opensandbox", settings=values)
+    try:
+        label = f"bench-chaos-{uuid.uuid4().hex[:8]}"
+        bystanders = [provider.create(SandboxSpec(1, 512, label, 60)) for _ in range(3)]
+        for sandbox in bystanders:
+            readiness_check(provider, sandbox)
+        expiry = max(
+            datetime.fromisoformat(provider.get(s.id)["expiresAt"].replace("Z", "+00:00"))
+            for s in bystanders
+        )
+        in_procedure = threading.Event()
+
+        class Watched:
+            """The adapter; `in_procedure` is set at the first trial's 10th command."""
+
+            def __init__(self):
+                self.commands = 0
+
+            def __getattr__(self, name):
+                return getattr(provider, name)
+
+            def exec(self, *args, **kwargs):
+                self.commands += 1
+                if self.commands == 10:
+                    in_procedure.set()
+                return provider.exec(*args, **kwargs)
+
+        adapters.provider_factory = lambda slug: Watched()
+        run = plan_run(
+            "chaos C5", benchmarks=["latency-per-call"], providers=["opensandbox"], trials=4,
+            seed=1, concurrency=1, allow_busy_account=True,
+        )  # fmt: skip
+        run.transition(RunStatus.RUNNING)
+        chain_thread = threading.Thread(target=chain.execute_chain, args=(run.pk, "opensandbox"))
+        chain_thread.start()
+        prefix = run_prefix(run.pk)
+        if not in_procedure.wait(300):
+            raise SystemExit("the first trial's procedure never started")
+        killed = time.monotonic()
+        os.killpg(stack.server.popen.pid, signal.SIGKILL)
+        stack.server.popen.wait()
+        port = int(stack.url.rsplit(":", 1)[1])
+        stack.server = local.start_server(directory, directory / "sandbox.toml",
+                                          stack.docker_host, port)  # fmt: skip
+        answering = time.monotonic()
+        listed = {s.id for s in provider.list_sandboxes(label)}
+        relisted = time.monotonic()
+        chain_thread.join()
+        run.refresh_from_db()
+        trials = Trial.objects.filter(run=run)
+        lost = trials.filter(state__in=[TrialState.QUEUED, TrialState.RUNNING]).count()
+        twice = sum(
+            1 for t in trials if Evidence.objects.filter(trial=t, kind="lifecycle").count() > 1
+        )
+        outcomes = ", ".join(f"{t.outcome}" + (f" ({t.cause})" if t.cause else "")
+                             for t in trials.order_by("seq"))  # fmt: skip
+        left = [s for s in provider.list_sandboxes() if s.label.startswith(prefix)]
+        wait_s = (expiry - datetime.now(UTC)).total_seconds() + 30
+        time.sleep(max(0.0, wait_s))
+        outlived = [s for s in bystanders if not provider.is_gone(s.id)]
+        print(
+            f"C5 (SIGKILL of opensandbox-server mid-trial, started again at once): server "
+            f"answering {answering - killed:.1f} s after the kill, every sandbox listed again "
+            f"{relisted - killed:.1f} s after ({len(listed)} of {len(bystanders)} bystanders); "
+            f"run {run.status}: {outcomes}; bystanders past their expiry still there: "
+            f"{len(outlived)}; trials lost {lost}, run twice {twice}, "
+            f"sandboxes leaked {len(left) + len(outlived)}"
+        )
+        for sandbox in [*bystanders, *left]:
+            try:
+                provider.destroy(sandbox)
+            except Exception as exc:  # noqa: BLE001 - reported; the engine is stopped below
+                print(f"cannot destroy {sandbox.id} ({sandbox.label}): {exc}")
+        if Run.objects.get(pk=run.pk).status == RunStatus.RUNNING:
+            raise SystemExit("the run did not finish")
+    finally:
+        provider.close()
+        stack.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000)
     parser.add_argument("--orphans", type=int, default=200)
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--kill", action="store_true", help="run chaos case C1 end to end")
+    parser.add_argument(
+        "--restart-backend", action="store_true", help="run chaos case C5 on a real server"
+    )
     args = parser.parse_args()
     reset_database(args.database_url)
-    if args.kill:
+    if args.kill or args.restart_backend:
         os.environ["DATABASE_URL"] = args.database_url
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")
         import django
 
         django.setup()
-        kill_case(args.database_url)
+        if args.kill:
+            kill_case(args.database_url)
+        else:
+            restart_backend_case()
         return
     os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")

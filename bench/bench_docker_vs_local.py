@@ -3,14 +3,8 @@
 Usage: .venv/bin/python bench/bench_docker_vs_local.py [--trials 20] [--calls 20] [--host URL]
 
 Each trial creates one sandbox per provider (2 vCPU / 4 GiB, no network), in a random order per
-trial so both providers see the same moments of machine load, and times on this host's monotonic
-clock, from adapter entry:
-
-- create: until create returns;
-- tti: from create's entry until the first `true` exec answers (create + readiness, retried
-  on NotReady like the lifecycle's check);
-- exec: each of --calls further `true` execs (pooled over trials);
-- destroy: until destroy returns.
+trial so both providers see the same moments of machine load, and times create, tti, exec and
+destroy as bench/sandbox_timing.py says.
 
 Without --host or DOCKER_HOST, it starts a private Podman service (as the tests do) and stops it
 at the end. The standard image is prepared before the first timed step. Prints medians (lower
@@ -22,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import random
 import shutil
 import signal
 import subprocess
@@ -40,14 +33,11 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from bench.sandbox_timing import interleaved_trials, print_table  # noqa: E402
 from runner.declarations import get_declaration  # noqa: E402
 from runner.images.prepare import prepare_image  # noqa: E402
-from runner.providers.base import NotReady, SandboxSpec  # noqa: E402
 from runner.providers.docker import DockerProvider  # noqa: E402
 from runner.providers.local import LocalProvider  # noqa: E402
-from stats.estimators import median, percentile  # noqa: E402
-
-METRICS = ("create", "tti", "exec", "destroy")
 
 
 def start_podman(directory: Path):
@@ -70,34 +60,6 @@ def start_podman(directory: Path):
     return service, f"unix://{socket_path}"
 
 
-def one_trial(provider, label: str, calls: int) -> dict:
-    spec = SandboxSpec(cpus=2, memory_mib=4096, label=label, lifetime_s=300)
-    started = time.monotonic()
-    sandbox = provider.create(spec)
-    created = time.monotonic()
-    while True:
-        try:
-            provider.exec(sandbox, ["true"], timeout=30)
-            break
-        except NotReady:
-            time.sleep(0.02)
-    ready = time.monotonic()
-    execs = []
-    for _ in range(calls):
-        before = time.monotonic()
-        provider.exec(sandbox, ["true"], timeout=30)
-        execs.append((time.monotonic() - before) * 1000)
-    before = time.monotonic()
-    provider.destroy(sandbox)
-    destroyed = time.monotonic()
-    return {
-        "create": [(created - started) * 1000],
-        "tti": [(ready - started) * 1000],
-        "exec": execs,
-        "destroy": [(destroyed - before) * 1000],
-    }
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
@@ -116,26 +78,12 @@ def main():
         local = LocalProvider(get_declaration("local"), {"root": scratch / "sandboxes"})
         prepared = prepare_image(docker, settings.VAR_DIR / "images", log=lambda m: None)
         providers = {"local": local, "docker": docker}
-        samples = {slug: {metric: [] for metric in METRICS} for slug in providers}
-        order_rng = random.Random(args.seed)
-        for trial in range(args.trials):
-            order = list(providers)
-            order_rng.shuffle(order)
-            for slug in order:
-                result = one_trial(providers[slug], f"bb-bench-{trial}", args.calls)
-                for metric, values in result.items():
-                    samples[slug][metric].extend(values)
+        samples = interleaved_trials(providers, args.trials, args.calls, args.seed)
         engine = next(c.detail for c in docker.doctor() if c.name == "engine")
         print(f"host: {platform.node()}, {os.cpu_count()} CPU; docker: {engine}")
         print(f"image: {prepared.tag} rootfs {prepared.digest[:19]}...")
         print(f"{args.trials} trials per provider, {args.calls} timed execs per sandbox; ms")
-        print(f"{'provider':<8} " + " ".join(f"{m + ' med':>12} {m + ' p95':>12}" for m in METRICS))
-        for slug, by_metric in samples.items():
-            cells = []
-            for metric in METRICS:
-                values = by_metric[metric]
-                cells.append(f"{median(values):>12.1f} {percentile(values, 95):>12.1f}")
-            print(f"{slug:<8} " + " ".join(cells))
+        print_table(samples)
     finally:
         if service is not None:
             os.killpg(service.pid, signal.SIGTERM)

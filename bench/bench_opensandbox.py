@@ -7,14 +7,12 @@ Starts the local OpenSandbox stack (runner/providers/opensandbox/local.py: a pri
 service with the ulimit override, the standard and execd images, opensandbox-server on loopback)
 and drives the docker provider through the same Podman service. Each trial creates one sandbox
 per provider (2 vCPU / 4 GiB), in a random order per trial so both see the same moments of machine
-load, and times on this host's monotonic clock, from adapter entry:
+load, and times create, tti, exec and destroy as bench/sandbox_timing.py says. What each covers:
 
-- create: until create returns (opensandbox: POST /v1/sandboxes answered 202 Running, plus the
-  execd endpoint lookup; docker: container create, start and inspect);
-- tti: from create's entry until the first `true` exec answers (retried on NotReady);
-- exec: each of --calls further `true` execs (pooled over trials; opensandbox: POST /command to
-  execd through the published port and its /proxy/44772 path; docker: exec create, start, inspect);
-- destroy: until destroy returns.
+- create: opensandbox: POST /v1/sandboxes answered 202 Running, plus the execd endpoint lookup;
+  docker: container create, start and inspect;
+- exec: opensandbox: POST /command to execd through the published port and its /proxy/44772 path;
+  docker: exec create, start, inspect.
 
 docker sandboxes run with no network; opensandbox ones with bridge networking (the server has no
 other mode without its egress sidecar). Prints medians and nearest-rank p95; nothing is asserted.
@@ -25,12 +23,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import random
 import secrets
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,40 +38,9 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from bench.sandbox_timing import interleaved_trials, print_table  # noqa: E402
 from runner.providers import get_provider  # noqa: E402
-from runner.providers.base import NotReady, SandboxSpec  # noqa: E402
 from runner.providers.opensandbox import local  # noqa: E402
-from stats.estimators import median, percentile  # noqa: E402
-
-METRICS = ("create", "tti", "exec", "destroy")
-
-
-def one_trial(provider, label: str, calls: int) -> dict:
-    spec = SandboxSpec(cpus=2, memory_mib=4096, label=label, lifetime_s=300)
-    started = time.monotonic()
-    sandbox = provider.create(spec)
-    created = time.monotonic()
-    while True:
-        try:
-            provider.exec(sandbox, ["true"], timeout=30)
-            break
-        except NotReady:
-            time.sleep(0.02)
-    ready = time.monotonic()
-    execs = []
-    for _ in range(calls):
-        before = time.monotonic()
-        provider.exec(sandbox, ["true"], timeout=30)
-        execs.append((time.monotonic() - before) * 1000)
-    before = time.monotonic()
-    provider.destroy(sandbox)
-    destroyed = time.monotonic()
-    return {
-        "create": [(created - started) * 1000],
-        "tti": [(ready - started) * 1000],
-        "exec": execs,
-        "destroy": [(destroyed - before) * 1000],
-    }
 
 
 def main():
@@ -96,28 +61,12 @@ def main():
                 "opensandbox", settings={"url": stack.url, "api_key": stack.api_key}
             ),
         }
-        samples = {slug: {metric: [] for metric in METRICS} for slug in providers}
-        order_rng = random.Random(args.seed)
-        for trial in range(args.trials):
-            order = list(providers)
-            order_rng.shuffle(order)
-            for slug in order:
-                result = one_trial(providers[slug], f"bb-bench-{trial}", args.calls)
-                for metric, values in result.items():
-                    samples[slug][metric].extend(values)
+        samples = interleaved_trials(providers, args.trials, args.calls, args.seed)
         engine = next(c.detail for c in providers["docker"].doctor() if c.name == "engine")
         print(f"host: {platform.node()}, {os.cpu_count()} CPU; engine: {engine}")
         print(f"image: {stack.standard_image}; execd image: {stack.execd_image}")
         print(f"{args.trials} trials per provider, {args.calls} timed execs per sandbox; ms")
-        print(
-            f"{'provider':<12} " + " ".join(f"{m + ' med':>12} {m + ' p95':>12}" for m in METRICS)
-        )
-        for slug, by_metric in samples.items():
-            cells = []
-            for metric in METRICS:
-                values = by_metric[metric]
-                cells.append(f"{median(values):>12.1f} {percentile(values, 95):>12.1f}")
-            print(f"{slug:<12} " + " ".join(cells))
+        print_table(samples)
     finally:
         stack.stop()
         shutil.rmtree(scratch, ignore_errors=True)

@@ -125,15 +125,34 @@ def _stage_traces(barred: list[tuple[dict, list[dict]]], stages, label: str, fmt
     return traces
 
 
-def _stacked_layout(title: str, axis: str, rows: list[dict], measure: str) -> dict:
+def _bars_layout(title: str, axis: str, rows: list[dict], measure: str, **extra) -> dict:
+    """Horizontal bars, one row per provider in table order, a status label where a bar is not."""
     return _layout(
         title,
         120 + 45 * len(rows),
-        barmode="stack",
         xaxis={"title": {"text": axis}, "gridcolor": "#eee"},
         yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
         annotations=_status_annotations(rows, measure),
+        **extra,
     )
+
+
+def _provider_bars(name: str, barred: list[dict], x: list, text: list[str], hover: str) -> dict:
+    """One bar per provider in its colour, its value written white at the bar's base."""
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "y": [_provider_label(r) for r in barred],
+        "x": x,
+        "text": text,
+        # Labels at the bar's base keep clear of the interval whisker at its end.
+        "textposition": "inside",
+        "insidetextanchor": "start",
+        "textfont": {"color": "white"},
+        "hovertemplate": hover,
+        "marker": {"color": [provider_colour(r) for r in barred]},
+    }
 
 
 def stacked_stage_bars(unit: dict) -> dict | None:
@@ -156,7 +175,7 @@ def stacked_stage_bars(unit: dict) -> dict | None:
         f"Stage medians of {plain(unit['unit_title'])} ({measure})<br><sub>bars fill the total "
         "median; labels show each stage's own median</sub>"
     )
-    layout = _stacked_layout(title, f"total median ({measure})", rows, measure)
+    layout = _bars_layout(title, f"total median ({measure})", rows, measure, barmode="stack")
     return {"data": traces, "layout": layout}
 
 
@@ -181,7 +200,7 @@ def stacked_cost_bars(unit: dict) -> dict | None:
         f"Stage costs of {plain(unit['unit_title'])} (USD)<br><sub>bars fill the mean cost per "
         "success, split as the Time bar; labels show each stage's own cost</sub>"
     )
-    layout = _stacked_layout(title, "mean cost per success (USD)", rows, "USD")
+    layout = _bars_layout(title, "mean cost per success (USD)", rows, "USD", barmode="stack")
     return {"data": traces, "layout": layout}
 
 
@@ -194,16 +213,13 @@ def metric_bars(unit: dict) -> dict | None:
         return None
     measure = unit["measure_unit"]
     trace = {
-        "type": "bar",
-        "orientation": "h",
-        "name": "median",
-        "y": [_provider_label(r) for r in barred],
-        "x": [r["median"] for r in barred],
-        "text": [num(r["median"]) for r in barred],
-        # Labels at the bar's base keep clear of the interval whisker at its end.
-        "textposition": "inside",
-        "insidetextanchor": "start",
-        "textfont": {"color": "white"},
+        **_provider_bars(
+            "median",
+            barred,
+            [r["median"] for r in barred],
+            [num(r["median"]) for r in barred],
+            f"median %{{x}} {measure}<extra></extra>",
+        ),
         "constraintext": "inside",
         "error_x": {
             "type": "data",
@@ -214,19 +230,11 @@ def metric_bars(unit: dict) -> dict | None:
             # Only a time median carries an interval: no whiskers for throughput metrics.
             "visible": any(r["ci_low"] is not None for r in barred),
         },
-        "hovertemplate": f"median %{{x}} {measure}<extra></extra>",
-        "marker": {"color": [provider_colour(r) for r in barred]},
     }
     better = "lower" if unit["lower_is_better"] else "higher"
     interval = " with 95 % interval" if trace["error_x"]["visible"] else ""
-    layout = _layout(
-        f"{unit['metric']} median{interval}<br><sub>{measure}, {better} is better</sub>",
-        120 + 45 * len(rows),
-        showlegend=False,
-        xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
-        yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
-        annotations=_status_annotations(rows, measure),
-    )
+    title = f"{unit['metric']} median{interval}<br><sub>{measure}, {better} is better</sub>"
+    layout = _bars_layout(title, measure, rows, measure, showlegend=False)
     return {"data": [trace], "layout": layout}
 
 
@@ -253,29 +261,19 @@ def workload_bars(summary: dict, view: str = "time") -> dict | None:
         return None
     what = "workload cost" if view == "cost" else "workload value"
     of = "unit mean costs per success" if view == "cost" else "unit medians"
-    trace = {
-        "type": "bar",
-        "orientation": "h",
-        "name": what,
-        "y": [_provider_label(r) for r in barred],
-        "x": [r[key] for r in barred],
-        "text": [fmt(r[key]) + (" *" if r.get(substituted) else "") for r in barred],
-        "textposition": "inside",
-        "insidetextanchor": "start",
-        "textfont": {"color": "white"},
-        "hovertemplate": f"{what} %{{x}} {measure}<extra></extra>",
-        "marker": {"color": [provider_colour(r) for r in barred]},
-    }
+    trace = _provider_bars(
+        what,
+        barred,
+        [r[key] for r in barred],
+        [fmt(r[key]) + (" *" if r.get(substituted) else "") for r in barred],
+        f"{what} %{{x}} {measure}<extra></extra>",
+    )
     scope = summary.get("unit_scope") or {}
     covered = scope["text"] if scope.get("subset") else "All units"
-    layout = _layout(
-        f"{covered}: {what} ({measure})<br><sub>geometric mean of {of}; * a substituted unit</sub>",
-        120 + 45 * len(rows),
-        showlegend=False,
-        xaxis={"title": {"text": measure}, "gridcolor": "#eee"},
-        yaxis={"categoryorder": "array", "categoryarray": _categories(rows), "type": "category"},
-        annotations=_status_annotations(rows, measure),
+    title = (
+        f"{covered}: {what} ({measure})<br><sub>geometric mean of {of}; * a substituted unit</sub>"
     )
+    layout = _bars_layout(title, measure, rows, measure, showlegend=False)
     return {"data": [trace], "layout": layout}
 
 

@@ -56,40 +56,53 @@ def differences(row, values: dict, fields: tuple[str, ...], origin: str) -> list
     return found
 
 
-def _refuse(what: str, found: list[tuple[str, str]], advice: str):
-    detail = "; ".join(text for _, text in found)
-    raise DefinitionConflict(what, found[0][0], f"{what}: {detail}; {advice}")
+def _ensure(
+    model,
+    values: dict,
+    origin: str,
+    *,
+    lookup: dict,
+    fields: tuple[str, ...],
+    what: str,
+    advice: str,
+    parent: dict | None = None,
+):
+    """The stored row found by `lookup` if it has exactly these values, created if none is."""
+    row = model.objects.filter(**lookup).first()
+    if row is None:
+        return model.objects.create(**(parent or {}), **{name: values[name] for name in fields})
+    found = differences(row, values, fields, origin)
+    if found:
+        detail = "; ".join(text for _, text in found)
+        raise DefinitionConflict(what, found[0][0], f"{what}: {detail}; {advice}")
+    return row
 
 
 def ensure_provider(values: dict, origin: str) -> Provider:
     """The stored provider with exactly these values, created if the slug is new."""
-    provider = Provider.objects.filter(slug=values["slug"]).first()
-    if provider is None:
-        return Provider.objects.create(**{name: values[name] for name in PROVIDER_FIELDS})
-    found = differences(provider, values, PROVIDER_FIELDS, origin)
-    if found:
-        _refuse(
-            f"provider {values['slug']!r}",
-            found,
-            "stored declarations never change: give the changed declaration a new slug, or "
-            "use a database without this provider",
-        )
-    return provider
+    return _ensure(
+        Provider,
+        values,
+        origin,
+        lookup={"slug": values["slug"]},
+        fields=PROVIDER_FIELDS,
+        what=f"provider {values['slug']!r}",
+        advice="stored declarations never change: give the changed declaration a new slug, or "
+        "use a database without this provider",
+    )
 
 
 def ensure_benchmark(values: dict, origin: str) -> Benchmark:
     """The stored benchmark version with exactly this definition, created if the version is new."""
-    benchmark = Benchmark.objects.filter(slug=values["slug"], version=values["version"]).first()
-    if benchmark is None:
-        return Benchmark.objects.create(**{name: values[name] for name in BENCHMARK_FIELDS})
-    found = differences(benchmark, values, BENCHMARK_FIELDS, origin)
-    if found:
-        _refuse(
-            f"benchmark {values['slug']!r} version {values['version']!r}",
-            found,
-            "stored definitions never change: a changed definition needs a new version",
-        )
-    return benchmark
+    return _ensure(
+        Benchmark,
+        values,
+        origin,
+        lookup={"slug": values["slug"], "version": values["version"]},
+        fields=BENCHMARK_FIELDS,
+        what=f"benchmark {values['slug']!r} version {values['version']!r}",
+        advice="stored definitions never change: a changed definition needs a new version",
+    )
 
 
 def ensure_unit(benchmark: Benchmark, values: dict, origin: str) -> Unit:
@@ -98,16 +111,13 @@ def ensure_unit(benchmark: Benchmark, values: dict, origin: str) -> Unit:
     A unit added to a stored version is accepted (the benchmark's published units grow); a unit
     whose definition differs is refused, never silently kept as it was.
     """
-    unit = Unit.objects.filter(benchmark=benchmark, slug=values["slug"]).first()
-    if unit is None:
-        return Unit.objects.create(
-            benchmark=benchmark, **{name: values[name] for name in UNIT_FIELDS}
-        )
-    found = differences(unit, values, UNIT_FIELDS, origin)
-    if found:
-        _refuse(
-            f"benchmark {benchmark.slug!r} version {benchmark.version!r} unit {values['slug']!r}",
-            found,
-            "stored definitions never change: a changed unit needs a new benchmark version",
-        )
-    return unit
+    return _ensure(
+        Unit,
+        values,
+        origin,
+        lookup={"benchmark": benchmark, "slug": values["slug"]},
+        fields=UNIT_FIELDS,
+        what=f"benchmark {benchmark.slug!r} version {benchmark.version!r} unit {values['slug']!r}",
+        advice="stored definitions never change: a changed unit needs a new benchmark version",
+        parent={"benchmark": benchmark},
+    )

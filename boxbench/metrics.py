@@ -153,12 +153,7 @@ def _trials_finished() -> Family:
 
 
 def _queue(providers: list[str]) -> list[Family]:
-    counts = dict(
-        _tally(state=TrialState.QUEUED)
-        .values_list("provider__slug")
-        .annotate(n=Sum("n"))
-        .order_by()
-    )
+    counts = _count_by_provider(TrialState.QUEUED)
     family = Family("boxbench_queue_depth", "gauge", "Queued trials, by provider.")
     for slug in providers:
         family.add(counts.get(slug, 0), provider=slug)
@@ -169,13 +164,13 @@ def _tally(**filters):
     return TrialTally.objects.filter(**filters)
 
 
+def _count_by_provider(state: str) -> dict[str, int]:
+    """Trials in `state` by provider slug (from the tally)."""
+    return dict(_tally(state=state).values_list("provider__slug").annotate(n=Sum("n")).order_by())
+
+
 def _running(oldest_started: dict[str, datetime | None], now: datetime) -> list[Family]:
-    counts = dict(
-        _tally(state=TrialState.RUNNING)
-        .values_list("provider__slug")
-        .annotate(n=Sum("n"))
-        .order_by()
-    )
+    counts = _count_by_provider(TrialState.RUNNING)
     running = Family("boxbench_trials_running", "gauge", "Trials running now, by provider.")
     oldest = Family(
         "boxbench_oldest_running_trial_age_seconds",

@@ -345,6 +345,27 @@ class TrialTally(models.Model):
         ]
 
 
+class UnsuccessfulCount(models.Model):
+    """Unsuccessful attempts of one run on one benchmark, unit and provider known only as counts:
+    what a public raw-data file carries instead of their trials (docs/raw-data.md). The labels
+    and the run page add them to the counts of the stored trials."""
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="unsuccessful_counts", db_index=False)
+    benchmark = models.ForeignKey(Benchmark, models.PROTECT, related_name="+")
+    unit = models.ForeignKey(Unit, models.PROTECT, related_name="+")
+    provider = models.ForeignKey(Provider, models.PROTECT, related_name="+")
+    outcomes = models.JSONField(default=dict, help_text="Outcome -> number of trials.")
+    # Provider failures no top-up replaced and not cut short: what stats.labels counts.
+    unreplaced_provider_failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "benchmark", "unit", "provider"], name="unsuccessful_cell_uniq"
+            ),
+        ]
+
+
 class Measurement(models.Model):
     # No index of its own: measurement_trial_kind_name_uniq starts with trial.
     trial = models.ForeignKey(Trial, models.CASCADE, related_name="measurements", db_index=False)

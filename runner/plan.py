@@ -14,7 +14,6 @@ from collections import defaultdict
 import django
 from django.conf import settings
 
-from boxbench.definitions import DefinitionConflict
 from boxbench.models import Run
 from runner import adapters, rules, store
 from runner.benchmarks import all_benchmarks
@@ -129,7 +128,7 @@ def plan_run(
 
     try:
         provider_rows, benchmark_rows = sync_catalog(providers, benchmarks)
-    except DefinitionConflict as exc:
+    except store.DefinitionConflict as exc:
         raise PlanError(f"planning a run: {exc}") from exc
     manifest = Manifest(
         seed=seed,

@@ -30,6 +30,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class RecoveryReport:
     errors: list[str] = field(default_factory=list)
     runs_finished: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)  # "<run> <provider> step <n>"
+    # Names this sweep in the evidence it writes: another sweep at once can read the same
+    # database time, so the end time alone cannot tell whose write ended a trial.
+    sweep: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def recovered(self) -> list[Orphan]:
@@ -148,7 +152,7 @@ def recover_orphans(
     if dry_run:
         return report
     for orphan in report.orphans:
-        orphan.recovered = _end_trial(orphan, now)
+        orphan.recovered = _end_trial(orphan, now, report.sweep)
     # Trials of this host that recovery elsewhere ended but whose sandboxes it could not reach.
     left = [
         Orphan(str(pk), str(run_id), provider, batch, None, timedelta(0), settings.JOB_HOST)
@@ -191,7 +195,7 @@ def scheduled_recovery() -> str:
     return f"{summary}; {len(failed)} run failure(s) recorded late" if failed else summary
 
 
-def _end_trial(orphan: Orphan, now: datetime) -> bool:
+def _end_trial(orphan: Orphan, now: datetime, sweep: str) -> bool:
     overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
         outcome=Outcome.PROVIDER_FAILURE,
@@ -211,15 +215,18 @@ def _end_trial(orphan: Orphan, now: datetime) -> bool:
                     "job_host": orphan.job_host,
                     "overdue_s": None if overdue is None else overdue.total_seconds(),
                     "batch": orphan.batch,
+                    "sweep": sweep,
                 },
                 at=now,
             )
         ],
     )
     try:
-        store.save_result(orphan.trial_id, result)
+        store.save_result(orphan.trial_id, result, recognise=False)
     except store.TrialNotRunning:
-        return False
+        # Ended meanwhile by its worker or by another sweep; or by this one, when a database
+        # outage swallowed the answer to its commit and the retry found the trial done.
+        return store.ended_by_sweep(orphan.trial_id, sweep)
     return True
 
 
@@ -262,8 +269,10 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable, targe
                 verified[sandbox.label] = False
                 continue
             report.destroyed.append(name)
-        # Record on each recovered trial that its batch's sandboxes are confirmed gone.
-        store.mark_cleanup_verified([o.trial_id for o in targets if verified.get(o.batch) is True])
+        # Record on each trial recovery cut short in these batches (this sweep's, and those of
+        # another sweep at once that deferred the batch to us) that its sandboxes are gone.
+        gone = sorted(label for label, ok in verified.items() if ok)
+        store.mark_cleanup_verified(store.cut_short_in(provider_slug, gone))
 
 
 def elsewhere(orphan: Orphan) -> bool:

@@ -35,15 +35,21 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import Now
 from django.utils import timezone
 
+# The stored-definition checks, shared with `bench import`; planning refuses a run on a conflict.
+from boxbench.definitions import DefinitionConflict as DefinitionConflict
+from boxbench.definitions import ensure_benchmark, ensure_provider, ensure_unit
 from boxbench.models import (
+    Benchmark,
     ChainProgress,
     Evidence,
     Measurement,
+    Provider,
     Run,
     RunStatus,
     Trial,
     TrialState,
     Unit,
+    UnsuccessfulCount,
 )
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
@@ -121,14 +127,17 @@ def beat(trial_ids: list) -> int:
     )
 
 
-def save_result(trial_id, result: TrialResult) -> Trial:
+def save_result(trial_id, result: TrialResult, *, recognise: bool = True) -> Trial:
     """Write a finished trial; raises TrialNotRunning when it was not claimed (or was ended by
     recovery meanwhile). Retried through a database outage: a commit whose answer the outage
-    swallowed is recognised by its own end time, not stored twice."""
+    swallowed is recognised by its own end time, not stored twice.
+
+    `recognise=False` for a writer whose end time is not its own alone (two recovery sweeps can
+    read the same database time): it recognises its own commit otherwise."""
     try:
         return _write_result(trial_id, result)
     except TrialNotRunning:
-        if result.ended_at is not None:
+        if recognise and result.ended_at is not None:
             stored = Trial.objects.filter(
                 pk=trial_id,
                 state=TrialState.DONE,
@@ -188,6 +197,35 @@ def cancel_queued(run, reason: str, **filters) -> int:
     return Trial.objects.filter(run=run, state=TrialState.QUEUED, **filters).update(
         state=TrialState.CANCELLED, cause=reason
     )
+
+
+# -- stored definitions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeDefinition:
+    """A provider's declaration or a benchmark's definition as the code states it."""
+
+    values: dict  # the row's fields
+    origin: str  # where the code states it, for a refusal's message
+    units: tuple[dict, ...] = ()  # a benchmark's units, each a Unit row's fields
+
+
+def store_definitions(
+    providers: list[CodeDefinition], benchmarks: list[CodeDefinition]
+) -> tuple[dict[str, Provider], dict[str, Benchmark]]:
+    """The definitions as stored rows by slug, in one transaction: each created when new, reused
+    when identical. One that differs from its stored row raises DefinitionConflict, naming what
+    differs, and nothing is written."""
+    with transaction.atomic():
+        provider_rows = {d.values["slug"]: ensure_provider(d.values, d.origin) for d in providers}
+        benchmark_rows = {}
+        for definition in benchmarks:
+            row = ensure_benchmark(definition.values, definition.origin)
+            for unit in definition.units:
+                ensure_unit(row, unit, definition.origin)
+            benchmark_rows[definition.values["slug"]] = row
+    return provider_rows, benchmark_rows
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -296,13 +334,21 @@ def running_batches(run) -> set[str]:
 
 @retrying
 def trial_states(run) -> list[tuple[str, str, str, str, int]]:
-    """(provider, benchmark, state, outcome, count) of the run's trials: one grouped query."""
-    return list(
+    """(provider, benchmark, state, outcome, count) of the run's trials: one grouped query. The
+    attempts a run imported from a public raw-data file knows only as counts count as finished
+    trials of their outcome."""
+    states = list(
         Trial.objects.filter(run=run)
         .values_list("provider__slug", "benchmark__slug", "state", "outcome")
         .annotate(n=Count("id"))
         .order_by()
     )
+    counted = UnsuccessfulCount.objects.filter(run=run).values_list(
+        "provider__slug", "benchmark__slug", "outcomes"
+    )
+    for provider, benchmark, outcomes in counted:
+        states += [(provider, benchmark, TrialState.DONE, o, n) for o, n in outcomes.items()]
+    return states
 
 
 # -- a provider's chain -------------------------------------------------------------------------
@@ -435,6 +481,20 @@ def batches_in_use(batches: list[str]) -> set[tuple[str, str]]:
         Trial.objects.filter(state=TrialState.RUNNING, batch__in=batches).values_list(
             "provider__slug", "batch"
         )
+    )
+
+
+def ended_by_sweep(trial_id, sweep: str) -> bool:
+    """Whether this recovery sweep's own write ended the trial (its evidence names the sweep)."""
+    return Evidence.objects.filter(trial_id=trial_id, kind="recovery", data__sweep=sweep).exists()
+
+
+def cut_short_in(provider: str, batches: list[str]) -> list:
+    """Ids of the finished trials cut short in these batches of the provider."""
+    return list(
+        Trial.objects.filter(
+            provider__slug=provider, batch__in=batches, state=TrialState.DONE, cut_short=True
+        ).values_list("pk", flat=True)
     )
 
 

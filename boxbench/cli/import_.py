@@ -18,7 +18,10 @@ def handle(options, out):
         raise CommandError(str(exc)) from None
     for warning in result.warnings:
         sys.stderr.write(f"warning: {warning}\n")
+    counted = ""
+    if result.counted:
+        counted = f", {result.counted} unsuccessful attempts as counts"
     out.write(
-        f"Imported run {result.run.id} ({result.run.name}): {result.trials} trials, "
-        f"{result.measurements} measurements."
+        f"Imported run {result.run.id} ({result.run.name}), {result.form} form: "
+        f"{result.trials} trials, {result.measurements} measurements{counted}."
     )

@@ -8,7 +8,8 @@ from runner.recovery import recover_orphans
 
 help = (
     "End trials left running by a lost worker (cut short, outcome unknown) and destroy their "
-    "sandboxes. Default: trials older than their benchmark's step limits plus a margin."
+    "sandboxes. Default: trials whose heartbeat is older than BOXBENCH_ORPHAN_AFTER_SECONDS "
+    "(without a heartbeat: older than their benchmark's step limits plus a margin)."
 )
 
 
@@ -18,9 +19,8 @@ def add_arguments(parser):
         type=float,
         default=None,
         metavar="MINUTES",
-        help="Treat every trial running longer than this as orphaned (default: each "
-        "benchmark's create + procedure + destroy limits plus 5 minutes). Use only when you "
-        "know no worker is still running it.",
+        help="Treat every trial running longer than this as orphaned, whatever its heartbeat "
+        "(default: the heartbeat rule). Use only when you know no worker is still running it.",
     )
     parser.add_argument("--dry-run", action="store_true", help="List, change nothing.")
 

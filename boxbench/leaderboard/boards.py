@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from boxbench.leaderboard.cells import EMPTY_CELL, Cell, group_cells, load_trials
+from boxbench.leaderboard.cells import (
+    EMPTY_CELL,
+    Cell,
+    add_counts,
+    group_cells,
+    load_counts,
+    load_trials,
+)
 from boxbench.leaderboard.sources import (
     planned_refusals,
     ranking_floor,
@@ -76,7 +83,9 @@ def benchmark_board(
     published: list[Run],
 ) -> Board:
     trials, measurements = load_trials(benchmark, by_provider)
-    units = list(Unit.objects.filter(id__in=set(trials["unit"])).order_by("slug"))
+    counts = load_counts(benchmark, by_provider)
+    unit_ids = set(trials["unit"]) | {unit for unit, *_ in counts}
+    units = list(Unit.objects.filter(id__in=unit_ids).order_by("slug"))
     declared_units = Unit.objects.filter(benchmark=benchmark).count()
     runs = {providers[i].slug: run for i, run in by_provider.items()}
     # A refusal explains a missing provider only: one with finished trials shows their numbers.
@@ -87,6 +96,7 @@ def benchmark_board(
     ]  # fmt: skip
     stages = [s for s in benchmark.stage_names if isinstance(s, str)]
     cells = group_cells(benchmark, trials, measurements, stages)
+    add_counts(cells, counts)
     build = Build(
         benchmark=benchmark,
         runs=runs,

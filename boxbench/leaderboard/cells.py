@@ -8,7 +8,16 @@ import numpy as np
 import pandas as pd
 from django.db.models import Q
 
-from boxbench.models import Benchmark, Measurement, MeasurementKind, Outcome, Run, Trial, TrialState
+from boxbench.models import (
+    Benchmark,
+    Measurement,
+    MeasurementKind,
+    Outcome,
+    Run,
+    Trial,
+    TrialState,
+    UnsuccessfulCount,
+)
 from stats.summary import POOLED, Samples
 
 
@@ -67,6 +76,28 @@ def load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
         columns=["trial", "kind", "name", "value"],
     )
     return trials, measurements
+
+
+def load_counts(benchmark: Benchmark, by_provider: dict[int, Run]) -> list[tuple]:
+    """(unit, provider, outcomes, unreplaced provider failures) of the attempts each provider's
+    run knows only as counts (imported from a public raw-data file)."""
+    return list(
+        UnsuccessfulCount.objects.filter(_cells_q(by_provider), benchmark=benchmark)
+        .values_list("unit_id", "provider_id", "outcomes", "unreplaced_provider_failures")
+        .order_by("unit_id", "provider_id")
+    )
+
+
+def add_counts(cells: dict[tuple[int, int], Cell], counts: list[tuple]):
+    """Add the counted attempts to the cells' outcomes and unreplaced failures, as if their trials
+    were stored; a provider known only by counts on a unit gets a cell without samples."""
+    for unit, provider, outcomes, unreplaced in counts:
+        cell = cells.get((unit, provider))
+        if cell is None:
+            cell = cells[(unit, provider)] = _empty_cell()
+        for outcome, n in outcomes.items():
+            cell.outcomes[outcome] = cell.outcomes.get(outcome, 0) + int(n)
+        cell.failures += int(unreplaced)
 
 
 def group_cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int], Cell]:

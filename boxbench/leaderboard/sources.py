@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db.models import Max
 
-from boxbench.models import Benchmark, Run, Trial, TrialState
+from boxbench.models import Benchmark, Run, Trial, TrialState, UnsuccessfulCount
 from runner.manifest import Manifest
 from runner.rules import Refusal
 from stats import labels
@@ -33,6 +33,20 @@ def leaderboard_sources() -> dict[int, dict[int, Run]]:
         .order_by()  # the model's ordering would join GROUP BY and make every row a group
         .annotate(measured=Max("ended_at"))
     )
+    # Attempts a run knows only as counts (imported from a public file) have no times: the pair
+    # was measured when its run was.
+    counted = (
+        UnsuccessfulCount.objects.filter(run_id__in=published)
+        .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
+        .order_by()
+        .distinct()
+    )
+    timed = {(c["run_id"], c["benchmark_id"], c["provider_id"]) for c in cells}
+    cells = [*cells] + [
+        {**c, "measured": None}
+        for c in counted
+        if (c["run_id"], c["benchmark_id"], c["provider_id"]) not in timed
+    ]
     chosen: dict[int, dict[int, Run]] = {}
     when: dict[tuple[int, int], tuple] = {}
     for cell in cells:

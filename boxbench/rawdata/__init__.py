@@ -5,15 +5,19 @@ checks.py   checks across fields and lines: times, references, order, replacemen
 reader.py   numbered lines of a file, their length limit and the trailer's digest
 importer.py `bench import`: all of a file or nothing, in one transaction
 writers.py  bulk writes (COPY on PostgreSQL) that report a refused row at its file line
-exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer
+counts.py   the counts lines: unsuccessful attempts counted per benchmark, unit and provider
+exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer; the public
+            form (successful trials, the others counted) or the full one (every trial)
 """
 
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.exporter import export_csv, export_jsonl, iter_jsonl_bytes, iter_trials
 from boxbench.rawdata.importer import ImportResult, import_jsonl
-from boxbench.rawdata.schema import SCHEMA_VERSION
+from boxbench.rawdata.schema import FULL, PUBLIC, SCHEMA_VERSION
 
 __all__ = [
+    "FULL",
+    "PUBLIC",
     "SCHEMA_VERSION",
     "ImportResult",
     "RawDataError",

@@ -2,7 +2,7 @@
 
 The schema (boxbench/rawdata/schema.py) has checked each field on its own. Here: time range and
 order, references to the header, execution order (which makes seq unique), replacements, NUL
-characters, and duplicates within the header.
+characters, duplicates within the header, what a public file may hold, and counts lines.
 """
 
 from dataclasses import dataclass, field
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from boxbench.rawdata.errors import FieldError
-from boxbench.rawdata.schema import Header, TrialLine
+from boxbench.rawdata.schema import FULL, PUBLIC, CountsLine, Header, TrialLine
 
 # What both SQLite and PostgreSQL store and Python reads back: years 1 to 9999, in UTC.
 EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
@@ -97,7 +97,12 @@ class TrialChecks:
 
     benchmarks: dict[tuple[str, str], BenchmarkRef]
     providers: dict[str, int]
+    form: str = FULL
+    counts_allowed: bool = True  # version 3 and later
     last_seq: int = 0
+    # (benchmark, version, unit, provider) of each counts line read so far: once per file, and
+    # after them no trial line.
+    counted: set = field(default_factory=set)
     # Trials that are not a success, the only ones a later trial may replace. Failures are few,
     # so this stays small where a set of every trial id would grow with the file.
     replaceable: set = field(default_factory=set)
@@ -114,6 +119,8 @@ class TrialChecks:
         if (
             unit is None
             or provider is None
+            or self.counted
+            or (trial.outcome != "success" and self.form == PUBLIC)
             or trial.seq <= self.last_seq
             or trial.replaces is not None
             or trial.clock_gates is not None
@@ -132,18 +139,18 @@ class TrialChecks:
         return benchmark, unit, provider
 
     def _explain(self, trial: TrialLine):
-        benchmark = self.benchmarks.get((trial.benchmark, trial.benchmark_version))
-        if benchmark is None:
+        if self.counted:
+            raise FieldError("type", "trial lines come before the counts lines")
+        if trial.outcome != "success" and self.form == PUBLIC:
             raise FieldError(
-                "benchmark",
-                f"{trial.benchmark!r} version {trial.benchmark_version!r} is not in the run header",
+                "outcome",
+                f"{trial.outcome!r} in a public file, which holds successful trials only (it "
+                "counts the others in its counts lines)",
             )
-        if trial.unit not in benchmark.units:
-            raise FieldError(
-                "unit", f"{trial.unit!r} is not a unit of {trial.benchmark!r} in the run header"
-            )
-        if trial.provider not in self.providers:
-            raise FieldError("provider", f"{trial.provider!r} is not in the run header")
+        if trial.replaces is not None and self.form == PUBLIC:
+            raise FieldError("replaces", "a public file carries no replacement links")
+        self._check_cell(trial)
+        benchmark = self.benchmarks[(trial.benchmark, trial.benchmark_version)]
         if trial.seq <= self.last_seq:
             raise FieldError(
                 "seq",
@@ -154,6 +161,43 @@ class TrialChecks:
         self._check_names(trial, benchmark)
         if trial.replaces is not None:
             self._check_replacement(trial)
+
+    def _check_cell(self, line: TrialLine | CountsLine) -> tuple[BenchmarkRef, int, int]:
+        benchmark = self.benchmarks.get((line.benchmark, line.benchmark_version))
+        if benchmark is None:
+            raise FieldError(
+                "benchmark",
+                f"{line.benchmark!r} version {line.benchmark_version!r} is not in the run header",
+            )
+        if line.unit not in benchmark.units:
+            raise FieldError(
+                "unit", f"{line.unit!r} is not a unit of {line.benchmark!r} in the run header"
+            )
+        if line.provider not in self.providers:
+            raise FieldError("provider", f"{line.provider!r} is not in the run header")
+        return benchmark, benchmark.units[line.unit], self.providers[line.provider]
+
+    def count(self, line: CountsLine) -> tuple[BenchmarkRef, int, int]:
+        """(benchmark, unit id, provider id) of a counts line that passes every check."""
+        if not self.counts_allowed:
+            raise FieldError("type", "counts lines are a version-3 line; this file is older")
+        cell = self._check_cell(line)
+        key = (line.benchmark, line.benchmark_version, line.unit, line.provider)
+        if key in self.counted:
+            raise FieldError(
+                "provider", "a second counts line for this benchmark, unit and provider"
+            )
+        if not line.outcomes:
+            raise FieldError("outcomes", "counts no outcome")
+        failures = line.outcomes.get("provider_failure", 0)
+        if line.unreplaced_provider_failures > failures:
+            raise FieldError(
+                "unreplaced_provider_failures",
+                f"{line.unreplaced_provider_failures} is more than the {failures} provider "
+                "failures counted",
+            )
+        self.counted.add(key)
+        return cell
 
     def _check_replacement(self, trial: TrialLine):
         if trial.replaces == trial.trial:

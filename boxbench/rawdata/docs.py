@@ -28,7 +28,7 @@ def _structs():
     return [
         schema.Header, schema.RunInfo, schema.BenchmarkEntry, schema.UnitEntry,
         schema.MeasurementDecls, schema.MeasurementDecl, schema.ProviderEntry,
-        schema.TrialLine, schema.ClockGates, schema.Trailer,
+        schema.TrialLine, schema.ClockGates, schema.CountsLine, schema.Trailer,
     ]  # fmt: skip
 
 

@@ -5,6 +5,11 @@ no per-trial aggregation in the database. Every line is canonical JSON (compact,
 sorted at every level, times in UTC with microseconds), so export, import, export gives the same
 bytes. The last line is the version-2 trailer: the number of trial lines and the SHA-256 of every
 byte before it.
+
+Two forms (docs/raw-data.md): the public form holds the successful trials, without replacement
+links, and counts the other attempts per benchmark, unit and provider in counts lines; the full
+form, for those who may see private evidence, holds every trial. Counts the database holds (a run
+imported from a public file) are counts lines in both forms.
 """
 
 import hashlib
@@ -20,9 +25,10 @@ import msgspec
 from django.db import connection, transaction
 
 from boxbench.models import Benchmark, MeasurementKind, Provider, Run, Unit
+from boxbench.rawdata.counts import counts_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
-from boxbench.rawdata.schema import SCHEMA_VERSION
+from boxbench.rawdata.schema import FORMS, FULL, PUBLIC, SCHEMA_VERSION
 
 PAGE = 5000
 CHUNK_BYTES = 256 * 1024
@@ -99,7 +105,7 @@ class Seen:
         return groups
 
 
-def run_header(run: Run, seen: Seen) -> dict:
+def run_header(run: Run, seen: Seen, form: str) -> dict:
     benchmarks = []
     units = Unit.objects.filter(id__in=seen.units).order_by("slug")
     chosen = Benchmark.objects.filter(id__in=seen.benchmarks).order_by("slug", "version")
@@ -134,6 +140,7 @@ def run_header(run: Run, seen: Seen) -> dict:
         else run.imported_audit_report,
         "benchmarks": benchmarks,
         "providers": providers,
+        "form": form,
     }
 
 
@@ -144,7 +151,7 @@ SELECT t.id{uuid}, t.benchmark_id, t.unit_id, t.provider_id, t.round, t.seq, t.a
        t.replaces_id{uuid}, t.batch, t.outcome, t.owner, t.cause, t.job_host, {started},
        {ended}, t.in_flight, t.placement{json}, t.host_load{json}, t.cost_usd
 FROM boxbench_trial t
-WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL
+WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL{only}
 ORDER BY t.seq
 """
 # The measurements of one page of trials (a seq range): index lookups and a small sort, where
@@ -152,7 +159,7 @@ ORDER BY t.seq
 MEASUREMENT_SQL = """
 SELECT t.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
 FROM boxbench_trial t JOIN boxbench_measurement m ON m.trial_id = t.id
-WHERE t.run_id = %s AND t.seq >= %s AND t.seq <= %s AND t.state = 'done'
+WHERE t.run_id = %s AND t.seq >= %s AND t.seq <= %s AND t.state = 'done'{only}
 ORDER BY t.seq
 """
 
@@ -202,8 +209,16 @@ class _JsonCache:
         return value
 
 
-def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
-    """The run's finished trials in execution order, streamed with constant memory."""
+def _check_form(form: str):
+    if form not in FORMS:
+        raise RawDataError(f"{form!r} is not a form of the raw data ({', '.join(FORMS)})")
+
+
+def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Iterator[TrialRecord]:
+    """The run's finished trials in execution order, streamed with constant memory: every one
+    in the full form, the successful ones without replacement links in the public form."""
+    _check_form(form)
+    only = "" if form == FULL else " AND t.outcome = 'success'"
     postgres = connection.vendor == "postgresql"
     names = {
         "benchmarks": dict(Benchmark.objects.values_list("id", "slug")),
@@ -214,14 +229,18 @@ def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
     if postgres:
         sql = TRIAL_SQL.format(
             uuid="::text", json="::text", started=PG_TIME.format("t.started_at"),
-            ended=PG_TIME.format("t.ended_at"),
+            ended=PG_TIME.format("t.ended_at"), only=only,
         )  # fmt: skip
         run_id = run.id
     else:
-        sql = TRIAL_SQL.format(uuid="", json="", started="t.started_at", ended="t.ended_at")
+        sql = TRIAL_SQL.format(
+            uuid="", json="", started="t.started_at", ended="t.ended_at", only=only
+        )
         sql = sql.replace("%s", "?")
         run_id = run.id.hex
-    measurement_sql = MEASUREMENT_SQL if postgres else MEASUREMENT_SQL.replace("%s", "?")
+    measurement_sql = MEASUREMENT_SQL.format(only=only)
+    if not postgres:
+        measurement_sql = measurement_sql.replace("%s", "?")
     with transaction.atomic():
         connection.ensure_connection()
         raw = connection.connection
@@ -239,7 +258,7 @@ def iter_trials(run: Run, seen: Seen | None = None) -> Iterator[TrialRecord]:
         try:
             seen = seen or Seen()
             for page, measurements in prefetch:
-                yield from _merge(page, measurements, names, postgres, seen)
+                yield from _merge(page, measurements, names, postgres, seen, form == FULL)
         finally:
             prefetch.close()
             trials.close()
@@ -296,7 +315,7 @@ class Prefetch:
         self.thread.join()
 
 
-def _merge(trials, measurements, names, postgres, seen: Seen) -> Iterator[TrialRecord]:
+def _merge(trials, measurements, names, postgres, seen: Seen, links: bool):
     benchmarks, versions = names["benchmarks"], names["versions"]
     units, providers = names["units"], names["providers"]
     as_uuid = (lambda v: v) if postgres else _sqlite_uuid
@@ -329,22 +348,24 @@ def _merge(trials, measurements, names, postgres, seen: Seen) -> Iterator[TrialR
             pending = next(measurements, None)
         yield TrialRecord(
             benchmarks[benchmark], versions[benchmark], units[unit], providers[provider],
-            as_uuid(tid), round_, seq, attempt, as_uuid(replaces), batch, outcome, owner, cause,
+            as_uuid(tid), round_, seq, attempt, as_uuid(replaces) if links else None, batch,
+            outcome, owner, cause,
             job_host, as_time(started), as_time(ended), in_flight, placement_of(placement),
             host_load_of(host_load), metrics, stages, cost, gates,
         )  # fmt: skip
 
 
-def iter_jsonl_bytes(run: Run) -> Iterator[bytes]:
-    """The JSON Lines export in chunks of bytes: header, trials, trailer.
+def iter_jsonl_bytes(run: Run, form: str = PUBLIC) -> Iterator[bytes]:
+    """The JSON Lines export in chunks of bytes: header, trials, counts, trailer.
 
     The header declares what the trials use, which is gathered as they stream; so the trial
     lines are spooled to a temporary file (constant memory) and follow the header from there."""
+    _check_form(form)
     seen = Seen()
     count = 0
     with tempfile.TemporaryFile() as spool:
         parts: list[TrialRecord] = []
-        for record in iter_trials(run, seen):
+        for record in iter_trials(run, seen, form):
             parts.append(record)
             if len(parts) >= 512:
                 spool.write(ENCODER.encode_lines(parts))
@@ -352,8 +373,9 @@ def iter_jsonl_bytes(run: Run) -> Iterator[bytes]:
                 parts = []
         spool.write(ENCODER.encode_lines(parts))
         count += len(parts)
+        spool.write(ENCODER.encode_lines(counts_lines(run, form, seen)))
         digest = hashlib.sha256()
-        head = ENCODER.encode(run_header(run, seen)) + b"\n"
+        head = ENCODER.encode(run_header(run, seen, form)) + b"\n"
         digest.update(head)
         yield head
         spool.seek(0)
@@ -363,9 +385,9 @@ def iter_jsonl_bytes(run: Run) -> Iterator[bytes]:
     yield ENCODER.encode({"type": "end", "trials": count, "sha256": digest.hexdigest()}) + b"\n"
 
 
-def export_jsonl(run: Run) -> Iterator[str]:
+def export_jsonl(run: Run, form: str = PUBLIC) -> Iterator[str]:
     """The JSON Lines export as text chunks."""
-    for chunk in iter_jsonl_bytes(run):
+    for chunk in iter_jsonl_bytes(run, form):
         yield chunk.decode()
 
 
@@ -387,15 +409,16 @@ def csv_row(run_id: str, record: TrialRecord) -> list:
     ]  # fmt: skip
 
 
-def export_csv(run: Run) -> Iterator[str]:
-    """The flat CSV form of a run's trials, through defusedcsv (no spreadsheet formulas)."""
+def export_csv(run: Run, form: str = PUBLIC) -> Iterator[str]:
+    """The flat CSV of a run's trials (of `form`: the public one holds the successful trials
+    only), through defusedcsv (no spreadsheet formulas)."""
     from defusedcsv import csv
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     run_id = str(run.id)
-    for record in iter_trials(run):
+    for record in iter_trials(run, form=form):
         writer.writerow(csv_row(run_id, record))
         if buffer.tell() > CHUNK_BYTES:
             yield buffer.getvalue()

@@ -2,7 +2,9 @@
 
 Every line is decoded into the typed schema and checked (boxbench/rawdata/checks.py) before its
 rows are written; the whole file is one transaction, so the first refusal leaves nothing behind.
-A version-2 file must end in its trailer, whose count and digest prove the file whole.
+A file of version 2 or later must end in its trailer, whose count and digest prove the file
+whole. A version-3 public file holds successful trials only; its counts lines, stored as
+UnsuccessfulCount rows, stand for the other attempts.
 """
 
 import gc
@@ -15,7 +17,15 @@ import msgspec
 from django.db import DatabaseError, transaction
 
 from boxbench.definitions import DefinitionConflict, ensure_benchmark, ensure_provider, ensure_unit
-from boxbench.models import Benchmark, Provider, Run, RunStatus, RunTransition, Unit
+from boxbench.models import (
+    Benchmark,
+    Provider,
+    Run,
+    RunStatus,
+    RunTransition,
+    Unit,
+    UnsuccessfulCount,
+)
 from boxbench.rawdata import checks
 from boxbench.rawdata.errors import (
     FieldError,
@@ -27,9 +37,11 @@ from boxbench.rawdata.errors import (
 )
 from boxbench.rawdata.reader import Lines, LineTooLong
 from boxbench.rawdata.schema import (
+    FULL,
     MAX_HEADER_BYTES,
     MAX_LINE_BYTES,
     READABLE_VERSIONS,
+    CountsLine,
     Header,
     Trailer,
     TrialLine,
@@ -50,7 +62,7 @@ UNIT_FIELDS = ("slug", "title", "definition", "digest")
 
 V1_WARNING = (
     "{source}: schema version 1 has no trailer, so a file cut at a line boundary cannot be "
-    "detected; export the run again to get a version-2 file"
+    "detected; export the run again to get a file with a trailer"
 )
 
 
@@ -60,6 +72,8 @@ class ImportResult:
     trials: int
     measurements: int
     warnings: list[str] = field(default_factory=list)
+    form: str = "full"
+    counted: int = 0  # unsuccessful attempts the file holds as counts, not as trial lines
 
 
 class _Peek(msgspec.Struct):
@@ -69,7 +83,7 @@ class _Peek(msgspec.Struct):
 
 _header_decoder = msgspec.json.Decoder(Header)
 _peek_decoder = msgspec.json.Decoder(_Peek)
-_line_decoder = msgspec.json.Decoder(TrialLine | Trailer)
+_line_decoder = msgspec.json.Decoder(TrialLine | CountsLine | Trailer)
 
 
 def import_jsonl(path: str | Path) -> ImportResult:
@@ -111,7 +125,9 @@ def decode(source: str, number: int, raw: bytes, decoder):
         if isinstance(problem, FieldError):
             problem = name_keys(problem, raw, decoder)
         if isinstance(problem, FieldError) and problem.field == "type":
-            problem = FieldError("type", "every line after the header is a trial or the trailer")
+            problem = FieldError(
+                "type", "every line after the header is a trial, counts or trailer line"
+            )
         raise at(source, number, problem) from None
     except msgspec.DecodeError as exc:
         raise at(source, number, f"not valid JSON ({lowercase_first(str(exc))})") from None
@@ -142,6 +158,9 @@ class _Import:
             run, trial_checks, references = _store_definitions(self.source, header)
         except FieldError as exc:
             raise at(self.source, number, exc) from None
+        trial_checks.form = header.form
+        trial_checks.counts_allowed = version >= 3
+        counts: list[UnsuccessfulCount] = []
         writer = writer_for(run.id, references)
         try:
             trailer, trailer_number = None, 0
@@ -161,6 +180,9 @@ class _Import:
                 if type(line) is Trailer:
                     trailer, trailer_number = line, number
                     continue
+                if type(line) is CountsLine:
+                    counts.append(self._counts(run, trial_checks, number, line))
+                    continue
                 try:
                     benchmark, unit_id, provider_id = trial_checks.check(line)
                 except FieldError as exc:
@@ -171,7 +193,26 @@ class _Import:
             writer.abort()
             raise
         self._check_whole(version, trailer, trailer_number, writer.trial_count)
-        return ImportResult(run, writer.trial_count, writer.measurement_count, self.warnings)
+        UnsuccessfulCount.objects.bulk_create(counts)
+        counted = sum(n for c in counts for n in c.outcomes.values())
+        return ImportResult(
+            run, writer.trial_count, writer.measurement_count, self.warnings, header.form, counted
+        )
+
+    def _counts(self, run, trial_checks, number: int, line: CountsLine) -> UnsuccessfulCount:
+        """A checked counts line as the row that stores it (written once the file is whole)."""
+        try:
+            benchmark, unit_id, provider_id = trial_checks.count(line)
+        except FieldError as exc:
+            raise at(self.source, number, exc) from None
+        return UnsuccessfulCount(
+            run=run,
+            benchmark_id=benchmark.id,
+            unit_id=unit_id,
+            provider_id=provider_id,
+            outcomes=dict(sorted(line.outcomes.items())),
+            unreplaced_provider_failures=line.unreplaced_provider_failures,
+        )
 
     def _header(self, number: int, raw: bytes) -> tuple[Header, int]:
         peek = decode(self.source, number, raw, _peek_decoder)
@@ -187,6 +228,9 @@ class _Import:
             problem = f"{version!r} is not supported (this reader reads versions {known})"
             raise at(self.source, number, FieldError("schema_version", problem))
         header = decode(self.source, number, raw, _header_decoder)
+        if version < 3 and header.form != FULL:
+            problem = f"a version-{version} file has no form: it holds every trial"
+            raise at(self.source, number, FieldError("form", problem))
         try:
             checks.check_header(header)
         except FieldError as exc:

@@ -26,10 +26,16 @@ from boxbench.models import (
     Section,
     Trial,
     Unit,
+    UnsuccessfulCount,
 )
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+# The two forms of a file (docs/raw-data.md): `public` holds the successful trials and counts the
+# others; `full`, for those who may see private evidence, holds every trial.
+PUBLIC, FULL = "public", "full"
+FORMS = (PUBLIC, FULL)
+UNSUCCESSFUL = tuple(o.value for o in Outcome if o != Outcome.SUCCESS)
 
 # Longest line accepted, in bytes: the header holds every definition, a trial line only one trial.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
@@ -163,12 +169,17 @@ class ProviderEntry(Struct):
 class Header(Struct, tag_field="type", tag="run"):
     """Line 1: the run header (`"type": "run"`)."""
 
-    schema_version: described(int, "`2` (`1` is still read; see below).")
+    schema_version: described(int, "`3` (`1` and `2` are still read; see below).")
     run: described(RunInfo, "The run.")
     manifest: described(Object, "What makes the run reproducible (seed, plan, digests, …).")
     audit_report: described(Object | None, "The audit as exported, or null; kept for comparison.")
-    benchmarks: described(list[BenchmarkEntry], "Every benchmark the trials use.")
-    providers: described(list[ProviderEntry], "Every provider the trials use.")
+    benchmarks: described(list[BenchmarkEntry], "Every benchmark the trial and counts lines use.")
+    providers: described(list[ProviderEntry], "Every provider the trial and counts lines use.")
+    form: described(
+        Literal[FORMS],
+        "`public`: the successful trials, the others as counts lines; `full`: every trial. "
+        "Absent (versions 1 and 2): `full`.",
+    ) = FULL
 
 
 class ClockGates(Struct):
@@ -193,10 +204,12 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
     seq: integer(Trial, "seq", "Execution order; greater than the previous line's.", minimum=1)
     attempt: integer(Trial, "attempt", "1, or higher for a top-up of the same cell.", minimum=1)
     replaces: described(
-        uuid.UUID | None, "An earlier trial of the file, not a success, that this one replaces."
+        uuid.UUID | None,
+        "An earlier trial of the file, not a success, that this one replaces; null in a public "
+        "file.",
     )
     batch: text(Trial, "batch", "The batch label every sandbox of the trial carried.")
-    outcome: choice([o.value for o in Outcome], "What became of the trial.")
+    outcome: choice([o.value for o in Outcome], "What became of it; `success` in a public file.")
     owner: choice(Owner.values, 'Whose the outcome is (`""` for a success).')
     cause: text(Trial, "cause", "What happened, in words.")
     job_host: text(Trial, "job_host", "The machine the trial was timed from.")
@@ -211,8 +224,29 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
     clock_gates: described(ClockGates | None, "Gates of guest-timed measurements; optional.") = None
 
 
+class CountsLine(Struct, tag_field="type", tag="counts"):
+    """Lines after the trials (version 3, `"type": "counts"`): the unsuccessful attempts of one
+    benchmark, unit and provider, counted by outcome, where the file holds no trial line of them."""
+
+    benchmark: slug(Benchmark, "slug", "A benchmark of the header…")
+    benchmark_version: text(Benchmark, "version", "…and its version.", pattern=VERSION_PATTERN)
+    unit: slug(Unit, "slug", "A unit of that benchmark in the header.")
+    provider: slug(Provider, "slug", "A provider of the header.")
+    outcomes: described(
+        dict[Literal[UNSUCCESSFUL], integer(UnsuccessfulCount, "unreplaced_provider_failures", "",
+                                            minimum=1)],
+        "Outcome → number of trials; at least one outcome.",
+    )  # fmt: skip
+    unreplaced_provider_failures: integer(
+        UnsuccessfulCount,
+        "unreplaced_provider_failures",
+        "Provider failures no top-up replaced and not cut short (what the labels count); at most "
+        "`outcomes.provider_failure`.",
+    )
+
+
 class Trailer(Struct, tag_field="type", tag="end"):
-    """The last line of a version-2 file (`"type": "end"`): the file is whole."""
+    """The last line of a file of version 2 or later (`"type": "end"`): the file is whole."""
 
     trials: described(Annotated[int, msgspec.Meta(ge=0)], "The number of trial lines.")
     sha256: described(

@@ -110,21 +110,14 @@ class Writer:
         rows = self.measurements
         self.measurement_starts.append(len(rows))
         gates = trial.clock_gates
-        if trial.metrics:
-            declared = benchmark.metrics
-            gate = gates.metrics if gates is not None else None
-            for name, value in trial.metrics.items():
+        for kind, values, declared, gate in (
+            (METRIC, trial.metrics, benchmark.metrics, None if gates is None else gates.metrics),
+            (STAGE, trial.stages, benchmark.stages, None if gates is None else gates.stages),
+        ):
+            for name, value in (values or {}).items():
                 unit, clock = declared[name]
                 rows.append(
-                    (tid, METRIC, name, value, unit, clock, gate.get(name, "") if gate else "")
-                )
-        if trial.stages:
-            declared = benchmark.stages
-            gate = gates.stages if gates is not None else None
-            for name, value in trial.stages.items():
-                unit, clock = declared[name]
-                rows.append(
-                    (tid, STAGE, name, value, unit, clock, gate.get(name, "") if gate else "")
+                    (tid, kind, name, value, unit, clock, gate.get(name, "") if gate else "")
                 )
         if len(self.trials) >= BATCH:
             self.flush()
@@ -136,10 +129,14 @@ class Writer:
         if self.measurements:
             table = Measurement._meta.db_table
             lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
-            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines)
+            keep_open = self.keep_measurements_open
+            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines, keep_open=keep_open)
             self.measurement_count += len(self.measurements)
         self.trials, self.trial_lines = [], []
         self.measurements, self.measurement_starts = [], []
+
+    # Whether a batch's measurements may still be on their way when `flush` returns.
+    keep_measurements_open = False
 
     def finish(self):
         self.flush()
@@ -150,7 +147,9 @@ class Writer:
     def moment(self, value: datetime | None):
         return value
 
-    def write(self, table: str, columns: tuple, rows: list[tuple], lines: list[int]):
+    def write(
+        self, table: str, columns: tuple, rows: list[tuple], lines: list[int], keep_open=False
+    ):
         raise NotImplementedError
 
 
@@ -212,20 +211,13 @@ class PostgresWriter(Writer):
             self.types[table] = [found[column] for column in columns]
         return self.types[table]
 
+    # The measurements' COPY of a batch is left open, its rows sent by a thread and stored by
+    # the server while the next batch is decoded here; it is closed at the next flush.
+    keep_measurements_open = True
+
     def flush(self):
-        # The measurements' COPY of a batch is left open, its rows sent by a thread and stored by
-        # the server while the next batch is decoded here; it is closed at the next flush.
         self._close_pending()
-        if self.trials:
-            self.write(Trial._meta.db_table, TRIAL_COLUMNS, self.trials, self.trial_lines)
-            self.trial_count += len(self.trials)
-        if self.measurements:
-            table = Measurement._meta.db_table
-            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
-            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines, keep_open=True)
-            self.measurement_count += len(self.measurements)
-        self.trials, self.trial_lines = [], []
-        self.measurements, self.measurement_starts = [], []
+        super().flush()
 
     def write(self, table, columns, rows, lines, keep_open=False):
         from psycopg.copy import QueuedLibpqWriter
@@ -331,7 +323,7 @@ class SqliteWriter(Writer):
             value = value.astimezone(UTC)
         return str(value.replace(tzinfo=None))
 
-    def write(self, table, columns, rows, lines):
+    def write(self, table, columns, rows, lines, keep_open=False):  # every write is whole here
         import sqlite3
 
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"

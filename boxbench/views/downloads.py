@@ -5,8 +5,9 @@ import io
 from defusedcsv import csv
 from django.http import HttpResponse, StreamingHttpResponse
 
+from boxbench import permissions
 from boxbench.models import Scope
-from boxbench.rawdata import export_csv, iter_jsonl_bytes
+from boxbench.rawdata import FULL, PUBLIC, export_csv, iter_jsonl_bytes
 from boxbench.views import tables
 from boxbench.views.access import aggregate, chosen_view, visible_run
 
@@ -39,15 +40,31 @@ def unit_csv(request, slug, unit_slug):
     return _csv_response(tables.unit_table(data), f"{slug}-{unit_slug}.csv")
 
 
+def raw_form(request) -> str:
+    """The full form (every trial, private evidence) for those who may see evidence, unless they
+    ask for the public one with ?form=public; the public form for everyone else."""
+    if permissions.may(request, permissions.VIEW_EVIDENCE) and request.GET.get("form") != PUBLIC:
+        return FULL
+    return PUBLIC
+
+
+def _raw_name(run, form: str, extension: str) -> str:
+    return f"run-{run.id}{'-full' if form == FULL else ''}.{extension}"
+
+
 def raw_jsonl(request, run_id):
     run = visible_run(request, run_id)
-    response = StreamingHttpResponse(iter_jsonl_bytes(run), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.id}.jsonl"'
+    form = raw_form(request)
+    chunks = iter_jsonl_bytes(run, form)
+    response = StreamingHttpResponse(chunks, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{_raw_name(run, form, "jsonl")}"'
     return response
 
 
 def raw_csv(request, run_id):
     run = visible_run(request, run_id)
-    response = StreamingHttpResponse(export_csv(run), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.id}.csv"'
+    form = raw_form(request)
+    chunks = export_csv(run, form)
+    response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_raw_name(run, form, "csv")}"'
     return response

@@ -16,6 +16,7 @@ from boxbench.models import (
     ClockGate,
     Measurement,
     MeasurementKind,
+    Outcome,
     Provider,
     Scope,
     Trial,
@@ -164,12 +165,16 @@ def unit(request, slug, unit_slug):
     data = aggregate(Scope.UNIT, slug, unit_slug)
     provider = request.GET.get("provider", "")
     page = _page_number(request)
-    trials, has_next = _trials_page(data, provider, page)
+    # Unsuccessful trials, their owners, causes and replacement links are private evidence.
+    evidence = permissions.may(request, permissions.VIEW_EVIDENCE)
+    trials, has_next = _trials_page(data, provider, page, evidence)
     if page > 1 and not trials:
         raise Http404(f"page {page} is beyond the last page of trials")
     context = {
         "unit": data,
         "table": tables.unit_table(data),
+        "attempts": tables.attempts_table(data),
+        "evidence": evidence,
         "distribution_chart": charts.distribution(data),
         "distribution_empty": "no provider has a successful trial on this unit.",
         "stage_chart": charts.stacked_stage_bars(data),
@@ -192,9 +197,10 @@ def _page_number(request) -> int:
     return page
 
 
-def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool]:
+def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[list[dict], bool]:
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
-    clock-gate result, in one query."""
+    clock-gate result, in one query: every trial with its outcome, owner, cause and replacement
+    link for those who may see evidence, the successful ones only for everyone else."""
     gates = Measurement.objects.filter(trial=OuterRef("pk"))
     # A trial's number as a reader counts: its position in its run (1..N in execution order),
     # not the seq, which starts each provider's chain at a block of its own (1000001, ...).
@@ -230,13 +236,14 @@ def _trials_page(data: dict, provider: str, page: int) -> tuple[list[dict], bool
     )
     if provider:
         trials = trials.filter(provider__slug=provider)
+    fields = ["id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "value",
+              "gate_failed", "gate_passed"]  # fmt: skip
+    if evidence:
+        fields += ["owner", "cause", "replaces_id"]
+    else:
+        trials = trials.filter(outcome=Outcome.SUCCESS)
     start = (page - 1) * TRIALS_PER_PAGE
-    rows = list(
-        trials.values(
-            "id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "owner",
-            "cause", "replaces_id", "cost_usd", "value", "gate_failed", "gate_passed",
-        )[start : start + TRIALS_PER_PAGE + 1]
-    )  # fmt: skip
+    rows = list(trials.values(*fields)[start : start + TRIALS_PER_PAGE + 1])
     for row in rows:
         if row["gate_failed"]:
             row["clock_gate"] = "fail (stepped clock)"

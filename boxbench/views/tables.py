@@ -155,6 +155,25 @@ def unit_cost_table(unit: dict) -> Table:
     return _noted(Table(columns, rows, blank), unit)
 
 
+ATTEMPT_OUTCOMES = ("provider_failure", "benchmark_error", "excluded", "missed")
+
+
+def attempts_table(unit: dict) -> Table:
+    """Each provider's attempts on the unit counted by outcome: what the public may know of the
+    unsuccessful ones (their trials, owners, causes and costs are private evidence)."""
+    columns = ["provider", "success", *ATTEMPT_OUTCOMES, "unreplaced provider failures"]
+    rows = [
+        [
+            r["provider"],
+            *(str(r["outcomes"].get(o, 0)) for o in ("success", *ATTEMPT_OUTCOMES)),
+            str(r["unreplaced_failures"]),
+        ]
+        for r in unit["rows"]
+        if r["outcomes"]
+    ]
+    return Table([c.replace("_", " ") for c in columns], rows)
+
+
 def score_rows(overview: dict) -> list[dict]:
     """The score tree flattened depth first: one entry per node, with each provider's score."""
     tree = overview["tree"]

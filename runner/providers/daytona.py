@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import shlex
 import time
 import uuid
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,13 +36,11 @@ from runner.providers.base import (
     ExecResult,
     ExecTimeout,
     LiveSandbox,
-    Provider,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.credentials import MissingCredential, credential
-from runner.providers.http import make_client, status_error, transport_error
+from runner.providers.http import HTTPProvider, status_error, transport_error
 
 BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
@@ -54,44 +50,19 @@ FAILED = {"error", "build_failed"}
 CREATE_LIMIT_S = 300.0
 
 
-class DaytonaProvider(Provider):
+class DaytonaProvider(HTTPProvider):
     slug = "daytona"
+    credential_variable = "DAYTONA_API_KEY"
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        self.api_url = (
-            self.settings.get("api_url")
-            or os.environ.get("DAYTONA_API_URL")
-            or "https://app.daytona.io/api"
-        ).rstrip("/")
-        self.target = self.settings.get("target") or os.environ.get("DAYTONA_TARGET") or "us"
-        self.snapshot = (
-            self.settings.get("snapshot")
-            or os.environ.get("BOXBENCH_DAYTONA_SNAPSHOT")
-            or "boxbench-standard"
-        )
+        self.api_url = self._url("api_url", "DAYTONA_API_URL", "https://app.daytona.io/api")
+        self.target = self._setting("target", "DAYTONA_TARGET", "us")
+        self.snapshot = self._setting("snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard")
         self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.1))
-        self._problem = None
-        try:
-            self._key = credential("DAYTONA_API_KEY", self.settings, "api_key")
-        except MissingCredential as exc:
-            self._key, self._problem = None, str(exc)
-        if self._key is None and self._problem is None:
-            self._problem = "not configured: set DAYTONA_API_KEY or DAYTONA_API_KEY_FILE"
-        self._client: httpx.Client | None = None
-
-    @property
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = make_client()
-        return self._client
-
-    def configuration_problem(self) -> str | None:
-        return self._problem
 
     def _call(self, method, url, operation, ok=(200,), data_plane=False, **kwargs):
-        if self._key is None:
-            raise ProviderError(f"daytona {operation}: {self._problem}", operation, "unconfigured")
+        self._refuse_if_unconfigured(operation)
         headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
         try:
             response = self.client.request(method, url, headers=headers, **kwargs)
@@ -289,24 +260,11 @@ class DaytonaProvider(Provider):
             )
         return found
 
-    def endpoints(self) -> list[tuple[str, int]]:
-        parts = urlsplit(self.api_url)
-        return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
+    def _doctor_probe(self) -> None:
+        self._api("GET", "/sandbox", "doctor", params={"labels": _json({BATCH_KEY: "-"})})
 
-    def doctor(self) -> list[DoctorCheck]:
-        if self._problem:
-            return [DoctorCheck("credentials", True, self._problem)]
-        started = time.monotonic()
-        try:
-            self._api("GET", "/sandbox", "doctor", params={"labels": _json({BATCH_KEY: "-"})})
-        except ProviderError as exc:
-            return [DoctorCheck("api", False, str(exc))]
-        elapsed = (time.monotonic() - started) * 1000
-        return [
-            DoctorCheck("credentials", True, "DAYTONA_API_KEY set"),
-            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
-            DoctorCheck("snapshot", True, f"{self.snapshot} in target {self.target}"),
-        ]
+    def _doctor_details(self) -> list[DoctorCheck]:
+        return [DoctorCheck("snapshot", True, f"{self.snapshot} in target {self.target}")]
 
 
 def _json(value) -> str:

@@ -23,10 +23,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import math
-import os
 import time
 from datetime import UTC, datetime
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 
@@ -36,13 +35,11 @@ from runner.providers.base import (
     ExecResult,
     ExecTimeout,
     LiveSandbox,
-    Provider,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.credentials import MissingCredential, credential
-from runner.providers.http import make_client, status_error, transport_error
+from runner.providers.http import HTTPProvider, host_port, status_error, transport_error
 
 ENVD_PORT = 49983
 BATCH_KEY = "boxbench.batch"
@@ -51,48 +48,21 @@ KEEPALIVE_S = 5  # envd sends a keepalive event this often while a command runs
 MIN_ENVD = (0, 1, 0)
 
 
-class E2BProvider(Provider):
+class E2BProvider(HTTPProvider):
     slug = "e2b"
+    credential_variable = "E2B_API_KEY"
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        domain = self.settings.get("domain") or os.environ.get("E2B_DOMAIN") or "e2b.app"
-        self.api_url = (
-            self.settings.get("api_url") or os.environ.get("E2B_API_URL") or f"https://api.{domain}"
-        ).rstrip("/")
-        self.sandbox_url = (
-            self.settings.get("sandbox_url")
-            or os.environ.get("E2B_SANDBOX_URL")
-            or f"https://sandbox.{domain}"
-        ).rstrip("/")
-        self.template = (
-            self.settings.get("template")
-            or os.environ.get("BOXBENCH_E2B_TEMPLATE")
-            or "boxbench-standard"
-        )
-        self._problem = None
-        try:
-            self._key = credential("E2B_API_KEY", self.settings, "api_key")
-        except MissingCredential as exc:
-            self._key, self._problem = None, str(exc)
-        if self._key is None and self._problem is None:
-            self._problem = "not configured: set E2B_API_KEY or E2B_API_KEY_FILE"
-        self._client: httpx.Client | None = None
+        domain = self._setting("domain", "E2B_DOMAIN", "e2b.app")
+        self.api_url = self._url("api_url", "E2B_API_URL", f"https://api.{domain}")
+        self.sandbox_url = self._url("sandbox_url", "E2B_SANDBOX_URL", f"https://sandbox.{domain}")
+        self.template = self._setting("template", "BOXBENCH_E2B_TEMPLATE", "boxbench-standard")
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    @property
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = make_client()
-        return self._client
-
-    def configuration_problem(self) -> str | None:
-        return self._problem
-
     def _api(self, method: str, path: str, operation: str, ok=(200,), **kwargs) -> httpx.Response:
-        if self._key is None:
-            raise ProviderError(f"e2b {operation}: {self._problem}", operation, "unconfigured")
+        self._refuse_if_unconfigured(operation)
         headers = {"X-API-Key": self._key, **kwargs.pop("headers", {})}
         try:
             response = self.client.request(method, self.api_url + path, headers=headers, **kwargs)
@@ -335,22 +305,13 @@ class E2BProvider(Provider):
                 return found
 
     def endpoints(self) -> list[tuple[str, int]]:
-        return [_host_port(self.api_url), _host_port(self.sandbox_url)]
+        return [host_port(self.api_url), host_port(self.sandbox_url)]
 
-    def doctor(self) -> list[DoctorCheck]:
-        if self._problem:
-            return [DoctorCheck("credentials", True, self._problem)]
-        started = time.monotonic()
-        try:
-            self._api("GET", "/v2/sandboxes", "doctor", params={"limit": "1"})
-        except ProviderError as exc:
-            return [DoctorCheck("api", False, str(exc))]
-        elapsed = (time.monotonic() - started) * 1000
-        return [
-            DoctorCheck("credentials", True, "E2B_API_KEY set"),
-            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
-            DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)"),
-        ]
+    def _doctor_probe(self) -> None:
+        self._api("GET", "/v2/sandboxes", "doctor", params={"limit": "1"})
+
+    def _doctor_details(self) -> list[DoctorCheck]:
+        return [DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)")]
 
 
 class _Overdue(Exception):
@@ -371,8 +332,3 @@ def _timestamp(text: str | None) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)

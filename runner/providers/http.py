@@ -1,4 +1,10 @@
-"""What the HTTP adapters share: one httpx client per provider, and errors mapped for the lifecycle.
+"""What the HTTP adapters share: their configuration, one httpx client per provider, and errors
+mapped for the lifecycle.
+
+Configuration: `HTTPProvider` reads the adapter's credential (runner/providers/credentials.py)
+and its other required settings once, reports what is missing as the provider's configuration
+problem (so planning refuses the run and `bench doctor` shows the line), and refuses every call
+while it is unconfigured.
 
 Connections (common methodology): calls reuse a warm connection, and idle client connections stay
 open for up to 5 minutes, so sequential calls reuse a warm TLS session. A connection the provider
@@ -12,10 +18,15 @@ provider's own message, with any credential removed.
 
 from __future__ import annotations
 
+import os
+import time
+from abc import abstractmethod
+from urllib.parse import urlsplit
+
 import httpx
 
-from runner.providers.base import NotReady, ProviderError
-from runner.providers.credentials import redact
+from runner.providers.base import DoctorCheck, NotReady, Provider, ProviderError
+from runner.providers.credentials import MissingCredential, credential, redact
 
 KEEPALIVE_EXPIRY_S = 300.0
 NOT_READY_STATUS = {502, 503, 504}
@@ -32,6 +43,93 @@ def make_client(timeout_s: float = 60.0, connect_s: float = 10.0) -> httpx.Clien
         trust_env=False,
         follow_redirects=False,
     )
+
+
+class HTTPProvider(Provider):
+    """An adapter over a provider's HTTP API, authenticated by one credential.
+
+    A subclass names its credential, sets `api_url` in its constructor and says how `bench doctor`
+    probes the API (`_doctor_probe`) and what else it reports (`_doctor_details`).
+    """
+
+    credential_variable = ""  # the environment variable (or `<name>_FILE`) holding the credential
+    credential_setting = "api_key"  # the constructor setting that may hold it instead
+    api_url = ""
+
+    def __init__(self, declaration, settings: dict | None = None):
+        super().__init__(declaration, settings)
+        self._key: str | None = None
+        self._credential_problem: str | None = None  # a `_FILE` that is unreadable or empty
+        try:
+            self._key = credential(self.credential_variable, self.settings, self.credential_setting)
+        except MissingCredential as exc:
+            self._credential_problem = str(exc)
+        self._client: httpx.Client | None = None
+
+    def _setting(self, key: str, variable: str, default: str = "") -> str:
+        """A constructor setting, else the environment variable, else the default."""
+        return self.settings.get(key) or os.environ.get(variable, "").strip() or default
+
+    def _url(self, key: str, variable: str, default: str) -> str:
+        return self._setting(key, variable, default).rstrip("/")
+
+    def _required(self) -> list[tuple[str, str | None]]:
+        """(variable, value) for everything the adapter cannot work without, credential first."""
+        return [(self.credential_variable, self._key)]
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = make_client()
+        return self._client
+
+    def configuration_problem(self) -> str | None:
+        if self._credential_problem:
+            return self._credential_problem
+        missing = [
+            f"{name} or {name}_FILE" if name == self.credential_variable else name
+            for name, value in self._required()
+            if not value
+        ]
+        return "not configured: set " + ", ".join(missing) if missing else None
+
+    def _refuse_if_unconfigured(self, operation: str) -> None:
+        problem = self.configuration_problem()
+        if problem:
+            raise ProviderError(f"{self.slug} {operation}: {problem}", operation, "unconfigured")
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [host_port(self.api_url)]
+
+    def doctor(self) -> list[DoctorCheck]:
+        problem = self.configuration_problem()
+        if problem:
+            # An optional provider without an account is no fault of this machine.
+            return [DoctorCheck("credentials", True, problem)]
+        started = time.monotonic()
+        try:
+            self._doctor_probe()
+        except ProviderError as exc:
+            return [DoctorCheck("api", False, str(exc))]
+        elapsed = (time.monotonic() - started) * 1000
+        names = ", ".join(name for name, _ in self._required())
+        return [
+            DoctorCheck("credentials", True, f"{names} set"),
+            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
+            *self._doctor_details(),
+        ]
+
+    @abstractmethod
+    def _doctor_probe(self) -> None:
+        """One cheap authenticated call (a sandbox list); raises ProviderError when it fails."""
+
+    def _doctor_details(self) -> list[DoctorCheck]:
+        return []
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def transport_error(

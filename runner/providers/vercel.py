@@ -33,12 +33,10 @@ import io
 import json
 import logging
 import math
-import os
 import tarfile
 import time
 import uuid
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -47,13 +45,12 @@ from runner.providers.base import (
     ExecResult,
     ExecTimeout,
     LiveSandbox,
-    Provider,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.credentials import MissingCredential, credential, redact
-from runner.providers.http import make_client, status_error, transport_error
+from runner.providers.credentials import redact
+from runner.providers.http import HTTPProvider, status_error, transport_error
 from runner.providers.ledger import Ledger
 
 WORKDIR = "/app"
@@ -87,51 +84,29 @@ for _name in ("httpx", "httpcore"):
     logging.getLogger(_name).addFilter(_URL_FILTER)
 
 
-class VercelProvider(Provider):
+class VercelProvider(HTTPProvider):
     slug = "vercel"
+    credential_variable = "VERCEL_TOKEN"
+    credential_setting = "token"
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        self.api_url = (
-            self.settings.get("api_url")
-            or os.environ.get("VERCEL_API_URL")
-            or "https://vercel.com/api"
-        ).rstrip("/")
-        self.snapshot = self.settings.get("snapshot") or os.environ.get("BOXBENCH_VERCEL_SNAPSHOT")
+        self.api_url = self._url("api_url", "VERCEL_API_URL", "https://vercel.com/api")
+        self.snapshot = self._setting("snapshot", "BOXBENCH_VERCEL_SNAPSHOT")
         self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.25))
         self._ledger_dir = self.settings.get("ledger_dir")
         self._ledger: Ledger | None = None
-        self._problem = None
-        self._token = self._team = self._project = None
-        try:
-            self._token = credential("VERCEL_TOKEN", self.settings, "token")
-        except MissingCredential as exc:
-            self._problem = str(exc)
-        self._team = self.settings.get("team_id") or os.environ.get("VERCEL_TEAM_ID", "").strip()
-        self._project = (
-            self.settings.get("project_id") or os.environ.get("VERCEL_PROJECT_ID", "").strip()
-        )
-        if self._problem is None:
-            missing = [
-                text
-                for value, text in (
-                    (self._token, "VERCEL_TOKEN or VERCEL_TOKEN_FILE"),
-                    (self._team, "VERCEL_TEAM_ID"),
-                    (self._project, "VERCEL_PROJECT_ID"),
-                )
-                if not value
-            ]
-            if missing:
-                self._problem = "not configured: set " + ", ".join(missing)
+        self._team = self._setting("team_id", "VERCEL_TEAM_ID")
+        self._project = self._setting("project_id", "VERCEL_PROJECT_ID")
         if self._team:
             _URL_FILTER.secrets.add(self._team)
-        self._client: httpx.Client | None = None
 
-    @property
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = make_client()
-        return self._client
+    def _required(self) -> list[tuple[str, str | None]]:
+        return [
+            *super()._required(),
+            ("VERCEL_TEAM_ID", self._team),
+            ("VERCEL_PROJECT_ID", self._project),
+        ]
 
     @property
     def ledger(self) -> Ledger:
@@ -139,16 +114,12 @@ class VercelProvider(Provider):
             self._ledger = Ledger.for_provider(self.slug, self._ledger_dir)
         return self._ledger
 
-    def configuration_problem(self) -> str | None:
-        return self._problem
-
     def _secrets(self) -> tuple:
-        return (self._token, self._team)
+        return (self._key, self._team)
 
     def _request(self, method, path, operation, data_plane=False, stream=False, **kwargs):
-        if self._problem:
-            raise ProviderError(f"vercel {operation}: {self._problem}", operation, "unconfigured")
-        headers = {"Authorization": f"Bearer {self._token}", **kwargs.pop("headers", {})}
+        self._refuse_if_unconfigured(operation)
+        headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
         params = {"teamId": self._team, **kwargs.pop("params", {})}
         url = self.api_url + path
         try:
@@ -399,23 +370,12 @@ class VercelProvider(Provider):
             found.append(LiveSandbox(id=entry.id, label=entry.label, created_at=entry.created_at))
         return found
 
-    def endpoints(self) -> list[tuple[str, int]]:
-        parts = urlsplit(self.api_url)
-        return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
+    def _doctor_probe(self) -> None:
+        self._call("GET", "/v1/sandboxes", "doctor",
+                   params={"project": self._project, "limit": "1"})  # fmt: skip
 
-    def doctor(self) -> list[DoctorCheck]:
-        if self._problem:
-            return [DoctorCheck("credentials", True, self._problem)]
-        started = time.monotonic()
-        try:
-            self._call("GET", "/v1/sandboxes", "doctor",
-                       params={"project": self._project, "limit": "1"})  # fmt: skip
-        except ProviderError as exc:
-            return [DoctorCheck("api", False, str(exc))]
-        elapsed = (time.monotonic() - started) * 1000
+    def _doctor_details(self) -> list[DoctorCheck]:
         return [
-            DoctorCheck("credentials", True, "VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID set"),
-            DoctorCheck("api", True, f"{self.api_url} answered a sandbox list in {elapsed:.0f} ms"),
             DoctorCheck(
                 "ledger",
                 True,

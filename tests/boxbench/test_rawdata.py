@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from bench.synthetic import synthetic_run
 from boxbench.models import Measurement, Provider, Run, Trial
-from boxbench.rawdata import RawDataError, export_csv, export_jsonl, import_jsonl
+from boxbench.rawdata import FULL, PUBLIC, RawDataError, export_csv, export_jsonl, import_jsonl
 from tests.boxbench.rawdata_files import reseal, with_field
 
 pytestmark = pytest.mark.django_db
@@ -24,8 +24,10 @@ def synthetic_file(tmp_path):
     return write_lines(tmp_path / "run.jsonl", synthetic_run(trials=90, seed=3))
 
 
-def export_text(run):
-    return "".join(export_jsonl(run))
+def export_text(run, form=FULL):
+    """The full form: these tests keep every trial, failures and replacements included (the
+    public form has tests/boxbench/test_rawdata_public.py)."""
+    return "".join(export_jsonl(run, form))
 
 
 def test_it_round_trips_export_import_export_byte_for_byte(tmp_path, synthetic_file):
@@ -72,7 +74,8 @@ def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
     run = import_jsonl(synthetic_file).run
     header = json.loads(export_text(run).splitlines()[0])
     assert header["type"] == "run"
-    assert header["schema_version"] == 2
+    assert header["schema_version"] == 3
+    assert header["form"] == "full"
     assert {b["slug"] for b in header["benchmarks"]} == {"create", "cpu-single", "deepswe"}
     assert [p["slug"] for p in header["providers"]] == ["alpha", "bravo", "charlie"]
 
@@ -81,7 +84,7 @@ def test_it_exports_the_flat_csv_with_one_row_per_trial(synthetic_file):
     from defusedcsv import csv
 
     run = import_jsonl(synthetic_file).run
-    rows = list(csv.reader(io.StringIO("".join(export_csv(run)))))
+    rows = list(csv.reader(io.StringIO("".join(export_csv(run, FULL)))))
     assert rows[0][:5] == ["run", "benchmark", "unit", "provider", "trial"]
     assert len(rows) - 1 == Trial.objects.count()
 
@@ -200,8 +203,10 @@ def test_it_imports_and_exports_from_the_command_line(tmp_path, synthetic_file):
     run = Run.objects.get()
     target = tmp_path / "out.jsonl"
     call_command("bench", "export", run.name, "-o", str(target))
-    assert target.read_text() == export_text(run)
+    assert target.read_text() == export_text(run, PUBLIC)  # the public form unless --full
     assert not (tmp_path / "out.jsonl.partial").exists()
+    call_command("bench", "export", run.name, "--full", "-o", str(target))
+    assert target.read_text() == export_text(run, FULL)
     call_command("bench", "export", str(run.id), "--format", "csv", "-o", str(tmp_path / "o.csv"))
     assert (tmp_path / "o.csv").read_text().startswith("run,benchmark,unit")
 
@@ -216,7 +221,7 @@ def test_it_reports_a_bad_file_as_a_command_error(tmp_path):
 def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
     run = import_jsonl(synthetic_file).run
     Trial.objects.filter(run=run).update(cause="=HYPERLINK(1)")
-    text = "".join(export_csv(run))
+    text = "".join(export_csv(run, FULL))
     assert ",=HYPERLINK" not in text
     assert "'=HYPERLINK" in text
 

@@ -103,7 +103,7 @@ def refused(tmp_path, lines, expected: str):
         (1, "ended_at", "2026-10-01T00:00:00Z", r"line 2, field 'ended_at': is before started_at"),
         (1, "started_at", 17, r"field 'started_at': expected `datetime \| null`, got `int`"),
         (1, "trial", None, r"field 'trial': expected `uuid`, got `null`"),
-        (1, "type", "run", r"line 2, field 'type': every line after the header is a trial or"),
+        (1, "type", "run", r"line 2, field 'type': every line after the header is a trial, counts"),
         (
             1,
             "clock_gates",

@@ -20,6 +20,10 @@ from runner.images.prepare import prepare_image
 from runner.providers import get_provider
 from runner.providers.base import Sandbox
 
+# The OpenSandbox server's fixtures, here once: a session fixture imported into two test modules
+# would start two stacks.
+from tests.providers.opensandbox_fixtures import opensandbox, opensandbox_stack, os_label  # noqa: F401
+
 PODMAN = shutil.which("podman")
 needs_podman = pytest.mark.skipif(
     PODMAN is None, reason="podman is not installed (apt-get install podman runc catatonit)"

@@ -24,8 +24,7 @@ from runner.providers.opensandbox.errors import (
     SandboxGone,
     WrongState,
 )
-from tests.providers.opensandbox_fixtures import *  # noqa: F403 - the fixtures
-from tests.providers.opensandbox_fixtures import provider_for
+from tests.providers.opensandbox_fixtures import create, provider_for
 
 pytestmark = pytest.mark.podman
 LIMITS = lifecycle.Limits(poll_interval_s=0.05)
@@ -33,18 +32,6 @@ LIMITS = lifecycle.Limits(poll_interval_s=0.05)
 
 def spec(label, lifetime_s=300, **overrides):
     return SandboxSpec(cpus=1, memory_mib=1024, label=label, lifetime_s=lifetime_s, **overrides)
-
-
-def create(opensandbox, sandbox_spec):
-    """Create, once more after Podman 4.3 broke the pipe while the server copied execd into the
-    new container (HTTP 500 SANDBOX_EXECD_DISTRIBUTION_FAILED, "broken pipe"): a fault of this
-    machine's engine under load, not of what these tests check. Failed creates are tested apart."""
-    try:
-        return opensandbox.create(sandbox_spec)
-    except ProviderError as exc:
-        if "SANDBOX_EXECD_DISTRIBUTION_FAILED" not in str(exc) or "broken pipe" not in str(exc):
-            raise
-        return opensandbox.create(sandbox_spec)
 
 
 @pytest.fixture(scope="module", autouse=True)

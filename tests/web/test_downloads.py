@@ -1,18 +1,27 @@
 import csv
 import io
+import json
 import re
 
 import pytest
 
 from boxbench.models import Trial
-from boxbench.rawdata import export_jsonl
+from boxbench.rawdata import FULL, PUBLIC, export_jsonl
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
 
 
+RAW_JSONL = f"/runs/{factory.RUN_ID}/raw.jsonl"
+RAW_CSV = f"/runs/{factory.RUN_ID}/raw.csv"
+
+
+def rows_of_text(text: str):
+    return list(csv.reader(io.StringIO(text)))
+
+
 def rows_of(response):
-    return list(csv.reader(io.StringIO(response.content.decode())))
+    return rows_of_text(response.content.decode())
 
 
 def html_table(response, table_id):
@@ -66,15 +75,49 @@ def test_it_downloads_the_score_tree(client, published_run):
 def test_it_streams_the_raw_data_in_the_export_format(client, published_run):
     response = client.get(f"/runs/{factory.RUN_ID}/raw.jsonl")
     assert response.streaming
-    assert b"".join(response.streaming_content).decode() == "".join(export_jsonl(published_run))
+    text = b"".join(response.streaming_content).decode()
+    assert text == "".join(export_jsonl(published_run, PUBLIC))
+    assert response["Content-Disposition"] == f'attachment; filename="run-{factory.RUN_ID}.jsonl"'
 
 
-def test_it_defuses_spreadsheet_formulas_in_the_raw_csv(client, published_run):
+def streamed(response) -> str:
+    return b"".join(response.streaming_content).decode()
+
+
+def test_the_public_raw_data_holds_successes_and_counts_only(client, published_run):
+    lines = [json.loads(line) for line in streamed(client.get(RAW_JSONL)).splitlines()]
+    assert lines[0]["form"] == "public"
+    trials = [line for line in lines if line["type"] == "trial"]
+    assert {t["outcome"] for t in trials} == {"success"}
+    assert all(t["replaces"] is None for t in trials)
+    counts = [line for line in lines if line["type"] == "counts"]
+    assert counts == [
+        {"type": "counts", "benchmark": "create", "benchmark_version": "1", "unit": "create",
+         "provider": "docker", "outcomes": {"provider_failure": 1},
+         "unreplaced_provider_failures": 1}
+    ]  # fmt: skip
+    raw_csv = streamed(client.get(f"/runs/{factory.RUN_ID}/raw.csv"))
+    assert "provider_failure" not in raw_csv and "HTTP 503" not in raw_csv
+    assert len(rows_of_text(raw_csv)) - 1 == len(trials)
+
+
+def test_evidence_viewers_get_the_full_raw_data_unless_they_ask_for_the_public(
+    staff_client, published_run
+):
+    response = staff_client.get(RAW_JSONL)
+    assert streamed(response) == "".join(export_jsonl(published_run, FULL))
+    assert response["Content-Disposition"].endswith(f'run-{factory.RUN_ID}-full.jsonl"')
+    public = staff_client.get(f"{RAW_JSONL}?form=public")
+    assert streamed(public) == "".join(export_jsonl(published_run, PUBLIC))
+    assert "create returned HTTP 503" in streamed(staff_client.get(RAW_CSV))
+
+
+def test_it_defuses_spreadsheet_formulas_in_the_raw_csv(staff_client, published_run):
     Trial.objects.filter(run=published_run, outcome="provider_failure").update(
         cause='=HYPERLINK("http://evil")'
     )
-    response = client.get(f"/runs/{factory.RUN_ID}/raw.csv")
-    text = b"".join(response.streaming_content).decode()
+    response = staff_client.get(RAW_CSV)
+    text = streamed(response)
     assert "'=HYPERLINK" in text
     assert response["Content-Type"].startswith("text/csv")
 

@@ -109,14 +109,31 @@ def test_it_precomputes_every_derived_view(client, published_run):
     assert views["create+ready"]["trials"] == 20 and views["create+ready"]["tail_kind"] == "p95"
 
 
-def test_it_shows_the_unit_trials_with_outcomes_causes_and_clock_gates(client, published_run):
+def test_it_shows_the_public_the_successful_trials_and_counts_the_others(client, published_run):
     response = client.get("/benchmarks/create/units/create/?provider=docker")
     page = response.content.decode()
-    assert "provider_failure" in page and "create returned HTTP 503" in page
+    assert "create returned HTTP 503" not in page and "provider_failure" not in page
+    assert "<th>owner</th>" not in page and "<th>replaces</th>" not in page
     assert "<td>pass</td>" in page
     trials = response.context["trials"]
-    assert len(trials) == 21 and {t["provider__slug"] for t in trials} == {"docker"}
+    assert len(trials) == 20 and {t["outcome"] for t in trials} == {"success"}
+    attempts = response.context["attempts"]
+    assert attempts.columns[:3] == ["provider", "success", "provider failure"]
+    docker = next(r for r in attempts.rows if r[0] == "docker")
+    assert docker == ["docker", "20", "1", "0", "0", "0", "1"]
+    assert 'id="attempts-table"' in page
     assert figure(response, "distribution-chart")["data"][0]["type"] == "box"
+
+
+def test_it_shows_evidence_viewers_every_trial_with_outcome_cause_and_link(
+    staff_client, published_run
+):
+    response = staff_client.get("/benchmarks/create/units/create/?provider=docker")
+    page = response.content.decode()
+    assert "provider_failure" in page and "create returned HTTP 503" in page
+    assert "<th>owner</th>" in page and "<th>replaces</th>" in page
+    trials = response.context["trials"]
+    assert len(trials) == 21 and {t["provider__slug"] for t in trials} == {"docker"}
 
 
 def test_the_pages_state_the_caps_the_code_applies(client, published_run, monkeypatch):

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from boxbench.models import Run, RunStatus
+from boxbench.models import Outcome, Run, RunStatus, Trial
 from tests.web.conftest import explain_failures
 from tests.web.personas import PERSONAS, World, allowed, login, urls
 
@@ -55,10 +55,28 @@ def expected(key: str, persona: str) -> int | None:
     return None
 
 
+# Pages and downloads that show unsuccessful trials to those who may see evidence.
+EVIDENCE_SHOWN = {"unit", "run-raw-jsonl published", "run-raw-csv published"}
+
+
+def private_facts(run) -> list[bytes]:
+    """What only evidence viewers may read: the unsuccessful trials' ids and causes."""
+    failed = Trial.objects.filter(run=run).exclude(outcome=Outcome.SUCCESS)
+    facts = {str(i).encode() for i in failed.values_list("id", flat=True)}
+    facts |= {c.encode() for c in failed.values_list("cause", flat=True) if c}
+    assert facts, "the fixture has unsuccessful trials"
+    return sorted(facts)
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
 def test_every_persona_gets_what_it_may_on_every_url(client, published_run, capsys):
     world = World(published_run)
     addresses = urls(world)
-    tried, errors, wrong = 0, [], []
+    private = private_facts(published_run)
+    tried, errors, wrong, leaks = 0, [], [], []
     for persona in PERSONAS:
         login(client, persona)
         for key, url in addresses:
@@ -79,12 +97,21 @@ def test_every_persona_gets_what_it_may_on_every_url(client, published_run, caps
             if key == "benchmark idle":
                 shown = b'id="awaiting"' in response.content
                 assert shown == allowed(persona, "view_unpublished_run"), persona
+            if key.startswith("admin:") or response.status_code != 200:
+                continue  # the admin's pages follow Django's model permissions
+            found = [fact for fact in private if fact in body(response)]
+            if not allowed(persona, "view_private_evidence"):
+                if found:
+                    leaks.append((persona, key, url, found))
+            elif key in EVIDENCE_SHOWN:
+                assert found, (persona, key)
     with capsys.disabled():
         print(
             f"\npersona matrix: {len(addresses)} URLs x {len(PERSONAS)} personas = {tried} "
-            f"requests, {len(errors)} answers 500, {len(wrong)} unexpected"
+            f"requests, {len(errors)} answers 500, {len(wrong)} unexpected, {len(leaks)} leaks"
         )
     assert errors == []
+    assert leaks == [], "\n".join(map(str, leaks))
     assert wrong == [], "\n".join(map(str, wrong))
 
 

@@ -1,6 +1,12 @@
-"""An independent recomputation of a published run from its raw data: plain numpy and scipy,
-none of boxbench's statistics, compared with every number the materialized pages publish."""
+"""An independent recomputation of a published run from its public raw data: plain numpy and
+scipy, none of boxbench's statistics, compared with every number the materialized pages publish,
+from the unit rows through the labels and workload values to the score tree.
 
+The public file holds the successful trials and counts the other attempts (docs/raw-data.md);
+that is all the recomputation reads. Importing it into an empty database publishes the same pages.
+"""
+
+import hashlib
 import json
 import math
 from collections import defaultdict
@@ -9,10 +15,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from boxbench.models import Aggregate, Scope
-from boxbench.rawdata import export_jsonl
+from boxbench import publishing
+from boxbench.models import Aggregate, Outcome, Run, Scope, Trial
+from boxbench.rawdata import PUBLIC, export_jsonl, import_jsonl
+from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
+
+SECTIONS = ("workload_time", "workload_cost", "sandbox_operations", "machine_performance")
 
 
 def nearest_rank(values, p):
@@ -29,42 +39,95 @@ def bootstrap_interval(values):
     return float(medians[250 - 1]), float(medians[9750 - 1])
 
 
-def read_raw(lines):
-    header, *trials = (json.loads(line) for line in lines)
-    assert trials[-1]["type"] == "end"  # the trailer: count and digest of the lines before it
-    return header, trials[:-1]
+def read_public(text: str):
+    """(header, trial lines, counts lines) of a public file, its trailer checked by hand."""
+    raw = text.encode()
+    head, _, last = raw.rstrip(b"\n").rpartition(b"\n")
+    trailer = json.loads(last)
+    assert trailer["type"] == "end"
+    assert trailer["sha256"] == hashlib.sha256(head + b"\n").hexdigest()
+    header, *lines = (json.loads(line) for line in head.splitlines())
+    assert header["form"] == "public"
+    trials = [line for line in lines if line["type"] == "trial"]
+    counts = [line for line in lines if line["type"] == "counts"]
+    assert len(trials) + len(counts) == len(lines) and trailer["trials"] == len(trials)
+    # Nothing private: no unsuccessful trial, no replacement link.
+    assert {t["outcome"] for t in trials} == {"success"}
+    assert all(t["replaces"] is None for t in trials)
+    return header, trials, counts
 
 
-def test_the_public_raw_data_recomputes_every_published_number(client, published_run):
-    header, trials = read_raw("".join(export_jsonl(published_run)).splitlines())
-    benchmarks = {b["slug"]: b for b in header["benchmarks"]}
-    cells = defaultdict(list)
-    failures = defaultdict(int)
-    for t in sorted(trials, key=lambda t: t["seq"]):
-        key = (t["benchmark"], t["unit"], t["provider"])
-        if t["outcome"] == "success":
-            cells[key].append(t["metrics"][benchmarks[t["benchmark"]]["metric"]])
-        elif t["outcome"] == "provider_failure":
-            failures[key] += 1
+class Raw:
+    """The public file grouped as the pages are: values, costs and counts per (benchmark, unit,
+    provider), in execution order."""
+
+    def __init__(self, text: str):
+        self.header, trials, counts = read_public(text)
+        self.benchmarks = {b["slug"]: b for b in self.header["benchmarks"]}
+        self.sourced = {
+            p["slug"]: bool(p["pricing"].get("provider_sourced")) for p in self.header["providers"]
+        }
+        self.values = defaultdict(list)
+        self.costs = defaultdict(list)
+        self.outcomes = defaultdict(dict)
+        for t in sorted(trials, key=lambda t: t["seq"]):
+            key = (t["benchmark"], t["unit"], t["provider"])
+            self.values[key].append(t["metrics"][self.benchmarks[t["benchmark"]]["metric"]])
+            self.costs[key].append(t["cost_usd"])
+            self.outcomes[key]["success"] = self.outcomes[key].get("success", 0) + 1
+        self.unreplaced = defaultdict(int)
+        for c in counts:
+            key = (c["benchmark"], c["unit"], c["provider"])
+            self.outcomes[key].update(c["outcomes"])
+            self.unreplaced[key] = c["unreplaced_provider_failures"]
+        for slug in self.benchmarks:
+            # The declared floor applies: the fixture's plan names no subset of units.
+            assert slug not in self.header["manifest"].get("benchmarks", {})
+
+    def units(self, slug):
+        return [u["slug"] for u in self.benchmarks[slug]["units"]]
+
+    def total(self, slug, provider):
+        return sum(len(self.values.get((slug, u, provider), [])) for u in self.units(slug))
+
+    def ranked(self, slug, provider):
+        return self.total(slug, provider) >= self.benchmarks[slug]["ranking_floor"]
+
+    def mean_cost(self, key):
+        costs = self.costs.get(key, [])
+        if not costs or any(c is None for c in costs):
+            return None
+        return math.fsum(costs) / len(costs)
+
+
+def expected_label(raw: Raw, slug: str, provider: str, unreplaced: int):
+    n, floor = raw.total(slug, provider), raw.benchmarks[slug]["ranking_floor"]
+    if n >= floor:
+        return "Provider Failures" if unreplaced else None
+    explained = unreplaced and n + unreplaced >= floor
+    return "Provider Failures" if explained else "Not Ranked"
+
+
+def check_unit_rows(raw: Raw) -> int:
     checked = 0
-    for slug, benchmark in benchmarks.items():
+    for slug, benchmark in raw.benchmarks.items():
         lower = benchmark["direction"] == "lower"
-        unit_slugs = [u["slug"] for u in benchmark["units"]]
-        medians = {}
-        for unit in unit_slugs:
+        for unit in raw.units(slug):
             page = Aggregate.objects.page(Scope.UNIT, slug, unit)
             if page is None:  # held back or nothing measured
                 continue
             for row in page["rows"]:
-                values = cells.get((slug, unit, row["provider"]), [])
+                key = (slug, unit, row["provider"])
+                values = raw.values.get(key, [])
                 assert row["n"] == len(values)
+                assert row["outcomes"] == raw.outcomes.get(key, {})
+                assert row["unreplaced_failures"] == raw.unreplaced.get(key, 0)
                 if not values:
                     assert row["median"] is None
                     continue
-                median = nearest_rank(values, 50)
-                assert row["median"] == pytest.approx(median, rel=1e-12)
-                medians.setdefault(row["provider"], {})[unit] = median
+                assert row["median"] == pytest.approx(nearest_rank(values, 50), rel=1e-12)
                 assert row["mean"] == pytest.approx(math.fsum(values) / len(values), rel=1e-12)
+                assert row["mean_cost_usd"] == pytest.approx(raw.mean_cost(key), rel=1e-12)
                 if len(values) >= 20:
                     tail = nearest_rank(values, 95 if lower else 5)
                     assert (row["tail"], row["tail_kind"]) == (
@@ -72,8 +135,7 @@ def test_the_public_raw_data_recomputes_every_published_number(client, published
                         "p95" if lower else "p5",
                     )
                 else:
-                    worst = max(values) if lower else min(values)
-                    assert row["tail"] == pytest.approx(worst)
+                    assert row["tail"] == pytest.approx(max(values) if lower else min(values))
                 if benchmark["unit"] == "ms":
                     low, high = bootstrap_interval(values)
                     assert (row["ci_low"], row["ci_high"]) == (
@@ -82,30 +144,201 @@ def test_the_public_raw_data_recomputes_every_published_number(client, published
                     )
                 else:
                     assert row["ci_low"] is None and row["ci_high"] is None
+                assert row["ranked"] == raw.ranked(slug, row["provider"])
                 checked += 1
+    return checked
+
+
+def gmean_with_worst(per_provider: dict[str, dict[str, float]]) -> dict[str, tuple]:
+    """The workload value: a geometric mean over the units anyone completed, a missing unit taking
+    the worst value recorded on it; (value, substituted units) per provider."""
+    completed = sorted({u for by_unit in per_provider.values() for u in by_unit})
+    worst = {u: max(m[u] for m in per_provider.values() if u in m) for u in completed}
+    return {
+        provider: (
+            float(scipy_stats.gmean([own.get(u, worst[u]) for u in completed])),
+            [u for u in completed if u not in own],
+        )
+        for provider, own in per_provider.items()
+        if own
+    }
+
+
+def check_benchmark_rows(raw: Raw) -> dict:
+    """Each benchmark page's rows; returns the workload values {kind: {benchmark: {provider}}}."""
+    workloads = {"time": {}, "cost": {}}
+    for slug, benchmark in raw.benchmarks.items():
         summary = Aggregate.objects.page(Scope.BENCHMARK, slug)
         if summary is None:
             continue
-        floor = benchmark["ranking_floor"]
-        completed = {u for by_unit in medians.values() for u in by_unit}
+        units = raw.units(slug)
+        medians, costs = defaultdict(dict), defaultdict(dict)
+        for (b, unit, provider), values in raw.values.items():
+            if b == slug and values:
+                medians[provider][unit] = nearest_rank(values, 50)
+                if raw.sourced[provider]:
+                    costs[provider][unit] = raw.mean_cost((b, unit, provider))
+        times, cost_values = gmean_with_worst(medians), gmean_with_worst(costs)
         for row in summary["rows"]:
             provider = row["provider"]
             if provider not in medians:
                 continue
-            n = sum(len(cells.get((slug, u, provider), [])) for u in unit_slugs)
-            unreplaced = sum(failures.get((slug, u, provider), 0) for u in unit_slugs)
-            assert row["n"] == n
-            ranked = n >= floor
-            if ranked:
-                assert row["label"] == ("Provider Failures" if unreplaced else None)
+            unreplaced = sum(raw.unreplaced.get((slug, u, provider), 0) for u in units)
+            assert row["n"] == raw.total(slug, provider)
+            assert row["label"] == expected_label(raw, slug, provider, unreplaced)
+            ranked = raw.ranked(slug, provider)
+            if len(units) > 1 and ranked:
+                value, substituted = times[provider]
+                assert row["workload_value"] == pytest.approx(value, rel=1e-12)
+                assert row["substituted_units"] == substituted
+                cost = (
+                    cost_values[provider][0]
+                    if set(costs[provider]) == set(medians[provider])
+                    else None
+                )
+                assert row["workload_cost_usd"] == pytest.approx(cost, rel=1e-12)
+            elif len(units) == 1 and ranked:
+                assert row["workload_value"] == pytest.approx(medians[provider][units[0]])
             else:
-                explained = unreplaced and n + unreplaced >= floor
-                assert row["label"] == ("Provider Failures" if explained else "Not Ranked")
-            if len(unit_slugs) > 1 and ranked and lower:
-                slowest = {u: max(m[u] for m in medians.values() if u in m) for u in completed}
-                own = [medians[provider].get(u, slowest[u]) for u in sorted(completed)]
-                assert row["workload_value"] == pytest.approx(scipy_stats.gmean(own), rel=1e-12)
-                assert row["substituted_units"] == sorted(completed - set(medians[provider]))
-            elif len(unit_slugs) == 1 and ranked:
-                assert row["workload_value"] == pytest.approx(medians[provider][unit_slugs[0]])
-    assert checked == 14  # every (unit, provider) row of the fixture with a success
+                assert row["workload_value"] is None
+            if benchmark["section"] == "workload":
+                workloads["time"].setdefault(slug, {})[provider] = row["workload_value"]
+                workloads["cost"].setdefault(slug, {})[provider] = row["workload_cost_usd"]
+    return workloads
+
+
+def unit_score(values: dict[str, float], lower: bool) -> dict[str, float]:
+    if not values:
+        return {}
+    best = min(values.values()) if lower else max(values.values())
+    return {p: 100 * (best / v if lower else v / best) for p, v in values.items()}
+
+
+def mean_with_zeros(children: list[dict[str, float]]) -> dict[str, float]:
+    scored = [c for c in children if c]
+    providers = {p for c in scored for p in c}
+    return {p: sum(c.get(p, 0.0) for c in scored) / len(scored) for p in providers}
+
+
+def competition_ranks(scores: dict[str, float]) -> dict[str, int]:
+    rounded = {p: round(s, 9) for p, s in scores.items()}
+    return {p: 1 + sum(other > s for other in rounded.values()) for p, s in rounded.items()}
+
+
+def node(key, level, scores, children=()):
+    return {"key": key, "level": level, "scores": scores, "ranks": competition_ranks(scores),
+            "children": list(children)}  # fmt: skip
+
+
+def expected_tree(raw: Raw) -> dict:
+    """overall -> sections -> benchmarks -> units, as docs/methodology.md defines the scores:
+    leaves from the ranked providers' medians (and, for workloads, their provider-sourced mean
+    costs), every other node the mean of its children with a missing child adding 0."""
+    leaves = {s: defaultdict(list) for s in SECTIONS}
+    for slug, benchmark in raw.benchmarks.items():
+        if Aggregate.objects.page(Scope.BENCHMARK, slug) is None:
+            continue
+        for unit in raw.units(slug):
+            ranked = {
+                p: raw.values[(slug, unit, p)]
+                for (b, u, p) in list(raw.values)
+                if (b, u) == (slug, unit) and raw.values[(b, u, p)] and raw.ranked(slug, p)
+            }
+            medians = {p: nearest_rank(v, 50) for p, v in ranked.items()}
+            if benchmark["section"] == "workload":
+                leaves["workload_time"][slug].append(node(unit, "unit", unit_score(medians, True)))
+                costs = {p: raw.mean_cost((slug, unit, p)) for p in ranked if raw.sourced[p]}
+                costs = {p: c for p, c in costs.items() if c}
+                leaves["workload_cost"][slug].append(node(unit, "unit", unit_score(costs, True)))
+            else:
+                lower = benchmark["direction"] == "lower"
+                scores = unit_score(medians, lower)
+                leaves[benchmark["section"]][slug].append(node(unit, "unit", scores))
+    sections = []
+    for section in SECTIONS:
+        benchmarks = [
+            node(slug, "benchmark", mean_with_zeros([u["scores"] for u in units]), units)
+            for slug, units in leaves[section].items()
+        ]
+        scores = mean_with_zeros([b["scores"] for b in benchmarks])
+        sections.append(node(section, "section", scores, benchmarks))
+    return node("overall", "overall", mean_with_zeros([s["scores"] for s in sections]), sections)
+
+
+def assert_same_tree(published: dict, expected: dict, path="overall"):
+    assert (published["key"], published["level"]) == (expected["key"], expected["level"]), path
+    assert published["scores"] == pytest.approx(expected["scores"], rel=1e-12), path
+    assert published["ranks"] == expected["ranks"], path
+    published_children = sorted(published["children"], key=lambda c: c["key"])
+    expected_children = sorted(expected["children"], key=lambda c: c["key"])
+    assert [c["key"] for c in published_children] == [c["key"] for c in expected_children], path
+    for mine, theirs in zip(published_children, expected_children, strict=True):
+        assert_same_tree(mine, theirs, f"{path}/{theirs['key']}")
+
+
+def check_overview(raw: Raw, workloads: dict) -> None:
+    overview = Aggregate.objects.page(Scope.OVERVIEW)
+    assert_same_tree(overview["tree"], expected_tree(raw))
+    for kind, by_benchmark in workloads.items():
+        providers = {p for per in by_benchmark.values() for p in per}
+        for provider in providers:
+            values = [per.get(provider) for per in by_benchmark.values()]
+            want = None if None in values else float(scipy_stats.gmean(values))
+            assert overview["composites"][kind][provider] == pytest.approx(want, rel=1e-12)
+
+
+def test_the_public_raw_data_recomputes_every_published_number(published_run):
+    raw = Raw("".join(export_jsonl(published_run, PUBLIC)))
+    assert check_unit_rows(raw) == 14  # every (unit, provider) row of the fixture with a success
+    workloads = check_benchmark_rows(raw)
+    assert workloads["time"]["deepswe"]  # the fixture's workload has values to compose
+    check_overview(raw, workloads)
+
+
+def published_pages() -> dict:
+    """Every materialized page but the run's (which also holds resolution times), without the
+    publication time."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "published_at"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    rows = Aggregate.objects.exclude(scope=Scope.RUN).values_list("scope", "key", "data")
+    pages = {(scope, key): strip(data) for scope, key, data in rows}
+    run_pages = Aggregate.objects.filter(scope=Scope.RUN).values_list("key", "data")
+    pages.update({("run-cells", key): data["cells"] for key, data in run_pages})
+    return pages
+
+
+def fail_every_cpu_trial_of_boat(run):
+    """Boat known on CPU only by counts once exported publicly: its row and label must stay."""
+    Trial.objects.filter(run=run, provider__slug="boat", benchmark__slug="cpu").update(
+        outcome=Outcome.PROVIDER_FAILURE, owner="provider", cause="sandbox stopped answering"
+    )
+
+
+@pytest.mark.parametrize("change", [None, fail_every_cpu_trial_of_boat])
+def test_importing_the_public_raw_data_publishes_the_same_pages(tmp_path, imported_run, change):
+    if change:
+        change(imported_run)
+    explain_failures(imported_run)
+    published_run = publishing.publish(imported_run)
+    before = published_pages()
+    path = tmp_path / "public.jsonl"
+    path.write_text("".join(export_jsonl(published_run, PUBLIC)), encoding="utf-8")
+    Run.objects.all().delete()
+    Aggregate.objects.all().delete()
+    result = import_jsonl(path)
+    assert result.form == "public" and result.counted == (21 if change else 1)
+    explain_failures(result.run)
+    publishing.publish(result.run)
+    assert published_pages() == before
+    # Exported again, the public form is the same bytes: counts stay counts.
+    assert "".join(export_jsonl(result.run, PUBLIC)) == path.read_text(encoding="utf-8")
+    if change:
+        cpu = Aggregate.objects.page(Scope.BENCHMARK, "cpu")
+        boat = next(r for r in cpu["rows"] if r["provider"] == "boat")
+        assert (boat["label"], boat["n"]) == ("Provider Failures", 0)

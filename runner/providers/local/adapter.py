@@ -105,8 +105,17 @@ class LocalProvider(Provider):
             # Abstract Unix socket of the exec helper (no path-length limit, nothing to delete).
             "socket": f"boxbench-{sandbox_id}-{uuid.uuid4().hex[:8]}",
         }
-        # Written before the process starts, so a crash in between still leaves a labelled entry.
-        _write_meta(directory, meta)
+        try:
+            # Written before the process starts, so a crash in between leaves a labelled entry.
+            _write_meta(directory, meta)
+        except OSError as exc:
+            # Full storage, most likely: an unlabelled directory left here would read as a
+            # foreign sandbox and refuse the next run.
+            shutil.rmtree(directory, ignore_errors=True)
+            raise ProviderError(
+                f"cannot write the sandbox's metadata in {directory}: {exc.strerror}",
+                operation="create",
+            ) from None
         try:
             cgroups, facts = make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
             meta["cgroups"] = [str(path) for path in cgroups]

@@ -16,8 +16,9 @@ rule), for both planes; the API key goes only on lifecycle calls, never to a san
   travels as a temporary file. Long commands run in the background through the lifecycle's own
   script (runner/clock.py), as on every provider.
 - files: execd's /files/upload (multipart: metadata, then file) and /files/download.
-- destroy: DELETE (404 counts as gone); is_gone: GET answers 404. The TTL removes a sandbox (GET
-  then answers 404, not Terminated).
+- destroy: DELETE (404 counts as gone), tried again for up to 60 s while the server refuses or
+  resets the connection (a restart, which its sandboxes outlive); is_gone: GET answers 404. The
+  TTL removes a sandbox (GET then answers 404, not Terminated).
 - list_sandboxes: GET /v1/sandboxes?metadata=boxbench.batch=<label>, page by page.
 - renew, pause, resume (declared as `pause`), snapshot (`docker commit` on the Docker runtime,
   named with the batch label), restore (create from snapshotId) and delete_snapshot. No fork.
@@ -75,6 +76,9 @@ EXEC_BACKSTOP_S = 5.0  # execd kills a command this long after the adapter's own
 HELPER_PREFIX = "sandbox-execd-"
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 HELPER_KIND = "opensandbox-execd"
+# A destroy refused while the server restarts is tried again this long: its sandboxes outlive
+# the restart (docs/reliability.md, C5), and a restart here takes seconds.
+DESTROY_RETRY_S = 60.0
 
 
 def credential(name: str, settings_value: str = "") -> str:
@@ -265,10 +269,19 @@ class OpenSandboxProvider(Provider):
         return sandbox.handle
 
     def destroy(self, sandbox: Sandbox) -> None:
-        try:
-            self._api("DELETE", f"/sandboxes/{_seg(sandbox.id)}", "destroy", (204, 200))
-        except SandboxGone:
-            return  # its TTL got there first
+        deadline = time.monotonic() + DESTROY_RETRY_S
+        wait = 0.25
+        while True:
+            try:
+                self._api("DELETE", f"/sandboxes/{_seg(sandbox.id)}", "destroy", (204, 200))
+                return
+            except SandboxGone:
+                return  # its TTL got there first
+            except NotReady:
+                if time.monotonic() + wait > deadline:
+                    raise
+            time.sleep(wait)
+            wait = min(wait * 2, 2.0)
 
     def _delete_quietly(self, sandbox_id: str) -> None:
         with contextlib.suppress(Exception):  # best effort: cleanup by label catches the rest

@@ -12,9 +12,10 @@ from django.core.management.base import CommandError
 
 from boxbench import publishing
 from boxbench.models import Evidence, Run, Trial
-from boxbench.rawdata import export_jsonl
+from boxbench.rawdata import FULL, export_jsonl
 from runner import chain, plan
 from runner.providers import demo, get_provider, unavailable
+from runner.providers.base import ProviderError
 from runner.providers.credentials import MissingCredential, credential, redact
 from runner.providers.ledger import Ledger
 
@@ -53,6 +54,23 @@ def test_an_unconfigured_provider_is_refused_before_the_run_and_shown_by_doctor(
     with contextlib.suppress(CommandError):
         call_command("bench", "doctor", "--provider", slug, stdout=out)
     assert f"{slug}:credentials" in out.getvalue() and "not configured" in out.getvalue()
+
+
+@pytest.mark.parametrize("slug, variable", [("e2b", "E2B_API_KEY"), ("daytona", "DAYTONA_API_KEY"),
+                                            ("vercel", "VERCEL_TOKEN")])  # fmt: skip
+def test_an_unconfigured_adapter_refuses_every_call_before_sending_it(
+    slug, variable, monkeypatch, tmp_path
+):
+    monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv(f"{variable}_FILE", str(tmp_path / "absent"))
+    # Nothing listens on port 9: a call that went out would fail as transport, not unconfigured.
+    provider = get_provider(slug, settings={"api_url": "http://127.0.0.1:9"})
+    with pytest.raises(ProviderError, match=f"{variable}_FILE names .*cannot be read") as refused:
+        provider.is_gone("sb-1")
+    assert (refused.value.operation, refused.value.code) == ("is_gone", "unconfigured")
+    assert str(refused.value).startswith(f"{slug} is_gone: ")
+    [check] = provider.doctor()
+    assert check.name == "credentials" and "cannot be read" in check.detail
 
 
 def test_the_ledger_lists_what_was_created_and_not_stopped(tmp_path):
@@ -113,7 +131,7 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
         _body(client.get(f"/runs/{run.id}/raw.jsonl")),
         _body(client.get(f"/runs/{run.id}/raw.csv")),
         page,
-        "".join(export_jsonl(run)),  # the header and every trial
+        "".join(export_jsonl(run, FULL)),  # the header and every trial
         repr(run.manifest),
         repr(list(Evidence.objects.values_list("data", flat=True))),
         repr(list(Trial.objects.values_list("cause", flat=True))),
