@@ -1,7 +1,8 @@
 """Dashboard and /metrics latency under load: wrk against gunicorn over PostgreSQL, 1M trials.
 
     .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
-        [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6379/0]
+        [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6379/0] [--seconds 10]
+        [--only "staff,/metrics"]
 
 Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
 each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard,
@@ -10,7 +11,8 @@ starts gunicorn (2 workers x 4 threads on this 2-core machine) and runs wrk with
 for each page, as a visitor and as a staff member with every page permission (a session cookie),
 and for /metrics (bearer token). Each page's p50 and p99 are printed beside a static file served
 by the same server (whitenoise) in the same run, with the ratio of the p99s and the load average.
-The page cache is the database table unless --redis points at a Redis.
+The page cache is the database table unless --redis points at a Redis. --only measures just the
+pages whose names contain one of its comma-separated words (every page is still rendered once).
 
 The run is audited (stats.audit: exact Theil-Sen up to 3000 trials per pair, a seeded sampled
 estimate above, see docs/methodology.md) and its audit time printed; then it is marked published
@@ -89,9 +91,11 @@ STAFF_SESSION = r"""
 import django
 django.setup()
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from importlib import import_module
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
-from django.contrib.sessions.backends.db import SessionStore
-from boxbench.views.cache import PAGE_PERMISSIONS
+from boxbench.views.audience import PAGE_PERMISSIONS
+SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
 user, _ = User.objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
 codenames = [p.split(".")[1] for p in PAGE_PERMISSIONS]
 user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
@@ -179,6 +183,8 @@ def main():
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
     parser.add_argument("--redis", default="", help="BOXBENCH_REDIS_URL for the page cache.")
+    parser.add_argument("--only", default="", help="Measure only pages whose names contain one "
+                        "of these comma-separated words.")  # fmt: skip
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian package wrk)")
@@ -270,7 +276,11 @@ def main():
             f"{'static p99':>10} {'ratio':>6}  load"
         )
         first[scrape[0]] = first["/metrics"]
-        for name, path, headers in [*pages, scrape]:
+        words = [word for word in args.only.split(",") if word]
+        measured = [
+            page for page in [*pages, scrape] if not words or any(w in page[0] for w in words)
+        ]
+        for name, path, headers in measured:
             connections = 1 if name == scrape[0] else args.connections
             reference = latency(base + static, args.seconds, connections, [])
             figures = latency(base + path, args.seconds, connections, headers)

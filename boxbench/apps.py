@@ -11,7 +11,11 @@ class BoxbenchConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from boxbench import checks  # noqa: F401  (registers the system checks)
+        from boxbench.views import audience
         from runner import recovery
+
+        # A change to a user, a group or a permission ends every remembered page audience.
+        audience.connect_signals()
 
         # Setup (migrate) installs the recovery schedule; each qcluster recovers when it starts.
         post_migrate.connect(recovery.install_schedule, sender=self)

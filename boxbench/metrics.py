@@ -1,11 +1,11 @@
 """boxbench's own health as Prometheus text (exposition format 0.0.4), served at /metrics.
 
-Every value is read from the database at scrape time with a fixed handful of queries (see
-`collect`), so every web process reports the same figures and nothing is kept in memory between
-scrapes. No query scans trials: counts come from TrialTally (kept by database triggers, migration
-0004) and each provider's oldest running trial from the partial index trial_running_idx, so a
-scrape stays cheap with a million trials stored and hundreds of thousands in progress.
-docs/reliability.md says which SLO each metric serves.
+Every value is read from the database with a fixed handful of queries (see `collect`), so every
+web process reports the same figures; metrics_cache.py shares one collection between concurrent
+scrapes for at most two seconds. No query scans trials: counts come from TrialTally (kept by
+database triggers, migration 0004) and each provider's oldest running trial from the partial
+index trial_running_idx, so a scrape stays cheap with a million trials stored and hundreds of
+thousands in progress. docs/reliability.md says which SLO each metric serves.
 """
 
 from __future__ import annotations

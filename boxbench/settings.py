@@ -192,6 +192,11 @@ else:
         }
     }
 
+# Sessions are read from the shared cache and written through to the database, so a staff page
+# served from the page cache needs no query for the session, and a lost cache loses no login.
+# The session also remembers its page audience (boxbench/views/audience.py).
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 # The runner.
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)

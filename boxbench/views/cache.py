@@ -10,10 +10,14 @@ row in one transaction, so a new publication always brings a new id (one tiny qu
 and every page cached for the previous one is left to expire.
 
 The audience is part of the key: what a page shows depends on the visitor only through staff
-status and the permissions in PAGE_PERMISSIONS, so staff pages are cached like a visitor's, once
-per combination. A view whose page also depends on something a publication does not change (an
-unpublished run, the runs awaiting publication) calls `uncached(response)`; a response that set
-a cookie or used a CSRF token is never stored either, since it is one visitor's.
+status and the permissions in audience.PAGE_PERMISSIONS, so staff pages are cached like a
+visitor's, once per combination. A hit reads the audience from the session (audience.of, no query
+about the user); a miss stores the page under the audience computed afresh (audience.fresh), so
+a page is always filed under the permissions it was rendered with.
+
+A view whose page also depends on something a publication does not change (an unpublished run,
+the runs awaiting publication) calls `uncached(response)`; a response that set a cookie or used a
+CSRF token is never stored either, since it is one visitor's.
 """
 
 import functools
@@ -22,35 +26,20 @@ import hashlib
 from django.core.cache import cache
 from django.http import HttpResponse
 
-from boxbench import permissions
 from boxbench.models import Aggregate
+from boxbench.views import audience
 
 TIMEOUT_S = 24 * 3600
-PAGE_PERMISSIONS = (
-    permissions.VIEW_UNPUBLISHED,
-    permissions.VIEW_EVIDENCE,
-    permissions.AUDIT,
-    permissions.PUBLISH,
-)
 
 
 def publication_version() -> int | None:
     return Aggregate.objects.publication_version()
 
 
-def audience(request) -> str:
-    """'visitor', or the staff flag and PAGE_PERMISSIONS of a logged-in user as 0s and 1s."""
-    user = request.user
-    if not user.is_authenticated:
-        return "visitor"
-    flags = [user.is_staff, *(user.has_perm(p) for p in PAGE_PERMISSIONS)]
-    return "user-" + "".join("1" if flag else "0" for flag in flags)
-
-
-def page_key(request) -> str:
+def page_key(request, version: int | None, reader: str) -> str:
     # Hashed: an address can be longer than any cache key may be (255 characters in the table).
     address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
-    return f"page:{publication_version()}:{audience(request)}:{address}"
+    return f"page:{version}:{reader}:{address}"
 
 
 def uncached(response):
@@ -74,8 +63,8 @@ def per_publication(view):
     def wrapper(request, *args, **kwargs):
         if request.method != "GET":
             return view(request, *args, **kwargs)
-        key = page_key(request)
-        hit = cache.get(key)
+        version = publication_version()
+        hit = cache.get(page_key(request, version, audience.of(request)))
         if hit is not None:
             content, content_type, disposition = hit
             response = HttpResponse(content, content_type=content_type)
@@ -89,7 +78,7 @@ def per_publication(view):
                 response["Content-Type"],
                 response.get("Content-Disposition"),
             )
-            cache.set(key, entry, TIMEOUT_S)
+            cache.set(page_key(request, version, audience.fresh(request)), entry, TIMEOUT_S)
         return response
 
     return wrapper

@@ -1,0 +1,144 @@
+"""A cached staff page is served from the session's remembered audience, and every change to a
+user's permissions, groups or flags takes effect on the next request."""
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.core.cache import cache
+
+from boxbench.models import Evidence, Trial
+from boxbench.views import audience
+from tests.web import factory
+
+pytestmark = pytest.mark.django_db
+RUN_URL = f"/runs/{factory.RUN_ID}/"
+EVIDENCE = b"Private evidence"
+
+
+@pytest.fixture
+def evidence(published_run):
+    trial = Trial.objects.filter(run=published_run).first()
+    return Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 3})
+
+
+def staff(client, name="reviewer", *codenames):
+    user = User.objects.create_user(name, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client.force_login(user)
+    return user
+
+
+def page(client, path=RUN_URL):
+    response = client.get(path)
+    assert response.status_code == 200
+    return response.content
+
+
+def test_it_serves_a_cached_staff_page_without_reading_the_session_user_or_permissions(
+    client, published_run, page_queries
+):
+    staff(client, "reviewer", "view_private_evidence")
+    first = page(client, "/")  # renders, and remembers the audience in the session
+    with page_queries() as queries:
+        assert page(client, "/") == first
+    assert len(queries) == 1 and "boxbench_aggregate" in queries[0], queries  # the version
+
+
+def test_it_takes_a_revoked_permission_into_account_on_the_next_request(client, evidence):
+    user = staff(client, "reviewer", "view_private_evidence")
+    assert EVIDENCE in page(client) and EVIDENCE in page(client)  # rendered, then cached
+    user.user_permissions.remove(Permission.objects.get(codename="view_private_evidence"))
+    assert EVIDENCE not in page(client)
+    user.user_permissions.add(Permission.objects.get(codename="view_private_evidence"))
+    assert EVIDENCE in page(client)
+
+
+def test_it_follows_changes_to_groups_and_their_permissions(client, evidence):
+    user = staff(client)
+    reviewers = Group.objects.create(name="reviewers")
+    assert EVIDENCE not in page(client)
+    reviewers.user_set.add(user)
+    assert EVIDENCE not in page(client)  # the group grants nothing yet
+    reviewers.permissions.add(Permission.objects.get(codename="view_private_evidence"))
+    assert EVIDENCE in page(client)
+    reviewers.permissions.clear()
+    assert EVIDENCE not in page(client)
+    reviewers.permissions.add(Permission.objects.get(codename="view_private_evidence"))
+    assert EVIDENCE in page(client)
+    user.groups.remove(reviewers)
+    assert EVIDENCE not in page(client)
+    user.groups.add(reviewers)
+    assert EVIDENCE in page(client)
+    reviewers.delete()
+    assert EVIDENCE not in page(client)
+
+
+def test_it_follows_the_staff_and_active_flags(client, published_run):
+    user = staff(client)
+    assert b"Admin</a>" in page(client)
+    user.is_staff = False
+    user.save()
+    assert b"Admin</a>" not in page(client)
+    user.is_staff = True
+    user.save()
+    assert b"Admin</a>" in page(client)
+    user.is_active = False
+    user.save()
+    assert b"Admin</a>" not in page(client)  # logged out: served the visitor's page
+
+
+def test_it_recomputes_a_memo_after_its_age_even_when_a_write_sent_no_signal(
+    client, evidence, monkeypatch
+):
+    user = staff(client, "reviewer", "view_private_evidence")
+    assert EVIDENCE in page(client)
+    # A queryset delete on the through table sends no m2m_changed, so nothing ends the memo.
+    User.user_permissions.through.objects.filter(user=user).delete()
+    later = audience._clock() + audience.MAX_AGE_S + 1
+    monkeypatch.setattr(audience, "_clock", lambda: later)
+    assert EVIDENCE not in page(client)
+
+
+def test_it_never_files_a_page_under_an_outdated_memo(client, evidence):
+    # B's memo says "no evidence"; a write that sends no signal then grants B the permission.
+    b = staff(client, "b")
+    assert EVIDENCE not in page(client)
+    permission = Permission.objects.get(codename="view_private_evidence")
+    User.user_permissions.through.objects.bulk_create(
+        [User.user_permissions.through(user=b, permission=permission)]
+    )
+    fresh_address = RUN_URL + "?evidence=1"
+    assert EVIDENCE in page(client, fresh_address)  # rendered with B's permissions as they are
+    client.logout()
+    staff(client, "c")  # the audience B's memo names
+    assert EVIDENCE not in page(client, fresh_address)
+
+
+def test_it_keeps_sessions_and_ends_memos_when_the_cache_is_lost(client, evidence):
+    user = staff(client, "reviewer", "view_private_evidence")
+    assert EVIDENCE in page(client)
+    User.user_permissions.through.objects.filter(user=user).delete()  # no signal
+    cache.clear()
+    content = page(client)
+    assert b"Admin</a>" in content  # still logged in: the session is read back from the database
+    assert EVIDENCE not in content  # and the audience recomputed
+
+
+def test_it_replaces_the_generation_again_once_the_change_is_committed(
+    client, published_run, django_capture_on_commit_callbacks
+):
+    user = staff(client)
+    before = audience.current_generation()
+    with django_capture_on_commit_callbacks(execute=True):
+        user.user_permissions.add(Permission.objects.get(codename="audit_run"))
+        during = audience.current_generation()
+    assert before != during != audience.current_generation()
+
+
+def test_it_leaves_memos_alone_when_a_login_only_records_its_time(client, published_run):
+    staff(client)
+    before = audience.current_generation()
+    client.force_login(User.objects.create_user("another", is_staff=True))
+    assert audience.current_generation() != before  # creating the user is a change
+    settled = audience.current_generation()
+    client.force_login(User.objects.get(username="another"))  # saves last_login only
+    assert audience.current_generation() == settled
