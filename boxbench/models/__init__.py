@@ -1,0 +1,60 @@
+"""The results store: providers, benchmarks, units, runs, trials, measurements and evidence.
+
+Durations are milliseconds (float) with their clock; costs are USD. Public identifiers are UUIDs.
+Status changes of a run are rows (RunTransition), checked against RUN_TRANSITIONS. The models
+live in one module per part of the store; everything is imported from here.
+"""
+
+from boxbench.choices import (  # noqa: F401 - the store's vocabulary, imported from here too
+    RUN_TRANSITIONS,
+    Clock,
+    ClockGate,
+    Direction,
+    MeasurementKind,
+    Owner,
+    ResolutionKind,
+    RunStatus,
+    Scope,
+    Section,
+    TrialState,
+)
+from boxbench.models.aggregates import Aggregate, AggregateQuerySet, aggregate_key
+from boxbench.models.catalog import Benchmark, Provider, Unit
+from boxbench.models.runs import (
+    AuditResolution,
+    ChainProgress,
+    InvalidTransition,
+    Run,
+    RunQuerySet,
+    RunTransition,
+)
+from boxbench.models.trials import (
+    Evidence,
+    Measurement,
+    Trial,
+    TrialQuerySet,
+    TrialTally,
+    UnsuccessfulCount,
+)
+from runner.outcomes import Outcome  # noqa: F401 - one enum, imported from here too
+
+__all__ = [
+    "Aggregate",
+    "AggregateQuerySet",
+    "AuditResolution",
+    "Benchmark",
+    "ChainProgress",
+    "Evidence",
+    "InvalidTransition",
+    "Measurement",
+    "Provider",
+    "Run",
+    "RunQuerySet",
+    "RunTransition",
+    "Trial",
+    "TrialQuerySet",
+    "TrialTally",
+    "Unit",
+    "UnsuccessfulCount",
+    "aggregate_key",
+]

@@ -1,0 +1,172 @@
+"""Runs, their status changes as rows (checked against RUN_TRANSITIONS), the chains that carry
+them out, and how failing audit pairs were resolved."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+from boxbench.choices import RUN_TRANSITIONS, ResolutionKind, RunStatus
+from boxbench.models.catalog import Benchmark, Provider
+from boxbench.permissions import RUN_PERMISSIONS
+from runner.manifest import Manifest
+
+
+class InvalidTransition(Exception):
+    pass
+
+
+class RunQuerySet(models.QuerySet):
+    def published(self):
+        return self.filter(published=True)
+
+
+class Run(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PLANNED)
+    manifest = models.JSONField(default=dict, blank=True)
+    # Only boxbench's own audit of the stored trials (boxbench.publishing.run_audit) is written
+    # here; a report carried by an imported file is kept apart, for comparison only.
+    audit_report = models.JSONField(null=True, blank=True)
+    imported_audit_report = models.JSONField(null=True, blank=True)
+    audited_at = models.DateTimeField(null=True, blank=True)
+    published = models.BooleanField(default=False)
+    published_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = RUN_PERMISSIONS
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(published=False) | models.Q(published_at__isnull=False),
+                name="run_published_has_time",
+            ),
+        ]
+        indexes = [
+            # The dashboard's "latest published runs" query.
+            models.Index(
+                fields=["-published_at"],
+                name="run_published_idx",
+                condition=models.Q(published=True),
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def typed_manifest(self) -> Manifest:
+        """The manifest as a type; runner.manifest.ManifestError when the stored JSON is bad."""
+        return Manifest.from_json(self.manifest, where=f"the manifest of run {self.id}")
+
+    def transition(self, to_status: str, note: str = "", actor=None):
+        """Move to `to_status` if RUN_TRANSITIONS allows it, recording the change as a row.
+
+        The UPDATE is conditional on the status we read, so two processes cannot both move the
+        run out of the same state.
+        """
+        to_status = RunStatus(to_status)
+        from_status = RunStatus(self.status)
+        if to_status not in RUN_TRANSITIONS[from_status]:
+            raise InvalidTransition(f"run {self.id}: {from_status} -> {to_status} is not allowed")
+        now = timezone.now()
+        fields = {"status": to_status}
+        if to_status == RunStatus.RUNNING:
+            fields["started_at"] = now
+        if to_status in (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED):
+            fields["ended_at"] = now
+        with transaction.atomic():
+            changed = Run.objects.filter(pk=self.pk, status=from_status).update(**fields)
+            if changed != 1:
+                raise InvalidTransition(f"run {self.id} is no longer {from_status}")
+            RunTransition.objects.create(
+                run=self, from_status=from_status, to_status=to_status, note=note, actor=actor
+            )
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+class ChainProgress(models.Model):
+    """Where one provider's chain of a run stands, so that a chain whose worker was lost resumes
+    from there (runner/steps.py): each step (the start, one batch, one top-up round's batch) is
+    one queue task, claimed by a conditional UPDATE on (step, state)."""
+
+    WAITING, QUEUED, RUNNING, DONE = "waiting", "queued", "running", "done"
+    STATES = [(s, s) for s in (WAITING, QUEUED, RUNNING, DONE)]
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="chain_progress", db_index=False)
+    provider = models.CharField(max_length=100)
+    job_host = models.CharField(max_length=100)
+    # Providers whose sandboxes share one job host take turns step by step (never at once).
+    lane = models.CharField(max_length=100, blank=True)
+    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    step = models.PositiveIntegerField(default=0, help_text="The next step to run.")
+    # Top-up rounds and what the chain must remember between steps (JSON, runner/steps.py).
+    memory = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    resumed = models.PositiveIntegerField(default=0, help_text="Times recovery resumed it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "provider"], name="chainprogress_run_provider")
+        ]
+        indexes = [
+            # Recovery: chains not done, by heartbeat (a lost step) or enqueue time.
+            models.Index(
+                fields=["state", "heartbeat_at"],
+                name="chainprogress_live_idx",
+                condition=~models.Q(state="done"),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.run_id} {self.provider} step {self.step} {self.state}"
+
+
+class RunTransition(models.Model):
+    run = models.ForeignKey(Run, models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=20, choices=RunStatus.choices)
+    to_status = models.CharField(max_length=20, choices=RunStatus.choices)
+    at = models.DateTimeField(default=timezone.now)
+    note = models.TextField(blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class AuditResolution(models.Model):
+    """How a failing audit pair was resolved before publication."""
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="resolutions")
+    provider = models.ForeignKey(Provider, models.CASCADE, related_name="+")
+    benchmark = models.ForeignKey(Benchmark, models.CASCADE, related_name="+")
+    check_name = models.CharField(max_length=40)
+    kind = models.CharField(max_length=30, choices=ResolutionKind.choices)
+    note = models.TextField()
+    rerun = models.ForeignKey(Run, models.SET_NULL, null=True, blank=True, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "provider", "benchmark", "check_name"],
+                name="resolution_pair_check_uniq",
+            ),
+        ]

@@ -1,0 +1,173 @@
+"""Trials, their measurements and private evidence, and the counts kept beside them (the tally
+/metrics reads, the unsuccessful attempts a public raw-data file carries as counts)."""
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from boxbench.choices import Clock, ClockGate, MeasurementKind, Owner, TrialState
+from boxbench.models.catalog import Benchmark, Provider, Unit
+from boxbench.models.runs import Run
+from runner.outcomes import Outcome
+
+
+class TrialQuerySet(models.QuerySet):
+    def successful(self):
+        return self.filter(outcome=Outcome.SUCCESS)
+
+    def finished(self):
+        return self.filter(state=TrialState.DONE)
+
+
+class Trial(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: trial_cell_idx and trial_run_seq_uniq both start with run.
+    run = models.ForeignKey(Run, models.CASCADE, related_name="trials", db_index=False)
+    benchmark = models.ForeignKey(Benchmark, models.PROTECT, related_name="trials")
+    unit = models.ForeignKey(Unit, models.PROTECT, related_name="trials")
+    provider = models.ForeignKey(Provider, models.PROTECT, related_name="trials")
+    round = models.PositiveSmallIntegerField(help_text="1-4; top-up rounds follow from 5.")
+    seq = models.PositiveIntegerField(null=True, blank=True, help_text="Execution order.")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    replaces = models.ForeignKey(
+        "self", models.SET_NULL, null=True, blank=True, related_name="replaced_by"
+    )
+    batch = models.CharField(max_length=100, blank=True, help_text="Sandbox batch label.")
+    state = models.CharField(max_length=20, choices=TrialState.choices, default=TrialState.QUEUED)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices(), blank=True)
+    owner = models.CharField(max_length=20, choices=Owner.choices, blank=True)
+    cause = models.TextField(blank=True)
+    # A step overran its limit or the worker was lost: a provider failure whose outcome is really
+    # unknown. It stops refilling and is never counted as an unreplaced provider failure.
+    cut_short = models.BooleanField(default=False)
+    job_host = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds while the trial runs (runner/heartbeat.py): a running trial whose
+    # heartbeat is stale has lost its worker (runner/recovery.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    in_flight = models.FloatField(null=True, blank=True)
+    placement = models.JSONField(default=dict, blank=True)
+    host_load = models.JSONField(default=dict, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+
+    objects = TrialQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(state="done") | ~models.Q(outcome=""),
+                name="trial_done_has_outcome",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(outcome="") | models.Q(state="done"),
+                name="trial_outcome_only_when_done",
+            ),
+            models.CheckConstraint(condition=models.Q(round__gte=1), name="trial_round_positive"),
+            models.CheckConstraint(
+                condition=~models.Q(state="done") | models.Q(seq__isnull=False),
+                name="trial_done_has_seq",
+            ),
+            models.UniqueConstraint(
+                fields=["run", "seq"],
+                name="trial_run_seq_uniq",
+                condition=models.Q(seq__isnull=False),
+            ),
+        ]
+        indexes = [
+            # Statistics: successful trials of one run, benchmark, unit and provider.
+            models.Index(
+                fields=["run", "benchmark", "unit", "provider", "outcome"], name="trial_cell_idx"
+            ),
+            # The queue: the next queued trial of a run.
+            models.Index(
+                fields=["run", "state"], name="trial_queued_idx", condition=models.Q(state="queued")
+            ),
+            # /metrics and `bench recover`: running trials per provider, the oldest start first.
+            models.Index(
+                fields=["provider", "started_at"],
+                name="trial_running_idx",
+                condition=models.Q(state="running"),
+            ),
+            # Orphan recovery and /metrics: running trials by heartbeat.
+            models.Index(
+                fields=["heartbeat_at"],
+                name="trial_running_heartbeat_idx",
+                condition=models.Q(state="running"),
+            ),
+        ]
+
+    def __str__(self):
+        return str(self.id)
+
+
+class TrialTally(models.Model):
+    """Trials per run, provider, state and outcome: /metrics' counts, kept by triggers (migration
+    0009; on SQLite a later migration that rebuilds the trial table must create them again)."""
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+", db_index=False)
+    provider = models.ForeignKey(Provider, models.CASCADE, related_name="+")
+    state = models.CharField(max_length=20)
+    outcome = models.CharField(max_length=20, blank=True)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "provider", "state", "outcome"], name="tally_uniq"
+            )
+        ]
+
+
+class UnsuccessfulCount(models.Model):
+    """Unsuccessful attempts of one run on one benchmark, unit and provider known only as counts:
+    what a public raw-data file carries instead of their trials (docs/raw-data.md). The labels
+    and the run page add them to the counts of the stored trials."""
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="unsuccessful_counts", db_index=False)
+    benchmark = models.ForeignKey(Benchmark, models.PROTECT, related_name="+")
+    unit = models.ForeignKey(Unit, models.PROTECT, related_name="+")
+    provider = models.ForeignKey(Provider, models.PROTECT, related_name="+")
+    outcomes = models.JSONField(default=dict, help_text="Outcome -> number of trials.")
+    # Provider failures no top-up replaced and not cut short: what stats.labels counts.
+    unreplaced_provider_failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "benchmark", "unit", "provider"], name="unsuccessful_cell_uniq"
+            ),
+        ]
+
+
+class Measurement(models.Model):
+    # No index of its own: measurement_trial_kind_name_uniq starts with trial.
+    trial = models.ForeignKey(Trial, models.CASCADE, related_name="measurements", db_index=False)
+    kind = models.CharField(max_length=10, choices=MeasurementKind.choices)
+    name = models.CharField(max_length=80)
+    value = models.FloatField(null=True, blank=True, help_text="Null when the clock gate failed.")
+    unit = models.CharField(max_length=20, default="ms")
+    clock = models.CharField(max_length=10, choices=Clock.choices)
+    clock_gate = models.CharField(max_length=4, choices=ClockGate.choices, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trial", "kind", "name"], name="measurement_trial_kind_name_uniq"
+            ),
+        ]
+
+
+class Evidence(models.Model):
+    """Private facts of a trial: readiness attempts, probes, billed cost of failures."""
+
+    trial = models.ForeignKey(Trial, models.CASCADE, related_name="evidence")
+    kind = models.CharField(max_length=40)
+    at = models.DateTimeField(default=timezone.now)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        verbose_name_plural = "evidence"
+        indexes = [models.Index(fields=["trial", "kind"], name="evidence_trial_kind_idx")]
