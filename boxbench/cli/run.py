@@ -87,9 +87,12 @@ def handle(options, out):
                 demo.fake_class(slug)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-        with demo.demo_session(slugs):
-            out.write(f"Demo: {', '.join(slugs)} against loopback fakes (never published)")
-            _handle(dict(options, inline=True), out, demo_slugs=slugs)
+        try:
+            with demo.demo_session(slugs):
+                out.write(f"Demo: {', '.join(slugs)} against loopback fakes (never published)")
+                _handle(dict(options, inline=True), out, demo_slugs=slugs)
+        except demo.DemoError as exc:
+            raise CommandError(str(exc)) from None
         return
     _handle(options, out)
 

@@ -21,7 +21,14 @@ FAKES = {
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
     "vercel": "runner.providers.fakes.vercel:VercelFake",
     "modal": "runner.providers.fakes.modal:ModalFake",
+    # Open source: its real server on this machine stands in for a fake.
+    "opensandbox": "runner.providers.opensandbox.local:DemoServer",
 }
+
+
+class DemoError(Exception):
+    """A provider's fake (or, for OpenSandbox, its local server) could not be started."""
+
 
 _active: dict[str, dict] = {}
 _lock = threading.Lock()
@@ -61,7 +68,10 @@ def demo_session(slugs: list[str], root: str | None = None) -> Iterator[dict]:
     with tempfile.TemporaryDirectory(prefix="boxbench-demo-", dir=root) as directory:
         try:
             for slug, cls in classes.items():
-                fakes[slug] = cls(f"{directory}/{slug}").start()
+                try:
+                    fakes[slug] = cls(f"{directory}/{slug}").start()
+                except Exception as exc:
+                    raise DemoError(f"{slug}: its demo stand-in did not start: {exc}") from exc
                 with _lock:
                     _active[slug] = fakes[slug].adapter_settings()
             yield fakes

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -309,6 +310,36 @@ def start_stack(
     return Stack(
         f"http://127.0.0.1:{port}", api_key, docker_host, execd_image, prepared.tag, server, podman
     )
+
+
+class DemoServer:
+    """OpenSandbox's stand-in for demo mode (runner/providers/demo.py): no fake, its real server on
+    this machine, started for the demo run and stopped after it. It drives the engine that
+    BOXBENCH_OPENSANDBOX_DOCKER_HOST names (one whose containers get nofile and nproc ulimits runc
+    can set), otherwise a Podman service of its own started with that override."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self.api_key = secrets.token_urlsafe(24)
+        self.stack: Stack | None = None
+
+    def start(self) -> DemoServer:
+        from django.conf import settings
+
+        docker_host = os.environ.get("BOXBENCH_OPENSANDBOX_DOCKER_HOST", "")
+        images = Path(settings.VAR_DIR) / "images"
+        self.stack = start_stack(
+            self.directory, free_port(), self.api_key, images, docker_host=docker_host
+        )
+        return self
+
+    def adapter_settings(self) -> dict:
+        stack = self.stack
+        return {"url": stack.url, "api_key": self.api_key, "docker_host": stack.docker_host}
+
+    def stop(self) -> None:
+        if self.stack is not None:
+            self.stack.stop()
 
 
 def free_port() -> int:
