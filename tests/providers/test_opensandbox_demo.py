@@ -61,7 +61,10 @@ def test_a_stand_in_that_cannot_start_is_a_clear_refusal(monkeypatch, tmp_path):
         raise local.LocalStackError("opensandbox-server is not installed")
 
     monkeypatch.setattr(local, "start_stack", refuse)
-    with pytest.raises(demo.DemoError, match="opensandbox: its demo stand-in did not start: "):
-        with demo.demo_session(["opensandbox"], root=str(tmp_path)):
-            pass
+    refused = "opensandbox: its demo stand-in did not start: "
+    with (
+        pytest.raises(demo.DemoError, match=refused),
+        demo.demo_session(["opensandbox"], root=str(tmp_path)),
+    ):
+        pass
     assert demo.settings_for("opensandbox") is None
