@@ -3,6 +3,8 @@ kept and refilled; the chain's workers wait for the backend (probing with backof
 spending refills within the outage, and a backend that never comes back fails the chain within
 the wait's bound. The outage's clock is the lifecycle's skipped time, so no test waits it out."""
 
+import time
+
 import pytest
 from django.db import connection
 
@@ -109,4 +111,37 @@ def test_a_backend_that_never_comes_back_fails_the_chain_within_the_bound(
     assert cancelled.count() == 3
     assert all(t.cause.startswith("the chain stopped: the backend stayed") for t in cancelled)
     assert not run.trials.filter(state__in=[TrialState.QUEUED, TrialState.RUNNING]).exists()
+    assert local.list_sandboxes() == []
+
+
+def test_a_wait_longer_than_the_orphan_limit_leaves_nothing_for_recovery(
+    chain_provider, local, settings
+):
+    """Real time here: the chain's heartbeat must carry the step through a wait that outlasts
+    the orphan limit, and no trial may be left running for recovery to end."""
+    from runner import recovery
+
+    settings.RUNNER_HEARTBEAT_S, settings.RUNNER_ORPHAN_AFTER_S = 1, 4
+    provider = chain_provider(BackendOutage(local, time.monotonic, down_s=9))
+    sweeps = []
+
+    def sweep_at_the_third_probe():  # 1 + 2 + 4 s into the wait: past the 4 s limit
+        if provider.refused["list"] == 3:
+            report = recovery.recover_orphans()
+            sweeps.append((time.monotonic() - provider.down_from, report.orphans, report.resumed))
+
+    provider.on_refused_list = sweep_at_the_third_probe
+    run = plan_run("outage", benchmarks=["create"], providers=["local"], trials=2, seed=1)
+    run.transition(RunStatus.RUNNING)
+    chain.execute_chain(run.pk, "local")
+    run.refresh_from_db()
+
+    [(waited, orphans, resumed)] = sweeps
+    assert waited > settings.RUNNER_ORPHAN_AFTER_S
+    assert orphans == [] and resumed == []  # neither the trial nor the step looked lost
+    assert run.status == RunStatus.COMPLETED
+    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 2
+    assert not run.trials.filter(cut_short=True).exists()
+    [wait] = run.manifest["backend_waits"]["local"]
+    assert wait["back"] and wait["probes"] == 4  # back at the probe after 1 + 2 + 4 + 8 s
     assert local.list_sandboxes() == []
