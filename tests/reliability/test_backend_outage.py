@@ -131,7 +131,9 @@ def test_a_wait_longer_than_the_orphan_limit_leaves_nothing_for_recovery(
             sweeps.append((time.monotonic() - provider.down_from, report.orphans, report.resumed))
 
     provider.on_refused_list = sweep_at_the_third_probe
-    run = plan_run("outage", benchmarks=["create"], providers=["local"], trials=2, seed=1)
+    run = plan_run(
+        "outage", benchmarks=["create"], providers=["local"], trials=2, seed=1, concurrency=1
+    )
     run.transition(RunStatus.RUNNING)
     chain.execute_chain(run.pk, "local")
     run.refresh_from_db()

@@ -116,7 +116,8 @@ def test_it_gives_up_at_its_bound_when_the_backend_never_answers():
 
     short = wait(Clock(), back_at=float("inf"), bound_s=5.0)
     assert (short.back, short.probes, short.waited_s) == (False, 3, 5.0)  # 1 + 2 + 2
-    assert wait(Clock(), back_at=0.0, bound_s=0).probes == 0  # a bound of 0: no wait at all
+    none = wait(Clock(), back_at=0.0, bound_s=0)  # a bound of 0: no wait, and the chain stops
+    assert (none.back, none.probes, none.waited_s) == (False, 0, 0.0)
 
 
 def test_a_cancelled_run_ends_the_wait_instead_of_its_next_probe():
