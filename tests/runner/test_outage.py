@@ -10,6 +10,7 @@ import requests
 
 from runner import outage
 from runner.providers.base import NotReady, ProviderError, SandboxSpec
+from runner.providers.http import transport_error
 from runner.providers.opensandbox.adapter import OpenSandboxProvider
 from tests.runner.faults import closed_port
 
@@ -28,6 +29,20 @@ def test_it_reads_a_refused_connection_from_the_real_opensandbox_adapter():
         adapter.create(SandboxSpec(1, 512, "bb-outage", 60, image="any"))
     assert outage.unreachable(refused.value) == "connection refused"
     assert outage.probe(adapter).startswith("connection refused (NotReady: list: http://127.0.0.1:")
+
+
+def test_it_reads_a_refused_connection_as_the_cloud_adapters_raise_it():
+    # e2b, daytona and vercel map httpx's error and raise it `from None`: the cause is hidden
+    # from tracebacks, but still the error's context.
+    def create():
+        try:
+            httpx.post(f"http://127.0.0.1:{closed_port()}/sandboxes", timeout=5)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, "e2b", "create") from None
+
+    with pytest.raises(ProviderError, match="Connection refused") as mapped:
+        create()
+    assert outage.unreachable(mapped.value) == "connection refused"
 
 
 def test_it_reads_a_refused_connection_through_requests_as_the_docker_sdk_raises_it():
