@@ -42,8 +42,9 @@ def unreachable(error: BaseException | None) -> str | None:
     """Why `error` says the backend cannot be reached ("connection refused", ...), or None when
     it is another failure (an answer the backend gave, a read that timed out after connecting).
 
-    Adapters wrap the transport's error in their own (`raise ProviderError(...) from exc`), so
-    the whole chain of causes is read; the most specific reason found wins.
+    Adapters wrap the transport's error in their own (`raise ProviderError(...) from exc`, or
+    `from None`, which keeps it as the context), so the whole chain of causes and contexts is
+    read; the most specific reason found wins.
     """
     general = None
     for exc in _causes(error):
