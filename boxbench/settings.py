@@ -213,6 +213,11 @@ RUNNER_ORPHAN_AFTER_S = envint(
 )
 # How long a trial's result write keeps retrying through a database outage before giving up.
 RUNNER_DB_RETRY_S = envint("BOXBENCH_DB_RETRY_SECONDS", 90, minimum=0, maximum=3600)
+# How long a chain's workers wait, probing with backoff, for a provider's backend that refused a
+# create (connection refused or reset, connect timeout) before they start another trial; past
+# it the chain stops, failed (runner/outage.py). Each wait adds to its batch's step, which
+# BOXBENCH_Q_TIMEOUT bounds, hence the maximum.
+RUNNER_BACKEND_WAIT_S = envint("BOXBENCH_BACKEND_WAIT_SECONDS", 90, minimum=0, maximum=600)
 SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
 LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
 DOCKER_HOST = envstr("DOCKER_HOST")

@@ -21,11 +21,12 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from boxbench.models import Run, RunStatus, Trial, TrialState
-from runner import adapters, fault, rules, runs, store
+from runner import adapters, fault, outage, rules, runs, store
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
 from runner.manifest import (
+    BackendWait,
     CreateSpacing,
     Endpoint,
     Leftovers,
@@ -98,6 +99,7 @@ class Chain:
         self.halted: str | None = None
         self._lock = threading.Lock()
         self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}", chain=(run.pk, provider_slug))
+        self.backend = outage.BackendGate(self._wait_for_backend)
 
     # Steps: each is one queue task (runner/steps.py) -------------------------------------------
 
@@ -125,11 +127,23 @@ class Chain:
             self.run_batch(*order[number - 1])
             if not self.halted:
                 return number + 1
-            halted = self.memory["halted"] = self.halted
-            store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
-            self._update_chain(stopped=halted)
+            self._stop_chain()
             return len(order) + 1
-        return self._top_up_step(number)
+        following = self._top_up_step(number)
+        if self.halted:
+            # A top-up batch halted: the round's other batches do not run either, and the next
+            # step stops refilling (the reason is unreplaceable).
+            self._stop_chain()
+            self.memory["topup"]["pending"] = []
+        return following
+
+    def _stop_chain(self) -> None:
+        """A batch halted: no further trial of this chain runs. A backend that never came back
+        fails the chain (its `error`); unverified cleanup stops it (`stopped`)."""
+        halted = self.memory["halted"] = self.halted
+        store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
+        gone = self.backend.gave_up is not None and not self.backend.gave_up.abandoned
+        self._update_chain(**{"error" if gone else "stopped": halted})
 
     def memory_out(self) -> dict:
         """What the next step must know, kept in the database between steps."""
@@ -210,7 +224,7 @@ class Chain:
 
         def worker():
             try:
-                while not stop.is_set():
+                while not stop.is_set() and self.backend.open():
                     with self._lock:
                         if not pending:
                             return
@@ -231,6 +245,8 @@ class Chain:
                         self.halted = "resource cleanup could not be verified"
                         self._unreplaceable("resource cleanup could not be verified")
                         self._unreplaceable_batch(label)
+                    elif result is not None and not self._backend_back(trial, result):
+                        stop.set()  # the backend never came back: no worker starts another trial
             except BaseException as exc:  # noqa: B036 - re-raised in the chain's thread below
                 stop.set()
                 crashes.append(exc)
@@ -244,8 +260,9 @@ class Chain:
             raise crashes[0]
         with self._lock:
             left = list(pending)
-        if stop.is_set() and left:
-            store.cancel_queued(self.run, "the batch stopped early", pk__in=[t.pk for t in left])
+        if (stop.is_set() or self.backend.gave_up) and left:
+            why = f"the batch stopped: {self.halted}" if self.halted else "the batch stopped early"
+            store.cancel_queued(self.run, why, pk__in=[t.pk for t in left])
         self._record_live(f"{label}:end")
         self._store_in_flight(label)
 
@@ -300,6 +317,54 @@ class Chain:
         ):
             self._unreplaceable("the account's spend limit was reached")
         return result
+
+    def _backend_back(self, trial: Trial, result) -> bool:
+        """After a create the backend could not be reached for, wait until it answers again
+        before this worker (or any other of the chain) starts a trial; False if it never did."""
+        reason = next(
+            (e.data["unreachable"] for e in result.evidence
+             if e.kind == "create_error" and e.data.get("unreachable")),
+            None,
+        )  # fmt: skip
+        if reason is None:
+            return True
+        wait = self.backend.wait_out(reason)
+        if wait is None:
+            return False  # another worker's wait gave up already
+        record = BackendWait(
+            trial_seq=trial.seq,
+            reason=wait.reason,
+            started_at=datetime.fromtimestamp(wait.started_at, UTC).isoformat(),
+            waited_s=wait.waited_s,
+            probes=wait.probes,
+            back=wait.back,
+            last_error=wait.last_error,
+            abandoned=wait.abandoned,
+        )
+        store.update_manifest(
+            self.run.pk, lambda m: m.backend_waits.setdefault(self.slug, []).append(record)
+        )
+        if wait.back:
+            return True
+        with self._lock:
+            self.halted = wait.abandoned or (
+                f"the backend stayed unreachable for {wait.waited_s:.0f} s of waiting "
+                f"(BOXBENCH_BACKEND_WAIT_SECONDS) after a create failed ({reason}); "
+                f"last probe: {wait.last_error}"
+            )
+        self._unreplaceable(self.halted)
+        return False
+
+    def _wait_for_backend(self, reason: str) -> outage.Wait:
+        timer = lifecycle_limits.timer
+        return outage.wait_for_backend(
+            lambda: outage.probe(self.provider),
+            reason,
+            outage.WaitPolicy(bound_s=settings.RUNNER_BACKEND_WAIT_S),
+            sleep=timer.sleep,
+            monotonic=timer.monotonic,
+            abandon=lambda: "the run was cancelled" if self._cancelled() else None,
+        )
 
     def _stop_unit(self, benchmark: str, unit: str) -> None:
         with self._lock:

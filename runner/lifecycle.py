@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from runner import clock, fault
+from runner import clock, fault, outage
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -320,9 +320,9 @@ class LifecycleContext(TrialContext):
         if call.error is not None:
             if isinstance(call.error, TrialOutcome):
                 raise call.error
-            code = getattr(call.error, "code", "")
             failure = adapter_failure(name, call.error)
-            self.evidence("create_error", {"name": name, "error": failure.cause, "code": code})
+            data = {"name": name, "error": failure.cause, "code": getattr(call.error, "code", "")}
+            self.evidence("create_error", data | {"unreachable": outage.unreachable(call.error)})
             raise failure
         sandbox = call.value
         self.create_started, self.create_returned = call.started, call.returned

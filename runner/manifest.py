@@ -125,6 +125,21 @@ class Leftovers(msgspec.Struct):
     errors: list[str]
 
 
+class BackendWait(msgspec.Struct, omit_defaults=True):
+    """A wait for a provider's backend after a create it could not be reached for
+    (runner/outage.py): which trial's create failed and why, how long the chain's workers
+    waited and probed, and whether the backend came back."""
+
+    trial_seq: int
+    reason: str
+    started_at: str  # ISO 8601
+    waited_s: float
+    probes: int
+    back: bool
+    last_error: str | None = None
+    abandoned: str | None = None
+
+
 class Schedule(msgspec.Struct):
     """How chains share job hosts (runner/steps.py): providers whose sandboxes run on the same
     job host form a lane and take turns, step by step; their parallel trials are capped so the
@@ -168,6 +183,7 @@ class Manifest(msgspec.Struct):
     demo: DemoRun | None = None
     schedule: Schedule | None = None
     leftovers: dict[str, Leftovers] = msgspec.field(default_factory=dict)
+    backend_waits: dict[str, list[BackendWait]] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -252,4 +268,5 @@ _ONLY_WHEN_SET = (
     "demo",
     "schedule",
     "leftovers",
+    "backend_waits",
 )

@@ -4,7 +4,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from tests.runner.conftest import FAST, chain_provider  # noqa: F401 - shared fixtures
+from tests.runner.conftest import FAST, chain_provider, skipped_time  # noqa: F401 - shared fixtures
 
 
 class WorkerDatabase:

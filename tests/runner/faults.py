@@ -1,10 +1,13 @@
 """A fault-injecting wrapper around a real provider: every call reaches the real `local`
 sandbox unless a fault is armed, so each lifecycle rule is proved against real sandboxes."""
 
+import dataclasses
+import socket
 import threading
 import time
 
 from runner.providers.base import ExecResult, ExecTimeout, NotReady, Provider, ProviderError
+from runner.providers.opensandbox.adapter import OpenSandboxProvider
 
 
 class FaultyProvider(Provider):
@@ -93,3 +96,46 @@ def _step(stderr: bytes, ms: float) -> bytes:
     fields = trailer.split()
     fields[1] = f"{float(fields[1]) + ms / 1000:.6f}".encode()
     return head + b"__SANDBOX_CLOCK " + b" ".join(fields) + b"\n"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed): connecting to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class BackendOutage(FaultyProvider):
+    """`local`, whose backend goes away for `down_s` (on `clock`) from the first create on: while
+    it is away, create and list go to a real OpenSandbox adapter aimed at a closed loopback port,
+    so they raise exactly what that adapter raises when its server refuses connections."""
+
+    def __init__(self, inner, clock, down_s: float, **faults):
+        super().__init__(inner, **faults)
+        self.clock, self.down_s = clock, down_s
+        self.away = OpenSandboxProvider(None, {"url": f"http://127.0.0.1:{closed_port()}"})
+        self.down_from: float | None = None
+        self.refused = {"create": 0, "list": 0}
+        self.created = 0
+        self.on_refused_list = None  # called at each refused list (a probe during the wait)
+
+    def _down(self) -> bool:
+        return self.down_from is not None and self.clock() < self.down_from + self.down_s
+
+    def create(self, spec):
+        if self.down_from is None:
+            self.down_from = self.clock()
+        if self._down():
+            self.refused["create"] += 1
+            return self.away.create(dataclasses.replace(spec, image="refused"))
+        sandbox = super().create(spec)
+        self.created += 1
+        return sandbox
+
+    def list_sandboxes(self, label=None):
+        if self._down():
+            self.refused["list"] += 1
+            if self.on_refused_list is not None:
+                self.on_refused_list()
+            return self.away.list_sandboxes(label)
+        return super().list_sandboxes(label)
