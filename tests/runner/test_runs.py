@@ -334,6 +334,25 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     assert unit_scope(2, declared)["text"] == "2 of 10 units"
 
 
+def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
+    from runner.benchmarks import all_benchmarks
+    from runner.named_plans import get_plan
+
+    full = get_plan("full")
+    run = plan_run(
+        "full", benchmarks=list(full.benchmarks), units=full.units, providers=["local"],
+        trials=full.trials, concurrency=full.concurrency, seed=1,
+    )  # fmt: skip
+    benchmarks = run.manifest["benchmarks"]
+    assert set(benchmarks) == set(all_benchmarks())
+    assert len(benchmarks["deepswe-boxbench"]["units"]) == 10
+    assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
+    # The default plan is the full one less the long machine runs and eight DeepSWE units.
+    default = get_plan("default")
+    left_out = set(full.benchmarks) - set(default.benchmarks)
+    assert left_out == {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
+
+
 def test_the_cli_splits_comma_separated_providers(chain_provider):
     with pytest.raises(CommandError, match=r"unknown provider\(s\) nowhere;"):
         call_command("bench", "run", "--provider", "local,nowhere", stdout=io.StringIO())
