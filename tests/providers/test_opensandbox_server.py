@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from runner import clock, lifecycle
 from runner.benchmarks import all_benchmarks
-from runner.benchmarks.base import BenchmarkError
+from runner.benchmarks.base import BenchmarkError, Excluded, Missed
 from runner.lifecycle import readiness_check
 from runner.providers.base import ExecTimeout, ProviderError, SandboxSpec
 from runner.providers.opensandbox import local
@@ -171,6 +171,24 @@ def test_outcome_classes_of_failed_creates(opensandbox, opensandbox_stack, os_la
     failed = trial(no_image, os_label)
     assert (failed.outcome, failed.owner) == ("provider_failure", "provider")
     assert "DOCKER::SANDBOX_IMAGE_PULL_FAILED" in failed.cause
+
+
+@pytest.mark.parametrize(
+    "raised, outcome",
+    [(BenchmarkError, "benchmark_error"), (Excluded, "excluded"), (Missed, "missed")],
+)
+def test_the_other_outcome_classes_pass_through_the_adapter(opensandbox, os_label, raised, outcome):
+    module = all_benchmarks()["latency-per-call"]
+
+    def procedure(ctx):
+        result = ctx.exec(["/bin/sh", "-c", "echo not-a-number"], 10)
+        raise raised(f"after a successful command: {result.stdout!r}")
+
+    result = lifecycle.run_trial(
+        opensandbox, module.DEFINITION, module.units()[0], procedure, label=os_label, limits=LIMITS
+    )
+    assert result.outcome == outcome and "not-a-number" in result.cause
+    assert result.cleanup_verified and opensandbox.list_sandboxes(os_label) == []
 
 
 @pytest.mark.parametrize("slug", ["create", "latency-per-call"])

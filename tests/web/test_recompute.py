@@ -70,9 +70,12 @@ class Raw:
         self.values = defaultdict(list)
         self.costs = defaultdict(list)
         self.outcomes = defaultdict(dict)
+        self.stages = defaultdict(lambda: defaultdict(list))  # key: stage: values (None kept)
         for t in sorted(trials, key=lambda t: t["seq"]):
             key = (t["benchmark"], t["unit"], t["provider"])
             self.values[key].append(t["metrics"][self.benchmarks[t["benchmark"]]["metric"]])
+            for stage in self.benchmarks[t["benchmark"]]["stage_names"]:
+                self.stages[key][stage].append(t["stages"].get(stage))
             self.costs[key].append(t["cost_usd"])
             self.outcomes[key]["success"] = self.outcomes[key].get("success", 0) + 1
         self.unreplaced = defaultdict(int)
@@ -145,6 +148,68 @@ def check_unit_rows(raw: Raw) -> int:
                 else:
                     assert row["ci_low"] is None and row["ci_high"] is None
                 assert row["ranked"] == raw.ranked(slug, row["provider"])
+                checked += 1
+    return checked
+
+
+def check_stage_rows(raw: Raw) -> int:
+    """Every staged unit row's Time bar (stage medians, scaled widths, scale), its Cost bar (each
+    stage's cost: the shown cost times its share of the Time bar, widths scaled the same way) and
+    its derived views (per-trial sums of each stage subset), from the public file's stages."""
+    checked = 0
+    for slug, benchmark in raw.benchmarks.items():
+        if not benchmark["stage_names"]:
+            continue
+        for unit in raw.units(slug):
+            page = Aggregate.objects.page(Scope.UNIT, slug, unit)
+            for row in page["rows"] if page else []:
+                key = (slug, unit, row["provider"])
+                columns = {
+                    stage: np.array([np.nan if v is None else v for v in values], dtype=float)
+                    for stage, values in raw.stages[key].items()
+                    if any(v is not None for v in values)
+                }
+                if not columns:
+                    assert row["segments"] == []
+                    continue
+                medians = {
+                    stage: nearest_rank(list(c[np.isfinite(c)]), 50) for stage, c in columns.items()
+                }
+                total = nearest_rank(raw.values[key], 50)
+                scale = total / math.fsum(medians.values())
+                assert row["scale"] == pytest.approx(scale, rel=1e-12)
+                assert row["stage_medians"] == pytest.approx(medians, rel=1e-12)
+                widths = {s["stage"]: s["width"] for s in row["segments"]}
+                assert widths == pytest.approx({k: m * scale for k, m in medians.items()})
+                # The Cost view's rows (workloads only); a provider without a provider-sourced
+                # cost has no bar there.
+                cost_rows = {r["provider"]: r for r in page["cost_rows"]}
+                cost_row = cost_rows.get(row["provider"])
+                cost = raw.mean_cost(key) if raw.sourced[row["provider"]] else None
+                if cost_row is None:
+                    assert not raw.benchmarks[slug]["section"].startswith("workload")
+                elif cost is None:
+                    assert cost_row["stage_costs"] is None
+                else:
+                    bar = cost_row["stage_costs"]
+                    assert bar["total_cost"] == pytest.approx(cost, rel=1e-12)
+                    labels = {s["stage"]: s["cost"] for s in bar["segments"]}
+                    shares = {k: cost * m / total for k, m in medians.items()}
+                    assert labels == pytest.approx(shares, rel=1e-12)
+                    widths = {s["stage"]: s["width"] for s in bar["segments"]}
+                    assert widths == pytest.approx({k: c * scale for k, c in shares.items()})
+                for key_of_view, view in row["derived"].items():
+                    selected = key_of_view.split("+")
+                    if any(stage not in columns for stage in selected):
+                        assert view["trials"] == 0 and view["median"] is None  # never recorded
+                        continue
+                    matrix = np.array([columns[stage] for stage in selected])
+                    sums = matrix[:, np.isfinite(matrix).all(axis=0)].sum(axis=0)
+                    assert view["trials"] == sums.size
+                    if sums.size:
+                        assert view["median"] == pytest.approx(nearest_rank(list(sums), 50))
+                    else:
+                        assert view["median"] is None
                 checked += 1
     return checked
 
@@ -290,6 +355,7 @@ def check_overview(raw: Raw, workloads: dict) -> None:
 def test_the_public_raw_data_recomputes_every_published_number(published_run):
     raw = Raw("".join(export_jsonl(published_run, PUBLIC)))
     assert check_unit_rows(raw) == 14  # every (unit, provider) row of the fixture with a success
+    assert check_stage_rows(raw) == 11  # every staged unit row with a success
     workloads = check_benchmark_rows(raw)
     assert workloads["time"]["deepswe"]  # the fixture's workload has values to compose
     check_overview(raw, workloads)
