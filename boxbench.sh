@@ -175,6 +175,7 @@ ensure_secret_key() {
 
 # What `run` started is stopped when it exits, however it exits (Ctrl-C included).
 on_run_exit() {
+  stop_group "$VAR/dashboard.pid" "the dashboard"
   stop_group "$VAR/qcluster.pid" "the queue worker"
   if [ "$STARTED_ENGINE" = 1 ]; then stop_engine; fi
   rm -f "$VAR/run.pid"
@@ -189,6 +190,7 @@ cmd_stop() {
     for _ in $(seq 100); do pid_alive "$VAR/run.pid" || break; sleep 0.1; done
   fi
   rm -f "$VAR/run.pid"
+  stop_group "$VAR/dashboard.pid" "the dashboard"
   stop_group "$VAR/qcluster.pid" "the queue worker"
   stop_engine
 }
@@ -197,6 +199,11 @@ cmd_run() {
   mkdir -p "$VAR"
   echo $$ >"$VAR/run.pid"
   trap on_run_exit EXIT
+  # bash runs a trap only between commands: the dashboard below runs in the background and is
+  # waited for, so that a TERM from `./boxbench.sh stop` (or Ctrl-C) ends the script, whose exit
+  # handler stops what it started.
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   install_packages $RUN_PACKAGES
   setup_venv requirements.txt
   ensure_secret_key
@@ -224,7 +231,9 @@ cmd_run() {
     say "The run was not published (see above); its audit report is on its run page"
   fi
   say "Dashboard on http://127.0.0.1:8000 (log in as admin with the password in $VAR/admin-password)"
-  "$PY" manage.py runserver 127.0.0.1:8000 --noreload
+  setsid "$PY" manage.py runserver 127.0.0.1:8000 --noreload &
+  echo $! >"$VAR/dashboard.pid"
+  wait $!
 }
 
 cmd_test() {

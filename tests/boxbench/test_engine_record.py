@@ -60,6 +60,7 @@ def test_stop_ends_the_worker_and_engine_a_killed_run_left_running(tmp_path):
     var = tmp_path / "var"
     var.mkdir()
     worker, engine = leader(var, "qcluster.pid"), leader(var, "podman-service.pid")
+    dashboard = leader(var, "dashboard.pid")
     (var / "engine-socket").write_text(f"unix://{var}/podman.sock\n")
     stopped = subprocess.run(
         ["./boxbench.sh", "stop"],
@@ -72,6 +73,8 @@ def test_stop_ends_the_worker_and_engine_a_killed_run_left_running(tmp_path):
     assert stopped.returncode == 0, stopped.stderr
     assert worker.wait(timeout=10) == -signal.SIGTERM
     assert engine.wait(timeout=10) == -signal.SIGTERM
+    assert dashboard.wait(timeout=10) == -signal.SIGTERM
+    assert "Stopping the dashboard" in stopped.stdout
     assert "Stopping the queue worker" in stopped.stdout
     assert "Stopping the Podman service" in stopped.stdout
     assert sorted(p.name for p in var.iterdir()) == []
@@ -81,19 +84,24 @@ def test_stop_stops_a_run_in_progress_through_its_own_exit_handler(tmp_path):
     var = tmp_path / "var"
     var.mkdir()
     worker = leader(var, "qcluster.pid")
-    # A stand-in for `run` that has started the worker, with the script's own exit handler.
+    # A stand-in for `run` that has started the worker and serves the dashboard, with the
+    # script's own exit handler and signal traps, waiting on the dashboard as `run` does.
     functions = ("pid_alive", "stop_group", "stop_engine", "on_run_exit")
     extract = ";".join(f"/^{name}()/,/^}}/p" for name in functions) + ";/^say()/p"
+    traps = "/^  trap /p"
     script = f"""
 source <(sed -n '{extract}' ./boxbench.sh)
 VAR={var}; STARTED_ENGINE=0
-echo $$ > "$VAR/run.pid"; trap on_run_exit EXIT
-sleep 300 & wait
+echo $$ > "$VAR/run.pid"
+source <(sed -n "{traps}" ./boxbench.sh)
+setsid sleep 300 & echo $! > "$VAR/dashboard.pid"; wait $!
 """
     run = subprocess.Popen(["bash", "-c", script], cwd=ROOT)
     deadline = time.monotonic() + 30
-    while not (var / "run.pid").exists() and time.monotonic() < deadline:
+    while not (var / "dashboard.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(0.2)  # the pid is written just after the file is created
+    dashboard = int((var / "dashboard.pid").read_text())
     stopped = subprocess.run(
         ["./boxbench.sh", "stop"],
         cwd=ROOT,
@@ -105,4 +113,7 @@ sleep 300 & wait
     assert stopped.returncode == 0, stopped.stderr
     assert run.wait(timeout=10) != 0
     assert worker.wait(timeout=10) == -signal.SIGTERM
+    with pytest.raises(ProcessLookupError):  # stopped by the run's exit handler
+        os.kill(dashboard, 0)
     assert not (var / "run.pid").exists() and not (var / "qcluster.pid").exists()
+    assert not (var / "dashboard.pid").exists()
