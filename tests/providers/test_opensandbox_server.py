@@ -184,9 +184,17 @@ def test_the_other_outcome_classes_pass_through_the_adapter(opensandbox, os_labe
         result = ctx.exec(["/bin/sh", "-c", "echo not-a-number"], 10)
         raise raised(f"after a successful command: {result.stdout!r}")
 
-    result = lifecycle.run_trial(
-        opensandbox, module.DEFINITION, module.units()[0], procedure, label=os_label, limits=LIMITS
-    )
+    def trial():
+        return lifecycle.run_trial(
+            opensandbox, module.DEFINITION, module.units()[0], procedure, label=os_label,
+            limits=LIMITS,
+        )  # fmt: skip
+
+    result = trial()
+    if result.outcome == "provider_failure" and result.cause.startswith("create"):
+        # What this checks starts after a create; a create Podman 4.3 failed under load (a 500
+        # from the server: a broken pipe copying execd, say) is tried once more, as create() does.
+        result = trial()
     assert result.outcome == outcome and "not-a-number" in result.cause
     assert result.cleanup_verified and opensandbox.list_sandboxes(os_label) == []
 
