@@ -2,6 +2,7 @@
 boxbench's execd): the whole sandbox lifecycle, the server's error answers, expiry, the helper
 containers a failed create leaves behind, and whole benchmark trials through the lifecycle."""
 
+import contextlib
 import io
 import secrets
 import time
@@ -39,7 +40,12 @@ def expiring(opensandbox):
     """A sandbox with the server's shortest TTL (60 s), made first so its expiry overlaps the
     other tests."""
     label = f"pytest-ttl-{uuid.uuid4().hex[:8]}"
-    return create(opensandbox, spec(label, lifetime_s=1))
+    sandbox = create(opensandbox, spec(label, lifetime_s=1))
+    yield sandbox
+    # Gone by now when the expiry test ran; otherwise (a selection of tests) the session's server
+    # stops before the TTL and would leave it running on the shared engine.
+    with contextlib.suppress(ProviderError):
+        opensandbox.destroy(sandbox)
 
 
 def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, os_label):
