@@ -118,9 +118,9 @@ class OpenSandboxProvider(Provider):
         super().__init__(declaration, settings)
         if declaration is not None and getattr(declaration, "provider", ""):
             self.slug = declaration.provider
-        self.url = base_url(
-            self.settings.get("url") or os.environ.get("OPEN_SANDBOX_DOMAIN") or DEFAULT_DOMAIN
-        )
+        named = self.settings.get("url") or os.environ.get("OPEN_SANDBOX_DOMAIN")
+        self.configured = bool(named)
+        self.url = base_url(named or DEFAULT_DOMAIN)
         self._api_key = credential("OPEN_SANDBOX_API_KEY", self.settings.get("api_key", ""))
         self.image_setting = self.settings.get("image") or os.environ.get(
             "BOXBENCH_OPENSANDBOX_IMAGE", ""
@@ -540,13 +540,16 @@ class OpenSandboxProvider(Provider):
         try:
             response = self.client.get(f"{self.url}/health", timeout=5)
         except httpx.HTTPError as exc:
+            hint = "set OPEN_SANDBOX_DOMAIN, or start one: "
+            hint += "python -m runner.providers.opensandbox serve"
+            if not self.configured:
+                # Nobody asked for OpenSandbox: as for the cloud providers, not configured is
+                # not a failure; a server that was named and does not answer is.
+                return [
+                    DoctorCheck("server", True, f"not configured (no server at {self.url}; {hint})")
+                ]
             return [
-                DoctorCheck(
-                    "server",
-                    False,
-                    f"no OpenSandbox server at {self.url} ({exc}); set OPEN_SANDBOX_DOMAIN, or "
-                    "start one: python -m runner.providers.opensandbox serve",
-                )
+                DoctorCheck("server", False, f"no OpenSandbox server at {self.url} ({exc}); {hint}")
             ]
         checks = [DoctorCheck("server", response.status_code == 200, f"{self.url}/health")]
         try:
