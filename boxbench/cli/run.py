@@ -4,6 +4,7 @@ The README's command: `bench run --plan default --provider local[,docker] --wait
 `manage.py qcluster` running (or `--inline` to run the chains in this process).
 """
 
+import sys
 import threading
 import time
 
@@ -200,20 +201,33 @@ def _chain(run_id, slug):
         connections.close_all()
 
 
-def follow(run: Run, out, interval: float = 0.5) -> None:
-    """A progress bar of successful trials against the target, until the run ends."""
-    bar = tqdm(
-        total=1, unit="trial", desc=run.name, file=out._out if hasattr(out, "_out") else None
-    )
+def follow(run: Run, out, interval: float = 0.5, log_every: float = 60.0) -> None:
+    """Progress of successful trials against the target, until the run ends: a bar on a
+    terminal; elsewhere (a log file, a pipe) a plain line every `log_every` seconds and at the
+    end, since a bar redrawn twice a second fills a log with a line per redraw."""
+    stream = getattr(out, "_out", None) or sys.stderr
+    live = stream.isatty()
+    bar = tqdm(total=1, unit="trial", desc=run.name, file=stream, disable=not live)
+    logged = None
     try:
         while True:
             run.refresh_from_db()
             cells = [c for c in runs.progress(run) if "target" in c]
-            bar.total = max(1, sum(c["target"] for c in cells))
-            bar.n = sum(min(c["done"], c["target"]) for c in cells)
-            bar.set_postfix(failures=sum(c["failures"] for c in cells), status=run.status)
-            bar.refresh()
-            if run.status in END_STATES:
+            total = max(1, sum(c["target"] for c in cells))
+            done = sum(min(c["done"], c["target"]) for c in cells)
+            failures = sum(c["failures"] for c in cells)
+            ended = run.status in END_STATES
+            if live:
+                bar.total, bar.n = total, done
+                bar.set_postfix(failures=failures, status=run.status, refresh=False)
+                bar.refresh()
+            elif ended or logged is None or time.monotonic() - logged >= log_every:
+                stream.write(
+                    f"{run.name}: {done}/{total} trials, {failures} failures, {run.status}\n"
+                )
+                stream.flush()
+                logged = time.monotonic()
+            if ended:
                 return
             time.sleep(interval)
     finally:

@@ -396,3 +396,42 @@ def test_no_adapter_exception_kills_a_chain(chain_provider, local):
     assert runs.chain_notes(unlisted) == [
         "local: the account's live sandboxes could not be listed: RuntimeError: api down"
     ]
+
+
+class _PolledRun:
+    """A run that is running for `polls` refreshes, then completed."""
+
+    name = "run x"
+
+    def __init__(self, polls: int):
+        self.polls, self.status = polls, RunStatus.RUNNING
+
+    def refresh_from_db(self):
+        self.polls -= 1
+        if self.polls < 0:
+            self.status = RunStatus.COMPLETED
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_in_a_log_is_a_line_a_minute_not_a_redraw_per_poll(monkeypatch):
+    from django.core.management.base import OutputWrapper
+
+    from boxbench.cli import run as run_command
+
+    cells = [{"target": 10, "done": 4, "failures": 1}]
+    monkeypatch.setattr(run_command.runs, "progress", lambda run: cells)
+    log = io.StringIO()
+    run_command.follow(_PolledRun(polls=5), OutputWrapper(log), interval=0)
+    assert log.getvalue().splitlines() == [
+        "run x: 4/10 trials, 1 failures, running",
+        "run x: 4/10 trials, 1 failures, completed",
+    ]
+    terminal = _Tty()
+    run_command.follow(_PolledRun(polls=5), OutputWrapper(terminal), interval=0)
+    # A bar on a terminal: one redraw per poll (six polls), each ending with the status.
+    redraws = [part for part in terminal.getvalue().split("\r") if "trial" in part]
+    assert len(redraws) >= 6 and "status=completed" in redraws[-1]
