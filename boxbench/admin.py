@@ -273,6 +273,14 @@ class PrivateEvidenceMixin:
         return self._private(request) and super().has_delete_permission(request, obj)
 
 
+def successful_unless_private(request, queryset, outcome_field: str):
+    """An unsuccessful trial (its outcome, owner and cause) is private evidence, in the admin as
+    on the unit pages: without view_private_evidence, the successful trials and theirs only."""
+    if permissions.may(request, permissions.VIEW_EVIDENCE):
+        return queryset
+    return queryset.filter(**{outcome_field: models.Outcome.SUCCESS})
+
+
 class MeasurementInline(FrozenOnceEnded, admin.TabularInline):
     model = models.Measurement
     extra = 0
@@ -294,12 +302,19 @@ class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
     raw_id_fields = ["run", "unit", "replaces"]
     inlines = [MeasurementInline, EvidenceInline]
 
+    def get_queryset(self, request):
+        return successful_unless_private(request, super().get_queryset(request), "outcome")
+
 
 @admin.register(models.Measurement)
 class MeasurementAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_display = ["trial", "kind", "name", "value", "unit", "clock", "clock_gate"]
     list_filter = ["kind", "clock", "clock_gate"]
     raw_id_fields = ["trial"]
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        return successful_unless_private(request, queryset, "trial__outcome")
 
 
 @admin.register(models.Evidence)

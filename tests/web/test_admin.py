@@ -68,3 +68,29 @@ def test_it_rejects_a_resolution_of_a_check_that_did_not_fail(admin_client, impo
     )
     assert response.status_code == 200 and b"did not fail the audit" in response.content
     assert not AuditResolution.objects.exists()
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_unsuccessful_trials_show_in_the_admin_only_with_private_evidence(
+    client, imported_run, private
+):
+    from django.contrib.auth.models import Permission
+
+    from boxbench.models import Measurement, Outcome, Trial
+
+    user = User.objects.create_user("looker", password="pw-looker-123", is_staff=True)
+    codenames = ["view_trial", "view_measurement"] + (["view_private_evidence"] if private else [])
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client.force_login(user)
+    failed = Trial.objects.filter(run=imported_run).exclude(outcome=Outcome.SUCCESS)
+    assert failed.exists()  # the fixture has unsuccessful attempts
+    trials = client.get("/admin/boxbench/trial/?all=")
+    measurements = client.get("/admin/boxbench/measurement/?all=")
+    shown = Trial.objects.all() if private else Trial.objects.filter(outcome=Outcome.SUCCESS)
+    assert trials.context["cl"].result_count == shown.count()
+    assert measurements.context["cl"].result_count == (
+        Measurement.objects.filter(trial__in=shown).count()
+    )
+    page = client.get(f"/admin/boxbench/trial/{failed.first().pk}/change/")
+    # The admin answers an object outside its queryset as one that does not exist.
+    assert page.status_code == (200 if private else 302)
