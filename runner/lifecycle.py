@@ -210,7 +210,9 @@ def adapter_failure(operation: str, error: BaseException) -> ProviderFailure:
     if isinstance(error, ExecTimeout):
         return ProviderFailure(f"{operation}: a step hit its time limit: {error}")
     if isinstance(error, ProviderError):
-        return ProviderFailure(f"{error.operation or operation}: {error}")
+        label, text = error.operation or operation, str(error)
+        # Adapters often name the operation in the message already: say it once.
+        return ProviderFailure(text if text.startswith(f"{label}: ") else f"{label}: {text}")
     return ProviderFailure(f"{operation}: the adapter raised {type(error).__name__}: {error}")
 
 

@@ -293,3 +293,21 @@ def test_it_notices_a_long_command_end_without_waiting_for_the_next_poll(local):
 
     result = trial(local, long_command)
     assert result.outcome == "success", result.cause
+
+
+def test_a_failures_cause_names_its_operation_once():
+    from runner.lifecycle import adapter_failure
+    from runner.providers.base import ProviderError
+
+    def cause(error):
+        return str(adapter_failure("create", error))
+
+    assert cause(ProviderError("create: HTTP 500 from the server", "create")) == (
+        "create: HTTP 500 from the server"
+    )
+    assert cause(ProviderError("HTTP 500 from the server", "create")) == (
+        "create: HTTP 500 from the server"
+    )
+    # The operation's name at the start of a sentence is not a label.
+    assert cause(ProviderError("created nothing", "create")) == "create: created nothing"
+    assert cause(ProviderError("exec: refused", "")) == "create: exec: refused"
