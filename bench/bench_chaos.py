@@ -157,11 +157,11 @@ def restart_backend_case() -> None:
 
     from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
     from runner import adapters, chain
-    from runner.lifecycle import readiness_check
     from runner.plan import plan_run, run_prefix
     from runner.providers import get_provider
     from runner.providers.base import SandboxSpec
     from runner.providers.opensandbox import local
+    from runner.readiness import readiness_check
 
     directory = Path(tempfile.mkdtemp(prefix="bench-chaos-opensandbox-"))
     stack = local.start_stack(

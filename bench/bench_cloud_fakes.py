@@ -30,11 +30,11 @@ import django  # noqa: E402
 django.setup()
 
 from runner.declarations import get_declaration  # noqa: E402
-from runner.lifecycle import readiness_check  # noqa: E402
 from runner.providers import get_provider  # noqa: E402
 from runner.providers.base import SandboxSpec  # noqa: E402
 from runner.providers.demo import FAKES, fake_class  # noqa: E402
 from runner.providers.local import LocalProvider  # noqa: E402
+from runner.readiness import readiness_check  # noqa: E402
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-bench-fakes", lifetime_s=300)
 OPERATIONS = ("create", "create+ready", "exec")

@@ -7,7 +7,8 @@ transaction. Rules from the common methodology, "Trial Lifecycle" and "Timing an
 - create is timed on the job host's monotonic clock from adapter entry until it returns or raises;
 - the readiness check sends `true` (30 s per attempt, no clock wrapper), retrying not-ready answers
   with backoff 20 ms x1.5 capped at 200 ms, +-20 % jitter, no attempt more than 10 s after the
-  first; every attempt is kept as evidence. Timed-readiness benchmarks skip it;
+  first; every attempt is kept as evidence (runner/readiness.py). Timed-readiness benchmarks
+  skip it;
 - the procedure's first failed step ends the trial, with no retries inside it;
 - every sandbox the trial created is destroyed and confirmed gone; a trial is a success only then.
 
@@ -25,7 +26,6 @@ the error; an exception from our own benchmark code or the runner is a benchmark
 from __future__ import annotations
 
 import dataclasses
-import random
 import threading
 import time
 import traceback
@@ -48,7 +48,8 @@ from runner.benchmarks.base import (
 from runner.hostload import HostLoadSampler
 from runner.outcomes import Outcome
 from runner.pricing import trial_cost_usd
-from runner.providers.base import ExecTimeout, NotReady, ProviderError, Sandbox, SandboxSpec
+from runner.providers.base import ExecTimeout, ProviderError, Sandbox, SandboxSpec
+from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
 
 PLACEMENT_PROBE = r"""
 echo "nproc=$(nproc)"
@@ -58,16 +59,6 @@ echo "mem_total_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
 echo "workdir_device=$(df -P /app 2>/dev/null | awk 'NR==2 {print $1}')"
 echo "workdir_fs=$(stat -f -c %T /app 2>/dev/null)"
 """
-
-
-@dataclass(frozen=True)
-class ReadinessPolicy:
-    attempt_timeout_s: float = 30.0
-    first_wait_s: float = 0.020
-    factor: float = 1.5
-    cap_s: float = 0.200
-    jitter: float = 0.20
-    deadline_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -133,10 +124,6 @@ class TrialResult:
         """Keep the first failure: the first failed step ends the trial and names its cause."""
         if self.outcome == Outcome.SUCCESS:
             self.outcome, self.owner, self.cause = outcome, owner, cause
-
-
-class ReadinessFailed(ProviderFailure):
-    pass
 
 
 class JobHostFailure(TrialOutcome):
@@ -214,62 +201,6 @@ def adapter_failure(operation: str, error: BaseException) -> ProviderFailure:
         # Adapters often name the operation in the message already: say it once.
         return ProviderFailure(text if text.startswith(f"{label}: ") else f"{label}: {text}")
     return ProviderFailure(f"{operation}: the adapter raised {type(error).__name__}: {error}")
-
-
-def readiness_check(
-    provider,
-    sandbox: Sandbox,
-    policy: ReadinessPolicy = ReadinessPolicy(),
-    *,
-    rng: random.Random | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> dict:
-    """Wait until `sandbox` accepts commands. Returns the evidence; raises ReadinessFailed.
-
-    The evidence is also attached to the exception (`.evidence`) so a failed check keeps it.
-    """
-    rng = rng or random.Random()
-    attempts = []
-    evidence = {"attempts": attempts, "tti_ms": None}
-    first = monotonic()
-    wait = policy.first_wait_s
-    while True:
-        started = monotonic()
-        attempt = {"at_ms": round((started - first) * 1000, 3)}
-        attempts.append(attempt)
-        try:
-            result = provider.exec(sandbox, ["true"], timeout=policy.attempt_timeout_s)
-        except NotReady as exc:
-            attempt.update(result="not_ready", error=str(exc))
-        except Exception as exc:  # noqa: BLE001 - "fails with any other error" ends the trial
-            attempt.update(result="error", error=f"{type(exc).__name__}: {exc}")
-            attempt["duration_ms"] = _ms(monotonic() - started)
-            _fail_readiness(evidence, f"readiness check failed: {type(exc).__name__}: {exc}")
-        else:
-            if result.exit_code == 0:
-                attempt.update(result="ready", duration_ms=_ms(monotonic() - started))
-                evidence["tti_ms"] = _ms(monotonic() - first)
-                return evidence
-            attempt.update(result="error", exit_code=result.exit_code)
-            _fail_readiness(evidence, f"readiness check: `true` exited {result.exit_code}")
-        attempt["duration_ms"] = _ms(monotonic() - started)
-        pause = wait * rng.uniform(1 - policy.jitter, 1 + policy.jitter)
-        attempt["wait_ms"] = _ms(pause)
-        if monotonic() + pause - first > policy.deadline_s:
-            _fail_readiness(
-                evidence,
-                f"readiness check reached its {policy.deadline_s:g} s deadline after "
-                f"{len(attempts)} not-ready answers",
-            )
-        sleep(pause)
-        wait = min(wait * policy.factor, policy.cap_s)
-
-
-def _fail_readiness(evidence: dict, cause: str):
-    error = ReadinessFailed(cause)
-    error.evidence = evidence
-    raise error
 
 
 class LifecycleContext(TrialContext):

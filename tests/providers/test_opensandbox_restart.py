@@ -19,10 +19,10 @@ import pytest
 
 from boxbench.models import Outcome, RunStatus
 from runner import adapters, chain, lifecycle
-from runner.lifecycle import readiness_check
 from runner.plan import plan_run, run_prefix
 from runner.providers.base import NotReady, Sandbox, SandboxSpec
 from runner.providers.opensandbox import adapter, local
+from runner.readiness import readiness_check
 from tests.providers.opensandbox_fixtures import create, provider_for
 
 pytestmark = pytest.mark.podman

@@ -16,7 +16,6 @@ from django.core.management import call_command
 from runner import clock, lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
-from runner.lifecycle import readiness_check
 from runner.providers.base import ExecTimeout, ProviderError, SandboxSpec
 from runner.providers.opensandbox import local
 from runner.providers.opensandbox.errors import (
@@ -25,6 +24,7 @@ from runner.providers.opensandbox.errors import (
     SandboxGone,
     WrongState,
 )
+from runner.readiness import readiness_check
 from tests.providers.opensandbox_fixtures import create, provider_for
 
 pytestmark = pytest.mark.podman

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from runner.lifecycle import ReadinessFailed, ReadinessPolicy, readiness_check
 from runner.providers.base import ExecResult, NotReady
+from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
 
 
 class NotReadyFor:
