@@ -166,9 +166,12 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
         )
         if changed != 1:
             raise TrialNotRunning(f"trial {trial_id} is not running: its result was not stored")
+        trial = Trial.objects.get(pk=trial_id)
         Measurement.objects.bulk_create(
             Measurement(
                 trial_id=trial_id,
+                run_id=trial.run_id,
+                seq=trial.seq,
                 kind=m.kind,
                 name=m.name,
                 value=m.value,
@@ -188,7 +191,7 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
                 Evidence(trial_id=trial_id, kind="lifecycle", data=lifecycle),
             ]
         )
-    return Trial.objects.get(pk=trial_id)
+    return trial
 
 
 @retrying

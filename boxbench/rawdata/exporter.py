@@ -12,6 +12,7 @@ form, for those who may see private evidence, holds every trial. Counts the data
 imported from a public file) are counts lines in both forms.
 """
 
+import bisect
 import hashlib
 import io
 import queue
@@ -154,13 +155,13 @@ FROM boxbench_trial t
 WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL{only}
 ORDER BY t.seq
 """
-# The measurements of one page of trials (a seq range): index lookups and a small sort, where
-# one query for the whole run would sort every measurement of it.
+# Every measurement of the run in execution order, along measurement_run_seq_idx: one pass, no
+# per-trial lookups. Those of trials the form leaves out are skipped while merging.
 MEASUREMENT_SQL = """
-SELECT t.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
-FROM boxbench_trial t JOIN boxbench_measurement m ON m.trial_id = t.id
-WHERE t.run_id = %s AND t.seq >= %s AND t.seq <= %s AND t.state = 'done'{only}
-ORDER BY t.seq
+SELECT m.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
+FROM boxbench_measurement m
+WHERE m.run_id = %s
+ORDER BY m.seq
 """
 
 
@@ -168,6 +169,10 @@ def _pages(cursor, sql: str, params: list) -> Iterator[list[tuple]]:
     cursor.execute(sql, params)
     while rows := cursor.fetchmany(PAGE):
         yield rows
+
+
+def _seq(row: tuple) -> int:
+    return row[0]
 
 
 def _sqlite_uuid(value: str | None) -> str | None:
@@ -238,20 +243,32 @@ def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Itera
         )
         sql = sql.replace("%s", "?")
         run_id = run.id.hex
-    measurement_sql = MEASUREMENT_SQL.format(only=only)
-    if not postgres:
-        measurement_sql = measurement_sql.replace("%s", "?")
+    measurement_sql = MEASUREMENT_SQL if postgres else MEASUREMENT_SQL.replace("%s", "?")
     with transaction.atomic():
         connection.ensure_connection()
         raw = connection.connection
-        # A server-side cursor on PostgreSQL: the trials arrive a page at a time.
-        trials = raw.cursor(name="rawdata_trials") if postgres else raw.cursor()
-        other = raw.cursor()
+        # Server-side cursors on PostgreSQL, binary (no number text to parse): both tables
+        # arrive a page at a time.
+        if postgres:
+            trials = raw.cursor(name="rawdata_trials", binary=True)
+            other = raw.cursor(name="rawdata_measurements", binary=True)
+        else:
+            trials, other = raw.cursor(), raw.cursor()
 
         def pages():
+            measurements = _pages(other, measurement_sql, [run_id])
+            carried: list[tuple] = []
             for page in _pages(trials, sql, [run_id]):
-                other.execute(measurement_sql, [run_id, page[0][5], page[-1][5]])
-                yield page, other.fetchall()
+                last = page[-1][5]
+                # Read on until past the page's last trial; what follows waits for the next.
+                while not carried or carried[-1][0] <= last:
+                    more = next(measurements, None)
+                    if more is None:
+                        break
+                    carried.extend(more)
+                split = bisect.bisect_right(carried, last, key=_seq)
+                yield page, carried[:split]
+                carried = carried[split:]
 
         # The database reads the next page while this thread encodes the last one.
         prefetch = Prefetch(pages)
@@ -331,6 +348,8 @@ def _merge(trials, measurements, names, postgres, seen: Seen, links: bool):
         seen.units.add(unit)
         seen.providers.add(provider)
         metrics, stages, gates = {}, {}, None
+        while pending is not None and pending[0] < seq:  # a trial this form leaves out
+            pending = next(measurements, None)
         while pending is not None and pending[0] == seq:
             _, kind, name, value, gate, m_unit, m_clock = pending
             if declared.get((benchmark, kind, name)) != (m_unit, m_clock):

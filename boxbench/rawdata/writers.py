@@ -32,7 +32,9 @@ TRIAL_COLUMNS = (
     "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host", "started_at",
     "ended_at", "in_flight", "placement", "host_load", "cost_usd", "cut_short",
 )  # fmt: skip
-MEASUREMENT_COLUMNS = ("trial_id", "kind", "name", "value", "unit", "clock", "clock_gate")
+MEASUREMENT_COLUMNS = (
+    "trial_id", "run_id", "seq", "kind", "name", "value", "unit", "clock", "clock_gate",
+)  # fmt: skip
 
 # The format's name for a column, to name the field of a database error.
 FIELDS = {
@@ -110,15 +112,15 @@ class Writer:
         rows = self.measurements
         self.measurement_starts.append(len(rows))
         gates = trial.clock_gates
+        run_id, seq = self.run_id, trial.seq
         for kind, values, declared, gate in (
             (METRIC, trial.metrics, benchmark.metrics, None if gates is None else gates.metrics),
             (STAGE, trial.stages, benchmark.stages, None if gates is None else gates.stages),
         ):
             for name, value in (values or {}).items():
                 unit, clock = declared[name]
-                rows.append(
-                    (tid, kind, name, value, unit, clock, gate.get(name, "") if gate else "")
-                )
+                gated = gate.get(name, "") if gate else ""
+                rows.append((tid, run_id, seq, kind, name, value, unit, clock, gated))
         if len(self.trials) >= BATCH:
             self.flush()
 

@@ -249,3 +249,34 @@ def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
     Run.objects.all().delete()
     again = import_jsonl(write_lines(tmp_path / "again.jsonl", [exported])).run
     assert export_text(again) == exported
+
+
+def test_each_trial_gets_its_own_measurements_whatever_order_they_were_stored_in(
+    monkeypatch, synthetic_file
+):
+    # The export reads trials and measurements as two streams in seq order, a page at a time.
+    # Runner workers store measurements as trials finish, not in seq order: stored backwards
+    # here, and read in pages of 4 so measurements carry over from page to page.
+    from boxbench.rawdata import exporter
+
+    run = import_jsonl(synthetic_file).run
+    # An unsuccessful trial may have measured something: the public form leaves it out.
+    failed = Trial.objects.exclude(outcome="success")
+    assert failed
+    for trial in failed:
+        like = Measurement.objects.filter(trial__benchmark=trial.benchmark).first()
+        Measurement.objects.create(
+            trial=trial, run=run, seq=trial.seq, kind=like.kind, name=like.name, value=1.0,
+            unit=like.unit, clock=like.clock,
+        )  # fmt: skip
+    expected = {form: export_text(run, form) for form in (FULL, PUBLIC)}
+    lines = [json.loads(line) for line in expected[FULL].splitlines()[1:-1]]
+    assert all(t["metrics"] or t["stages"] for t in lines if t["outcome"] != "success")
+    stored = list(Measurement.objects.order_by("-seq", "name"))
+    Measurement.objects.all().delete()
+    for measurement in stored:
+        measurement.pk = None
+    Measurement.objects.bulk_create(stored)
+    monkeypatch.setattr(exporter, "PAGE", 4)
+    for form in (FULL, PUBLIC):
+        assert export_text(run, form) == expected[form]

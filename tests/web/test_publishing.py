@@ -93,8 +93,8 @@ def rerun_of_docker_create(name, minutes):
             seq=i + 1, state="done", outcome="success", started_at=at, ended_at=at,
         )  # fmt: skip
         Measurement.objects.create(
-            trial=trial, kind="metric", name="total", value=float(value), unit="ms",
-            clock="job_host",
+            trial=trial, run=run, seq=trial.seq, kind="metric", name="total",
+            value=float(value), unit="ms", clock="job_host",
         )  # fmt: skip
     return run
 

@@ -50,8 +50,8 @@ def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialSta
             started_at=timezone.now(), ended_at=timezone.now(), cost_usd=0.001,
         )  # fmt: skip
         Measurement.objects.bulk_create(
-            Measurement(trial=trial, kind="metric", name=name, value=value, unit="ms",
-                        clock="job_host")
+            Measurement(trial=trial, run=run, seq=trial.seq, kind="metric", name=name,
+                        value=value, unit="ms", clock="job_host")
             for name, value in values.items()
         )  # fmt: skip
         trials.append(trial)
@@ -126,8 +126,8 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
         run=imported_run, benchmark__slug="cpu", provider__slug="local", outcome="success"
     ).order_by("seq")
     Measurement.objects.bulk_create(
-        Measurement(trial=trial, kind="metric", name="flag_cpu_bound", value=float(i < 5),
-                    unit="flag", clock="guest")
+        Measurement(trial=trial, run=imported_run, seq=trial.seq, kind="metric",
+                    name="flag_cpu_bound", value=float(i < 5), unit="flag", clock="guest")
         for i, trial in enumerate(cpu_trials)
     )  # fmt: skip
     frame = audit_input.audit_frame(imported_run)
