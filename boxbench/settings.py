@@ -177,7 +177,7 @@ CACHE_TABLE = "boxbench_cache"
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "boxbench.redis_cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "boxbench",
         }
