@@ -268,7 +268,7 @@ def rematerialize() -> None:
     if Run.objects.published().exists():
         materialize()
     else:
-        Aggregate.objects.all().delete()
+        Aggregate.objects.replace_all([])
 
 
 def resolutions(run: Run) -> list[dict]:

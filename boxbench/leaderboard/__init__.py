@@ -12,8 +12,6 @@ statistics. The data flows ORM -> pandas -> stats -> Aggregate rows:
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
@@ -53,7 +51,5 @@ def materialize() -> int:
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
         rows.append(Aggregate.of(Scope.PROVIDER, provider.slug, data=data))
-    with transaction.atomic():
-        Aggregate.objects.all().delete()
-        Aggregate.objects.bulk_create(rows, batch_size=500)
+    Aggregate.objects.replace_all(rows)
     return len(rows)

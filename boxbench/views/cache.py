@@ -6,8 +6,10 @@ BOXBENCH_REDIS_URL is set, otherwise a table in the database): a new gunicorn wo
 host does not render it again.
 
 The publication version is the id of the overview Aggregate row: materialize() replaces every
-row in one transaction, so a new publication always brings a new id (one tiny query per request),
-and every page cached for the previous one is left to expire.
+row in one transaction, so a new publication always brings a new id. Each entry holds the version
+it was rendered under, and the version itself is kept in the same cache (aggregates.VERSION_KEY,
+forgotten when the rows are replaced): a hit is one round trip for both, and an entry of an older
+publication is rendered again and overwritten.
 
 The audience is part of the key: what a page shows depends on the visitor only through staff
 status and the permissions in audience.PAGE_PERMISSIONS, so staff pages are cached like a
@@ -27,19 +29,24 @@ from django.core.cache import cache
 from django.http import HttpResponse
 
 from boxbench.models import Aggregate
+from boxbench.models.aggregates import VERSION_KEY, VERSION_TTL_S
 from boxbench.views import audience
 
 TIMEOUT_S = 24 * 3600
 
 
-def publication_version() -> int | None:
-    return Aggregate.objects.publication_version()
+def publication_version() -> int:
+    """The current publication's version (0: nothing published), read from the database when
+    the cache has forgotten it."""
+    version = Aggregate.objects.publication_version() or 0
+    cache.add(VERSION_KEY, version, VERSION_TTL_S)
+    return version
 
 
-def page_key(request, version: int | None, reader: str) -> str:
+def page_key(request, reader: str) -> str:
     # Hashed: an address can be longer than any cache key may be (255 characters in the table).
     address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
-    return f"page:{version}:{reader}:{address}"
+    return f"page:{reader}:{address}"
 
 
 def uncached(response):
@@ -63,10 +70,14 @@ def per_publication(view):
     def wrapper(request, *args, **kwargs):
         if request.method != "GET":
             return view(request, *args, **kwargs)
-        version = publication_version()
-        hit = cache.get(page_key(request, version, audience.of(request)))
-        if hit is not None:
-            content, content_type, disposition = hit
+        key = page_key(request, audience.of(request))
+        found = cache.get_many([VERSION_KEY, key])
+        version = found.get(VERSION_KEY)
+        if version is None:
+            version = publication_version()
+        hit = found.get(key)
+        if hit is not None and hit[0] == version:
+            _, content, content_type, disposition = hit
             response = HttpResponse(content, content_type=content_type)
             if disposition:
                 response["Content-Disposition"] = disposition
@@ -74,11 +85,12 @@ def per_publication(view):
         response = view(request, *args, **kwargs)
         if _storable(request, response):
             entry = (
+                version,
                 response.content,
                 response["Content-Type"],
                 response.get("Content-Disposition"),
             )
-            cache.set(page_key(request, version, audience.fresh(request)), entry, TIMEOUT_S)
+            cache.set(page_key(request, audience.fresh(request)), entry, TIMEOUT_S)
         return response
 
     return wrapper
