@@ -62,6 +62,24 @@ def of(request) -> str:
     return audience
 
 
+def of_with(request, keys_for) -> tuple[str, dict]:
+    """The request's audience, as `of` finds it, and the cache entries under keys_for(audience).
+    While the session remembers an audience, the generation is read in the same round trip as
+    those entries, and they are kept only if the memo proves current under it."""
+    user_id = request.session.get(SESSION_KEY)
+    if user_id is None:
+        return VISITOR, cache.get_many(keys_for(VISITOR))
+    remembered = (request.session.get(MEMO_KEY) or {}).get("audience")
+    if remembered is not None:
+        token_key = _generation_key()
+        found = cache.get_many([token_key, *keys_for(remembered)])
+        generation = found.pop(token_key, None)
+        if generation is not None and _current_memo(request, user_id, generation) is not None:
+            return remembered, found
+    audience = of(request)
+    return audience, cache.get_many(keys_for(audience))
+
+
 def fresh(request) -> str:
     """The request's audience from the user's permissions as they are now (remembered too)."""
     user_id = request.session.get(SESSION_KEY)

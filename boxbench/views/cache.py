@@ -70,8 +70,10 @@ def per_publication(view):
     def wrapper(request, *args, **kwargs):
         if request.method != "GET":
             return view(request, *args, **kwargs)
-        key = page_key(request, audience.of(request))
-        found = cache.get_many([VERSION_KEY, key])
+        reader, found = audience.of_with(
+            request, lambda reader: [VERSION_KEY, page_key(request, reader)]
+        )
+        key = page_key(request, reader)
         version = found.get(VERSION_KEY)
         if version is None:
             version = publication_version()

@@ -43,6 +43,27 @@ def test_it_serves_a_cached_staff_page_without_reading_the_session_user_or_permi
     assert queries == []  # the page and the publication version both come from the cache
 
 
+def test_a_cached_staff_page_costs_two_cache_reads_and_a_visitors_one(client, published_run):
+    # With the database as the shared cache each read is a query of its table: the session,
+    # then the generation, the publication version and the page together.
+    from django.conf import settings
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def cache_reads():
+        page(client, "/")
+        with CaptureQueriesContext(connection) as captured:
+            page(client, "/")
+        table = settings.CACHES["default"]["LOCATION"]
+        return [q["sql"] for q in captured.captured_queries if table in q["sql"]]
+
+    if not settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache"):
+        pytest.skip("counts the database cache's queries")
+    assert len(cache_reads()) == 1
+    staff(client, "reviewer", "view_private_evidence")
+    assert len(cache_reads()) == 2
+
+
 def test_it_takes_a_revoked_permission_into_account_on_the_next_request(client, evidence):
     user = staff(client, "reviewer", "view_private_evidence")
     assert EVIDENCE in page(client) and EVIDENCE in page(client)  # rendered, then cached
