@@ -2,7 +2,7 @@
 
 Django's RedisCacheClient builds a new redis.Redis around its pooled connections on every cache
 call; with redis-py 8 that costs more than the GET itself (on the 2-core machine 176 µs to build,
-133 µs to ask), and a cached page asks up to three times. A redis.Redis is safe to share between
+133 µs to ask), and a cached staff page asks twice. A redis.Redis is safe to share between
 threads (each command takes a connection from the pool) and its pool notices a fork, so one per
 server and process is enough."""
 

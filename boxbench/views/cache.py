@@ -13,9 +13,9 @@ publication is rendered again and overwritten.
 
 The audience is part of the key: what a page shows depends on the visitor only through staff
 status and the permissions in audience.PAGE_PERMISSIONS, so staff pages are cached like a
-visitor's, once per combination. A hit reads the audience from the session (audience.of, no query
-about the user); a miss stores the page under the audience computed afresh (audience.fresh), so
-a page is always filed under the permissions it was rendered with.
+visitor's, once per combination. A hit reads the audience from the session (audience.of_with,
+no query about the user); a miss stores the page under the audience computed afresh
+(audience.fresh), so a page is always filed under the permissions it was rendered with.
 
 A view whose page also depends on something a publication does not change (an unpublished run,
 the runs awaiting publication) calls `uncached(response)`; a response that set a cookie or used a
