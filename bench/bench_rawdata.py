@@ -8,10 +8,11 @@ imports it with `bench import` and exports it with `bench export`, printing tria
 each process's peak resident memory. Beside each figure, measured in the same run on the same
 rows, is its reference and the ratio:
 
-- import against a bare COPY FROM of the same trial and measurement rows (COPY text dumped from
-  the imported run) into the same tables of a fresh database, in one transaction, with the
-  foreign-key triggers skipped as the importer skips them;
-- export against a bare COPY TO of the same rows (both tables, the run's trials), to /dev/null.
+- import against a bare COPY FROM of the same trial and measurement-name rows (COPY text dumped
+  from the imported run; a trial's measurements are columns of its row) into the same tables of
+  a fresh database, in one transaction, with the foreign-key triggers skipped as the importer
+  skips them;
+- export against a bare COPY TO of the same rows (both tables), to /dev/null.
 
 With --sqlite it also imports and exports on SQLite (a file under a temporary directory) and
 prints SQLite's figures as a multiple of PostgreSQL's. The load average before and after is
@@ -49,9 +50,7 @@ print(f"RESULT {elapsed:.3f} {peak_mib:.1f}")
 
 SMALL_TABLES = ("boxbench_run", "boxbench_provider", "boxbench_benchmark", "boxbench_unit")
 TRIAL_ROWS = "SELECT * FROM boxbench_trial"
-MEASUREMENT_ROWS = (
-    "SELECT m.* FROM boxbench_measurement m JOIN boxbench_trial t ON t.id = m.trial_id"
-)
+NAME_ROWS = "SELECT * FROM boxbench_measurementname"
 
 
 def reset_database(url: str):
@@ -90,11 +89,11 @@ def copy_out(conn, sql: str, target) -> None:
 
 
 def bare_copy_to(url: str) -> float:
-    """Seconds to COPY the run's trial and measurement rows out, to /dev/null."""
+    """Seconds to COPY the run's trial and measurement-name rows out, to /dev/null."""
     with psycopg.connect(url) as conn, open(os.devnull, "wb") as sink:
         start = time.perf_counter()
         copy_out(conn, TRIAL_ROWS, sink)
-        copy_out(conn, MEASUREMENT_ROWS, sink)
+        copy_out(conn, NAME_ROWS, sink)
         return time.perf_counter() - start
 
 
@@ -105,8 +104,8 @@ def dump_rows(url: str, folder: Path) -> None:
                 copy_out(conn, f"SELECT * FROM {table}", handle)
         with open(folder / "trials.copy", "wb") as handle:
             copy_out(conn, TRIAL_ROWS, handle)
-        with open(folder / "measurements.copy", "wb") as handle:
-            copy_out(conn, MEASUREMENT_ROWS, handle)
+        with open(folder / "names.copy", "wb") as handle:
+            copy_out(conn, NAME_ROWS, handle)
 
 
 def copy_in(conn, table: str, path: Path) -> None:
@@ -125,7 +124,7 @@ def bare_copy_from(url: str, folder: Path) -> float:
         start = time.perf_counter()
         conn.execute("SET LOCAL session_replication_role = replica")
         copy_in(conn, "boxbench_trial", folder / "trials.copy")
-        copy_in(conn, "boxbench_measurement", folder / "measurements.copy")
+        copy_in(conn, "boxbench_measurementname", folder / "names.copy")
         conn.commit()
         return time.perf_counter() - start
 

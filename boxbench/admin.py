@@ -281,11 +281,6 @@ def successful_unless_private(request, queryset, outcome_field: str):
     return queryset.filter(**{outcome_field: models.Outcome.SUCCESS})
 
 
-class MeasurementInline(FrozenOnceEnded, admin.TabularInline):
-    model = models.Measurement
-    extra = 0
-
-
 class EvidenceInline(PrivateEvidenceMixin, FrozenOnceEnded, admin.TabularInline):
     model = models.Evidence
     extra = 0
@@ -300,21 +295,20 @@ class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
     list_filter = ["state", "outcome", "owner", "provider", "benchmark"]
     list_select_related = ["run", "benchmark", "unit", "provider"]
     raw_id_fields = ["run", "unit", "replaces"]
-    inlines = [MeasurementInline, EvidenceInline]
+    inlines = [EvidenceInline]
 
     def get_queryset(self, request):
         return successful_unless_private(request, super().get_queryset(request), "outcome")
 
 
-@admin.register(models.Measurement)
-class MeasurementAdmin(FrozenOnceEnded, admin.ModelAdmin):
-    list_display = ["trial", "kind", "name", "value", "unit", "clock", "clock_gate"]
-    list_filter = ["kind", "clock", "clock_gate"]
-    raw_id_fields = ["trial"]
+@admin.register(models.MeasurementName)
+class MeasurementNameAdmin(FrozenOnceEnded, admin.ModelAdmin):
+    """The unit and clock of each measurement name a run's trials record."""
 
-    def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        return successful_unless_private(request, queryset, "trial__outcome")
+    list_display = ["run", "benchmark", "kind", "name", "unit", "clock"]
+    list_filter = ["kind", "clock", "benchmark"]
+    list_select_related = ["run", "benchmark"]
+    raw_id_fields = ["run"]
 
 
 @admin.register(models.Evidence)

@@ -13,7 +13,7 @@ from boxbench import publishing
 from boxbench.models import (
     AuditResolution,
     Evidence,
-    Measurement,
+    MeasurementName,
     Run,
     RunStatus,
     RunTransition,
@@ -29,9 +29,9 @@ def run_of(obj) -> Run | None:
     """The run a record belongs to."""
     if isinstance(obj, Run):
         return obj
-    if isinstance(obj, Trial | RunTransition):
+    if isinstance(obj, Trial | RunTransition | MeasurementName):
         return obj.run
-    if isinstance(obj, Measurement | Evidence):
+    if isinstance(obj, Evidence):
         return obj.trial.run
     return None
 
@@ -73,7 +73,7 @@ class RecordedRunDeletion:
         counts = {
             "runs": len(runs),
             "trials": Trial.objects.filter(run_id__in=ids).count(),
-            "measurements": Measurement.objects.filter(trial__run_id__in=ids).count(),
+            "measurement names": MeasurementName.objects.filter(run_id__in=ids).count(),
             "evidence records": Evidence.objects.filter(trial__run_id__in=ids).count(),
             "transitions": RunTransition.objects.filter(run_id__in=ids).count(),
             "audit resolutions": AuditResolution.objects.filter(run_id__in=ids).count(),

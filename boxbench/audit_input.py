@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from django.db.models import F, Q
 
-from boxbench.models import Measurement, MeasurementKind, Outcome, Provider, Run, Trial
+from boxbench.models import Outcome, Provider, Run, Trial
 from stats import audit as stats_audit
 from stats import estimators
 
@@ -31,31 +30,27 @@ def audit_frame(run: Run) -> pd.DataFrame:
             id__in=trials.values("provider_id")
         ).values_list("slug", "declaration")
     }
-    facts = {
-        trial_id: (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
-                   started, ended, in_flight, {**(placement or {}), **(host_load or {})})
-        for (trial_id, provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
-             started, ended, in_flight, placement, host_load) in trials.values_list(
-            "id", "provider__slug", "benchmark__slug", "unit_id", "benchmark__metric",
-            "benchmark__direction", "benchmark__steps_include_create_or_build", "seq", "round",
-            "batch", "started_at", "ended_at", "in_flight", "placement", "host_load",
-        )
-    }  # fmt: skip
-    measured = (
-        Measurement.objects.filter(
-            trial__run=run, trial__outcome=Outcome.SUCCESS, kind=MeasurementKind.METRIC
-        )
-        .filter(Q(name__in=stats_audit.FLAGS) | Q(name=F("trial__benchmark__metric")))
-        .order_by()
-    )
+    facts = {}
     values: dict = {}
     flags: dict = {}
-    for trial_id, name, value in measured.values_list("trial_id", "name", "value"):
-        if name in stats_audit.FLAGS:
-            if value is not None:
-                flags.setdefault(trial_id, {})[name] = float(value)
-        elif value is not None:
-            values[trial_id] = value
+    for (trial_id, provider, benchmark, unit, metric, direction, builds, seq, rnd, batch, started,
+         ended, in_flight, placement, host_load, metrics) in trials.values_list(
+        "id", "provider__slug", "benchmark__slug", "unit_id", "benchmark__metric",
+        "benchmark__direction", "benchmark__steps_include_create_or_build", "seq", "round",
+        "batch", "started_at", "ended_at", "in_flight", "placement", "host_load", "metrics",
+    ):  # fmt: skip
+        known = {**(placement or {}), **(host_load or {})}
+        facts[trial_id] = (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
+                           started, ended, in_flight, known)  # fmt: skip
+        found = {
+            name: float(metrics[name])
+            for name in stats_audit.FLAGS
+            if metrics.get(name) is not None
+        }
+        if found:
+            flags[trial_id] = found
+        if metric not in stats_audit.FLAGS and metrics.get(metric) is not None:
+            values[trial_id] = metrics[metric]
     records = []
     for trial_id, value in values.items():
         (provider, benchmark, unit, _, direction, builds, seq, rnd, batch, started, ended,

@@ -26,6 +26,7 @@ the error; an exception from our own benchmark code or the runner is a benchmark
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 import traceback
@@ -459,6 +460,9 @@ class LifecycleContext(TrialContext):
                 return
             if any(m.name == name and m.kind == kind for m in self._result.measurements):
                 raise BenchmarkError(f"measurement {kind} {name!r} recorded twice")
+            # The trial's row stores values as JSON, which has no NaN or infinity.
+            if value is not None and not math.isfinite(value):
+                raise BenchmarkError(f"measurement {kind} {name!r} is {value}, not a finite number")
             self._result.measurements.append(
                 MeasurementRecord(name, value, kind=kind, unit=unit, clock=clock, gate=gate)
             )

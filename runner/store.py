@@ -42,7 +42,7 @@ from boxbench.models import (
     Benchmark,
     ChainProgress,
     Evidence,
-    Measurement,
+    MeasurementName,
     Provider,
     Run,
     RunStatus,
@@ -149,6 +149,17 @@ def save_result(trial_id, result: TrialResult, *, recognise: bool = True) -> Tri
         raise
 
 
+def measurement_columns(result: TrialResult) -> dict:
+    """The trial's metrics, stages and clock gates as its row holds them (boxbench.models.Trial)."""
+    groups: dict[str, dict] = {"metric": {}, "stage": {}}
+    gates: dict[str, dict] = {}
+    for m in result.measurements:
+        groups[m.kind][m.name] = m.value
+        if m.gate:
+            gates.setdefault(f"{m.kind}s", {})[m.name] = m.gate
+    return {"metrics": groups["metric"], "stages": groups["stage"], "clock_gates": gates or None}
+
+
 @retrying
 def _write_result(trial_id, result: TrialResult) -> Trial:
     with transaction.atomic():
@@ -163,24 +174,23 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
             placement=result.placement,
             host_load=result.host_load,
             cost_usd=result.cost_usd,
+            **measurement_columns(result),
         )
         if changed != 1:
             raise TrialNotRunning(f"trial {trial_id} is not running: its result was not stored")
         trial = Trial.objects.get(pk=trial_id)
-        Measurement.objects.bulk_create(
-            Measurement(
-                trial_id=trial_id,
-                run_id=trial.run_id,
-                seq=trial.seq,
-                kind=m.kind,
-                name=m.name,
-                value=m.value,
-                unit=m.unit,
-                clock=m.clock,
-                clock_gate=m.gate,
-            )
-            for m in result.measurements
-        )
+        MeasurementName.objects.bulk_create(
+            (
+                MeasurementName(
+                    run_id=trial.run_id, benchmark_id=trial.benchmark_id, kind=m.kind,
+                    name=m.name, unit=m.unit, clock=m.clock,
+                )
+                for m in result.measurements
+            ),
+            # The first trial of the run to record a name declares it; names are the benchmarks'
+            # own, with one unit and clock each.
+            ignore_conflicts=True,
+        )  # fmt: skip
         lifecycle = {"held": result.held, "cleanup_verified": result.cleanup_verified}
         Evidence.objects.bulk_create(
             [

@@ -10,7 +10,6 @@ from django.db.models import Q
 
 from boxbench.models import (
     Benchmark,
-    Measurement,
     MeasurementKind,
     Outcome,
     Run,
@@ -50,31 +49,34 @@ def _cells_q(by_provider: dict[int, Run], prefix: str = "") -> Q:
 
 def load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
     """The benchmark's finished trials from each provider's run, and the measurements of the
-    successes that the statistics read (the main metric, its pooled calls, the stages)."""
-    trials = pd.DataFrame.from_records(
+    successes that the statistics read (the main metric, its pooled calls, the stages), one row
+    per trial and name."""
+    rows = list(
         Trial.objects.filter(_cells_q(by_provider), benchmark=benchmark, state=TrialState.DONE)
         .values_list(
-            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "cut_short"
+            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "cut_short",
+            "metrics", "stages",
         )
         # Execution order: the bootstrap draws indices into the values, so their order is part
         # of the published interval (docs/methodology.md).
-        .order_by("run_id", "seq"),
+        .order_by("run_id", "seq")
+    )  # fmt: skip
+    trials = pd.DataFrame.from_records(
+        [row[:7] for row in rows],
         columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces", "cut_short"],
     )
-    wanted = Q(kind=MeasurementKind.STAGE) | Q(kind=MeasurementKind.METRIC, name=benchmark.metric)
-    if benchmark.statistic == POOLED:
-        wanted |= Q(kind=MeasurementKind.METRIC, name__startswith=f"{benchmark.metric}.call_")
-    measurements = pd.DataFrame.from_records(
-        Measurement.objects.filter(
-            _cells_q(by_provider, "trial__"),
-            wanted,
-            trial__benchmark=benchmark,
-            trial__outcome=Outcome.SUCCESS,
-        )
-        .values_list("trial_id", "kind", "name", "value")
-        .order_by(),
-        columns=["trial", "kind", "name", "value"],
-    )
+    main = benchmark.metric
+    calls = f"{main}.call_" if benchmark.statistic == POOLED else None
+    metric, stage, success = MeasurementKind.METRIC, MeasurementKind.STAGE, Outcome.SUCCESS
+    measured = []
+    for trial, _, _, outcome, _, _, _, metrics, stages in rows:
+        if outcome != success:
+            continue
+        for name, value in metrics.items():
+            if name == main or (calls and name.startswith(calls)):
+                measured.append((trial, metric, name, value))
+        measured.extend((trial, stage, name, value) for name, value in stages.items())
+    measurements = pd.DataFrame.from_records(measured, columns=["trial", "kind", "name", "value"])
     return trials, measurements
 
 

@@ -30,7 +30,7 @@ from boxbench.models.runs import (
 )
 from boxbench.models.trials import (
     Evidence,
-    Measurement,
+    MeasurementName,
     Trial,
     TrialQuerySet,
     TrialTally,
@@ -46,7 +46,7 @@ __all__ = [
     "ChainProgress",
     "Evidence",
     "InvalidTransition",
-    "Measurement",
+    "MeasurementName",
     "Provider",
     "Run",
     "RunQuerySet",

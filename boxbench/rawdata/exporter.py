@@ -1,10 +1,10 @@
 """`bench export`: stream a run in the raw-data format with constant memory.
 
-Trials and their measurements are read by two cursors, both in execution order, and merged here:
-no per-trial aggregation in the database. Every line is canonical JSON (compact, UTF-8, keys
-sorted at every level, times in UTC with microseconds), so export, import, export gives the same
-bytes. The last line is the version-2 trailer: the number of trial lines and the SHA-256 of every
-byte before it.
+A run's trials are read by one cursor in execution order, each with its measurements in its own
+row: no per-trial aggregation or lookup in the database. Every line is canonical JSON (compact,
+UTF-8, keys sorted at every level, times in UTC with microseconds), so export, import, export
+gives the same bytes. The last line is the version-2 trailer: the number of trial lines and the
+SHA-256 of every byte before it.
 
 Two forms (docs/raw-data.md): the public form holds the successful trials, without replacement
 links, and counts the other attempts per benchmark, unit and provider in counts lines; the full
@@ -12,7 +12,6 @@ form, for those who may see private evidence, holds every trial. Counts the data
 imported from a public file) are counts lines in both forms.
 """
 
-import bisect
 import hashlib
 import io
 import queue
@@ -25,7 +24,7 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import connection, transaction
 
-from boxbench.models import Benchmark, MeasurementKind, Provider, Run, Unit
+from boxbench.models import Benchmark, MeasurementKind, MeasurementName, Provider, Run, Unit
 from boxbench.rawdata.counts import counts_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
@@ -40,7 +39,9 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 ENCODER = msgspec.json.Encoder(order="sorted")
-METRIC = MeasurementKind.METRIC.value
+METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
+# Typed: a value PostgreSQL's jsonb gives back as a whole number is still a float.
+_values = msgspec.json.Decoder(dict[str, float | None]).decode
 
 
 class TrialRecord(msgspec.Struct, tag_field="type", tag="trial", omit_defaults=True, gc=False):
@@ -79,30 +80,43 @@ def _iso(moment: datetime | None) -> str | None:
 
 class Seen:
     """What the header declares, gathered while the trials stream: the benchmarks, units and
-    providers they use, and the unit and clock of each measurement name."""
+    providers they use, and the metric and stage names of each benchmark."""
 
     def __init__(self):
         self.benchmarks: set[int] = set()
         self.units: set[int] = set()
         self.providers: set[int] = set()
-        self.measurements: dict[tuple, tuple] = {}  # (benchmark id, kind, name) → (unit, clock)
+        self.names: dict[int, tuple[set, set]] = {}  # benchmark id → (metric, stage names)
 
-    def measurement(self, benchmark_id: int, kind: str, name: str, unit: str, clock: str):
-        key = (benchmark_id, kind, name)
-        known = self.measurements.setdefault(key, (unit, clock))
-        if known != (unit, clock):
-            slug = Benchmark.objects.get(id=benchmark_id).slug
-            raise RawDataError(
-                f"benchmark {slug}: measurement {name!r} is stored with two units or "
-                "clocks; the raw-data format needs one per name"
-            )
+    def names_of(self, benchmark_id: int) -> tuple[set, set]:
+        names = self.names.get(benchmark_id)
+        if names is None:
+            names = self.names[benchmark_id] = (set(), set())
+        return names
 
-    def declared(self, benchmark_id: int) -> dict:
-        groups = {"metrics": {}, "stages": {}}
-        for (benchmark, kind, name), (unit, clock) in sorted(self.measurements.items()):
-            if benchmark == benchmark_id:
-                group = groups["metrics" if kind == METRIC else "stages"]
-                group[name] = {"unit": unit, "clock": clock}
+    def declared(self, run: Run, benchmark: Benchmark) -> dict:
+        """The unit and clock of each name the benchmark's trials use, as the run stored them."""
+        stored = {
+            (kind, name): {"unit": unit, "clock": clock}
+            for kind, name, unit, clock in MeasurementName.objects.filter(
+                run=run, benchmark=benchmark
+            ).values_list("kind", "name", "unit", "clock")
+        }
+        groups = {}
+        for group, kind, names in zip(
+            ("metrics", "stages"),
+            (METRIC, STAGE),
+            self.names.get(benchmark.id, ((), ())),
+            strict=True,
+        ):
+            groups[group] = {}
+            for name in sorted(names):
+                if (kind, name) not in stored:
+                    raise RawDataError(
+                        f"benchmark {benchmark.slug}: {kind} {name!r} of a trial has no unit or "
+                        "clock stored for this run"
+                    )
+                groups[group][name] = stored[(kind, name)]
         return groups
 
 
@@ -117,7 +131,7 @@ def run_header(run: Run, seen: Seen, form: str) -> dict:
             for unit in units
             if unit.benchmark_id == benchmark.id
         ]
-        entry["measurements"] = seen.declared(benchmark.id)
+        entry["measurements"] = seen.declared(run, benchmark)
         benchmarks.append(entry)
     providers = [
         {name: getattr(provider, name) for name in PROVIDER_FIELDS}
@@ -150,18 +164,11 @@ PG_TIME = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
 TRIAL_SQL = """
 SELECT t.id{uuid}, t.benchmark_id, t.unit_id, t.provider_id, t.round, t.seq, t.attempt,
        t.replaces_id{uuid}, t.batch, t.outcome, t.owner, t.cause, t.job_host, {started},
-       {ended}, t.in_flight, t.placement{json}, t.host_load{json}, t.cost_usd
+       {ended}, t.in_flight, t.placement{json}, t.host_load{json}, t.cost_usd,
+       t.metrics{json}, t.stages{json}, t.clock_gates{json}
 FROM boxbench_trial t
 WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL{only}
 ORDER BY t.seq
-"""
-# Every measurement of the run in execution order, along measurement_run_seq_idx: one pass, no
-# per-trial lookups. Those of trials the form leaves out are skipped while merging.
-MEASUREMENT_SQL = """
-SELECT m.seq, m.kind, m.name, m.value, m.clock_gate, m.unit, m.clock
-FROM boxbench_measurement m
-WHERE m.run_id = %s
-ORDER BY m.seq
 """
 
 
@@ -169,10 +176,6 @@ def _pages(cursor, sql: str, params: list) -> Iterator[list[tuple]]:
     cursor.execute(sql, params)
     while rows := cursor.fetchmany(PAGE):
         yield rows
-
-
-def _seq(row: tuple) -> int:
-    return row[0]
 
 
 def _sqlite_uuid(value: str | None) -> str | None:
@@ -199,9 +202,10 @@ def _sqlite_time(value: datetime | str | None) -> str | None:
 class _JsonCache:
     """Decoded JSON column text; placements repeat, so most are decoded once."""
 
-    def __init__(self, limit: int = 4096):
+    def __init__(self, limit: int = 4096, decode=msgspec.json.decode):
         self.values: dict[str, dict] = {}
         self.limit = limit
+        self.decode = decode
 
     def __call__(self, text):
         if not isinstance(text, str):
@@ -210,7 +214,7 @@ class _JsonCache:
         if value is None:
             if len(self.values) >= self.limit:
                 self.values.clear()
-            value = self.values[text] = msgspec.json.decode(text)
+            value = self.values[text] = self.decode(text)
         return value
 
 
@@ -243,43 +247,21 @@ def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Itera
         )
         sql = sql.replace("%s", "?")
         run_id = run.id.hex
-    measurement_sql = MEASUREMENT_SQL if postgres else MEASUREMENT_SQL.replace("%s", "?")
     with transaction.atomic():
         connection.ensure_connection()
         raw = connection.connection
-        # Server-side cursors on PostgreSQL, binary (no number text to parse): both tables
+        # A server-side cursor on PostgreSQL, binary (no number text to parse): the trials
         # arrive a page at a time.
-        if postgres:
-            trials = raw.cursor(name="rawdata_trials", binary=True)
-            other = raw.cursor(name="rawdata_measurements", binary=True)
-        else:
-            trials, other = raw.cursor(), raw.cursor()
-
-        def pages():
-            measurements = _pages(other, measurement_sql, [run_id])
-            carried: list[tuple] = []
-            for page in _pages(trials, sql, [run_id]):
-                last = page[-1][5]
-                # Read on until past the page's last trial; what follows waits for the next.
-                while not carried or carried[-1][0] <= last:
-                    more = next(measurements, None)
-                    if more is None:
-                        break
-                    carried.extend(more)
-                split = bisect.bisect_right(carried, last, key=_seq)
-                yield page, carried[:split]
-                carried = carried[split:]
-
+        trials = raw.cursor(name="rawdata_trials", binary=True) if postgres else raw.cursor()
         # The database reads the next page while this thread encodes the last one.
-        prefetch = Prefetch(pages)
+        prefetch = Prefetch(lambda: _pages(trials, sql, [run_id]))
         try:
             seen = seen or Seen()
-            for page, measurements in prefetch:
-                yield from _merge(page, measurements, names, postgres, seen, form == FULL)
+            for page in prefetch:
+                yield from _records(page, names, postgres, seen, form == FULL)
         finally:
             prefetch.close()
             trials.close()
-            other.close()
 
 
 class _Failed:
@@ -332,45 +314,34 @@ class Prefetch:
         self.thread.join()
 
 
-def _merge(trials, measurements, names, postgres, seen: Seen, links: bool):
+def _records(trials, names, postgres, seen: Seen, links: bool):
     benchmarks, versions = names["benchmarks"], names["versions"]
     units, providers = names["units"], names["providers"]
     as_uuid = (lambda v: v) if postgres else _sqlite_uuid
     as_time = (lambda v: v) if postgres else _sqlite_time
     placement_of, host_load_of = _JsonCache(), _JsonCache(limit=64)
-    declared = seen.measurements
-    measurements = iter(measurements)
-    pending = next(measurements, None)
+    # Stages and gates repeat from trial to trial (often empty); metrics are each trial's own.
+    stages_of, gates_of = _JsonCache(limit=64, decode=_values), _JsonCache(limit=64)
+    names_of = seen.names_of
     for row in trials:
         (tid, benchmark, unit, provider, round_, seq, attempt, replaces, batch, outcome, owner,
-         cause, job_host, started, ended, in_flight, placement, host_load, cost) = row  # fmt: skip
+         cause, job_host, started, ended, in_flight, placement, host_load, cost, metrics, stages,
+         gates) = row  # fmt: skip
         seen.benchmarks.add(benchmark)
         seen.units.add(unit)
         seen.providers.add(provider)
-        metrics, stages, gates = {}, {}, None
-        while pending is not None and pending[0] < seq:  # a trial this form leaves out
-            pending = next(measurements, None)
-        while pending is not None and pending[0] == seq:
-            _, kind, name, value, gate, m_unit, m_clock = pending
-            if declared.get((benchmark, kind, name)) != (m_unit, m_clock):
-                seen.measurement(benchmark, kind, name, m_unit, m_clock)
-            if kind == METRIC:
-                metrics[name] = value
-                group = "metrics"
-            else:
-                stages[name] = value
-                group = "stages"
-            if gate:
-                if gates is None:
-                    gates = {}
-                gates.setdefault(group, {})[name] = gate
-            pending = next(measurements, None)
+        metrics = _values(metrics) if isinstance(metrics, str) else metrics
+        stages = stages_of(stages)
+        metric_names, stage_names = names_of(benchmark)
+        metric_names.update(metrics)
+        stage_names.update(stages)
         yield TrialRecord(
             benchmarks[benchmark], versions[benchmark], units[unit], providers[provider],
             as_uuid(tid), round_, seq, attempt, as_uuid(replaces) if links else None, batch,
             outcome, owner, cause,
             job_host, as_time(started), as_time(ended), in_flight, placement_of(placement),
-            host_load_of(host_load), metrics, stages, cost, gates,
+            host_load_of(host_load), metrics, stages, cost,
+            None if gates is None else gates_of(gates),
         )  # fmt: skip
 
 

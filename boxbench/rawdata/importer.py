@@ -19,6 +19,8 @@ from django.db import DatabaseError, transaction
 from boxbench.definitions import DefinitionConflict, ensure_benchmark, ensure_provider, ensure_unit
 from boxbench.models import (
     Benchmark,
+    MeasurementKind,
+    MeasurementName,
     Provider,
     Run,
     RunStatus,
@@ -48,6 +50,8 @@ from boxbench.rawdata.schema import (
 )
 from boxbench.rawdata.writers import RowError, writer_for
 from runner.manifest import Manifest, ManifestError
+
+METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
 
 BENCHMARK_FIELDS = (
     "slug", "version", "title", "description", "section", "metric", "unit", "direction",
@@ -295,6 +299,16 @@ def _store_definitions(source: str, header: Header):
     benchmarks = {}
     for i, entry in enumerate(header.benchmarks):
         benchmarks[(entry.slug, entry.version)] = _benchmark(i, entry)
+    MeasurementName.objects.bulk_create(
+        MeasurementName(
+            run=run, benchmark_id=benchmarks[(entry.slug, entry.version)].id, kind=kind,
+            name=name, unit=declared.unit, clock=declared.clock,
+        )
+        for entry in header.benchmarks
+        for kind, names in ((METRIC, entry.measurements.metrics),
+                            (STAGE, entry.measurements.stages))
+        for name, declared in names.items()
+    )  # fmt: skip
     references = {
         Provider._meta.db_table: list(providers.values()),
         Benchmark._meta.db_table: [b.id for b in benchmarks.values()],

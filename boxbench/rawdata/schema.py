@@ -17,7 +17,6 @@ from boxbench.models import (
     Clock,
     ClockGate,
     Direction,
-    Measurement,
     Outcome,
     Owner,
     Provider,
@@ -28,6 +27,7 @@ from boxbench.models import (
     Unit,
     UnsuccessfulCount,
 )
+from boxbench.models import MeasurementName as StoredName
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -83,7 +83,7 @@ def described(kind, description: str):
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Moment = Annotated[datetime, msgspec.Meta(tz=True)]
 Object = dict[str, Any]
-MeasurementName = Annotated[str, msgspec.Meta(max_length=_column(Measurement, "name").max_length)]
+MeasurementName = Annotated[str, msgspec.Meta(max_length=_column(StoredName, "name").max_length)]
 
 
 class Struct(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
@@ -113,7 +113,7 @@ class UnitEntry(Struct):
 class MeasurementDecl(Struct):
     """The unit and clock of one measurement name."""
 
-    unit: text(Measurement, "unit", "Unit of the values, for example `ms`.")
+    unit: text(StoredName, "unit", "Unit of the values, for example `ms`.")
     clock: choice(Clock.values, "The clock that timed it.")
 
 

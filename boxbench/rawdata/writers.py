@@ -1,7 +1,8 @@
 """Bulk writes of checked trial lines: COPY on PostgreSQL, executemany on SQLite.
 
 Rows are written in batches; each batch keeps the file line of every row it holds, so an error
-the database still raises is reported at the file's line, not the batch's row.
+the database still raises is reported at the file's line, not the batch's row. A trial's
+measurements are columns of its row, as the file has them.
 
 On PostgreSQL the importer has checked every reference itself (boxbench/rawdata/checks.py) and
 holds a KEY SHARE lock on the providers, benchmarks and units it refers to, the lock a foreign-key
@@ -12,7 +13,6 @@ or when a table has triggers of its own that replica mode would skip (not enable
 triggers run as usual: slower, equally correct.
 """
 
-import bisect
 import contextlib
 import re
 import uuid
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import DatabaseError, connection, transaction
 
-from boxbench.models import Measurement, MeasurementKind, Trial, TrialState
+from boxbench.models import Trial, TrialState
 from boxbench.rawdata.errors import FieldError, RawDataError
 from boxbench.rawdata.schema import TrialLine
 
@@ -30,35 +30,18 @@ BATCH = 5000
 TRIAL_COLUMNS = (
     "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
     "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host", "started_at",
-    "ended_at", "in_flight", "placement", "host_load", "cost_usd", "cut_short",
-)  # fmt: skip
-MEASUREMENT_COLUMNS = (
-    "trial_id", "run_id", "seq", "kind", "name", "value", "unit", "clock", "clock_gate",
+    "ended_at", "in_flight", "placement", "host_load", "cost_usd", "cut_short", "metrics",
+    "stages", "clock_gates",
 )  # fmt: skip
 
 # The format's name for a column, to name the field of a database error.
 FIELDS = {
     "id": "trial", "trial_id": "trial", "benchmark_id": "benchmark", "unit_id": "unit",
-    "provider_id": "provider", "replaces_id": "replaces", "kind": "metrics", "name": "metrics",
-    "value": "metrics", "clock_gate": "clock_gates",
+    "provider_id": "provider", "replaces_id": "replaces",
 }  # fmt: skip
 
 _encode = msgspec.json.Encoder().encode
-METRIC, STAGE, DONE = (
-    MeasurementKind.METRIC.value,
-    MeasurementKind.STAGE.value,
-    TrialState.DONE.value,
-)
-
-
-class _LinesOfRows:
-    """The file line of each measurement row, from where each trial's rows start."""
-
-    def __init__(self, starts: list[int], lines: list[int]):
-        self.starts, self.lines = starts, lines
-
-    def __getitem__(self, row: int) -> int:
-        return self.lines[bisect.bisect_right(self.starts, row) - 1]
+DONE = TrialState.DONE.value
 
 
 class RowError(Exception):
@@ -77,9 +60,6 @@ class Writer:
         self.run_id = run_id.hex if self.hex_ids else run_id
         self.trials: list[tuple] = []
         self.trial_lines: list[int] = []
-        self.measurements: list[tuple] = []
-        # Index of each trial's first measurement row, to find a row's line on an error.
-        self.measurement_starts: list[int] = []
         self.trial_count = 0
         self.measurement_count = 0
 
@@ -97,6 +77,15 @@ class Writer:
         if replaces is not None and self.hex_ids:
             replaces = replaces.hex
         moment, json = self.moment, self.json
+        metrics, stages = trial.metrics or {}, trial.stages or {}
+        gates = None
+        if trial.clock_gates is not None:  # the checks kept only gates of the trial's values
+            gates = {
+                group: gated
+                for group, gated in (("metrics", trial.clock_gates.metrics),
+                                     ("stages", trial.clock_gates.stages))
+                if gated
+            } or None  # fmt: skip
         self.trials.append(
             (
                 tid, self.run_id, benchmark.id, unit_id, provider_id, trial.round, trial.seq,
@@ -105,40 +94,25 @@ class Writer:
                 trial.in_flight, json(trial.placement), json(trial.host_load), trial.cost_usd,
                 # Not a field of the format: a trial cut short says so in its cause, as the
                 # runner writes it (runner.lifecycle.CUT_SHORT).
-                trial.cause.startswith("cut short: "),
+                trial.cause.startswith("cut short: "), json(metrics), json(stages),
+                None if gates is None else json(gates),
             )
         )  # fmt: skip
         self.trial_lines.append(number)
-        rows = self.measurements
-        self.measurement_starts.append(len(rows))
-        gates = trial.clock_gates
-        run_id, seq = self.run_id, trial.seq
-        for kind, values, declared, gate in (
-            (METRIC, trial.metrics, benchmark.metrics, None if gates is None else gates.metrics),
-            (STAGE, trial.stages, benchmark.stages, None if gates is None else gates.stages),
-        ):
-            for name, value in (values or {}).items():
-                unit, clock = declared[name]
-                gated = gate.get(name, "") if gate else ""
-                rows.append((tid, run_id, seq, kind, name, value, unit, clock, gated))
+        self.measurement_count += len(metrics) + len(stages)
         if len(self.trials) >= BATCH:
             self.flush()
 
     def flush(self):
         if self.trials:
-            self.write(Trial._meta.db_table, TRIAL_COLUMNS, self.trials, self.trial_lines)
+            table = Trial._meta.db_table
+            keep_open = self.keep_open
+            self.write(table, TRIAL_COLUMNS, self.trials, self.trial_lines, keep_open=keep_open)
             self.trial_count += len(self.trials)
-        if self.measurements:
-            table = Measurement._meta.db_table
-            lines = _LinesOfRows(self.measurement_starts, self.trial_lines)
-            keep_open = self.keep_measurements_open
-            self.write(table, MEASUREMENT_COLUMNS, self.measurements, lines, keep_open=keep_open)
-            self.measurement_count += len(self.measurements)
         self.trials, self.trial_lines = [], []
-        self.measurements, self.measurement_starts = [], []
 
-    # Whether a batch's measurements may still be on their way when `flush` returns.
-    keep_measurements_open = False
+    # Whether a batch's rows may still be on their way when `flush` returns.
+    keep_open = False
 
     def finish(self):
         self.flush()
@@ -176,7 +150,7 @@ class PostgresWriter(Writer):
         self.replica = self._skip_foreign_key_triggers()
 
     def _skip_foreign_key_triggers(self) -> bool:
-        tables = [Trial._meta.db_table, Measurement._meta.db_table]
+        tables = [Trial._meta.db_table]
         self.cursor.execute(
             # Triggers enabled ALWAYS (the trial tally's) fire under replica too: they may stay.
             "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgenabled <> 'A'"
@@ -213,9 +187,9 @@ class PostgresWriter(Writer):
             self.types[table] = [found[column] for column in columns]
         return self.types[table]
 
-    # The measurements' COPY of a batch is left open, its rows sent by a thread and stored by
-    # the server while the next batch is decoded here; it is closed at the next flush.
-    keep_measurements_open = True
+    # A batch's COPY is left open, its rows sent by a thread and stored by the server while the
+    # next batch is decoded here; it is closed at the next flush.
+    keep_open = True
 
     def flush(self):
         self._close_pending()

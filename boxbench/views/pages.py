@@ -4,7 +4,7 @@ import functools
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,8 +14,6 @@ from boxbench.models import (
     Aggregate,
     Benchmark,
     ClockGate,
-    Measurement,
-    MeasurementKind,
     Outcome,
     Provider,
     Scope,
@@ -201,7 +199,6 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query: every trial with its outcome, owner, cause and replacement
     link for those who may see evidence, the successful ones only for everyone else."""
-    gates = Measurement.objects.filter(trial=OuterRef("pk"))
     # A trial's number as a reader counts: its position in its run (1..N in execution order),
     # not the seq, which starts each provider's chain at a block of its own (1000001, ...).
     position = (
@@ -217,27 +214,13 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
         cells |= Q(run_id=run_id, provider_id=provider_id)
     trials = (
         Trial.objects.filter(cells, benchmark_id=data["benchmark_id"], unit_id=data["unit_id"])
-        .alias(
-            main=FilteredRelation(
-                "measurements",
-                condition=Q(
-                    measurements__kind=MeasurementKind.METRIC,
-                    measurements__name=data["metric"],
-                ),
-            )
-        )
-        .annotate(
-            value=F("main__value"),
-            gate_failed=Exists(gates.filter(clock_gate=ClockGate.FAIL)),
-            gate_passed=Exists(gates.filter(clock_gate=ClockGate.PASS)),
-            position=Subquery(position),
-        )
+        .annotate(position=Subquery(position))
         .order_by("seq")
     )
     if provider:
         trials = trials.filter(provider__slug=provider)
-    fields = ["id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "value",
-              "gate_failed", "gate_passed"]  # fmt: skip
+    fields = ["id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "metrics",
+              "clock_gates"]  # fmt: skip
     if evidence:
         fields += ["owner", "cause", "replaces_id"]
     else:
@@ -245,9 +228,11 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
     start = (page - 1) * TRIALS_PER_PAGE
     rows = list(trials.values(*fields)[start : start + TRIALS_PER_PAGE + 1])
     for row in rows:
-        if row["gate_failed"]:
+        row["value"] = row.pop("metrics").get(data["metric"])
+        gates = [g for group in (row.pop("clock_gates") or {}).values() for g in group.values()]
+        if ClockGate.FAIL in gates:
             row["clock_gate"] = "fail (stepped clock)"
-        elif row["gate_passed"]:
+        elif ClockGate.PASS in gates:
             row["clock_gate"] = "pass"
         else:
             row["clock_gate"] = "not guest-timed"

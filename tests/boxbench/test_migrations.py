@@ -56,3 +56,90 @@ def test_measurements_stored_before_0011_get_their_trials_run_and_seq():
         assert {pk: (run_id, seq) for pk, run_id, seq in stored} == expected
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+BEFORE_0012 = [("boxbench", "0011_measurement_run_seq")]
+AFTER_0012 = [("boxbench", "0012_trial_measurements")]
+
+
+def _models(apps, *names):
+    return [apps.get_model("boxbench", name) for name in names]
+
+
+def _tally(apps, run) -> int:
+    (TrialTally,) = _models(apps, "TrialTally")
+    return sum(TrialTally.objects.filter(run_id=run.id).values_list("n", flat=True))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_measurements_move_into_their_trials_rows_and_back():
+    apps = migrate(BEFORE_0012)
+    try:
+        Run, Trial, Measurement, Provider, Benchmark, Unit = _models(
+            apps, "Run", "Trial", "Measurement", "Provider", "Benchmark", "Unit"
+        )
+        provider = Provider.objects.create(slug="old", name="old")
+        benchmark = Benchmark.objects.create(
+            slug="old-deepswe", title="old", section="workload", metric="tool_time", clock="guest"
+        )
+        unit = Unit.objects.create(benchmark=benchmark, slug="default")
+        run = Run.objects.create(id=uuid.uuid4(), name="before 0012")
+        stored = [  # kind, name, value, unit, clock, gate
+            ("metric", "tool_time", 12.5, "ms", "guest", "pass"),
+            ("metric", "total", 20.0, "ms", "job_host", ""),
+            ("stage", "tests", None, "ms", "guest", "fail"),
+        ]
+        trials = []
+        for seq in (1, 2):
+            trial = Trial.objects.create(
+                id=uuid.uuid4(), run=run, benchmark=benchmark, unit=unit, provider=provider,
+                round=1, seq=seq, state="done", outcome="success",
+            )  # fmt: skip
+            trials.append(trial.id)
+            for kind, name, value, unit_name, clock, gate in stored[: 1 + seq]:
+                Measurement.objects.create(
+                    trial=trial, run=run, seq=seq, kind=kind, name=name, value=value,
+                    unit=unit_name, clock=clock, clock_gate=gate,
+                )  # fmt: skip
+        empty = Trial.objects.create(
+            id=uuid.uuid4(), run=run, benchmark=benchmark, unit=unit, provider=provider,
+            round=1, seq=3, state="done", outcome="success",
+        )  # fmt: skip
+
+        apps = migrate(AFTER_0012)
+        Trial, MeasurementName = _models(apps, "Trial", "MeasurementName")
+        rows = {t.id: t for t in Trial.objects.all()}
+        assert rows[trials[0]].metrics == {"tool_time": 12.5, "total": 20.0}
+        assert rows[trials[0]].stages == {}
+        assert rows[trials[0]].clock_gates == {"metrics": {"tool_time": "pass"}}
+        assert rows[trials[1]].stages == {"tests": None}
+        assert rows[trials[1]].clock_gates == {
+            "metrics": {"tool_time": "pass"},
+            "stages": {"tests": "fail"},
+        }
+        assert (rows[empty.id].metrics, rows[empty.id].stages) == ({}, {})
+        assert rows[empty.id].clock_gates is None
+        names = MeasurementName.objects.values_list("kind", "name", "unit", "clock")
+        assert sorted(names) == sorted((k, n, u, c) for k, n, _, u, c, _ in stored)
+        # The trial table was rebuilt on SQLite: its tally triggers are there again.
+        before = _tally(apps, run)
+        Trial.objects.create(
+            id=uuid.uuid4(), run_id=run.id, benchmark_id=benchmark.id, unit_id=unit.id,
+            provider_id=provider.id, round=1, seq=4,
+        )  # fmt: skip
+        assert _tally(apps, run) == before + 1
+
+        apps = migrate(BEFORE_0012)
+        (Measurement,) = _models(apps, "Measurement")
+        back = Measurement.objects.values_list(
+            "trial_id", "seq", "kind", "name", "value", "unit", "clock", "clock_gate"
+        )
+        assert sorted(back, key=str) == sorted(
+            [(trials[0], 1, *m) for m in stored[:2]] + [(trials[1], 2, *m) for m in stored],
+            key=str,
+        )
+        before = _tally(apps, run)
+        apps.get_model("boxbench", "Trial").objects.filter(seq=4).delete()
+        assert _tally(apps, run) == before - 1
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

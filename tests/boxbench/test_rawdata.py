@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from bench.synthetic import synthetic_run
-from boxbench.models import Measurement, Provider, Run, Trial
+from boxbench.models import MeasurementName, Provider, Run, Trial
 from boxbench.rawdata import FULL, PUBLIC, RawDataError, export_csv, export_jsonl, import_jsonl
 from tests.boxbench.rawdata_files import reseal, with_field
 
@@ -44,7 +44,8 @@ def test_it_keeps_every_trial_measurement_and_replacement(synthetic_file):
     result = import_jsonl(synthetic_file)
     assert result.trials == len(trials) == Trial.objects.count()
     expected = sum(len(t["metrics"]) + len(t["stages"]) for t in trials)
-    assert result.measurements == expected == Measurement.objects.count()
+    stored = sum(len(t.metrics) + len(t.stages) for t in Trial.objects.all())
+    assert result.measurements == expected == stored
     replacements = [t for t in trials if t["replaces"]]
     assert replacements
     stored = Trial.objects.get(id=replacements[0]["trial"])
@@ -111,7 +112,7 @@ def test_it_refuses_invalid_json_after_many_good_lines_and_writes_nothing(tmp_pa
     with pytest.raises(RawDataError, match=f"cut.jsonl, line {len(lines) - 1}: not valid JSON"):
         import_jsonl(bad)
     assert Trial.objects.count() == 0
-    assert Measurement.objects.count() == 0
+    assert MeasurementName.objects.count() == 0
 
 
 @pytest.mark.parametrize(
@@ -251,32 +252,46 @@ def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
     assert export_text(again) == exported
 
 
-def test_each_trial_gets_its_own_measurements_whatever_order_they_were_stored_in(
-    monkeypatch, synthetic_file
+def test_a_name_only_unsuccessful_trials_measured_is_declared_by_the_full_form_only(
+    monkeypatch, tmp_path, synthetic_file
 ):
-    # The export reads trials and measurements as two streams in seq order, a page at a time.
-    # Runner workers store measurements as trials finish, not in seq order: stored backwards
-    # here, and read in pages of 4 so measurements carry over from page to page.
+    # The header declares the names the exported trials use, with the units and clocks the run
+    # stored: an unsuccessful trial may have measured something the public form leaves out.
     from boxbench.rawdata import exporter
 
     run = import_jsonl(synthetic_file).run
-    # An unsuccessful trial may have measured something: the public form leaves it out.
-    failed = Trial.objects.exclude(outcome="success")
+    failed = list(Trial.objects.exclude(outcome="success"))
     assert failed
     for trial in failed:
-        like = Measurement.objects.filter(trial__benchmark=trial.benchmark).first()
-        Measurement.objects.create(
-            trial=trial, run=run, seq=trial.seq, kind=like.kind, name=like.name, value=1.0,
-            unit=like.unit, clock=like.clock,
+        trial.metrics = {**trial.metrics, "before_failing": 1.5}
+        trial.save(update_fields=["metrics"])
+    for benchmark_id in {trial.benchmark_id for trial in failed}:
+        MeasurementName.objects.create(
+            run=run, benchmark_id=benchmark_id, kind="metric", name="before_failing",
+            unit="s", clock="job_host",
         )  # fmt: skip
-    expected = {form: export_text(run, form) for form in (FULL, PUBLIC)}
-    lines = [json.loads(line) for line in expected[FULL].splitlines()[1:-1]]
-    assert all(t["metrics"] or t["stages"] for t in lines if t["outcome"] != "success")
-    stored = list(Measurement.objects.order_by("-seq", "name"))
-    Measurement.objects.all().delete()
-    for measurement in stored:
-        measurement.pk = None
-    Measurement.objects.bulk_create(stored)
+    texts = {form: export_text(run, form) for form in (FULL, PUBLIC)}
+    for form, declared in ((FULL, True), (PUBLIC, False)):
+        header = json.loads(texts[form].splitlines()[0])
+        names = [b["measurements"]["metrics"] for b in header["benchmarks"]]
+        assert any("before_failing" in n for n in names) is declared
+    full = [json.loads(line) for line in texts[FULL].splitlines()[1:-1]]
+    assert sum("before_failing" in t["metrics"] for t in full) == len(failed)
+    # Read in pages of 4, the same bytes; and the full form goes back in and out unchanged.
     monkeypatch.setattr(exporter, "PAGE", 4)
     for form in (FULL, PUBLIC):
-        assert export_text(run, form) == expected[form]
+        assert export_text(run, form) == texts[form]
+    Run.objects.all().delete()
+    again = import_jsonl(write_lines(tmp_path / "again.jsonl", [texts[FULL]])).run
+    assert export_text(again, FULL) == texts[FULL]
+
+
+def test_a_measurement_without_a_stored_unit_is_refused_by_name(synthetic_file):
+    run = import_jsonl(synthetic_file).run
+    trial = Trial.objects.filter(outcome="success").first()
+    trial.stages = {**trial.stages, "unheard_of": 2.0}
+    trial.save(update_fields=["stages"])
+    with pytest.raises(
+        RawDataError, match=rf"benchmark {trial.benchmark.slug}: stage 'unheard_of'"
+    ):
+        export_text(run, FULL)

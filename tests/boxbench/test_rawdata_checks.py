@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from boxbench.models import Benchmark, Measurement, Provider, Run, Trial, Unit
+from boxbench.models import Benchmark, MeasurementName, Provider, Run, Trial, Unit
 from boxbench.rawdata import RawDataError, import_jsonl
 from boxbench.rawdata.schema import MAX_LINE_BYTES
 from tests.boxbench.rawdata_files import reseal, valid_lines, with_field, write
@@ -20,7 +20,7 @@ LONG = "x" * 201
 def assert_nothing_written():
     assert Run.objects.count() == 0
     assert Trial.objects.count() == 0
-    assert Measurement.objects.count() == 0
+    assert MeasurementName.objects.count() == 0
     assert Provider.objects.count() == 0
     assert Benchmark.objects.count() == 0
     assert Unit.objects.count() == 0

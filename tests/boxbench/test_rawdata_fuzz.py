@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boxbench.models import Benchmark, Measurement, Provider, Run, RunTransition, Trial, Unit
+from boxbench.models import Benchmark, MeasurementName, Provider, Run, RunTransition, Trial, Unit
 from boxbench.rawdata import RawDataError, import_jsonl
 from tests.boxbench.rawdata_files import (
     HOSTILE,
@@ -23,7 +23,7 @@ from tests.boxbench.rawdata_files import (
 
 pytestmark = pytest.mark.django_db
 
-MODELS = (Run, RunTransition, Provider, Benchmark, Unit, Trial, Measurement)
+MODELS = (Run, RunTransition, Provider, Benchmark, Unit, Trial, MeasurementName)
 LINES = valid_lines(trials=20, seed=5)
 
 

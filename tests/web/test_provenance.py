@@ -8,7 +8,7 @@ import pytest
 from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth.models import User
 
-from boxbench.models import Aggregate, Evidence, Measurement, Run, Trial
+from boxbench.models import Aggregate, Evidence, MeasurementName, Run, Trial
 from tests.web import factory
 from tests.web.conftest import make_running
 
@@ -48,11 +48,11 @@ def test_trials_of_a_completed_run_cannot_be_edited_or_deleted(root_client, impo
     assert Trial.objects.filter(id=trial.id, outcome="success").exists()
 
 
-def test_measurements_and_evidence_of_a_completed_run_are_read_only(root_client, imported_run):
+def test_measurement_names_and_evidence_of_a_completed_run_are_read_only(root_client, imported_run):
     trial = Trial.objects.filter(run=imported_run).first()
     evidence = Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 2})
-    measurement = Measurement.objects.filter(trial=trial).first()
-    for model, obj in (("measurement", measurement), ("evidence", evidence)):
+    name = MeasurementName.objects.filter(run=imported_run).first()
+    for model, obj in (("measurementname", name), ("evidence", evidence)):
         url = f"/admin/boxbench/{model}/{obj.pk}/"
         assert root_client.post(url + "delete/", {"post": "yes"}).status_code == 403
         assert root_client.post(url + "change/", {}).status_code == 403

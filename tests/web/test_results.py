@@ -11,7 +11,7 @@ from boxbench import audit_input, leaderboard, publishing
 from boxbench.models import (
     Aggregate,
     Benchmark,
-    Measurement,
+    MeasurementName,
     Provider,
     Run,
     Trial,
@@ -47,12 +47,12 @@ def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialSta
             run=run, benchmark=benchmark, unit=unit, provider=provider, round=1 + offset % 4,
             seq=seq_from + offset, state=state,
             outcome="success" if state == TrialState.DONE else "",
-            started_at=timezone.now(), ended_at=timezone.now(), cost_usd=0.001,
+            started_at=timezone.now(), ended_at=timezone.now(), cost_usd=0.001, metrics=values,
         )  # fmt: skip
-        Measurement.objects.bulk_create(
-            Measurement(trial=trial, run=run, seq=trial.seq, kind="metric", name=name,
-                        value=value, unit="ms", clock="job_host")
-            for name, value in values.items()
+        MeasurementName.objects.bulk_create(
+            (MeasurementName(run=run, benchmark=benchmark, kind="metric", name=name, unit="ms",
+                             clock="job_host") for name in values),
+            ignore_conflicts=True,
         )  # fmt: skip
         trials.append(trial)
     return trials
@@ -125,11 +125,9 @@ def test_it_feeds_the_flag_measurements_to_the_audit(imported_run):
     cpu_trials = Trial.objects.filter(
         run=imported_run, benchmark__slug="cpu", provider__slug="local", outcome="success"
     ).order_by("seq")
-    Measurement.objects.bulk_create(
-        Measurement(trial=trial, run=imported_run, seq=trial.seq, kind="metric",
-                    name="flag_cpu_bound", value=float(i < 5), unit="flag", clock="guest")
-        for i, trial in enumerate(cpu_trials)
-    )  # fmt: skip
+    for i, trial in enumerate(cpu_trials):
+        trial.metrics = {**trial.metrics, "flag_cpu_bound": float(i < 5)}
+        trial.save(update_fields=["metrics"])
     frame = audit_input.audit_frame(imported_run)
     local = frame[(frame["benchmark"] == "cpu") & (frame["provider"] == "local")]
     assert sorted(local["flag_cpu_bound"].tolist()) == [0.0] * 15 + [1.0] * 5
@@ -305,9 +303,9 @@ def test_a_known_fault_in_the_declaration_reads_not_supported_with_its_note(impo
 
 
 def test_a_provider_without_a_result_in_a_derived_view_reads_not_displayed(imported_run):
-    Measurement.objects.filter(
-        trial__run=imported_run, trial__provider__slug="boat", kind="stage", name="ready"
-    ).delete()
+    for trial in Trial.objects.filter(run=imported_run, provider__slug="boat"):
+        trial.stages = {k: v for k, v in trial.stages.items() if k != "ready"}
+        trial.save(update_fields=["stages"])
     publish(imported_run)
     boat = unit_row("create/create", "boat")
     assert boat["derived"]["ready"]["trials"] == 0

@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-from boxbench.models import Aggregate, Benchmark, Measurement, Provider, Trial
+from boxbench.models import Aggregate, Benchmark, Provider, Trial
 from boxbench.templatetags.boxbench_format import usd
 from tests.web import factory
 from tests.web.conftest import explain_failures
@@ -46,16 +46,8 @@ def recomputed(provider, unit):
     )
     costs = [t.cost_usd for t in trials]
     mean_cost = math.fsum(costs) / len(costs)
-    totals = Measurement.objects.filter(trial__in=trials, kind="metric", name="total")
-    total_median = statistics.median_low(totals.values_list("value", flat=True))
-    medians = {
-        stage: statistics.median_low(
-            Measurement.objects.filter(trial__in=trials, kind="stage", name=stage).values_list(
-                "value", flat=True
-            )
-        )
-        for stage in STAGES
-    }
+    total_median = statistics.median_low(t.metrics["total"] for t in trials)
+    medians = {stage: statistics.median_low(t.stages[stage] for t in trials) for stage in STAGES}
     stage_sum = math.fsum(medians.values())
     return mean_cost, {
         stage: (mean_cost * m / total_median, mean_cost * m / stage_sum)
