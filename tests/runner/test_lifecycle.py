@@ -311,3 +311,14 @@ def test_a_failures_cause_names_its_operation_once():
     # The operation's name at the start of a sentence is not a label.
     assert cause(ProviderError("created nothing", "create")) == "create: created nothing"
     assert cause(ProviderError("exec: refused", "")) == "create: exec: refused"
+
+
+def test_a_value_that_is_not_a_finite_number_is_a_benchmark_error(local):
+    # A trial's measurements are stored as JSON, which holds no NaN or infinity.
+    def not_a_number(ctx):
+        ctx.record("echo_ms", float("nan"))
+
+    result = trial(local, procedure=not_a_number)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert "'echo_ms' is nan, not a finite number" in result.cause
+    assert result.measurements == [] and local.list_sandboxes() == []
