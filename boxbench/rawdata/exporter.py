@@ -15,7 +15,6 @@ imported from a public file) are counts lines in both forms.
 import hashlib
 import io
 import queue
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -24,7 +23,17 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import connection, transaction
 
-from boxbench.models import Benchmark, MeasurementKind, MeasurementName, Provider, Run, Unit
+from boxbench.models import (
+    Benchmark,
+    MeasurementKind,
+    MeasurementName,
+    Outcome,
+    Provider,
+    Run,
+    Trial,
+    TrialState,
+    Unit,
+)
 from boxbench.rawdata.counts import counts_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
@@ -79,45 +88,46 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 class Seen:
-    """What the header declares, gathered while the trials stream: the benchmarks, units and
-    providers they use, and the metric and stage names of each benchmark."""
+    """What the header declares, known before the trials stream: the benchmarks, units and
+    providers of the form's trials and counts, and the unit and clock of every measurement name
+    the run stored for those benchmarks. Each trial is checked against it as it streams."""
 
     def __init__(self):
         self.benchmarks: set[int] = set()
         self.units: set[int] = set()
         self.providers: set[int] = set()
-        self.names: dict[int, tuple[set, set]] = {}  # benchmark id → (metric, stage names)
+        # benchmark id → {"metrics": {name: {"unit", "clock"}}, "stages": {...}}
+        self.names: dict[int, dict[str, dict]] = {}
 
-    def names_of(self, benchmark_id: int) -> tuple[set, set]:
-        names = self.names.get(benchmark_id)
-        if names is None:
-            names = self.names[benchmark_id] = (set(), set())
-        return names
-
-    def declared(self, run: Run, benchmark: Benchmark) -> dict:
-        """The unit and clock of each name the benchmark's trials use, as the run stored them."""
-        stored = {
-            (kind, name): {"unit": unit, "clock": clock}
-            for kind, name, unit, clock in MeasurementName.objects.filter(
-                run=run, benchmark=benchmark
-            ).values_list("kind", "name", "unit", "clock")
-        }
-        groups = {}
-        for group, kind, names in zip(
-            ("metrics", "stages"),
-            (METRIC, STAGE),
-            self.names.get(benchmark.id, ((), ())),
-            strict=True,
+    def gather(self, run: Run, form: str) -> None:
+        trials = Trial.objects.filter(run=run, state=TrialState.DONE, seq__isnull=False)
+        if form != FULL:
+            trials = trials.filter(outcome=Outcome.SUCCESS)
+        cells = trials.values_list("benchmark_id", "unit_id", "provider_id").distinct()
+        for benchmark, unit, provider in cells.order_by():
+            self.benchmarks.add(benchmark)
+            self.units.add(unit)
+            self.providers.add(provider)
+        stored = MeasurementName.objects.filter(run=run).order_by("kind", "name")
+        for benchmark, kind, name, unit, clock in stored.values_list(
+            "benchmark_id", "kind", "name", "unit", "clock"
         ):
-            groups[group] = {}
-            for name in sorted(names):
-                if (kind, name) not in stored:
-                    raise RawDataError(
-                        f"benchmark {benchmark.slug}: {kind} {name!r} of a trial has no unit or "
-                        "clock stored for this run"
-                    )
-                groups[group][name] = stored[(kind, name)]
-        return groups
+            groups = self.names.setdefault(benchmark, {"metrics": {}, "stages": {}})
+            groups["metrics" if kind == METRIC else "stages"][name] = {"unit": unit, "clock": clock}
+
+    def declared(self, benchmark_id: int) -> dict:
+        return self.names.get(benchmark_id, {"metrics": {}, "stages": {}})
+
+    def check(self, benchmark: int, metrics: dict, stages: dict, slug: str) -> None:
+        """A trial's names are declared: otherwise its line could not be read back."""
+        groups = self.declared(benchmark)
+        for kind, values, group in ((METRIC, metrics, "metrics"), (STAGE, stages, "stages")):
+            if not values.keys() <= groups[group].keys():
+                name = min(values.keys() - groups[group].keys())
+                raise RawDataError(
+                    f"benchmark {slug}: {kind} {name!r} of a trial has no unit or clock stored "
+                    "for this run"
+                )
 
 
 def run_header(run: Run, seen: Seen, form: str) -> dict:
@@ -131,7 +141,7 @@ def run_header(run: Run, seen: Seen, form: str) -> dict:
             for unit in units
             if unit.benchmark_id == benchmark.id
         ]
-        entry["measurements"] = seen.declared(run, benchmark)
+        entry["measurements"] = seen.declared(benchmark.id)
         benchmarks.append(entry)
     providers = [
         {name: getattr(provider, name) for name in PROVIDER_FIELDS}
@@ -225,7 +235,8 @@ def _check_form(form: str):
 
 def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Iterator[TrialRecord]:
     """The run's finished trials in execution order, streamed with constant memory: every one
-    in the full form, the successful ones without replacement links in the public form."""
+    in the full form, the successful ones without replacement links in the public form. With
+    `seen` (gathered), each trial's measurement names are checked to be declared."""
     _check_form(form)
     only = "" if form == FULL else " AND t.outcome = 'success'"
     postgres = connection.vendor == "postgresql"
@@ -256,7 +267,6 @@ def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Itera
         # The database reads the next page while this thread encodes the last one.
         prefetch = Prefetch(lambda: _pages(trials, sql, [run_id]))
         try:
-            seen = seen or Seen()
             for page in prefetch:
                 yield from _records(page, names, postgres, seen, form == FULL)
         finally:
@@ -322,19 +332,15 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
     placement_of, host_load_of = _JsonCache(), _JsonCache(limit=64)
     # Stages and gates repeat from trial to trial (often empty); metrics are each trial's own.
     stages_of, gates_of = _JsonCache(limit=64, decode=_values), _JsonCache(limit=64)
-    names_of = seen.names_of
+    check = None if seen is None else seen.check
     for row in trials:
         (tid, benchmark, unit, provider, round_, seq, attempt, replaces, batch, outcome, owner,
          cause, job_host, started, ended, in_flight, placement, host_load, cost, metrics, stages,
          gates) = row  # fmt: skip
-        seen.benchmarks.add(benchmark)
-        seen.units.add(unit)
-        seen.providers.add(provider)
         metrics = _values(metrics) if isinstance(metrics, str) else metrics
         stages = stages_of(stages)
-        metric_names, stage_names = names_of(benchmark)
-        metric_names.update(metrics)
-        stage_names.update(stages)
+        if check is not None:
+            check(benchmark, metrics, stages, benchmarks[benchmark])
         yield TrialRecord(
             benchmarks[benchmark], versions[benchmark], units[unit], providers[provider],
             as_uuid(tid), round_, seq, attempt, as_uuid(replaces) if links else None, batch,
@@ -348,30 +354,33 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
 def iter_jsonl_bytes(run: Run, form: str = PUBLIC) -> Iterator[bytes]:
     """The JSON Lines export in chunks of bytes: header, trials, counts, trailer.
 
-    The header declares what the trials use, which is gathered as they stream; so the trial
-    lines are spooled to a temporary file (constant memory) and follow the header from there."""
+    What the header declares is read before the trials stream (Seen.gather), so the lines go out
+    as they are encoded, each trial checked against the header on its way."""
     _check_form(form)
     seen = Seen()
+    seen.gather(run, form)
+    counts = counts_lines(run, form, seen)
+    digest = hashlib.sha256()
+    head = ENCODER.encode(run_header(run, seen, form)) + b"\n"
+    digest.update(head)
+    yield head
     count = 0
-    with tempfile.TemporaryFile() as spool:
-        parts: list[TrialRecord] = []
-        for record in iter_trials(run, seen, form):
-            parts.append(record)
-            if len(parts) >= 512:
-                spool.write(ENCODER.encode_lines(parts))
-                count += len(parts)
-                parts = []
-        spool.write(ENCODER.encode_lines(parts))
-        count += len(parts)
-        spool.write(ENCODER.encode_lines(counts_lines(run, form, seen)))
-        digest = hashlib.sha256()
-        head = ENCODER.encode(run_header(run, seen, form)) + b"\n"
-        digest.update(head)
-        yield head
-        spool.seek(0)
-        while block := spool.read(CHUNK_BYTES):
-            digest.update(block)
-            yield block
+    buffer = bytearray()
+    parts: list[TrialRecord] = []
+    for record in iter_trials(run, seen, form):
+        parts.append(record)
+        if len(parts) >= 512:
+            buffer += ENCODER.encode_lines(parts)
+            count += len(parts)
+            parts = []
+            if len(buffer) >= CHUNK_BYTES:
+                digest.update(buffer)
+                yield bytes(buffer)
+                buffer.clear()
+    buffer += ENCODER.encode_lines(parts) + ENCODER.encode_lines(counts)
+    count += len(parts)
+    digest.update(buffer)
+    yield bytes(buffer)
     yield ENCODER.encode({"type": "end", "trials": count, "sha256": digest.hexdigest()}) + b"\n"
 
 
