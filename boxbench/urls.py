@@ -24,7 +24,11 @@ urlpatterns = [
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
     path("runs/<uuid:run_id>/raw.jsonl", downloads.raw_jsonl, name="run-raw-jsonl"),
     path("runs/<uuid:run_id>/raw.csv", downloads.raw_csv, name="run-raw-csv"),
-    path("methodology/", pages.methodology, name="methodology"),
+    path(
+        "methodology/",
+        cached(pages.methodology, also=pages.methodology_version),
+        name="methodology",
+    ),
     path("admin/", admin.site.urls),
     path("metrics", ops.metrics_view, name="metrics"),
     path("healthz", ops.healthz, name="healthz"),

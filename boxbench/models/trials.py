@@ -2,9 +2,10 @@
 and the counts kept beside them (the tally /metrics reads, the unsuccessful attempts a public
 raw-data file carries as counts)."""
 
+import bisect
 import uuid
 
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 
 from boxbench.choices import Clock, MeasurementKind, Owner, TrialState
@@ -19,6 +20,34 @@ class TrialQuerySet(models.QuerySet):
 
     def finished(self):
         return self.filter(state=TrialState.DONE)
+
+    def positions(self, run_id, seqs) -> dict[int, int]:
+        """Each seq's position in its run as a reader counts (1..N in execution order), for one
+        page of seqs: one pass over the run's seqs up to the page's last, where a count per
+        row would read the run once for each."""
+        wanted = sorted(set(seqs))
+        if not wanted:
+            return {}
+        numbered = self.model.objects.filter(run_id=run_id, seq__isnull=False, seq__lte=wanted[-1])
+        if connection.vendor == "postgresql":
+            # Bucket b holds the seqs above exactly b of the page's: position(s_j) adds up the
+            # buckets below j.
+            sql, params = numbered.values("seq").order_by().query.sql_with_params()
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT width_bucket(q.seq, %s::integer[]) AS b, count(*)"
+                    f" FROM ({sql}) AS q GROUP BY b",
+                    [[s + 1 for s in wanted], *params],
+                )
+                counts = dict(cursor.fetchall())
+            found, total = {}, 0
+            for j, s in enumerate(wanted):
+                total += counts.get(j, 0)
+                found[s] = total
+            return found
+        # Elsewhere (SQLite, a local store) the seqs themselves, in one query.
+        every = list(numbered.order_by("seq").values_list("seq", flat=True))
+        return {s: bisect.bisect_right(every, s) for s in wanted}
 
 
 class Trial(models.Model):

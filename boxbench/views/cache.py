@@ -17,8 +17,10 @@ visitor's, once per combination. A hit reads the audience from the session (audi
 no query about the user); a miss stores the page under the audience computed afresh
 (audience.fresh), so a page is always filed under the permissions it was rendered with.
 
-A view whose page also depends on something a publication does not change (an unpublished run,
-the runs awaiting publication) calls `uncached(response)`; a response that set a cookie or used a
+A page that also depends on a file (the methodology) names it with `also`, a function of the
+request whose answer (the file's modification time) is part of the key. A view whose page also
+depends on something a publication does not change (an unpublished run, the runs awaiting
+publication) calls `uncached(response)`; a response that set a cookie or used a
 CSRF token is never stored either, since it is one visitor's.
 """
 
@@ -43,10 +45,10 @@ def publication_version() -> int:
     return version
 
 
-def page_key(request, reader: str) -> str:
+def page_key(request, reader: str, also: str = "") -> str:
     # Hashed: an address can be longer than any cache key may be (255 characters in the table).
     address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
-    return f"page:{reader}:{address}"
+    return f"page:{reader}:{address}{also}"
 
 
 def uncached(response):
@@ -65,15 +67,16 @@ def _storable(request, response) -> bool:
     )
 
 
-def per_publication(view):
+def per_publication(view, also=None):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if request.method != "GET":
             return view(request, *args, **kwargs)
+        extra = f":{also(request)}" if also else ""
         reader, found = audience.of_with(
-            request, lambda reader: [VERSION_KEY, page_key(request, reader)]
+            request, lambda reader: [VERSION_KEY, page_key(request, reader, extra)]
         )
-        key = page_key(request, reader)
+        key = page_key(request, reader, extra)
         version = found.get(VERSION_KEY)
         if version is None:
             version = publication_version()
@@ -92,7 +95,7 @@ def per_publication(view):
                 response["Content-Type"],
                 response.get("Content-Disposition"),
             )
-            cache.set(page_key(request, audience.fresh(request)), entry, TIMEOUT_S)
+            cache.set(page_key(request, audience.fresh(request), extra), entry, TIMEOUT_S)
         return response
 
     return wrapper

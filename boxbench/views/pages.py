@@ -4,7 +4,7 @@ import functools
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
@@ -199,27 +199,16 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query: every trial with its outcome, owner, cause and replacement
     link for those who may see evidence, the successful ones only for everyone else."""
-    # A trial's number as a reader counts: its position in its run (1..N in execution order),
-    # not the seq, which starts each provider's chain at a block of its own (1000001, ...).
-    position = (
-        Trial.objects.filter(run=OuterRef("run"), seq__lte=OuterRef("seq"))
-        .order_by()
-        .values("run")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
     # Each provider's trials come from the run its numbers come from.
     cells = Q()
     for run_id, provider_id in data["cells"]:
         cells |= Q(run_id=run_id, provider_id=provider_id)
-    trials = (
-        Trial.objects.filter(cells, benchmark_id=data["benchmark_id"], unit_id=data["unit_id"])
-        .annotate(position=Subquery(position))
-        .order_by("seq")
-    )
+    trials = Trial.objects.filter(
+        cells, benchmark_id=data["benchmark_id"], unit_id=data["unit_id"]
+    ).order_by("seq")
     if provider:
         trials = trials.filter(provider__slug=provider)
-    fields = ["id", "seq", "position", "round", "attempt", "provider__slug", "outcome", "metrics",
+    fields = ["id", "run_id", "seq", "round", "attempt", "provider__slug", "outcome", "metrics",
               "clock_gates"]  # fmt: skip
     if evidence:
         fields += ["owner", "cause", "replaces_id"]
@@ -227,7 +216,14 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
         trials = trials.filter(outcome=Outcome.SUCCESS)
     start = (page - 1) * TRIALS_PER_PAGE
     rows = list(trials.values(*fields)[start : start + TRIALS_PER_PAGE + 1])
+    # A trial's number as a reader counts: its position in its run (1..N in execution order),
+    # not the seq, which starts each provider's chain at a block of its own (1000001, ...).
+    positions = {}
+    for run_id in {row["run_id"] for row in rows}:
+        seqs = [row["seq"] for row in rows if row["run_id"] == run_id]
+        positions[run_id] = Trial.objects.positions(run_id, seqs)
     for row in rows:
+        row["position"] = positions[row["run_id"]][row["seq"]]
         row["value"] = row.pop("metrics").get(data["metric"])
         gates = [g for group in (row.pop("clock_gates") or {}).values() for g in group.values()]
         if ClockGate.FAIL in gates:
@@ -269,8 +265,20 @@ def _methodology_html(path: str, mtime: float) -> str:
     return markdown.markdown(text, extensions=["tables", "fenced_code", "toc"])
 
 
+def _methodology_path() -> Path:
+    return Path(settings.BASE_DIR) / "docs" / "methodology.md"
+
+
+def methodology_version(request) -> str:
+    """What the cached methodology page depends on besides publications: its file's version."""
+    try:
+        return str(_methodology_path().stat().st_mtime_ns)
+    except FileNotFoundError:
+        return "none"
+
+
 def methodology(request):
-    path = Path(settings.BASE_DIR) / "docs" / "methodology.md"
+    path = _methodology_path()
     try:
         html = _methodology_html(str(path), path.stat().st_mtime)
     except FileNotFoundError:

@@ -5,7 +5,6 @@ it."""
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -79,24 +78,22 @@ def run_page(request, run_id):
 def _evidence_page(request, run):
     """One page of the run's private evidence, each row with its trial's position in the run
     (1..N in execution order) rather than its raw seq."""
-    position = (
-        Trial.objects.filter(run=run, seq__lte=OuterRef("trial__seq"))
-        .order_by()
-        .values("run")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
     found = (
         Evidence.objects.filter(trial__run=run)
         .select_related("trial__provider", "trial__benchmark")
-        .annotate(position=Subquery(position))
         .order_by("trial__seq", "kind", "id")
     )
     pages = Paginator(found, EVIDENCE_PER_PAGE)
     number = request.GET.get("evidence", "1")
     if not number.isdigit() or not 1 <= int(number) <= max(pages.num_pages, 1):
         raise Http404(f"no evidence page {number!r}")
-    return pages.page(int(number))
+    page = pages.page(int(number))
+    page.object_list = list(page.object_list)
+    seqs = [e.trial.seq for e in page.object_list if e.trial.seq is not None]
+    positions = Trial.objects.positions(run.id, seqs)
+    for evidence in page.object_list:
+        evidence.position = positions.get(evidence.trial.seq)
+    return page
 
 
 @never_cache

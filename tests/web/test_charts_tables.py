@@ -114,6 +114,23 @@ def test_trial_numbers_are_positions_in_the_run(client, published_run):
     assert cells[0][1] == "1"
 
 
+def test_positions_count_every_numbered_trial_of_the_run_up_to_each_seq(published_run):
+    import random
+
+    # Chain blocks with gaps, and a trial not numbered yet.
+    trials = list(Trial.objects.filter(run=published_run).order_by("seq"))
+    for i, trial in enumerate(trials):
+        trial.seq = (1 + i % 3) * 1_000_000 + 7 * i
+    Trial.objects.bulk_update(trials, ["seq"])
+    queued = trials[0]
+    Trial.objects.filter(pk=queued.pk).update(seq=None, state="queued", outcome="")
+    numbered = sorted(t.seq for t in trials if t.pk != queued.pk)
+    rank = {seq: i + 1 for i, seq in enumerate(numbered)}
+    page = random.Random(3).sample(numbered, 40)
+    assert Trial.objects.positions(published_run.id, page) == {s: rank[s] for s in page}
+    assert Trial.objects.positions(published_run.id, []) == {}
+
+
 def test_the_staff_run_page_pages_private_evidence(staff_client, published_run):
     trials = list(Trial.objects.filter(run=published_run).order_by("seq")[:120])
     Evidence.objects.bulk_create(

@@ -167,9 +167,12 @@ def test_it_shows_a_providers_results_declaration_and_pricing(client, published_
                                   "/providers/local/", "/benchmarks/deepswe.csv", "/scores.csv",
                                   "/benchmarks/deepswe/units/trace-a.csv", RUN_URL])  # fmt: skip
 def test_it_serves_each_page_in_three_queries_or_fewer(client, published_run, path, page_queries):
+    # A unit page numbers its trials in a fourth: one pass over the run's seqs for the page
+    # (TrialQuerySet.positions), where a count per row read a 1M-trial run 100 times.
+    budget = 4 if path == "/benchmarks/deepswe/units/trace-a/" else 3
     with page_queries() as queries:
         assert client.get(path).status_code == 200
-    assert len(queries) <= 3, queries
+    assert len(queries) <= budget, queries
 
 
 def test_it_hides_an_unpublished_run_from_visitors_and_outsiders(client, imported_run):
@@ -221,6 +224,30 @@ def test_it_renders_the_methodology(client, settings, tmp_path):
     settings.BASE_DIR = tmp_path
     page = client.get("/methodology/").content.decode()
     assert '<h1 id="methodology">Methodology</h1>' in page and "<td>1</td>" in page
+
+
+def test_the_methodology_page_is_cached_until_its_file_changes(
+    client, settings, tmp_path, monkeypatch
+):
+    import os
+
+    from boxbench.views import pages
+
+    source = tmp_path / "docs" / "methodology.md"
+    source.parent.mkdir()
+    source.write_text("# First\n")
+    settings.BASE_DIR = tmp_path
+    assert "First" in client.get("/methodology/").content.decode()
+    with monkeypatch.context() as patched:
+        patched.setattr(pages, "render", lambda *a, **k: pytest.fail("rendered again"))
+        assert "First" in client.get("/methodology/").content.decode()
+    moved = source.stat().st_mtime_ns + 1_000_000
+    source.write_text("# Second\n")
+    os.utime(source, ns=(moved, moved))
+    # Rendered from the new file, whatever the cache and the render memo held.
+    assert "Second" in client.get("/methodology/").content.decode()
+    source.unlink()
+    assert client.get("/methodology/").status_code == 200
 
 
 def test_it_serves_a_visitor_the_page_rendered_for_the_current_publication(
