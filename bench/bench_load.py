@@ -2,17 +2,17 @@
 
     .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
         [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6379/0] [--seconds 10]
-        [--only "staff,/metrics"]
+        [--only "staff,/metrics"] [--workers 2] [--threads 4]
 
 Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
-each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard,
-adds an unpublished run with --in-progress trials (queued, running and done) through the ORM,
-starts gunicorn (2 workers x 4 threads on this 2-core machine) and runs wrk with 20 connections
+each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard, adds
+an unpublished run with --in-progress trials (queued, running and done) through the ORM, starts
+gunicorn (by default 2 workers x 4 threads, for a 2-core machine) and runs wrk with 20 connections
 for each page, as a visitor and as a staff member with every page permission (a session cookie),
-and for /metrics (bearer token). Each page's p50 and p99 are printed beside a static file served
-by the same server (whitenoise) in the same run, with the ratio of the p99s and the load average.
-The page cache is the database table unless --redis points at a Redis. --only measures just the
-pages whose names contain one of its comma-separated words (every page is still rendered once).
+and for /metrics (bearer token). Each page's p50 and p99 are printed beside a static file served by
+the same server (whitenoise) in the same run, with the ratio of the p99s and the load average. The
+page cache is the database table unless --redis points at a Redis. --only measures just the pages
+whose names contain one of its comma-separated words (every page is still rendered once).
 
 The run is audited (stats.audit: exact Theil-Sen up to 3000 trials per pair, a seeded sampled
 estimate above, see docs/methodology.md) and its audit time printed; then it is marked published
@@ -181,6 +181,8 @@ def main():
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes.")
+    parser.add_argument("--threads", type=int, default=4, help="Threads per worker.")
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
     parser.add_argument("--redis", default="", help="BOXBENCH_REDIS_URL for the page cache.")
     parser.add_argument("--only", default="", help="Measure only pages whose names contain one "
@@ -225,7 +227,8 @@ def main():
     )  # fmt: skip
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{PORT}",
-         "-w", "2", "-k", "gthread", "--threads", "4", "--log-level", "warning"],
+         "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads),
+         "--log-level", "warning"],
         cwd=ROOT, env=env,
     )  # fmt: skip
     base = f"http://127.0.0.1:{PORT}"
@@ -268,7 +271,8 @@ def main():
                 print(f"unit page payload: {len(response.content) / 1024:.0f} KiB")
         static = "/static/boxbench/site.css"
         print(
-            f"\n{args.connections} connections, {args.seconds} s per page, 2 cores shared with "
+            f"\n{args.connections} connections, {args.seconds} s per page, gunicorn "
+            f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with "
             f"wrk; reference: {static} from the same server, measured before each page"
         )
         print(
