@@ -284,8 +284,38 @@ def _problem(constraint: str, primary: str, detail: str | None) -> str:
     return f"the database refused it: {text}"
 
 
+# SQLite has row-level triggers only: the trial tally's insert trigger (migration 0009) runs an
+# upsert for every row. Inside the import's transaction, which holds SQLite's one write lock, the
+# writer sets it aside, adds the run's counts in one grouped upsert at the end, and puts the
+# trigger back as it was; a failed import rolls all three back with the rows.
+TALLY_TRIGGER = "trial_tally_insert"
+TALLY_ADD = """
+INSERT INTO boxbench_trialtally (run_id, provider_id, state, outcome, n)
+SELECT run_id, provider_id, state, outcome, count(*) FROM boxbench_trial WHERE run_id = ?
+GROUP BY run_id, provider_id, state, outcome
+ON CONFLICT (run_id, provider_id, state, outcome) DO UPDATE SET n = n + excluded.n
+"""
+
+
 class SqliteWriter(Writer):
     hex_ids = True
+
+    def __init__(self, run_id: uuid.UUID):
+        super().__init__(run_id)
+        raw = connection.connection
+        found = raw.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [TALLY_TRIGGER]
+        ).fetchone()
+        self.tally_trigger = found[0] if found else None
+        if self.tally_trigger:
+            raw.execute(f"DROP TRIGGER {TALLY_TRIGGER}")
+
+    def finish(self):
+        self.flush()
+        if self.tally_trigger:
+            raw = connection.connection
+            raw.execute(TALLY_ADD, [self.run_id])
+            raw.execute(self.tally_trigger)
 
     @staticmethod
     def json(value: dict) -> str:

@@ -300,3 +300,31 @@ def test_a_measurement_without_a_stored_unit_is_refused_by_name(synthetic_file):
         RawDataError, match=rf"benchmark {trial.benchmark.slug}: stage 'unheard_of'"
     ):
         export_text(run, FULL)
+
+
+def test_the_tally_counts_an_imported_run_and_keeps_counting_after(tmp_path, synthetic_file):
+    from django.db.models import Count
+
+    from boxbench.models import TrialTally
+
+    def tally() -> dict:
+        rows = TrialTally.objects.filter(n__gt=0).values_list(
+            "provider_id", "state", "outcome", "n"
+        )
+        return {(p, s, o): n for p, s, o, n in rows}
+
+    # A refused import changes nothing, the tally's trigger included.
+    lines = synthetic_file.read_text().splitlines(keepends=True)
+    with pytest.raises(RawDataError):
+        import_jsonl(write_lines(tmp_path / "cut.jsonl", lines[:-1]))
+    run = import_jsonl(synthetic_file).run
+    counted = Trial.objects.values("provider_id", "state", "outcome").annotate(n=Count("id"))
+    expected = {(c["provider_id"], c["state"], c["outcome"]): c["n"] for c in counted}
+    assert tally() == expected
+    model = Trial.objects.filter(run=run).first()
+    Trial.objects.create(
+        run=run, benchmark_id=model.benchmark_id, unit_id=model.unit_id,
+        provider_id=model.provider_id, round=1, seq=None,
+    )  # fmt: skip
+    key = (model.provider_id, "queued", "")
+    assert tally() == {**expected, key: expected.get(key, 0) + 1}
