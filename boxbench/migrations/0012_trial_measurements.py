@@ -7,7 +7,6 @@ are created again after each rebuild, forwards and backwards.
 """
 
 import importlib
-from collections import defaultdict
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -58,18 +57,23 @@ def fill(apps, schema_editor):
     rows = Measurement.objects.order_by("trial_id").values_list(
         "trial_id", "kind", "name", "value", "clock_gate"
     )
-    found: dict = defaultdict(lambda: {"metrics": {}, "stages": {}, "gates": {}})
+    fields = ["metrics", "stages", "clock_gates"]
+    # In trial order, a trial at a time: memory stays that of one batch, whatever the store's size.
+    batch, trial = [], None
     for trial_id, kind, name, value, gate in rows.iterator(chunk_size=BATCH):
+        if trial is None or trial.id != trial_id:
+            if len(batch) >= BATCH:
+                Trial.objects.bulk_update(batch, fields)
+                batch = []
+            trial = Trial(id=trial_id, metrics={}, stages={}, clock_gates=None)
+            batch.append(trial)
         group = GROUPS[kind]
-        found[trial_id][group][name] = value
+        getattr(trial, group)[name] = value
         if gate:
-            found[trial_id]["gates"].setdefault(group, {})[name] = gate
-    trials = []
-    for trial_id, values in found.items():
-        trial = Trial(id=trial_id, metrics=values["metrics"], stages=values["stages"])
-        trial.clock_gates = values["gates"] or None
-        trials.append(trial)
-    Trial.objects.bulk_update(trials, ["metrics", "stages", "clock_gates"], batch_size=BATCH)
+            if trial.clock_gates is None:
+                trial.clock_gates = {}
+            trial.clock_gates.setdefault(group, {})[name] = gate
+    Trial.objects.bulk_update(batch, fields)
 
 
 def unfill(apps, schema_editor):
