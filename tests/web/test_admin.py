@@ -90,7 +90,8 @@ def test_unsuccessful_trials_show_in_the_admin_only_with_private_evidence(
     # A trial's measurements are on its own page, which only those who may see it reach.
     success = shown.filter(outcome=Outcome.SUCCESS).exclude(metrics={}).first()
     page = client.get(f"/admin/boxbench/trial/{success.pk}/change/").content.decode()
-    assert next(iter(success.metrics)) in page
+    name, value = next(iter(success.metrics.items()))
+    assert f"&quot;{name}&quot;: {value}" in page
     page = client.get(f"/admin/boxbench/trial/{failed.first().pk}/change/")
     # The admin answers an object outside its queryset as one that does not exist.
     assert page.status_code == (200 if private else 302)
