@@ -19,7 +19,9 @@ rule), for both planes; the API key goes only on lifecycle calls, never to a san
 - destroy: DELETE (404 counts as gone), tried again for up to 60 s while the server refuses or
   resets the connection (a restart, which its sandboxes outlive); is_gone: GET answers 404. The
   TTL removes a sandbox (GET then answers 404, not Terminated).
-- list_sandboxes: GET /v1/sandboxes?metadata=boxbench.batch=<label>, page by page.
+- list_sandboxes: GET /v1/sandboxes?metadata=boxbench.batch=<label>, page by page. A page is
+  asked again for up to 5 s while the server answers 500 `SANDBOX_QUERY_FAILED`: on the Docker
+  runtime it inspects each container it listed, and one deleted in between fails the listing.
 - renew, pause, resume (declared as `pause`), snapshot (`docker commit` on the Docker runtime,
   named with the batch label), restore (create from snapshotId) and delete_snapshot. No fork.
 - list_strays/remove_stray: the execd helper containers `sandbox-execd-*` a failed create leaves
@@ -79,6 +81,7 @@ HELPER_KIND = "opensandbox-execd"
 # A destroy refused while the server restarts is tried again this long: its sandboxes outlive
 # the restart (docs/reliability.md, C5), and a restart here takes seconds.
 DESTROY_RETRY_S = 60.0
+LIST_RETRY_S = 5.0
 
 
 def credential(name: str, settings_value: str = "") -> str:
@@ -300,9 +303,7 @@ class OpenSandboxProvider(Provider):
             params.append(("metadata", f"{BATCH_KEY}={label}"))
         found, page = [], 1
         while True:
-            answer = self._api(
-                "GET", "/sandboxes", "list", params=[*params, ("page", str(page))]
-            ).json()
+            answer = self._list_page([*params, ("page", str(page))])
             for item in answer.get("items") or []:
                 batch = (item.get("metadata") or {}).get(BATCH_KEY)
                 if batch is None or (label and batch != label):
@@ -311,6 +312,19 @@ class OpenSandboxProvider(Provider):
             if not (answer.get("pagination") or {}).get("hasNextPage"):
                 return found
             page += 1
+
+    def _list_page(self, params: list) -> dict:
+        deadline = time.monotonic() + LIST_RETRY_S
+        wait = 0.25
+        while True:
+            try:
+                return self._api("GET", "/sandboxes", "list", params=params).json()
+            except ProviderError as exc:
+                vanished = exc.code.endswith("SANDBOX_QUERY_FAILED")
+                if not vanished or time.monotonic() + wait > deadline:
+                    raise
+            time.sleep(wait)
+            wait = min(wait * 2, 2.0)
 
     # -- exec ---------------------------------------------------------------------------------
 

@@ -1,0 +1,84 @@
+"""The opensandbox adapter's listing against a loopback server that answers as OpenSandbox's does
+when a container is deleted while the server inspects the ones it listed (Docker runtime):
+500 `DOCKER::SANDBOX_QUERY_FAILED`, then the listing again once the delete is done."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from runner.providers import get_provider
+from runner.providers.base import ProviderError
+from runner.providers.opensandbox import adapter
+
+VANISHED = {
+    "code": "DOCKER::SANDBOX_QUERY_FAILED",
+    "message": "Failed to query sandbox containers: 500 Server Error: no such container",
+}
+LISTING = {
+    "items": [{"id": "s1", "metadata": {"boxbench.batch": "b1"}, "createdAt": None}],
+    "pagination": {"page": 1, "pageSize": 100, "hasNextPage": False},
+}
+
+
+class Server(ThreadingHTTPServer):
+    def __init__(self, answers):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.answers = list(answers)  # (status, body) per GET, the last one repeated
+        self.asked = 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the name http.server calls
+        server = self.server
+        status, body = server.answers[min(server.asked, len(server.answers) - 1)]
+        server.asked += 1
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def serve(monkeypatch):
+    monkeypatch.setattr(adapter, "LIST_RETRY_S", 3.0)
+    started = []
+
+    def serve(*answers):
+        server = Server(answers)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        provider = get_provider("opensandbox", settings={"url": f"127.0.0.1:{server.server_port}"})
+        started.append((server, provider))
+        return server, provider
+
+    yield serve
+    for server, provider in started:
+        provider.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_listing_that_races_a_delete_is_asked_again(serve):
+    server, provider = serve((500, VANISHED), (500, VANISHED), (200, LISTING))
+    assert [s.id for s in provider.list_sandboxes("b1")] == ["s1"]
+    assert server.asked == 3
+
+
+def test_a_listing_that_keeps_failing_names_the_servers_code(serve):
+    server, provider = serve((500, VANISHED))
+    with pytest.raises(ProviderError, match="list: HTTP 500 DOCKER::SANDBOX_QUERY_FAILED"):
+        provider.list_sandboxes()
+    assert 3 <= server.asked <= 4  # asked again within LIST_RETRY_S, then given up
+
+
+def test_any_other_server_error_is_not_asked_again(serve):
+    server, provider = serve((500, {"code": "DOCKER::SANDBOX_ERROR", "message": "broken"}))
+    with pytest.raises(ProviderError, match="SANDBOX_ERROR: broken"):
+        provider.list_sandboxes()
+    assert server.asked == 1
