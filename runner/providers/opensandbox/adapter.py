@@ -81,7 +81,23 @@ HELPER_KIND = "opensandbox-execd"
 # A destroy refused while the server restarts is tried again this long: its sandboxes outlive
 # the restart (docs/reliability.md, C5), and a restart here takes seconds.
 DESTROY_RETRY_S = 60.0
+# A listing that met a container deleted while the server inspected it is asked again this long.
 LIST_RETRY_S = 5.0
+
+
+def _again_while(retryable, within_s: float, call):
+    """`call()`, called again with backoff (0.25 s doubling to 2 s) while it raises a
+    ProviderError that `retryable` accepts, for at most `within_s`; then that error."""
+    deadline = time.monotonic() + within_s
+    wait = 0.25
+    while True:
+        try:
+            return call()
+        except ProviderError as exc:
+            if not retryable(exc) or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, 2.0)
 
 
 def credential(name: str, settings_value: str = "") -> str:
@@ -272,19 +288,14 @@ class OpenSandboxProvider(Provider):
         return sandbox.handle
 
     def destroy(self, sandbox: Sandbox) -> None:
-        deadline = time.monotonic() + DESTROY_RETRY_S
-        wait = 0.25
-        while True:
-            try:
-                self._api("DELETE", f"/sandboxes/{_seg(sandbox.id)}", "destroy", (204, 200))
-                return
-            except SandboxGone:
-                return  # its TTL got there first
-            except NotReady:
-                if time.monotonic() + wait > deadline:
-                    raise
-            time.sleep(wait)
-            wait = min(wait * 2, 2.0)
+        with contextlib.suppress(SandboxGone):  # its TTL got there first
+            _again_while(
+                lambda e: isinstance(e, NotReady),
+                DESTROY_RETRY_S,
+                lambda: self._api(
+                    "DELETE", f"/sandboxes/{_seg(sandbox.id)}", "destroy", (204, 200)
+                ),
+            )
 
     def _delete_quietly(self, sandbox_id: str) -> None:
         with contextlib.suppress(Exception):  # best effort: cleanup by label catches the rest
@@ -314,17 +325,11 @@ class OpenSandboxProvider(Provider):
             page += 1
 
     def _list_page(self, params: list) -> dict:
-        deadline = time.monotonic() + LIST_RETRY_S
-        wait = 0.25
-        while True:
-            try:
-                return self._api("GET", "/sandboxes", "list", params=params).json()
-            except ProviderError as exc:
-                vanished = exc.code.endswith("SANDBOX_QUERY_FAILED")
-                if not vanished or time.monotonic() + wait > deadline:
-                    raise
-            time.sleep(wait)
-            wait = min(wait * 2, 2.0)
+        return _again_while(
+            lambda e: e.code.endswith("SANDBOX_QUERY_FAILED"),
+            LIST_RETRY_S,
+            lambda: self._api("GET", "/sandboxes", "list", params=params).json(),
+        )
 
     # -- exec ---------------------------------------------------------------------------------
 
