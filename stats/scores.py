@@ -3,7 +3,9 @@
 
 The tree is overall -> sections -> benchmarks -> units. Units are leaves holding each provider's
 statistic; every other node's score is the arithmetic mean of its children's scores, where a child
-the provider has no result in adds 0.
+the provider has no result in adds 0. The overall score always averages the four sections: the
+methodology defines it as the mean of four scores, so a section nobody has a result in (no
+provider-sourced cost anywhere) adds 0 for everyone rather than leaving the count.
 """
 
 import math
@@ -77,15 +79,20 @@ def unit_scores(
     return {p: 100.0 * v / best for p, v in own.items()}
 
 
-def mean_of_children(children: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    """Arithmetic mean over the children that have any result; a provider's missing child adds 0.
+def mean_of_children(
+    children: Iterable[Mapping[str, float]], count: int | None = None
+) -> dict[str, float]:
+    """Arithmetic mean over the children; a provider's missing child adds 0.
 
-    A child no provider has a result in carries no comparison and is left out of the count, so it
-    cannot cap every provider below 100. A provider with no result in any child has no score.
+    Without `count`, a child no provider has a result in is left out of the count: a unit nobody
+    completed is outside the workload's unit set, a benchmark nobody ranked is not on the board.
+    With `count` (the overall score: always four sections) every child counts, scored or not.
+    A provider with no result in any child has no score.
     """
     scored = [c for c in children if c]
+    denominator = count if count is not None else len(scored)
     providers = {p for c in scored for p in c}
-    return {p: math.fsum(c.get(p, 0.0) for c in scored) / len(scored) for p in providers}
+    return {p: math.fsum(c.get(p, 0.0) for c in scored) / denominator for p in providers}
 
 
 def rank(scores: Mapping[str, float]) -> dict[str, int]:
@@ -127,5 +134,5 @@ def score_tree(results: Iterable[UnitResult]) -> ScoreNode:
         scores = mean_of_children(n.scores for n in bench_nodes)
         label = SECTION_LABELS[section]
         sections.append(_finish(ScoreNode(section, "section", label, bench_nodes, scores)))
-    overall = mean_of_children(n.scores for n in sections)
+    overall = mean_of_children((n.scores for n in sections), count=len(SECTIONS))
     return _finish(ScoreNode("overall", "overall", "Overall Score", sections, overall))

@@ -50,8 +50,9 @@ def test_it_averages_sections_and_the_overall_score_with_missing_children_as_zer
     time = tree.child("workload_time")
     assert time.scores == {"A": 100.0, "B": pytest.approx(62.5)}
     assert tree.child("machine_performance").scores == {"A": 50.0, "B": 100.0}
-    # Two sections have results; the empty cost and operations sections carry no comparison.
-    assert tree.scores == {"A": pytest.approx(75.0), "B": pytest.approx(81.25)}
+    # The overall score averages all four sections: the empty cost and operations sections add
+    # 0 for everyone (the methodology's "averages four scores").
+    assert tree.scores == {"A": pytest.approx(37.5), "B": pytest.approx(40.625)}
     assert tree.ranks == {"B": 1, "A": 2}
 
 

@@ -5,9 +5,11 @@ import re
 
 import pytest
 
-from boxbench.models import Trial
+from boxbench import publishing
+from boxbench.models import Provider, Trial
 from boxbench.rawdata import FULL, PUBLIC, export_jsonl
 from tests.web import factory
+from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
 
@@ -70,6 +72,20 @@ def test_it_downloads_the_score_tree(client, published_run):
     unit_rows = [r for r in rows if r[1] == "workload_time/deepswe/trace-c"]
     assert {r[3] for r in unit_rows} == {"local", "docker"}  # boat has no result there
     assert all(r[6] == factory.RUN_ID for r in unit_rows)
+
+
+def test_the_overall_score_averages_all_four_sections_even_one_nobody_scored(client, imported_run):
+    # Nobody sources its cost: the Workload Cost section has no score, and still counts as one
+    # of the four the overall averages, adding 0 for everyone (local leads the other three).
+    for provider in Provider.objects.all():
+        provider.pricing = {**provider.pricing, "provider_sourced": False}
+        provider.save()
+    explain_failures(imported_run)
+    publishing.publish(imported_run)
+    rows = rows_of(client.get("/scores.csv"))
+    assert not [r for r in rows if r[0] == "section" and r[1] == "workload_cost"]
+    overall = {r[3]: r[4:6] for r in rows if r[0] == "overall"}
+    assert overall["local"] == ["75.0", "1"]
 
 
 def test_it_streams_the_raw_data_in_the_export_format(client, published_run):

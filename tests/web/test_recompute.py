@@ -279,10 +279,10 @@ def unit_score(values: dict[str, float], lower: bool) -> dict[str, float]:
     return {p: 100 * (best / v if lower else v / best) for p, v in values.items()}
 
 
-def mean_with_zeros(children: list[dict[str, float]]) -> dict[str, float]:
+def mean_with_zeros(children: list[dict[str, float]], count: int | None = None) -> dict[str, float]:
     scored = [c for c in children if c]
     providers = {p for c in scored for p in c}
-    return {p: sum(c.get(p, 0.0) for c in scored) / len(scored) for p in providers}
+    return {p: sum(c.get(p, 0.0) for c in scored) / (count or len(scored)) for p in providers}
 
 
 def competition_ranks(scores: dict[str, float]) -> dict[str, int]:
@@ -327,7 +327,8 @@ def expected_tree(raw: Raw) -> dict:
         ]
         scores = mean_with_zeros([b["scores"] for b in benchmarks])
         sections.append(node(section, "section", scores, benchmarks))
-    return node("overall", "overall", mean_with_zeros([s["scores"] for s in sections]), sections)
+    overall = mean_with_zeros([s["scores"] for s in sections], count=len(SECTIONS))
+    return node("overall", "overall", overall, sections)
 
 
 def assert_same_tree(published: dict, expected: dict, path="overall"):
