@@ -143,6 +143,8 @@ def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], 
         "stages": stages,
         # Workloads have a Cost view beside Time (the score tree's workload cost section).
         "cost_view": benchmark.section == Section.WORKLOAD,
+        # Recorded without charting it (Destroy): tables and downloads, no chart, no score.
+        "recorded_only": not benchmark.charted,
         "download_note": DOWNLOAD_NOTES.get(benchmark.slug, ""),
     }
 

@@ -13,6 +13,8 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> dict:
     results = []
     for board in boards:
         benchmark = board.benchmark
+        if not benchmark.charted:
+            continue  # recorded without charting it, so it scores nothing either
         lower = benchmark.direction != "higher"
         for unit in board.units:
             medians = {r["provider"]: r["median"] for r in unit["rows"] if r["ranked"]}

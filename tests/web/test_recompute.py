@@ -301,8 +301,8 @@ def expected_tree(raw: Raw) -> dict:
     costs), every other node the mean of its children with a missing child adding 0."""
     leaves = {s: defaultdict(list) for s in SECTIONS}
     for slug, benchmark in raw.benchmarks.items():
-        if Aggregate.objects.page(Scope.BENCHMARK, slug) is None:
-            continue
+        if Aggregate.objects.page(Scope.BENCHMARK, slug) is None or not benchmark["charted"]:
+            continue  # a benchmark recorded without charting it scores nothing
         for unit in raw.units(slug):
             ranked = {
                 p: raw.values[(slug, unit, p)]
