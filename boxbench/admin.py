@@ -6,7 +6,7 @@ from django.template import RequestContext
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import models, permissions, publishing
+from boxbench import holdbacks, models, permissions, publishing
 from boxbench.admin_forms import (
     RESOLVE_TEMPLATE,
     START_TEMPLATE,
@@ -66,7 +66,7 @@ class RunTransitionInline(admin.TabularInline):
 @admin.action(description="Audit selected runs (store the report)", permissions=["audit"])
 def audit_runs(modeladmin, request, queryset):
     for run in queryset:
-        failing = publishing.failing_checks(publishing.run_audit(run))
+        failing = holdbacks.failing_checks(publishing.run_audit(run))
         level = messages.WARNING if failing else messages.SUCCESS
         modeladmin.message_user(
             request, f"{run.name}: audited, {len(failing)} failing check(s).", level
@@ -84,7 +84,7 @@ def publish_runs(modeladmin, request, queryset):
         except publishing.PublishRefused as exc:
             modeladmin.message_user(request, str(exc), messages.ERROR)
         else:
-            held = publishing.held_back([run])[run.id]
+            held = holdbacks.held_back([run])[run.id]
             if held:
                 names = ", ".join(f"{p['provider']} / {p['benchmark']}" for p in held)
                 modeladmin.message_user(

@@ -3,7 +3,7 @@
 from django import forms
 from django.template import Template
 
-from boxbench import models, publishing
+from boxbench import holdbacks, models, publishing
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
 
@@ -62,7 +62,7 @@ class BulkResolutionForm(forms.Form):
 
     def __init__(self, run, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        failing = ["/".join(f) for f in publishing.unresolved_failures(run)]
+        failing = ["/".join(f) for f in holdbacks.unresolved_failures(run)]
         self.fields["checks"].choices = [(f, f) for f in failing]
         self.fields["checks"].initial = failing
 

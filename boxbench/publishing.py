@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from boxbench.holdbacks import failing_checks
 from boxbench.models import (
     AuditResolution,
     Benchmark,
@@ -77,64 +78,6 @@ def audit_settings(run: Run, current_settings: bool = False):
         message = f"run {run.id}: its previous audit's settings are unusable: {exc}"
         raise PublishRefused(message) from None
     return settings, f"the previous audit of {when}", missing
-
-
-def failing_checks(report: dict) -> list[tuple[str, str, str]]:
-    """(provider, benchmark, check) of every failed check in the report."""
-    found = []
-    for pair in report.get("pairs", []):
-        for check, finding in pair.get("checks", {}).items():
-            if finding.get("verdict") == "fail":
-                found.append((pair["provider"], pair["benchmark"], check))
-    return found
-
-
-def unresolved_failures(run: Run) -> list[tuple[str, str, str]]:
-    resolved = set(
-        AuditResolution.objects.filter(run=run).values_list(
-            "provider__slug", "benchmark__slug", "check_name"
-        )
-    )
-    return [f for f in failing_checks(run.audit_report or {}) if f not in resolved]
-
-
-def held_back(runs: list[Run]) -> dict:
-    """{run id: [{"provider", "benchmark", "checks": [{"check", "why"}]}]}: the pairs of each
-    run kept out of publication (one query for all runs).
-
-    A failing pair stays out until resolved; a pair resolved as explained or by excluding its
-    outliers publishes; a pair resolved by a re-run publishes from the re-run only, so the
-    original run's numbers of that pair stay out for good.
-    """
-    ids = [run.id for run in runs]
-    resolved = {
-        (run_id, p, b, c): (kind, rerun)
-        for run_id, p, b, c, kind, rerun in AuditResolution.objects.filter(
-            run_id__in=ids
-        ).values_list(
-            "run_id", "provider__slug", "benchmark__slug", "check_name", "kind", "rerun_id"
-        )
-    }
-    found: dict = {}
-    for run in runs:
-        pairs: dict = {}
-        for provider, benchmark, check in failing_checks(run.audit_report or {}):
-            kind, rerun = resolved.get((run.id, provider, benchmark, check), (None, None))
-            if kind is None:
-                why = f"{check} failed the audit and is not resolved"
-            elif kind == ResolutionKind.RERUN:
-                why = (
-                    f"{check} was resolved by re-running the pair (run {rerun}): "
-                    "only the re-run publishes it"
-                )
-            else:
-                continue
-            entry = pairs.setdefault(
-                (provider, benchmark), {"provider": provider, "benchmark": benchmark, "checks": []}
-            )
-            entry["checks"].append({"check": check, "why": why})
-        found[run.id] = [pairs[key] for key in sorted(pairs)]
-    return found
 
 
 def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:
@@ -223,7 +166,7 @@ def publish(run: Run, actor=None) -> Run:
     """Publish a completed run pair by pair, then materialize.
 
     Passing pairs and pairs resolved as explained or by excluding outliers publish; a failing
-    pair stays out until it is resolved (held_back). The publication is a row of the run's
+    pair stays out until it is resolved (holdbacks.held_back). The publication is a row of the run's
     transitions (its status stays completed) naming the actor, the user who published (None
     from the command line).
     """
@@ -269,20 +212,3 @@ def rematerialize() -> None:
         materialize()
     else:
         Aggregate.objects.replace_all([])
-
-
-def resolutions(run: Run) -> list[dict]:
-    """How each failed check of the run's audit was resolved, for its report page."""
-    found = AuditResolution.objects.filter(run=run).select_related("provider", "benchmark")
-    return [
-        {
-            "provider": r.provider.slug,
-            "benchmark": r.benchmark.slug,
-            "check_name": r.check_name,
-            "kind": r.get_kind_display(),
-            "note": r.note,
-            "rerun": str(r.rerun_id) if r.rerun_id else None,
-            "at": r.at.isoformat(timespec="minutes"),
-        }
-        for r in found.order_by("provider__slug", "benchmark__slug", "check_name")
-    ]

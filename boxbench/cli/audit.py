@@ -3,7 +3,7 @@ record how a failing pair was resolved."""
 
 from django.core.management.base import CommandError
 
-from boxbench import publishing
+from boxbench import holdbacks, publishing
 from boxbench.cli.common import get_run
 from boxbench.models import AuditResolution, Benchmark, Provider, ResolutionKind
 
@@ -94,7 +94,7 @@ def _resolve_failing(run, options, out):
               "benchmark": options.get("benchmark")}  # fmt: skip
     chosen = [
         (provider, benchmark, check)
-        for provider, benchmark, check in publishing.unresolved_failures(run)
+        for provider, benchmark, check in holdbacks.unresolved_failures(run)
         if (not wanted["provider"] or provider in wanted["provider"])
         and (not wanted["benchmark"] or benchmark in wanted["benchmark"])
         and (not wanted["check"] or check in wanted["check"])
@@ -114,7 +114,7 @@ def _resolve_failing(run, options, out):
         out.write(f"  {provider}/{benchmark}/{check}")
     if excluded:
         out.write(f"{excluded} trial(s) marked excluded by the objective outlier rule.")
-    left = len(publishing.unresolved_failures(run))
+    left = len(holdbacks.unresolved_failures(run))
     out.write(
         f"{left} failing check(s) still unresolved." if left else "Every failing check is resolved."
     )
@@ -126,7 +126,7 @@ def _value(x, suffix=""):
 
 def format_report(run) -> str:
     report = run.audit_report or {}
-    unresolved = set(publishing.unresolved_failures(run))
+    unresolved = set(holdbacks.unresolved_failures(run))
     lines = [f"Audit of run {run.name} ({run.id}), q level {report.get('q_level')}"]
     if report.get("settings_source"):
         lines.append(f"settings: {report['settings_source']}")

@@ -11,7 +11,7 @@ import time
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from boxbench import publishing
+from boxbench import holdbacks, publishing
 from boxbench.models import Run, RunStatus
 from runner import chain, named_plans, runs, store, tasks
 from runner.plan import PlanError, plan_run
@@ -180,7 +180,7 @@ def publish(run: Run, out) -> None:
 
 
 def write_held_back(run: Run, out) -> None:
-    held = publishing.held_back([run])[run.id]
+    held = holdbacks.held_back([run])[run.id]
     for pair in held:
         for check in pair["checks"]:
             out.write(f"  held back {pair['provider']} / {pair['benchmark']}: {check['why']}")

@@ -12,11 +12,11 @@ statistics. The data flows ORM -> pandas -> stats -> Aggregate rows:
 
 from __future__ import annotations
 
+from boxbench import holdbacks
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import image_digest, leaderboard_sources, ranking_floor
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
-from boxbench.publishing import held_back, resolutions
 from runner import runs
 
 __all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"]
@@ -24,10 +24,12 @@ __all__ = ["image_digest", "leaderboard_sources", "materialize", "ranking_floor"
 
 def materialize() -> int:
     """Recompute every Aggregate row from the leaderboard sources; all rows replaced at once."""
-    sources = leaderboard_sources()
+    published = list(Run.objects.published().order_by("-published_at", "-id"))
+    # Asked once: it decides both which run feeds each pair and what each run's page holds back.
+    held = holdbacks.held_back(published)
+    sources = leaderboard_sources(published, held)
     benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
     providers = {p.id: p for p in Provider.objects.all()}
-    published = list(Run.objects.published().order_by("-published_at", "-id"))
     rows: list[Aggregate] = []
     boards = []
     for benchmark in benchmarks:
@@ -38,11 +40,10 @@ def materialize() -> int:
             unit = unit_data["unit"]
             rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
     # Every published run has its page, also one whose every pair is held back or superseded.
-    held = held_back(published)
     for run in published:
         data = {
             "cells": runs.progress(run),
-            "resolutions": resolutions(run),
+            "resolutions": holdbacks.resolutions(run),
             "held_back": held.get(run.id, []),
         }
         rows.append(Aggregate.of(Scope.RUN, run.id, data=data))

@@ -15,20 +15,19 @@ from runner.rules import Refusal
 from stats import labels
 
 
-def leaderboard_sources() -> dict[int, dict[int, Run]]:
+def leaderboard_sources(published: list[Run], held: dict) -> dict[int, dict[int, Run]]:
     """{benchmark id: {provider id: run}}: each provider's numbers on a benchmark come from the
-    newest measured published run holding finished trials of that provider on that benchmark
-    and not holding the pair back (boxbench.publishing.held_back), whatever the order in which
-    runs were published. A re-run of one pair replaces that pair only."""
-    from boxbench.publishing import held_back
-
-    published = {run.id: run for run in Run.objects.published()}
-    held = {
+    newest measured of the `published` runs holding finished trials of that provider on that
+    benchmark and not holding the pair back (`held`, as boxbench.holdbacks.held_back gives it),
+    whatever the order in which runs were published. A re-run of one pair replaces that pair
+    only."""
+    held_pairs = {
         run_id: {(pair["provider"], pair["benchmark"]) for pair in pairs}
-        for run_id, pairs in held_back(list(published.values())).items()
+        for run_id, pairs in held.items()
     }
+    by_id = {run.id: run for run in published}
     cells = (
-        Trial.objects.filter(run_id__in=published, state=TrialState.DONE)
+        Trial.objects.filter(run_id__in=by_id, state=TrialState.DONE)
         .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
         .order_by()  # the model's ordering would join GROUP BY and make every row a group
         .annotate(measured=Max("ended_at"))
@@ -36,7 +35,7 @@ def leaderboard_sources() -> dict[int, dict[int, Run]]:
     # Attempts a run knows only as counts (imported from a public file) have no times: the pair
     # was measured when its run was.
     counted = (
-        UnsuccessfulCount.objects.filter(run_id__in=published)
+        UnsuccessfulCount.objects.filter(run_id__in=by_id)
         .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
         .order_by()
         .distinct()
@@ -50,8 +49,8 @@ def leaderboard_sources() -> dict[int, dict[int, Run]]:
     chosen: dict[int, dict[int, Run]] = {}
     when: dict[tuple[int, int], tuple] = {}
     for cell in cells:
-        run = published[cell["run_id"]]
-        if (cell["provider__slug"], cell["benchmark__slug"]) in held.get(run.id, ()):
+        run = by_id[cell["run_id"]]
+        if (cell["provider__slug"], cell["benchmark__slug"]) in held_pairs.get(run.id, ()):
             continue
         key = (cell["benchmark_id"], cell["provider_id"])
         measured = (_measured_at(cell["measured"], run), str(run.id))

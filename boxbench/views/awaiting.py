@@ -8,7 +8,7 @@ stored audit report and the trial tally, never recomputes statistics, and costs 
 from django.db.models import Exists, IntegerField, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from boxbench import publishing
+from boxbench import holdbacks
 from boxbench.models import AuditResolution, Outcome, Run, Trial, TrialTally
 
 SHOWN = 10
@@ -18,7 +18,7 @@ def audit_verdict(report: dict | None, resolved: set[tuple[str, str, str]]) -> d
     """How far a run's audit stands from publication: failing and still unresolved checks."""
     if report is None:
         return {"audited": False, "failing": 0, "unresolved": 0}
-    failing = publishing.failing_checks(report)
+    failing = holdbacks.failing_checks(report)
     unresolved = [key for key in failing if key not in resolved]
     return {"audited": True, "failing": len(failing), "unresolved": len(unresolved)}
 
@@ -42,7 +42,7 @@ def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
         planned = Trial.objects.filter(run=OuterRef("pk"), benchmark_id__in=benchmark_ids)
         runs = runs.filter(Exists(planned))
     runs = list(runs.order_by("-created_at")[:SHOWN])
-    failed = [run.id for run in runs if publishing.failing_checks(run.audit_report or {})]
+    failed = [run.id for run in runs if holdbacks.failing_checks(run.audit_report or {})]
     resolved: dict = {}
     if failed:
         found = AuditResolution.objects.filter(run_id__in=failed).values_list(

@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from boxbench import live, permissions, publishing
+from boxbench import holdbacks, live, permissions
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -41,8 +41,8 @@ def run_page(request, run_id):
     # Runs materialized before progress became one function have no "cells": count them anew.
     cells = stored["cells"] if stored and "cells" in stored else runs.progress(run)
     measured = [c for c in cells if "refusal" not in c]
-    resolutions = stored["resolutions"] if stored else publishing.resolutions(run)
-    held = stored.get("held_back", []) if stored else publishing.held_back([run])[run.id]
+    resolutions = stored["resolutions"] if stored else holdbacks.resolutions(run)
+    held = stored.get("held_back", []) if stored else holdbacks.held_back([run])[run.id]
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)

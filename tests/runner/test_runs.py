@@ -371,11 +371,11 @@ def test_the_cli_publishes_a_run_that_passes_its_audit(chain_provider, sync_queu
 def test_the_cli_publishes_a_run_and_names_the_failing_pairs_it_holds_back(
     chain_provider, sync_queue, monkeypatch
 ):
-    from boxbench import publishing
+    from boxbench import holdbacks
 
     # A real trend failure needs 15+ drifting trials; the audit's verdict is stubbed here.
     failed = [("local", "destroy", "trend")]
-    monkeypatch.setattr(publishing, "failing_checks", lambda report: failed)
+    monkeypatch.setattr(holdbacks, "failing_checks", lambda report: failed)
     out = io.StringIO()
     call_command("bench", "run", "--benchmark", "destroy", "--trials", "1", "--publish", stdout=out)
     assert "held back local / destroy: trend failed the audit and is not resolved" in out.getvalue()

@@ -162,7 +162,7 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
 ):
     from django.contrib.auth.models import User
 
-    from boxbench import publishing
+    from boxbench import holdbacks, publishing
 
     publishing.run_audit(imported_run)  # refused: the fixture's Create trials drift
     User.objects.create_user("admin", password="pw-admin-123", is_staff=True, is_superuser=True)
@@ -182,14 +182,14 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
     runs.first.get_by_role("link", name="dashboard-fixture").click()
     visit(page, page.url, "first-visit-refused-run")
     failing = page.locator("#publication-refused #failing-checks tbody tr")
-    assert failing.count() == len(publishing.failing_checks(imported_run.audit_report))
+    assert failing.count() == len(holdbacks.failing_checks(imported_run.audit_report))
     failing.first.get_by_role("link", name="Record a resolution in the admin").click()
     page.fill("#id_note", "The job host was busy with other work.")
     page.locator("input[name=_save]").click()
     page.wait_for_url(f"{live_server.url}/runs/{imported_run.id}/")
     page.errors.clear()
     visit(page, page.url, "first-visit-resolved-one")
-    assert failing.count() == len(publishing.failing_checks(imported_run.audit_report)) - 1
+    assert failing.count() == len(holdbacks.failing_checks(imported_run.audit_report)) - 1
     assert page.errors == []
 
 

@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from boxbench import publishing
+from boxbench import holdbacks, publishing
 from boxbench.models import AuditResolution
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def audited_run(imported_run):
     publishing.run_audit(imported_run)
-    assert len(publishing.failing_checks(imported_run.audit_report)) >= 2
+    assert len(holdbacks.failing_checks(imported_run.audit_report)) >= 2
     return imported_run
 
 
@@ -25,7 +25,7 @@ def recorded():
 
 
 def test_one_cli_call_resolves_every_failing_check(audited_run, capsys):
-    failing = publishing.failing_checks(audited_run.audit_report)
+    failing = holdbacks.failing_checks(audited_run.audit_report)
     call_command(
         "bench", "audit", audited_run.name, "--resolve-failing", "--kind", "explained",
         "--note", "The job host was busy.",
@@ -36,7 +36,7 @@ def test_one_cli_call_resolves_every_failing_check(audited_run, capsys):
     assert (
         f"Recorded {len(failing)} resolution(s)" in out and "Every failing check is resolved" in out
     )
-    assert publishing.unresolved_failures(audited_run) == []
+    assert holdbacks.unresolved_failures(audited_run) == []
 
 
 def test_the_cli_narrows_the_set_by_provider_and_check(audited_run, capsys):
@@ -75,7 +75,7 @@ def root_client(client):
 def test_one_admin_form_resolves_several_checks_and_says_what_it_saved(root_client, audited_run):
     url = f"/admin/boxbench/run/{audited_run.id}/resolve/"
     form = root_client.get(url).content.decode()
-    failing = ["/".join(f) for f in publishing.failing_checks(audited_run.audit_report)]
+    failing = ["/".join(f) for f in holdbacks.failing_checks(audited_run.audit_report)]
     for check in failing:
         assert f'value="{check}"' in form
     chosen = failing[:2]
@@ -93,7 +93,7 @@ def test_one_admin_form_resolves_several_checks_and_says_what_it_saved(root_clie
 
 def test_the_admin_form_refuses_outlier_exclusion_for_other_checks(root_client, audited_run):
     url = f"/admin/boxbench/run/{audited_run.id}/resolve/"
-    failing = ["/".join(f) for f in publishing.failing_checks(audited_run.audit_report)]
+    failing = ["/".join(f) for f in holdbacks.failing_checks(audited_run.audit_report)]
     response = root_client.post(url, {"checks": failing, "kind": "outliers_excluded", "note": "n"})
     assert response.status_code == 200
     assert "Only the outliers check is resolved by excluding outliers" in response.content.decode()

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from boxbench import publishing
+from boxbench import holdbacks, publishing
 from boxbench.models import Benchmark, Provider, Run
 from boxbench.views.awaiting import audit_verdict
 from runner.manifest import Manifest
@@ -46,7 +46,7 @@ def test_it_lists_the_runs_awaiting_publication_to_staff(staff_client, imported_
 
 def test_it_shows_staff_how_many_failing_checks_are_still_unresolved(staff_client, imported_run):
     publishing.run_audit(imported_run)
-    failing = publishing.failing_checks(imported_run.audit_report)
+    failing = holdbacks.failing_checks(imported_run.audit_report)
     assert failing  # the fixture's Create trials drift by design
     page = staff_client.get("/").content.decode()
     assert f"{len(failing)} failing checks, <b>{len(failing)} unresolved</b>" in page
@@ -79,7 +79,7 @@ def test_it_puts_the_failing_checks_and_their_resolutions_at_the_top_of_a_refuse
     publishing.run_audit(imported_run)
     page = staff_client.get(RUN_URL).content.decode()
     refused = page[page.index('id="publication-refused"') : page.index("Raw data:")]
-    failing = publishing.failing_checks(imported_run.audit_report)
+    failing = holdbacks.failing_checks(imported_run.audit_report)
     assert f"{len(failing)} failing audit checks unresolved" in refused
     for provider, benchmark, check in failing:
         assert f"<td>{provider} / {benchmark}</td><td>{check}</td>" in refused
@@ -115,7 +115,7 @@ def test_it_returns_to_the_run_after_a_resolution_is_recorded_in_the_admin(
     admin_client, imported_run
 ):
     publishing.run_audit(imported_run)
-    provider, benchmark, check = publishing.failing_checks(imported_run.audit_report)[0]
+    provider, benchmark, check = holdbacks.failing_checks(imported_run.audit_report)[0]
     response = admin_client.post(
         "/admin/boxbench/auditresolution/add/",
         {

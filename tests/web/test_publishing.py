@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from boxbench import publishing
+from boxbench import holdbacks, publishing
 from boxbench.models import (
     Aggregate,
     AuditResolution,
@@ -52,6 +52,14 @@ def test_it_publishes_passing_pairs_and_holds_back_the_failing_ones(imported_run
     assert [(p["provider"], p["benchmark"]) for p in held] == [
         ("boat", "create"), ("docker", "create"), ("local", "create")
     ]  # fmt: skip
+
+
+def test_a_publication_asks_once_which_pairs_are_held_back(imported_run, monkeypatch):
+    asked = []
+    held_back = holdbacks.held_back
+    monkeypatch.setattr(holdbacks, "held_back", lambda runs: asked.append(runs) or held_back(runs))
+    publishing.publish(imported_run)
+    assert [[run.id for run in runs] for runs in asked] == [[imported_run.id]]
 
 
 def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_run):
@@ -269,7 +277,7 @@ def test_an_imported_report_is_kept_apart_and_publishing_recomputes_the_audit(tm
     assert run.audit_report is None and run.imported_audit_report == empty_report
     publishing.publish(run)
     run.refresh_from_db()
-    assert ("local", "create", "trend") in publishing.failing_checks(run.audit_report)
+    assert ("local", "create", "trend") in holdbacks.failing_checks(run.audit_report)
     assert run.imported_audit_report == empty_report  # kept, for comparison
     assert Aggregate.objects.page(Scope.BENCHMARK, "create") is None  # held back
 
@@ -287,7 +295,7 @@ def test_the_report_records_every_threshold_and_minimum_it_used(imported_run):
 
 def test_a_re_audit_applies_the_settings_the_run_was_audited_with(imported_run, capsys):
     report = publishing.run_audit(imported_run)
-    assert ("local", "create", "trend") in publishing.failing_checks(report)
+    assert ("local", "create", "trend") in holdbacks.failing_checks(report)
     # An audit made when a drift needed 500 % to fail:
     report["settings"]["min_effect"]["trend"] = 500.0
     imported_run.audit_report = report
@@ -295,14 +303,14 @@ def test_a_re_audit_applies_the_settings_the_run_was_audited_with(imported_run, 
     call_command("bench", "audit", imported_run.name, "--again")
     imported_run.refresh_from_db()
     again = imported_run.audit_report
-    assert ("local", "create", "trend") not in publishing.failing_checks(again)
+    assert ("local", "create", "trend") not in holdbacks.failing_checks(again)
     assert again["settings"]["min_effect"]["trend"] == 500.0
     assert again["settings_changed"]["min_effect"]["current"]["trend"] == 8.0
     assert again["settings_source"].startswith("the previous audit of ")
     out = capsys.readouterr().out
     assert "settings: the previous audit of" in out and "min_effect" in out
     current = publishing.run_audit(imported_run, current_settings=True)
-    assert ("local", "create", "trend") in publishing.failing_checks(current)
+    assert ("local", "create", "trend") in holdbacks.failing_checks(current)
 
 
 def test_a_re_audit_of_a_report_without_settings_says_which_it_could_not_restore(imported_run):
