@@ -1,6 +1,8 @@
 """What publishing materializes: the review's methodology findings, each on the fixture run
 imported through `bench import` (tests/web/factory.py) and bent where a finding needs it."""
 
+import csv
+import io
 from datetime import timedelta
 
 import numpy as np
@@ -116,6 +118,34 @@ def test_it_publishes_the_pooled_median_and_its_whole_trial_interval(imported_ru
     assert row["tail_kind"] == "p95" and row["tail"] == estimators.percentile(
         np.concatenate(calls), 95
     )
+
+
+def test_below_twenty_trials_the_pooled_tail_is_the_worst_trials_median_call(client, imported_run):
+    benchmark = Benchmark.objects.create(
+        slug="latency-per-call", title="Latency per Call", section="sandbox_operations",
+        metric="latency_ms", unit="ms", statistic="pooled_median", clock="job_host",
+    )  # fmt: skip
+    unit = Unit.objects.create(benchmark=benchmark, slug="true")
+    # Twelve trials of five calls; trial 3 has one very slow call but a typical median.
+    calls = [np.array([10.0, 11.0, 12.0, 13.0, 14.0]) + k for k in range(12)]
+    calls[3] = np.array([12.0, 13.0, 14.0, 15.0, 900.0])
+    metrics = []
+    for trial_calls in calls:
+        values = {f"latency_ms.call_{i + 1:03d}": float(v) for i, v in enumerate(trial_calls)}
+        values["latency_ms"] = estimators.median(trial_calls)
+        metrics.append(values)
+    add_trials(imported_run, benchmark, unit, Provider.objects.get(slug="local"), metrics, 5000)
+    publish(imported_run)
+    row = unit_row("latency-per-call/true", "local")
+    # The worst trial is the last (calls 21..25, median 23), not the 900 ms single call.
+    assert (row["tail"], row["tail_kind"]) == (23.0, "Slowest")
+    rows = list(
+        csv.reader(
+            io.StringIO(client.get("/benchmarks/latency-per-call/units/true.csv").content.decode())
+        )
+    )
+    local = dict(zip(rows[0], next(r for r in rows if r[0] == "local"), strict=True))
+    assert local["tail"] == "23" and local["tail kind"] == "Slowest"
 
 
 # 4. Cache and physical-limit flags reach the audit ---------------------------------------------
