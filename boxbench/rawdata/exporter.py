@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import connection, transaction
 
+from boxbench import safecsv
 from boxbench.models import (
     Benchmark,
     MeasurementKind,
@@ -416,11 +417,9 @@ def csv_row(run_id: str, record: TrialRecord) -> list:
 
 def export_csv(run: Run, form: str = PUBLIC) -> Iterator[str]:
     """The flat CSV of a run's trials (of `form`: the public one holds the successful trials
-    only), through defusedcsv (no spreadsheet formulas)."""
-    from defusedcsv import csv
-
+    only), through boxbench.safecsv (no spreadsheet formulas)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = safecsv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     run_id = str(run.id)
     for record in iter_trials(run, form=form):

@@ -2,10 +2,9 @@
 
 import io
 
-from defusedcsv import csv
 from django.http import HttpResponse, StreamingHttpResponse
 
-from boxbench import permissions
+from boxbench import permissions, safecsv
 from boxbench.models import Scope
 from boxbench.rawdata import FULL, PUBLIC, export_csv, iter_jsonl_bytes
 from boxbench.views import tables
@@ -14,7 +13,7 @@ from boxbench.views.access import aggregate, chosen_view, visible_run
 
 def _csv_response(table: tables.Table, filename: str) -> HttpResponse:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = safecsv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)
     writer.writerows(table.rows)
     response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")

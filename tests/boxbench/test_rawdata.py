@@ -225,6 +225,11 @@ def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
     text = "".join(export_csv(run, FULL))
     assert ",=HYPERLINK" not in text
     assert "'=HYPERLINK" in text
+    for lead in ("\t", "\r"):
+        Trial.objects.filter(run=run).update(cause=f"{lead}=HYPERLINK(1)")
+        text = "".join(export_csv(run, FULL))
+        assert f"'{lead}=HYPERLINK" in text
+        assert f",{lead}=HYPERLINK" not in text and f'"{lead}=HYPERLINK' not in text
 
 
 def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):

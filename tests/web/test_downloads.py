@@ -136,8 +136,20 @@ def test_it_defuses_spreadsheet_formulas_in_the_raw_csv(staff_client, published_
     text = streamed(response)
     assert "'=HYPERLINK" in text
     assert response["Content-Type"].startswith("text/csv")
+    Trial.objects.filter(run=published_run, outcome="provider_failure").update(
+        cause='\t=HYPERLINK("http://evil")'
+    )
+    assert "'\t=HYPERLINK" in streamed(staff_client.get(RAW_CSV))
 
 
 def test_it_returns_404_for_csv_of_something_unpublished(client, imported_run):
     assert client.get("/benchmarks/deepswe.csv").status_code == 404
     assert client.get("/scores.csv").status_code == 404
+
+
+def test_it_defuses_a_table_cell_that_starts_with_a_tab():
+    from boxbench.views.downloads import _csv_response
+    from boxbench.views.tables import Table
+
+    response = _csv_response(Table(["name", "cause"], [["a", "\t=1+1"], ["b", "\r@x"]]), "t.csv")
+    assert response.content.decode() == "name,cause\na,'\t=1+1\nb,'\r@x\n"
