@@ -39,7 +39,14 @@ from runner.providers.base import (
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.http import HTTPProvider, host_port, status_error, transport_error
+from runner.providers.credentials import redact
+from runner.providers.http import (
+    DETAIL_CHARS,
+    HTTPProvider,
+    host_port,
+    status_error,
+    transport_error,
+)
 
 ENVD_PORT = 49983
 BATCH_KEY = "boxbench.batch"
@@ -67,7 +74,7 @@ class E2BProvider(HTTPProvider):
         try:
             response = self.client.request(method, self.api_url + path, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
-            raise transport_error(exc, "e2b", operation) from None
+            raise transport_error(exc, "e2b", operation, secrets=(self._key,)) from None
         if response.status_code not in ok:
             raise status_error(response, "e2b", operation, secrets=(self._key,))
         return response
@@ -95,7 +102,13 @@ class E2BProvider(HTTPProvider):
                 method, self.sandbox_url + path, headers=headers, **kwargs
             )
         except httpx.HTTPError as exc:
-            raise transport_error(exc, "e2b", operation, data_plane=True) from None
+            raise transport_error(
+                exc,
+                "e2b",
+                operation,
+                data_plane=True,
+                secrets=(self._key, headers["X-Access-Token"]),
+            ) from None
         if response.status_code not in ok:
             raise status_error(
                 response,
@@ -187,9 +200,10 @@ class E2BProvider(HTTPProvider):
                     if flags & connect.END_STREAM:
                         error = message.get("error")
                         if error:
+                            said = f"{error.get('code')}: {error.get('message', '')}"
+                            said = redact(said, self._key, headers["X-Access-Token"])
                             raise ProviderError(
-                                f"e2b exec: envd ended the stream: {error.get('code')}: "
-                                f"{error.get('message', '')}",
+                                f"e2b exec: envd ended the stream: {said[:DETAIL_CHARS]}",
                                 operation="exec",
                                 code=str(error.get("code", "")),
                             )
@@ -209,8 +223,9 @@ class E2BProvider(HTTPProvider):
                     elif "end" in event:
                         end = event["end"]
                         if end.get("error"):
+                            said = redact(str(end["error"]), self._key, headers["X-Access-Token"])
                             raise ProviderError(
-                                f"e2b exec: {end['error']}", operation="exec", code="exec_error"
+                                f"e2b exec: {said[:DETAIL_CHARS]}", "exec", code="exec_error"
                             )
                         exit_code = int(end.get("exitCode", 0))
                         if not end.get("exited", False) and exit_code == 0:
@@ -239,7 +254,13 @@ class E2BProvider(HTTPProvider):
         except connect.FramingError as exc:
             raise ProviderError(f"e2b exec: malformed Connect stream: {exc}", "exec") from None
         except httpx.HTTPError as exc:
-            raise transport_error(exc, "e2b", "exec", data_plane=pid is None) from None
+            raise transport_error(
+                exc,
+                "e2b",
+                "exec",
+                data_plane=pid is None,
+                secrets=(self._key, self._token(sandbox)),
+            ) from None
         if result is None:
             raise ProviderError("e2b exec: the stream ended without an end event", "exec")
         return result

@@ -30,6 +30,7 @@ from runner.providers.credentials import MissingCredential, credential, redact
 
 KEEPALIVE_EXPIRY_S = 300.0
 NOT_READY_STATUS = {502, 503, 504}
+DETAIL_CHARS = 300  # of a provider's error message kept in ours
 
 
 def make_client(timeout_s: float = 60.0, connect_s: float = 10.0) -> httpx.Client:
@@ -133,10 +134,14 @@ def host_port(url: str) -> tuple[str, int]:
 
 
 def transport_error(
-    exc: httpx.HTTPError, provider: str, operation: str, data_plane: bool = False
+    exc: httpx.HTTPError,
+    provider: str,
+    operation: str,
+    data_plane: bool = False,
+    secrets: tuple[str | None, ...] = (),
 ) -> ProviderError:
     kind = type(exc).__name__
-    message = f"{provider} {operation}: {kind}: {exc}"
+    message = f"{provider} {operation}: {kind}: {redact(str(exc), *secrets)}"
     if data_plane and isinstance(
         exc, httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError
     ):
@@ -153,7 +158,7 @@ def status_error(
     secrets: tuple[str | None, ...] = (),
 ) -> ProviderError:
     status = response.status_code
-    detail = redact(_detail(response), *secrets)
+    detail = _detail(response, secrets)
     if data_plane and status in NOT_READY_STATUS:
         return NotReady(
             f"{provider} {operation}: HTTP {status}: {detail}",
@@ -176,12 +181,17 @@ def status_error(
     )
 
 
-def _detail(response: httpx.Response) -> str:
+def _detail(response: httpx.Response, secrets: tuple[str | None, ...] = ()) -> str:
+    """The provider's own message, secrets removed before it is cut to DETAIL_CHARS: cut first,
+    a key that straddles the cut would lose its tail and no longer match (most of it shown)."""
+    return redact(_message(response), *secrets)[:DETAIL_CHARS]
+
+
+def _message(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        text = response.text.strip()
-        return text[:300] or "(empty body)"
+        return response.text.strip() or "(empty body)"
     if isinstance(body, dict):
         parts = [str(body.get(k)) for k in ("error_code", "code", "message") if body.get(k)]
         error = body.get("error")
@@ -190,5 +200,5 @@ def _detail(response: httpx.Response) -> str:
         elif isinstance(error, str):
             parts.append(error)
         if parts:
-            return ": ".join(parts)[:300]
-    return str(body)[:300]
+            return ": ".join(parts)
+    return str(body)

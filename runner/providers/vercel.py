@@ -130,9 +130,9 @@ class VercelProvider(HTTPProvider):
                 return self.client.send(request, stream=True)
             return self.client.request(method, url, headers=headers, params=params, **kwargs)
         except httpx.HTTPError as exc:
-            error = transport_error(exc, "vercel", operation, data_plane=data_plane)
-            error.args = (redact(str(error), *self._secrets()),)
-            raise error from None
+            raise transport_error(
+                exc, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
+            ) from None
 
     def _call(self, method, path, operation, ok=(200,), data_plane=False, **kwargs):
         response = self._request(method, path, operation, data_plane, **kwargs)

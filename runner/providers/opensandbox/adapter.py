@@ -175,6 +175,9 @@ class OpenSandboxProvider(Provider):
                 self._client.close()
                 self._client = None
 
+    def _secrets(self) -> tuple:
+        return (self._api_key,)
+
     def _headers(self) -> dict:
         return {"OPEN-SANDBOX-API-KEY": self._api_key} if self._api_key else {}
 
@@ -187,7 +190,7 @@ class OpenSandboxProvider(Provider):
         except httpx.TransportError as exc:
             raise _transport_error(operation, exc, self.url) from exc
         if response.status_code not in expect:
-            raise error_for(operation, response.status_code, response.text)
+            raise error_for(operation, response.status_code, response.text, secrets=self._secrets())
         return response
 
     # -- sandboxes ----------------------------------------------------------------------------
@@ -411,7 +414,8 @@ class OpenSandboxProvider(Provider):
         except httpx.TransportError as exc:
             raise _transport_error(operation, exc, endpoint["url"]) from exc
         if response.status_code not in (200, 206):
-            raise error_for(operation, response.status_code, response.text)
+            secrets = (*self._secrets(), *endpoint["headers"].values())
+            raise error_for(operation, response.status_code, response.text, secrets=secrets)
         return response
 
     # -- renew, pause, resume -----------------------------------------------------------------
@@ -606,7 +610,12 @@ class _ExecStream:
                 self._response = response
                 if response.status_code != 200:
                     response.read()
-                    self.failure = error_for("exec", response.status_code, response.text)
+                    self.failure = error_for(
+                        "exec",
+                        response.status_code,
+                        response.text,
+                        secrets=tuple(self.endpoint["headers"].values()),
+                    )
                     return
                 for line in response.iter_lines():
                     self._take(line)

@@ -24,6 +24,7 @@ import json
 
 from runner.benchmarks.base import BenchmarkError
 from runner.providers.base import NotReady, ProviderError
+from runner.providers.credentials import redact
 
 NOT_READY_STATUS = {502, 503, 504}
 
@@ -79,9 +80,12 @@ def error_body(text: str) -> tuple[str, str]:
     return "", str(body)[:500]
 
 
-def error_for(operation: str, status: int, text: str, where: str = "") -> Exception:
-    """The adapter error for an HTTP error answer of `operation`."""
-    code, message = error_body(text)
+def error_for(
+    operation: str, status: int, text: str, where: str = "", secrets: tuple = ()
+) -> Exception:
+    """The adapter error for an HTTP error answer of `operation`; `secrets` (the API key, execd's
+    token) are removed from the whole answer before error_body cuts its message short."""
+    code, message = error_body(redact(text, *secrets))
     label = f" {code}" if code else ""
     suffix = f" ({where})" if where else ""
     described = f"{operation}: HTTP {status}{label}: {message}{suffix}"

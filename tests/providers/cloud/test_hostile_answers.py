@@ -1,0 +1,95 @@
+"""Hostile or broken provider answers against the loopback fakes: a secret a provider echoes back
+never shows in our messages, not even in part, and a malformed answer is a named provider
+failure, never a traceback or an endless loop."""
+
+import pytest
+
+from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.fakes.server import FakeHTTPServer, Response
+
+SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
+
+
+def key_of(cloud) -> str:
+    return cloud.fake.adapter_settings()[cloud.credential_setting()]
+
+
+def shows_part_of(text: str, secret: str, at_least: int = 4) -> bool:
+    """Whether `text` holds any `at_least`-character piece of `secret`."""
+    return any(secret[i : i + at_least] in text for i in range(len(secret) - at_least + 1))
+
+
+@pytest.mark.parametrize("before_the_cut", [None, 4, 10, -3])
+def test_an_echoed_key_is_redacted_before_the_message_is_cut(cloud, before_the_cut):
+    """The provider's message is cut at 300 characters: the key whole, or straddling the cut
+    with 4, 10 or all but 3 of its characters before it."""
+    key = key_of(cloud)
+    shown = len(key) if before_the_cut is None else before_the_cut % len(key)
+    message = "x" * (300 - shown) + f"{key} is not a key we know"
+    cloud.api.faults.add("*", cloud.create_path(), status=500, body={"message": message})
+    with pytest.raises(ProviderError) as failed:
+        cloud.provider.create(SPEC)
+    assert not shows_part_of(str(failed.value), key), str(failed.value)
+
+
+def test_an_echoed_key_in_an_error_that_is_not_json_is_redacted_too(cloud):
+    key = key_of(cloud)
+    body = ("y" * (300 - len(key) + 3) + key).encode()
+    cloud.api.faults.add("*", cloud.create_path(), status=400, body=body)
+    with pytest.raises(ProviderError) as failed:
+        cloud.provider.create(SPEC)
+    assert not shows_part_of(str(failed.value), key) and "yyy" in str(failed.value)
+
+
+def opensandbox_against(app):
+    from runner.providers import get_provider
+
+    server = FakeHTTPServer(app, idle_timeout_s=5, name="opensandbox-hostile")
+    server.start()
+    key = "osb-" + "k" * 8 + "0123456789abcdef0123456789abcdef"
+    return server, get_provider("opensandbox", settings={"url": server.url, "api_key": key}), key
+
+
+@pytest.mark.parametrize("padding", [0, 480, 490])
+def test_opensandbox_redacts_its_key_before_cutting_the_servers_message(padding):
+    holder = {}
+
+    def app(request):
+        message = "z" * padding + f" rejected {holder['key']}"
+        return Response.json(500, {"code": "BOOM", "message": message})
+
+    server, provider, holder["key"] = opensandbox_against(app)
+    try:
+        with pytest.raises(ProviderError) as failed:
+            provider.list_sandboxes("bb-x")
+    finally:
+        server.stop()
+    assert "BOOM" in str(failed.value)
+    assert not shows_part_of(str(failed.value), holder["key"]), str(failed.value)
+
+
+def test_the_pieces_helper_finds_a_cut_key():
+    assert shows_part_of("abc 0123456789", "0123456789xyz")
+    assert not shows_part_of("abc 012", "0123456789")
+
+
+def test_daytona_sends_its_key_only_to_configured_origins(tmp_path):
+    """The fake's toolbox plays a server the API answer names but the operator never configured:
+    create is refused, naming it, and the key never reaches it."""
+    from tests.providers.cloud.helpers import running_fake
+
+    with running_fake("daytona", tmp_path / "fake") as cloud:
+        provider = cloud.adapter(toolbox_url="http://127.0.0.1:9/toolbox")
+        with pytest.raises(ProviderError, match="not the configured API or toolbox origin") as no:
+            provider.create(SPEC)
+        assert no.value.code == "foreign_origin" and cloud.fake.toolbox.url[7:] in str(no.value)
+        assert cloud.fake.toolbox.requests == []
+        assert provider.list_sandboxes(SPEC.label) == []  # the refused sandbox was deleted
+        without = cloud.adapter(toolbox_url="")
+        with pytest.raises(ProviderError, match="foreign_origin|not the configured"):
+            without.create(SPEC)
+        assert cloud.fake.toolbox.requests == []
+        sandbox = cloud.provider.create(SPEC)  # the toolbox configured: it is used
+        assert cloud.provider.exec(sandbox, ["true"], 10).exit_code == 0
+        assert cloud.fake.toolbox.requests
+        cloud.provider.destroy(sandbox)
