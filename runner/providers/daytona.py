@@ -16,7 +16,9 @@ A command past its limit is killed by deleting its session. Stdin is uploaded to
 and redirected. Files: /files/upload (multipart) and /files/download.
 
 Configuration (docs/providers.md): DAYTONA_API_KEY or DAYTONA_API_KEY_FILE; DAYTONA_API_URL
-(default https://app.daytona.io/api); DAYTONA_TARGET (region, default us);
+(default https://app.daytona.io/api); DAYTONA_TOOLBOX_URL (the toolbox proxy's origin when it
+is not the API's: the key goes to no other origin, whatever an answer names); DAYTONA_TARGET
+(region, default us);
 BOXBENCH_DAYTONA_SNAPSHOT (default boxbench-standard).
 """
 
@@ -28,6 +30,7 @@ import shlex
 import time
 import uuid
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -60,6 +63,10 @@ class DaytonaProvider(HTTPProvider):
         self.target = self._setting("target", "DAYTONA_TARGET", "us")
         self.snapshot = self._setting("snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard")
         self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.1))
+        # The key goes only to origins the operator configured: the API's, and the toolbox
+        # proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL), never to one an answer names.
+        toolbox = self._url("toolbox_url", "DAYTONA_TOOLBOX_URL", "")
+        self.key_origins = {_origin(self.api_url)} | ({_origin(toolbox)} if toolbox else set())
 
     def _call(self, method, url, operation, ok=(200,), data_plane=False, **kwargs):
         self._refuse_if_unconfigured(operation)
@@ -67,7 +74,9 @@ class DaytonaProvider(HTTPProvider):
         try:
             response = self.client.request(method, url, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
-            raise transport_error(exc, "daytona", operation, data_plane=data_plane) from None
+            raise transport_error(
+                exc, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
+            ) from None
         if response.status_code not in ok:
             raise status_error(
                 response, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
@@ -84,8 +93,25 @@ class DaytonaProvider(HTTPProvider):
     def _handle(self, sandbox: Sandbox) -> dict:
         if not isinstance(sandbox.handle, dict) or not sandbox.handle.get("toolbox"):
             dto = self._api("GET", f"/sandbox/{sandbox.id}", "exec").json()
-            sandbox.handle = {"toolbox": dto["toolboxProxyUrl"].rstrip("/"), "session": None}
+            sandbox.handle = {"toolbox": self._toolbox_url(dto, "exec"), "session": None}
         return sandbox.handle
+
+    def _toolbox_url(self, dto, operation: str) -> str:
+        """The answer's toolboxProxyUrl, refused unless its origin is one the key may go to."""
+        url = dto.get("toolboxProxyUrl") if isinstance(dto, dict) else None
+        if not isinstance(url, str) or not url:
+            raise ProviderError(
+                f"daytona {operation}: the sandbox answer has no toolboxProxyUrl", operation
+            )
+        if _origin(url) not in self.key_origins:
+            raise ProviderError(
+                f"daytona {operation}: the answer names toolbox {_origin(url)!r}, which is not "
+                "the configured API or toolbox origin; the key is not sent there (set "
+                "DAYTONA_TOOLBOX_URL if it is Daytona's)",
+                operation,
+                code="foreign_origin",
+            )
+        return url.rstrip("/")
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -128,6 +154,12 @@ class DaytonaProvider(HTTPProvider):
             time.sleep(wait)
             wait = min(wait * 1.1, 1.0)
             dto = self._api("GET", f"/sandbox/{sandbox_id}", "create").json()
+        try:
+            toolbox = self._toolbox_url(dto, "create")
+        except ProviderError:
+            with contextlib.suppress(ProviderError):
+                self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 204, 404))
+            raise
         return Sandbox(
             id=sandbox_id,
             label=spec.label,
@@ -139,7 +171,7 @@ class DaytonaProvider(HTTPProvider):
                 "memory_gib": dto.get("memory"),
                 "enforced": {"cpus": True, "memory": True},
             },
-            handle={"toolbox": dto["toolboxProxyUrl"].rstrip("/"), "session": None},
+            handle={"toolbox": toolbox, "session": None},
         )
 
     def _session(self, sandbox: Sandbox) -> str:
@@ -265,6 +297,12 @@ class DaytonaProvider(HTTPProvider):
 
     def _doctor_details(self) -> list[DoctorCheck]:
         return [DoctorCheck("snapshot", True, f"{self.snapshot} in target {self.target}")]
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _json(value) -> str:

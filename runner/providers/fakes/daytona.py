@@ -75,6 +75,7 @@ class DaytonaFake:
 
     def adapter_settings(self) -> dict:
         return {"api_url": self.api.url + "/api", "api_key": self.api_key,
+                "toolbox_url": self.toolbox.url + "/toolbox",
                 "snapshot": next(iter(self.snapshots)), "poll_interval_s": 0.02}  # fmt: skip
 
     def _authorized(self, request: Request) -> bool:
