@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.bench_rawdata import ROOT, reset_database  # noqa: E402
+from bench.bench_rawdata import ROOT, reset_database
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/boxbench_chaos"
 PER_RUN = 10_000

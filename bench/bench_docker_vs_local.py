@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner import clock  # noqa: E402
-from runner.declarations import get_declaration  # noqa: E402
-from runner.providers.base import SandboxSpec  # noqa: E402
-from runner.providers.local import LocalProvider  # noqa: E402
-from runner.providers.local.toolchain import toolchain_binds  # noqa: E402
+from runner import clock
+from runner.declarations import get_declaration
+from runner.providers.base import SandboxSpec
+from runner.providers.local import LocalProvider
+from runner.providers.local.toolchain import toolchain_binds
 
 
 def pct(values, p):

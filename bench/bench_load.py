@@ -36,8 +36,8 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import synthetic  # noqa: E402
-from bench.bench_rawdata import reset_database  # noqa: E402
+from bench import synthetic
+from bench.bench_rawdata import reset_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/boxbench_load"

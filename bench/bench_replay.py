@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.traces import replay  # noqa: E402
-from runner.traces.format import TRACES_DIR, Command, load_trace  # noqa: E402
-from runner.traces.record import HOST_PATH, HostDirectory  # noqa: E402
+from runner.traces import replay
+from runner.traces.format import TRACES_DIR, Command, load_trace
+from runner.traces.record import HOST_PATH, HostDirectory
 
 TIMER = '__s=$EPOCHREALTIME\n{body}__e=$EPOCHREALTIME\necho "$__s $__e"\n'
 

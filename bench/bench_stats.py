@@ -16,8 +16,8 @@ from scipy import stats as sps
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from stats import estimators  # noqa: E402
-from stats.audit import audit  # noqa: E402
+from stats import estimators
+from stats.audit import audit
 
 
 def best_of(fn, repeat=5):

@@ -75,7 +75,7 @@ _database_url = envstr("DATABASE_URL")
 if _database_url:
     try:
         _db = dj_database_url.parse(_database_url, conn_max_age=envint("DB_CONN_MAX_AGE", 60))
-    except Exception as exc:  # dj-database-url raises several types for a bad URL
+    except Exception as exc:  # noqa: BLE001 - dj-database-url raises several types for a bad URL
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
     if _db.get("ENGINE") not in (
         "django.db.backends.postgresql",

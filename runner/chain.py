@@ -247,7 +247,7 @@ class Chain:
                         self._unreplaceable_batch(label)
                     elif result is not None and not self._backend_back(trial, result):
                         stop.set()  # the backend never came back: no worker starts another trial
-            except BaseException as exc:  # noqa: B036 - re-raised in the chain's thread below
+            except BaseException as exc:  # noqa: B036, BLE001 - re-raised in the chain's thread below
                 stop.set()
                 crashes.append(exc)
             finally:

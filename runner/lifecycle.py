@@ -178,7 +178,7 @@ def call_with_limit(
         box.started = time.monotonic()
         try:
             box.value = call()
-        except BaseException as exc:  # noqa: B036 - handed to the caller's thread
+        except BaseException as exc:  # noqa: B036, BLE001 - handed to the caller's thread
             box.error = exc
         finally:
             box.returned = time.monotonic()
@@ -554,7 +554,7 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
     def target():
         try:
             procedure(ctx)
-        except BaseException as exc:  # noqa: B036 - carried to the caller's thread
+        except BaseException as exc:  # noqa: B036, BLE001 - carried to the caller's thread
             outcome["error"] = exc
             outcome["trace"] = traceback.format_exc(limit=8)
 
@@ -686,7 +686,7 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float, timer: Timer) -> boo
         try:
             if provider.is_gone(sandbox_id):
                 return True
-        except Exception:  # noqa: BLE001, S110 - an error is not a confirmation; keep asking
+        except Exception:  # noqa: BLE001 - an error is not a confirmation; keep asking
             pass
         if timer.monotonic() > deadline:
             return False

@@ -142,14 +142,14 @@ def cleanup_run_sandboxes(run: Run, providers: list[str]) -> int:
         try:
             provider = adapters.provider_factory(slug)
             live = provider.list_sandboxes()
-        except Exception:  # noqa: BLE001 - one unreachable provider must not stop the others
+        except Exception:
             log.exception("cannot list the sandboxes of %s to clean up run %s", slug, run.id)
             continue
         for sandbox in live:
             if sandbox.label.startswith(prefix) and sandbox.label not in busy:
                 try:
                     provider.destroy(sandbox)
-                except Exception:  # noqa: BLE001 - the rest are still cleaned up
+                except Exception:
                     log.exception("cannot destroy %s sandbox %s", slug, sandbox.id)
                     continue
                 removed += 1

@@ -317,7 +317,7 @@ class Prefetch:
                 if not self._put(item):
                     return
             self._put(_END)
-        except BaseException as error:  # handed to the consuming thread, raised there
+        except BaseException as error:  # noqa: BLE001 - handed to the consuming thread, raised there
             self._put(_Failed(error))
 
     def __iter__(self):

@@ -208,11 +208,11 @@ class PostgresWriter(Writer):
             copy.set_types(types)
             for index, row in enumerate(rows):  # noqa: B007 (read after an error)
                 copy.write_row(row)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - mapped to a named refusal below
             problem = exc
             try:
                 manager.__exit__(type(exc), exc, exc.__traceback__)
-            except Exception as server:  # the server's own refusal, if it had one
+            except Exception as server:  # noqa: BLE001 - the server's own refusal, if it had one
                 problem = server
             raise _mapped(problem, lines, len(rows), index) from None
         if keep_open:
@@ -223,7 +223,7 @@ class PostgresWriter(Writer):
     def _close(self, manager, lines, count: int):
         try:
             manager.__exit__(None, None, None)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - mapped to a named refusal
             raise _mapped(exc, lines, count, None) from None
 
     def _close_pending(self):

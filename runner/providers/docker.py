@@ -349,7 +349,7 @@ class DockerProvider(Provider):
         def read_all():
             try:
                 outcome["stdout"], outcome["stderr"] = _read_frames(response.raw._fp.fp)
-            except Exception as exc:  # handed to the caller's thread below
+            except Exception as exc:  # noqa: BLE001 - handed to the caller's thread below
                 outcome["error"] = exc
 
         reader = threading.Thread(target=read_all, name=f"exec-{exec_id[:12]}", daemon=True)

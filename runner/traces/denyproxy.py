@@ -40,7 +40,7 @@ class DenyHandler(BaseHTTPRequestHandler):
             return self.deny
         raise AttributeError(name)
 
-    def log_message(self, format, *args):
+    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's signature
         sys.stderr.write(f"denied {self.command} {self.path}\n")
 
 

@@ -34,7 +34,7 @@ class EngineStub(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_PUT = do_DELETE = do_POST
+    do_GET = do_PUT = do_DELETE = do_POST  # noqa: N815 - http.server's handler names
 
     def log_message(self, *args):
         pass

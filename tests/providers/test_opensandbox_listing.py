@@ -30,7 +30,7 @@ class Server(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the name http.server calls
+    def do_GET(self):
         server = self.server
         status, body = server.answers[min(server.asked, len(server.answers) - 1)]
         server.asked += 1

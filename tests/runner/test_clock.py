@@ -27,7 +27,7 @@ def test_it_reports_timing_and_the_exit_code_when_the_command_exits():
     assert 45 <= timing.wall_ms < 1000
 
 
-def test_it_reads_proc_uptime_with_read_N_and_no_subprocess():
+def test_it_reads_proc_uptime_with_read_n_and_no_subprocess():
     script = clock.wrap("true")
     assert "read -r -N 64" in script and "$EPOCHREALTIME" in script
     assert "$(" not in script and "`" not in script

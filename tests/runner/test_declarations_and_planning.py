@@ -108,7 +108,7 @@ def test_it_stops_refilling_on_every_condition_of_the_spec():
     assert "two refill rounds" in rules.refill_stop_reason(state, 1.0, 0.0, None)
 
 
-def test_it_never_lets_a_unit_take_more_than_2N_attempts():
+def test_it_never_lets_a_unit_take_more_than_twice_n_attempts():
     assert rules.refills_for_unit(target=5, successes=2, attempts=5) == 3
     assert rules.refills_for_unit(target=5, successes=2, attempts=9) == 1
     assert rules.refills_for_unit(target=5, successes=5, attempts=6) == 0

@@ -152,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         pass  # tests read server.requests; nothing goes to stderr
 
-    def do_GET(self):  # noqa: N802 - http.server's naming
+    def do_GET(self):
         self._dispatch()
 
     do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_GET  # noqa: N815

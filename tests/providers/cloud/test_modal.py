@@ -13,15 +13,15 @@ pytest.importorskip(
     "modal", reason="the modal SDK is optional: pip install -r requirements-modal.txt"
 )
 
-from grpclib import Status  # noqa: E402
+from grpclib import Status
 
-from runner import lifecycle  # noqa: E402
-from runner.benchmarks import all_benchmarks  # noqa: E402
-from runner.benchmarks.base import BenchmarkError, Excluded, Missed  # noqa: E402
-from runner.providers import get_provider  # noqa: E402
-from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec  # noqa: E402
-from runner.providers.fakes.modal import ModalFake  # noqa: E402
-from tests.providers.cloud.helpers import Cloud, run  # noqa: E402
+from runner import lifecycle
+from runner.benchmarks import all_benchmarks
+from runner.benchmarks.base import BenchmarkError, Excluded, Missed
+from runner.providers import get_provider
+from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
+from runner.providers.fakes.modal import ModalFake
+from tests.providers.cloud.helpers import Cloud, run
 
 SANDBOX_OPERATIONS = sorted(
     slug

@@ -483,7 +483,7 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
-    host = os.environ.get("EXECD_HOST", "0.0.0.0")  # noqa: S104 - inside the sandbox's own network
+    host = os.environ.get("EXECD_HOST", "0.0.0.0")
     server = Server((host, PORT), Handler)
     print(f"execd listening on {host}:{PORT}", file=sys.stderr, flush=True)
     server.serve_forever()
