@@ -181,8 +181,8 @@ def stacked_stage_bars(unit: dict) -> dict | None:
 
 def stacked_cost_bars(unit: dict) -> dict | None:
     """The Cost view: one bar per ranked provider with a provider-sourced cost, its mean cost per
-    success split by the Time bar (stats.bars.stage_costs): the widths fill the shown cost, the
-    labels show each stage's unscaled cost. None without such a provider (nothing_to_chart says
+    success split by the stage means (stats.bars.stage_costs): the stage costs fill the shown
+    cost, each label its segment's width. None without such a provider (nothing_to_chart says
     why, from the cost rows' labels)."""
     rows = unit["cost_rows"]
     barred = [(r, r["stage_costs"]["segments"]) for r in rows if _has_bar(r) and r["stage_costs"]]
@@ -198,7 +198,7 @@ def stacked_cost_bars(unit: dict) -> dict | None:
     traces = _stage_traces(barred, unit["stages"], "cost", usd, hover)
     title = (
         f"Stage costs of {plain(unit['unit_title'])} (USD)<br><sub>bars fill the mean cost per "
-        "success, split as the Time bar; labels show each stage's own cost</sub>"
+        "success, split by the stage means; labels show each stage's cost</sub>"
     )
     layout = _bars_layout(title, "mean cost per success (USD)", rows, "USD", barmode="stack")
     return {"data": traces, "layout": layout}

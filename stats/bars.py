@@ -33,16 +33,15 @@ class StackedBar:
 @dataclass(frozen=True)
 class CostSegment:
     stage: str
-    cost: float  # the label: shown cost x stage median / total median (unscaled, as Time's)
-    width: float  # the plotted width: cost x the Time bar's scale
+    cost: float  # the label: shown cost x stage mean / sum of stage means
+    width: float  # the plotted width: the same cost, since the stage costs fill the shown cost
 
 
 @dataclass(frozen=True)
 class CostBar:
-    """The Cost view's stacked bar: the Time bar in cost units, scaled the same way."""
+    """The Cost view's stacked bar: the shown cost (a mean) split by the stages' means."""
 
-    total_cost: float  # the shown cost, which the segments fill
-    scale: float  # the Time bar's scale: total median / sum of stage medians
+    total_cost: float  # the shown cost, which the segments fill exactly
     segments: list[CostSegment]
 
     def to_dict(self) -> dict:
@@ -94,24 +93,52 @@ def stacked_bar(total: Sequence[float], stages: Mapping[str, Sequence[float | No
     return StackedBar(total_median=total_median, scale=scale, segments=segments)
 
 
-def stage_costs(bar: StackedBar, cost: float | None) -> CostBar | None:
-    """Each stage's cost: the shown cost times that stage's share of the Time bar under the same
-    statistic (stage median / total median), with the Time bar's scaling: the segments' widths
-    fill the shown cost while their labels keep the unscaled stage costs.
+def stage_costs(stages: Mapping[str, Sequence[float | None]], cost: float | None) -> CostBar | None:
+    """Each stage's cost: the shown cost times that stage's share under the shown cost's own
+    statistic. The shown cost is a mean (cost per success), so the share is the stage's mean over
+    the sum of stage means; the stage costs then add up to the shown cost, labels and widths alike.
 
-    None when there is nothing to share: no cost (None or NaN), no segment, or a Time bar whose
-    total median is 0. A stage whose median is 0 costs 0.
+    `stages` holds the per-trial values of the stages the Time bar draws. None when there is
+    nothing to share: no cost (None or NaN), no stage, or stage means that sum to 0. A stage
+    whose mean is 0 costs 0.
     """
-    if cost is None or math.isnan(cost) or not bar.segments or not bar.total_median > 0:
+    if cost is None or math.isnan(cost) or not stages:
         return None
     if math.isinf(cost) or cost < 0:
         raise ValueError(f"a shown cost must be finite and at least 0, not {cost!r}")
-    per_time = cost / bar.total_median
-    segments = [
-        CostSegment(s.stage, s.median * per_time, s.median * per_time * bar.scale)
-        for s in bar.segments
-    ]
-    return CostBar(total_cost=float(cost), scale=bar.scale, segments=segments)
+    means = stage_means(stages)
+    total = math.fsum(means.values())
+    if not total > 0:
+        return None
+    shares = {stage: cost * m / total for stage, m in means.items()}
+    segments = [CostSegment(stage, c, c) for stage, c in shares.items()]
+    return CostBar(total_cost=float(cost), segments=segments)
+
+
+def workload_stage_costs(
+    total: float | None, unit_costs: Sequence[Mapping[str, float]]
+) -> dict[str, float] | None:
+    """The All view's stage costs: the workload cost shared by each stage's mean share of its
+    unit's stage costs, every unit the provider completed weighing the same (as in the workload
+    value). The shares of each unit add up to 1, so the stage costs add up to the workload cost.
+
+    `unit_costs` holds one {stage: cost} per completed unit; a unit whose stage costs add up to
+    0 has no shares and is left out. None without a workload cost or a unit to share it by.
+    """
+    if total is None or math.isnan(total):
+        return None
+    shares = []
+    for costs in unit_costs:
+        unit_total = math.fsum(costs.values())
+        if unit_total > 0:
+            shares.append({stage: c / unit_total for stage, c in costs.items()})
+    if not shares:
+        return None
+    stages = list(dict.fromkeys(stage for unit in shares for stage in unit))
+    return {
+        stage: total * math.fsum(unit.get(stage, 0.0) for unit in shares) / len(shares)
+        for stage in stages
+    }
 
 
 def derived_view(

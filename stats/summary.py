@@ -85,8 +85,8 @@ def summarize(samples: Samples, method: Method) -> dict:
             {"stage": s.stage, "median": s.median, "width": s.width} for s in bar.segments
         ]
         row["scale"] = bar.scale
-        # The Cost view's bar: the shown cost (mean cost per success) shared by the Time bar.
-        cost_bar = bars.stage_costs(bar, row["mean_cost_usd"])
+        # The Cost view's bar: the shown cost (mean cost per success) shared by stage means.
+        cost_bar = bars.stage_costs(columns, row["mean_cost_usd"])
         row["stage_costs"] = cost_bar.to_dict() if cost_bar else None
         if len(method.stages) <= MAX_DERIVED_STAGES:
             row["derived"] = derived_views(columns, recorded, lower)

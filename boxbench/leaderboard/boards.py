@@ -22,7 +22,7 @@ from boxbench.leaderboard.sources import (
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from runner.benchmarks import deepswe
 from runner.rules import Refusal
-from stats import labels, scores, summary, workload
+from stats import bars, labels, scores, summary, workload
 
 # Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
 REFUSAL_STATUS_FLAGS = {
@@ -284,6 +284,7 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
     summary.rank_rows(rows, "workload_value", build.lower)
     if build.context["cost_view"]:
         _rank_costs(rows, unit_pages)
+        _share_stage_costs(rows, unit_pages)
     latest = max(runs, key=lambda s: (runs[s].published_at, str(runs[s].id)))
     latest_floor = build.floors.get(latest)
     return {
@@ -321,6 +322,20 @@ def _rank_costs(rows: list[dict], unit_pages: list[dict]) -> None:
     for row in rows:
         row["cost_rank"] = ranks.get(row["provider"])
         row["cost_label"] = single.get(row["provider"], row)["label"]
+
+
+def _share_stage_costs(rows: list[dict], unit_pages: list[dict]) -> None:
+    """The All view's stage costs (its cost CSV's stage columns): each row's shown cost split by
+    the stage shares of the units the provider completed (stats.bars.workload_stage_costs)."""
+    for row in rows:
+        slug = row["provider"]
+        unit_costs = [
+            {s["stage"]: s["cost"] for s in r["stage_costs"]["segments"]}
+            for page in unit_pages
+            for r in page["cost_rows"]
+            if r["provider"] == slug and r["stage_costs"]
+        ]
+        row["stage_costs"] = bars.workload_stage_costs(row["workload_cost_usd"], unit_costs)
 
 
 def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> dict:

@@ -101,18 +101,22 @@ def cost_ordered(summary: dict) -> dict:
 def benchmark_cost_table(summary: dict) -> Table:
     """The All view of the Cost view: each provider's workload cost, ranked lower first."""
     summary = cost_ordered(summary)
+    stages = summary["stages"]
     columns = [
         "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
+        *[f"{stage} cost (USD)" for stage in stages],
     ]  # fmt: skip
     rows = [
         [
             r["provider"], _rank(r.get("cost_rank")), r.get("cost_label", r["label"]) or "",
             usd(r["workload_cost_usd"]), " ".join(r.get("cost_substituted_units", [])),
             str(r["n"]), _scope(summary),
+            *[usd((r.get("stage_costs") or {}).get(stage)) for stage in stages],
         ]
         for r in summary["rows"]
     ]  # fmt: skip
-    return _noted(Table(columns, rows, BLANK), summary)
+    blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
+    return _noted(Table(columns, rows, blank), summary)
 
 
 def unit_table(unit: dict) -> Table:

@@ -57,82 +57,74 @@ def test_it_refuses_unknown_or_misaligned_components():
         bars.derived_view({"a": [1], "b": [1, 2]}, ["a", "b"])
 
 
-# Stage cost: the shown cost times each stage's share of the Time bar ---------------------------
+# Stage cost: the shown cost (a mean) times each stage's share of the stage means -------------
 
 
-def time_bar():
-    # Stage medians 2 and 20 (sum 22) under a total median of 21: the Time bar's scale is 21 / 22.
-    return bars.stacked_bar([12, 21, 35], {"read": [1, 2, 3], "write": [10, 20, 30]})
+def stages():
+    # Stage means 2 and 20 (sum 22); their medians are the same, the total median 21 is not.
+    return {"read": [1, 2, 3], "write": [10, 20, 30]}
 
 
-def test_it_shares_the_shown_cost_by_each_stages_part_of_the_time_bar():
-    cost = bars.stage_costs(time_bar(), 0.42)
+def test_it_shares_the_shown_cost_by_each_stages_mean():
+    cost = bars.stage_costs(stages(), 0.42)
     read, write = cost.segments
-    # Labels: the stage's unscaled share of the total median, as Time labels its real medians.
-    assert (read.stage, read.cost) == ("read", pytest.approx(0.42 * 2 / 21))
-    assert (write.stage, write.cost) == ("write", pytest.approx(0.42 * 20 / 21))
-    # Widths: scaled by the Time bar's own scale, so the segments fill the shown cost.
-    assert cost.scale == pytest.approx(21 / 22)
-    assert read.width == pytest.approx(0.42 * 2 / 22) and write.width == pytest.approx(
-        0.42 * 20 / 22
-    )
-    assert sum(s.width for s in cost.segments) == pytest.approx(cost.total_cost) == 0.42
-
-
-def test_stage_costs_are_the_time_bar_in_cost_units():
-    bar = time_bar()
-    cost = bars.stage_costs(bar, 3.0)
-    for time, money in zip(bar.segments, cost.segments, strict=True):
-        assert money.cost == pytest.approx(time.median * 3.0 / bar.total_median)
-        assert money.width == pytest.approx(time.width * 3.0 / bar.total_median)
-
-
-def test_stage_costs_match_the_bar_when_stage_medians_add_up_to_the_total():
-    bar = bars.stacked_bar([10, 20, 30], {"read": [4, 8, 12], "write": [6, 12, 18]})
-    cost = bars.stage_costs(bar, 1.0)
-    assert cost.scale == 1.0
-    assert [s.cost for s in cost.segments] == pytest.approx([0.4, 0.6])
+    assert (read.stage, read.cost) == ("read", pytest.approx(0.42 * 2 / 22))
+    assert (write.stage, write.cost) == ("write", pytest.approx(0.42 * 20 / 22))
     assert [s.width for s in cost.segments] == [s.cost for s in cost.segments]
+    assert math.fsum(s.cost for s in cost.segments) == pytest.approx(cost.total_cost) == 0.42
+
+
+def test_the_share_is_the_mean_not_the_median():
+    # A skewed stage: median 1, mean 4. Its share follows the mean, as the shown cost does.
+    cost = bars.stage_costs({"read": [1, 1, 10], "test": [4, 4, 4]}, 1.0)
+    assert [s.cost for s in cost.segments] == pytest.approx([0.5, 0.5])
+
+
+def test_a_stage_missing_in_some_trials_takes_the_mean_of_those_that_recorded_it():
+    cost = bars.stage_costs({"read": [2, None, math.nan], "test": [6, 6, 6]}, 1.0)
+    assert [s.cost for s in cost.segments] == pytest.approx([0.25, 0.75])
 
 
 @pytest.mark.parametrize("missing", [None, math.nan])
 def test_there_is_no_stage_cost_without_a_shown_cost(missing):
-    assert bars.stage_costs(time_bar(), missing) is None
+    assert bars.stage_costs(stages(), missing) is None
 
 
 def test_a_zero_cost_gives_every_stage_a_zero_cost():
-    cost = bars.stage_costs(time_bar(), 0.0)
+    cost = bars.stage_costs(stages(), 0.0)
     assert cost.total_cost == 0
     assert [(s.stage, s.cost, s.width) for s in cost.segments] == [("read", 0, 0), ("write", 0, 0)]
 
 
-def test_a_stage_whose_share_is_zero_costs_nothing_and_the_others_keep_theirs():
-    bar = bars.stacked_bar([10, 10, 10], {"read": [0, 0, 0], "test": [10, 10, 10]})
-    read, test = bars.stage_costs(bar, 2.0).segments
+def test_a_stage_whose_mean_is_zero_costs_nothing_and_the_others_keep_theirs():
+    read, test = bars.stage_costs({"read": [0, 0, 0], "test": [10, 10, 10]}, 2.0).segments
     assert (read.cost, read.width) == (0, 0)
     assert (test.cost, test.width) == (2.0, 2.0)
 
 
-def test_only_the_stages_the_bar_holds_get_a_cost():
-    bar = bars.stacked_bar([10, 20], {"read": [4, 6]})  # no other stage was recorded
-    cost = bars.stage_costs(bar, 1.0)
-    assert [s.stage for s in cost.segments] == ["read"]
-    assert cost.segments[0].cost == pytest.approx(0.4)  # 4 of the total median 10
-    assert cost.segments[0].width == pytest.approx(1.0)  # the one segment fills the bar
-
-
-def test_there_is_no_stage_cost_without_a_time_bar_to_share_it():
-    assert bars.stage_costs(bars.StackedBar(10.0, 0.0, []), 1.0) is None
-    assert bars.stage_costs(bars.stacked_bar([0, 0], {"read": [0, 0]}), 1.0) is None
+def test_there_is_no_stage_cost_without_stages_to_share_it():
+    assert bars.stage_costs({}, 1.0) is None
+    assert bars.stage_costs({"read": [0, 0]}, 1.0) is None
 
 
 @pytest.mark.parametrize("bad", [-0.01, math.inf])
 def test_it_refuses_a_negative_or_infinite_cost(bad):
     with pytest.raises(ValueError, match="finite and at least 0"):
-        bars.stage_costs(time_bar(), bad)
+        bars.stage_costs(stages(), bad)
 
 
 def test_a_cost_bar_serializes_its_segments():
-    data = bars.stage_costs(time_bar(), 0.42).to_dict()
+    data = bars.stage_costs(stages(), 0.42).to_dict()
     assert data["total_cost"] == 0.42 and data["segments"][0]["stage"] == "read"
     assert set(data["segments"][0]) == {"stage", "cost", "width"}
+
+
+def test_the_all_views_stage_costs_share_the_workload_cost_by_each_units_shares():
+    # Unit shares 1/4 + 3/4 and 1/2 + 1/2: the mean shares 3/8 and 5/8 of a workload cost of 8.
+    costs = bars.workload_stage_costs(8.0, [{"read": 1.0, "test": 3.0}, {"read": 5.0, "test": 5.0}])
+    assert costs == pytest.approx({"read": 3.0, "test": 5.0})
+    # A stage one unit lacks adds 0 share there; a unit with no cost is left out.
+    costs = bars.workload_stage_costs(2.0, [{"read": 1.0}, {"read": 1.0, "build": 1.0}, {"x": 0}])
+    assert costs == pytest.approx({"read": 1.5, "build": 0.5})
+    assert bars.workload_stage_costs(None, [{"read": 1.0}]) is None
+    assert bars.workload_stage_costs(1.0, []) is None

@@ -94,12 +94,12 @@ def test_it_shares_the_mean_cost_by_the_stage_bar():
     row = summary.summarize(
         samples([10, 20, 30], stages=stages, costs=costs), Method(stages=("read", "test"))
     )
-    # Total median 20, stage medians 4 and 12 (sum 16): labels 0.3 x 4/20 and 0.3 x 12/20,
-    # widths scaled by 20/16 so they fill 0.3.
+    # The shown cost is a mean, so the stage means share it: 4 and 12 (sum 16), so
+    # 0.3 x 4/16 and 0.3 x 12/16, which fill 0.3 exactly (labels and widths alike).
     bar = row["stage_costs"]
-    assert bar["total_cost"] == pytest.approx(0.3) and bar["scale"] == 1.25
+    assert bar["total_cost"] == pytest.approx(0.3) and "scale" not in bar
     assert [s["stage"] for s in bar["segments"]] == ["read", "test"]
-    assert [s["cost"] for s in bar["segments"]] == pytest.approx([0.06, 0.18])
+    assert [s["cost"] for s in bar["segments"]] == pytest.approx([0.075, 0.225])
     assert [s["width"] for s in bar["segments"]] == pytest.approx([0.075, 0.225])
 
 

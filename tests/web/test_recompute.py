@@ -194,10 +194,13 @@ def check_stage_rows(raw: Raw) -> int:
                     bar = cost_row["stage_costs"]
                     assert bar["total_cost"] == pytest.approx(cost, rel=1e-12)
                     labels = {s["stage"]: s["cost"] for s in bar["segments"]}
-                    shares = {k: cost * m / total for k, m in medians.items()}
+                    # The shown cost is a mean: shared by the stage means, it fills exactly.
+                    means = {k: c[np.isfinite(c)].mean() for k, c in columns.items()}
+                    mean_sum = math.fsum(means.values())
+                    shares = {k: cost * m / mean_sum for k, m in means.items()}
                     assert labels == pytest.approx(shares, rel=1e-12)
                     widths = {s["stage"]: s["width"] for s in bar["segments"]}
-                    assert widths == pytest.approx({k: c * scale for k, c in shares.items()})
+                    assert widths == pytest.approx(shares, rel=1e-12)
                 for key_of_view, view in row["derived"].items():
                     selected = key_of_view.split("+")
                     if any(stage not in columns for stage in selected):

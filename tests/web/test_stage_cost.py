@@ -1,7 +1,8 @@
-"""DeepSWE's Cost view: each stage's cost is the shown cost times that stage's share of the Time
-bar, published per unit, drawn with the Time bar's scaling and downloaded as the view's CSV.
+"""DeepSWE's Cost view: each stage's cost is the shown cost times that stage's share under the
+same statistic (the mean: stage mean / sum of stage means), published per unit, drawn so the
+stage costs fill the shown cost, and downloaded as the view's CSV.
 
-The stage costs are recomputed here from the stored trials alone (lower medians, mean cost per
+The stage costs are recomputed here from the stored trials alone (stage means, mean cost per
 success), independently of stats.bars, and must agree with every published figure."""
 
 import csv
@@ -12,7 +13,7 @@ import statistics
 
 import pytest
 
-from boxbench.models import Aggregate, Benchmark, Provider, Trial
+from boxbench.models import Aggregate, Benchmark, Provider, Scope, Trial
 from boxbench.templatetags.boxbench_format import usd
 from tests.web import factory
 from tests.web.conftest import explain_failures
@@ -46,12 +47,10 @@ def recomputed(provider, unit):
     )
     costs = [t.cost_usd for t in trials]
     mean_cost = math.fsum(costs) / len(costs)
-    total_median = statistics.median_low(t.metrics["total"] for t in trials)
-    medians = {stage: statistics.median_low(t.stages[stage] for t in trials) for stage in STAGES}
-    stage_sum = math.fsum(medians.values())
+    means = {stage: statistics.fmean(t.stages[stage] for t in trials) for stage in STAGES}
+    stage_sum = math.fsum(means.values())
     return mean_cost, {
-        stage: (mean_cost * m / total_median, mean_cost * m / stage_sum)
-        for stage, m in medians.items()
+        stage: (mean_cost * m / stage_sum, mean_cost * m / stage_sum) for stage, m in means.items()
     }
 
 
@@ -61,7 +60,7 @@ def without_provider_cost(*slugs):
         provider.save()
 
 
-def test_each_stage_cost_is_the_shown_cost_times_its_share_of_the_time_bar(published_run):
+def test_each_stage_cost_is_the_shown_cost_times_its_share_of_the_stage_means(published_run):
     for unit in ("trace-a", "trace-b", "trace-c"):
         rows = cost_rows(f"deepswe/{unit}")
         for provider in ("local", "docker", "boat"):
@@ -104,9 +103,7 @@ def test_a_provider_without_a_provider_sourced_cost_gets_no_stage_cost_bar(impor
     assert cost_rows("deepswe/trace-a")["local"]["stage_costs"] is not None
 
 
-def test_the_cost_chart_fills_the_shown_cost_and_labels_the_unscaled_stage_costs(
-    client, imported_run
-):
+def test_the_cost_chart_fills_the_shown_cost_and_labels_each_stage_cost(client, imported_run):
     without_provider_cost("boat")
     publish(imported_run)
     response = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
@@ -128,6 +125,7 @@ def test_the_cost_chart_fills_the_shown_cost_and_labels_the_unscaled_stage_costs
     annotations = [a["text"] for a in chart["layout"]["annotations"] if a["y"] == "Boat (EU)"]
     assert annotations == ["<i>Not Displayed</i>"]
     assert "Each stage's cost is the mean cost per success" in page
+    assert "its mean ÷ the sum of stage means" in page
     assert figure(response, "metric-chart") is None  # the Time view's charts are not drawn
     assert figure(response, "stage-chart") is None
 
@@ -176,6 +174,7 @@ def test_the_all_view_of_the_cost_view_shows_the_workload_cost(client, published
     rows = csv_rows(client.get("/benchmarks/deepswe.csv?view=cost"))
     assert rows[0] == [
         "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
+        "setup cost (USD)", "replay cost (USD)", "verify cost (USD)",
     ]  # fmt: skip
     assert rows == html_table(response, "benchmark-table")
     assert [r[:2] for r in rows[1:]] == [
@@ -190,6 +189,28 @@ def test_the_all_view_of_the_cost_view_shows_the_workload_cost(client, published
     assert "Boat: No successful trials on trace-c: the highest cost observed on it" in page
     assert "slowest time" not in page  # the Time view's substitution note stays there
     assert "the slowest time" in client.get("/benchmarks/deepswe/").content.decode()
+
+
+def test_the_all_views_cost_csv_holds_its_stage_costs(client, published_run):
+    # Each provider's workload cost split by its stage shares, each completed unit weighing the
+    # same: recomputed from the stored trials.
+    summary = {r["provider"]: r for r in Aggregate.objects.page(Scope.BENCHMARK, "deepswe")["rows"]}
+    rows = csv_rows(client.get("/benchmarks/deepswe.csv?view=cost"))
+    by_provider = {r[0]: dict(zip(rows[0], r, strict=True)) for r in rows[1:]}
+    for provider in ("local", "docker", "boat"):
+        units = ["trace-a", "trace-b"] + ([] if provider == "boat" else ["trace-c"])
+        shares = []
+        for unit in units:
+            mean_cost, costs = recomputed(provider, unit)
+            shares.append({stage: costs[stage][0] / mean_cost for stage in STAGES})
+        total = summary[provider]["workload_cost_usd"]
+        expected = {s: total * math.fsum(u[s] for u in shares) / len(shares) for s in STAGES}
+        published = summary[provider]["stage_costs"]
+        assert published == pytest.approx(expected, rel=1e-12), provider
+        assert math.fsum(published.values()) == pytest.approx(total, rel=1e-12)
+        for stage in STAGES:
+            assert by_provider[provider][f"{stage} cost (USD)"] == usd(expected[stage])
+    assert by_provider["tiny"]["setup cost (USD)"] == ""  # refused: no cost to share
 
 
 @pytest.mark.parametrize(
