@@ -3,8 +3,10 @@
 A deterministic command-string parser (spec: deepswe.txt, "Metrics"). Every command lands in
 exactly one stage, decided in priority order Test -> Install -> Build -> Write -> Read:
 
-- Test: test runners, and inline verification (python -c, a python script fed by a heredoc, a
-  reproduction script) - unless the same command line also mutates files, when it is not Test.
+- Test: test runners (pytest, make test, a test file run by python...), unless the same command
+  line also mutates files (capturing the run's own output with a redirect or `tee` is not a
+  mutation); and inline verification (python -c, a python script fed by a heredoc, any other
+  python script of the repository), unless the command line mutates files or redirects into one.
 - Install: package managers (pip, conda, poetry, uv, npm, yarn, pnpm, cargo install, apt-get, apk).
 - Build: compilers, build tools, linters, and git commit/merge/rebase/cherry-pick.
 - Write: file creation and mutation (sed -i, patch, git apply/checkout/..., mkdir, mv, cp, rm,
@@ -21,6 +23,10 @@ import shlex
 from dataclasses import dataclass, field
 
 TEST, INSTALL, BUILD, WRITE, READ = "Test", "Install", "Build", "Write", "Read"
+# Internal marks, resolved by `classify` into the five stages: verification that is not a test
+# runner (Test only on a command line without any file write), and a test runner's output
+# written to a file by a redirect or `tee` (no mutation of the repository; Write without a runner).
+VERIFY, CAPTURE = "verify", "capture"
 PRIORITY = (TEST, INSTALL, BUILD, WRITE, READ)
 # The stacked bar's order (spec: "Read, Write, Install, Build, Test").
 STAGES = (READ, WRITE, INSTALL, BUILD, TEST)
@@ -141,6 +147,11 @@ SHELLS = {"bash", "sh", "zsh", "dash"}
 PYTHONS = re.compile(r"^(python|python3|python3\.\d+|pypy3?)$")
 NODE = {"node", "deno", "bun"}
 NOT_A_FILE = re.compile(r"^(/dev/(null|stdout|stderr|tty|fd/\d+)|&-?\d*-?)$")
+# A python script that is a test: test_x.py, x_test.py, tests.py, runtests.py, run_tests.py, or
+# any file under a test/ or tests/ directory.
+TEST_SCRIPT = re.compile(
+    r"(^|/)(tests?/.*|test_[^/]*\.py|[^/]*_tests?\.py|tests\.py|run_?tests\.py|runtests\.py)$"
+)
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\2")
 REDIRECT_OPS = {">", ">>", ">|", "&>", "&>>", ">&", "&>|"}
@@ -168,6 +179,10 @@ def classify(command: str) -> str:
     if WRITE in found:
         # A test run combined with a file-mutation operator is not a clean test run.
         found.discard(TEST)
+    if VERIFY in found and not found & {WRITE, CAPTURE}:
+        found.add(TEST)  # inline verification, not combined with any file write
+    if CAPTURE in found and TEST not in found:
+        found.add(WRITE)  # `tee` into a file with no test run to capture: a file write
     for stage in PRIORITY:
         if stage in found:
             return stage
@@ -247,7 +262,7 @@ def _segments(text: str) -> list[list[str]]:
 
 def _segment_stages(tokens: list[str], bodies: list[str], depth: int) -> set[str]:
     """Stages of one simple command; consumes the heredoc bodies this command reads."""
-    found: set[str] = set()
+    redirected = False
     words: list[str] = []
     heredoc_bodies: list[str] = []
     i = 0
@@ -258,7 +273,7 @@ def _segment_stages(tokens: list[str], bodies: list[str], depth: int) -> set[str
             if token.endswith("&") and target.isdigit():
                 target = "&" + target
             if not NOT_A_FILE.match(target):
-                found.add(WRITE)
+                redirected = True
             if words and words[-1].isdigit():
                 words.pop()  # the file descriptor of `2>`, split off by the tokenizer
             i += 2
@@ -273,7 +288,11 @@ def _segment_stages(tokens: list[str], bodies: list[str], depth: int) -> set[str
             continue
         words.append(token)
         i += 1
-    found |= _program_stages(words, heredoc_bodies, depth)
+    found = _program_stages(words, heredoc_bodies, depth)
+    if redirected:
+        # A test runner's output redirected to a log captures the run; any other redirect
+        # into a file writes that file.
+        found.add(CAPTURE if TEST in found else WRITE)
     return found
 
 
@@ -320,7 +339,7 @@ def _program_stages(words: list[str], heredoc_bodies: list[str], depth: int) -> 
         return _python_stages(args, heredoc_bodies)
     if name in NODE:
         if "-e" in args or "--eval" in args or "-p" in args or (sub and sub.endswith("js")):
-            return {TEST}
+            return {VERIFY}
         return {READ}
     if name in TEST_RUNNERS:
         return {TEST}
@@ -352,7 +371,9 @@ def _program_stages(words: list[str], heredoc_bodies: list[str], depth: int) -> 
     if name in WRITE_COMMANDS:
         return {WRITE}
     if name == "tee":
-        return {WRITE} if [a for a in args if not a.startswith("-")] else {READ}
+        if not [a for a in args if not a.startswith("-")]:
+            return {READ}
+        return {WRITE} if heredoc_bodies else {CAPTURE}
     if name == "find":
         return _find_stages(args, depth)
     if re.search(r"(^|[_-])tests?([_.-]|$)", name) and name.endswith((".sh", ".py")):
@@ -386,7 +407,7 @@ def _python_stages(args: list[str], heredoc_bodies: list[str]) -> set[str]:
     if not rest:
         if not heredoc_bodies:
             return {READ}  # python --version, python -V
-        return {WRITE} if _python_writes("\n".join(heredoc_bodies)) else {TEST}
+        return {WRITE} if _python_writes("\n".join(heredoc_bodies)) else {VERIFY}
     if rest[0] == "-m" and len(rest) > 1:
         module = rest[1].split(".")[0]
         if module in PYTHON_TEST_MODULES:
@@ -395,13 +416,13 @@ def _python_stages(args: list[str], heredoc_bodies: list[str]) -> set[str]:
             return {INSTALL}
         if module in PYTHON_BUILD_MODULES:
             return {BUILD}
-        return {TEST}
+        return {VERIFY}  # running a module of the repository or the library to check it
     if rest[0] == "-c":
         code = rest[1] if len(rest) > 1 else ""
-        return {WRITE} if _python_writes(code) else {TEST}
+        return {WRITE} if _python_writes(code) else {VERIFY}
     if rest[0] == "-":
         code = "\n".join(heredoc_bodies)
-        return {WRITE} if _python_writes(code) else {TEST}
+        return {WRITE} if _python_writes(code) else {VERIFY}
     script = rest[0].rsplit("/", 1)[-1]
     if script == "setup.py":
         verbs = set(rest[1:])
@@ -410,8 +431,12 @@ def _python_stages(args: list[str], heredoc_bodies: list[str]) -> set[str]:
         if verbs & {"install", "develop"}:
             return {INSTALL}
         return {BUILD}
-    # Running a script from the repository is how an agent verifies a change.
-    return {TEST}
+    # A script is classed by what it is: a test file or test-runner script is a test runner;
+    # any other script (a reproduction script, an example, the project's CLI) runs the code to
+    # verify a change, which is inline verification.
+    if TEST_SCRIPT.search(rest[0]):
+        return {TEST}
+    return {VERIFY}
 
 
 def _python_writes(code: str) -> bool:

@@ -114,10 +114,26 @@ LABELLED = [
     ("pip install -e . && pytest", TEST),
     ("python setup.py test", TEST),
     ("bash run_tests.sh", TEST),
+    # A test runner capturing its own output (a redirect, tee) is still a test run.
+    ("pytest > log.txt", TEST),
+    ("pytest -q tests > log.txt 2>&1", TEST),
+    ("pytest tests | tee out.log", TEST),
+    ("python -m pytest 2>&1 | tee out.txt", TEST),
+    ("make test > build.log", TEST),
+    ("python tests/test_parser.py > log", TEST),
+    # A python script is classed by what it is: a test file is a test runner, any other
+    # script verifies a change (inline verification).
+    ("python test_six.py", TEST),
+    ("python3 examples/c-to-c.py examples/c_files/basic.c | head -20", TEST),
     # Test combined with a file-mutation operator is no longer Test.
     ("sed -i 's/a/b/' x.py && pytest", WRITE),
-    ("pytest > log.txt", WRITE),
-    ("pytest tests | tee out.log", WRITE),
+    ("pytest > log.txt && sed -i 's/a/b/' x.py", WRITE),
+    ("cp a.py b.py; pytest | tee out.log", WRITE),
+    # Inline verification combined with any file write, a redirect included, is not Test.
+    ('python3 -c "print(1)" > out.txt', WRITE),
+    ("python reproduce.py > out.txt", WRITE),
+    ("node -e 'console.log(1)' > out.txt", WRITE),
+    ("echo x | tee out.txt", WRITE),
     ("rm -rf .pytest_cache && python -m pytest", WRITE),
     ("cat > t.py <<'EOF'\nx = 1\nEOF\npython -m pytest t.py", WRITE),
     # Install: package managers.
