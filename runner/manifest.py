@@ -61,6 +61,24 @@ class ProviderEntry(msgspec.Struct):
     create_rate_per_s: float | None = None
 
 
+class CodeCommit(msgspec.Struct, omit_defaults=True):
+    """The boxbench checkout that planned the run (runner/provenance.py), or why it is unknown."""
+
+    commit: str | None = None
+    dirty: bool | None = None  # uncommitted changes to the code at planning time
+    error: str | None = None
+
+
+class AdapterVersion(msgspec.Struct):
+    """A provider's pinned adapter: its key, the SHA-256 of its source files (and the shared
+    modules every adapter runs through), and the versions of the client libraries it calls."""
+
+    adapter: str
+    source_sha256: str
+    files: list[str]
+    clients: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class ChainState(msgspec.Struct, omit_defaults=True):
     """A provider's chain: its shuffled (benchmark, round) order, status, and why it stopped."""
 
@@ -184,6 +202,8 @@ class Manifest(msgspec.Struct):
     schedule: Schedule | None = None
     leftovers: dict[str, Leftovers] = msgspec.field(default_factory=dict)
     backend_waits: dict[str, list[BackendWait]] = msgspec.field(default_factory=dict)
+    code: CodeCommit | None = None  # None: a run planned before it was recorded, or imported
+    adapters: dict[str, AdapterVersion] = msgspec.field(default_factory=dict)  # by provider
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -269,4 +289,6 @@ _ONLY_WHEN_SET = (
     "schedule",
     "leftovers",
     "backend_waits",
+    "code",
+    "adapters",
 )

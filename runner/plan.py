@@ -15,13 +15,15 @@ import django
 from django.conf import settings
 
 from boxbench.models import Run
-from runner import adapters, rules, store
+from runner import adapters, provenance, rules, store
 from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
 from runner.manifest import (
+    AdapterVersion,
     ChainState,
+    CodeCommit,
     ImageIdentity,
     Manifest,
     Plan,
@@ -145,6 +147,7 @@ def plan_run(
         ),
         refusals=refusals,
         versions=_versions(),
+        code=CodeCommit(**provenance.code_commit()),
         # Per provider: the image every number of its chain ran on (Manifest.digest_for).
         images={provider: image_identity(provider) for provider in sorted(eligible)},
         schedule=schedule,
@@ -172,6 +175,9 @@ def plan_run(
             job_host=job_hosts.get(provider, settings.JOB_HOST),
             create_rate_per_s=declaration.create_rate_per_s,
             seq_base=index * SEQ_BLOCK,
+        )
+        manifest.adapters[provider] = AdapterVersion(
+            **provenance.adapter_version(declaration.adapter)
         )
         manifest.chains[provider] = ChainState(
             order=[tuple(block) for block in order], status="planned"

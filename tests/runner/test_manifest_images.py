@@ -1,8 +1,11 @@
 """Every run manifest names the image each provider's numbers ran on, and results show it."""
 
+import subprocess
+
 import pytest
 
 from boxbench import leaderboard
+from runner import provenance
 from runner.plan import plan_run
 from runner.providers.base import ProviderError
 from runner.providers.local.toolchain import host_toolchain_identity
@@ -78,3 +81,32 @@ def test_it_shows_one_digest_per_source_and_none_when_providers_differ():
     assert leaderboard.image_digest(manifest, "create") == ""  # two images: named per provider
     per_benchmark = {**manifest, "image_digests": {"deepswe": b}}
     assert leaderboard.image_digest(per_benchmark, "deepswe", ["local"]) == b
+
+
+@pytest.mark.django_db
+def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
+    chain_provider, local, monkeypatch
+):
+    run = plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    head = subprocess.run(
+        ["git", "-C", str(provenance.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert run.manifest["code"]["commit"] == head and isinstance(
+        run.manifest["code"]["dirty"], bool
+    )
+    adapter = run.manifest["adapters"]["local"]
+    assert adapter["adapter"] == "local"
+    assert "runner/providers/local/adapter.py" in adapter["files"]
+    assert "runner/providers/http.py" in adapter["files"]  # shared by every adapter
+    assert len(adapter["source_sha256"]) == 64 and adapter["clients"] == {}
+    assert run.typed_manifest.adapters["local"].source_sha256 == adapter["source_sha256"]
+    # A changed adapter source is a different pin.
+    real = provenance.Path.read_bytes
+    changed = lambda path: real(path) + (b"#" if path.name == "adapter.py" else b"")  # noqa: E731
+    monkeypatch.setattr(provenance.Path, "read_bytes", changed)
+    assert provenance.adapter_version("local")["source_sha256"] != adapter["source_sha256"]
+    assert provenance.adapter_version("modal")["clients"]["modal"] != "not installed"
+
+
+def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):
+    assert "no git commit" in provenance.code_commit(tmp_path)["error"]

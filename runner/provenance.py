@@ -1,0 +1,84 @@
+"""What code timed a run: the checkout's commit and each adapter's own version (common
+methodology, "pinned provider adapters"). Recorded in the manifest when the run is planned.
+
+An adapter is pinned by the SHA-256 of its source files (its module, or every .py file of its
+package, plus the shared modules every adapter runs through) and by the version of the client
+library it calls; the commit says which boxbench the whole run used, and whether the checkout had
+uncommitted changes to the code. Pure apart from reading files and asking git: no Django.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from runner.providers import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE_PATHS = ("runner", "boxbench", "stats", "templates")  # what a dirty checkout would change
+# Modules every adapter runs through: a change there changes every adapter's behaviour.
+SHARED = ("runner.providers.base", "runner.providers.http", "runner.providers.connect")
+# The client library an adapter calls, by adapter key (the others speak HTTP through httpx).
+CLIENTS = {
+    "local": (),
+    "docker": ("docker",),
+    "remote-docker": ("docker", "paramiko"),
+    "opensandbox": ("httpx",),
+    "e2b": ("httpx",),
+    "daytona": ("httpx",),
+    "vercel": ("httpx",),
+    "modal": ("modal", "grpclib"),
+}
+
+
+def code_commit(root: Path = ROOT) -> dict:
+    """{"commit", "dirty"} of the checkout, or {"error"} saying why it is unknown."""
+    try:
+        head = _git(root, "rev-parse", "HEAD")
+        changed = _git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"error": f"no git commit for {root}: {exc}"}
+    return {"commit": head, "dirty": bool(changed)}
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
+    )
+    return done.stdout.strip()
+
+
+def adapter_version(adapter: str) -> dict:
+    """{"adapter", "source_sha256", "files", "clients": {library: version}} of one adapter key."""
+    module_name = REGISTRY[adapter].partition(":")[0]
+    files = sorted({*_module_files(module_name), *(f for m in SHARED for f in _module_files(m))})
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return {
+        "adapter": adapter,
+        "source_sha256": digest.hexdigest(),
+        "files": [str(p.relative_to(ROOT)) for p in files],
+        "clients": {name: _installed(name) for name in CLIENTS.get(adapter, ())},
+    }
+
+
+def _module_files(module_name: str) -> list[Path]:
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ValueError(f"adapter module {module_name} is not importable")
+    origin = Path(spec.origin)
+    if spec.submodule_search_locations:  # a package: every source file in it
+        return sorted(p for p in origin.parent.rglob("*.py") if "__pycache__" not in p.parts)
+    return [origin]
+
+
+def _installed(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
