@@ -104,8 +104,11 @@ def background_script(command: str, tag: str) -> str:
     # Only setsid goes to the background, with its own redirections: `mkfifo F && setsid ... &`
     # would put the whole list in a subshell that keeps the exec's stdout and stderr open until
     # the command ends, so an adapter that reads them to EOF (local) would wait for all of it.
+    # The output file is made before the launch returns: on a busy host the background shell
+    # can take longer than a poll to start, and a poll that found no output file then ended a
+    # live trial as "never started" (poll_command's exit 2 now means only "vanished").
     return (
-        f"mkfifo {paths['fifo']} && {{ "
+        f"mkfifo {paths['fifo']} && : > {base}.out && {{ "
         f'setsid bash -c \'( bash -c "$1" > {base}.out 2> {base}.err < /dev/null; '
         f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "
         f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} "
@@ -132,7 +135,7 @@ def poll_command(tag: str, wait_s: float) -> list[str]:
     command waits for the next poll.
     """
     paths = background_paths(tag)
-    # Exit 0: finished; 1: still running; 2: never started or vanished (no output file).
+    # Exit 0: finished; 1: still running; 2: vanished (the launch made its output file).
     script = (
         'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; [[ -e "$2" ]] && exit 0; '
         '[[ -e "$4" ]] || exit 2; exit 1'

@@ -363,7 +363,7 @@ class LifecycleContext(TrialContext):
             if polled.exit_code == 0:
                 break
             if polled.exit_code == 2:
-                raise ProviderFailure("the background command never started or vanished")
+                raise ProviderFailure("the background command vanished: its output file is gone")
             if time.monotonic() - started > timeout:
                 raise ProviderFailure(f"background command still running after {timeout:g} s")
         total_ms = _ms(time.monotonic() - started)

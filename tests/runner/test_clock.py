@@ -1,8 +1,10 @@
+import contextlib
 import itertools
 import os
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +155,40 @@ def test_it_takes_the_uptime_reads_outside_the_timed_span():
     assert start.index("< '/proc/uptime'") < start.index("__bb_w0=$EPOCHREALTIME")
     end = script.splitlines()[0]
     assert end.index("__bb_w1=$EPOCHREALTIME") < end.index("< '/proc/uptime'")
+
+
+def test_a_poll_waits_for_a_background_command_that_is_slow_to_start(tmp_path):
+    """On a busy host the background shell can start after the first poll has waited: that
+    poll must say "still running" (1), not "never started or vanished" (2), which ended live
+    trials. Here `setsid` waits for a file before it starts the command."""
+    release = tmp_path / "release"
+    held = tmp_path / "bin"
+    held.mkdir()
+    (held / "setsid").write_text(
+        f'#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.01; done\nexec /usr/bin/setsid "$@"\n'
+    )
+    (held / "setsid").chmod(0o755)
+    env = {**os.environ, "PATH": f"{held}:{os.environ['PATH']}"}
+    tag = f"slow-start-{os.getpid()}-{time.monotonic_ns()}"
+    paths = clock.background_paths(tag)
+
+    def poll(wait_s: float) -> int:
+        command = clock.poll_command(tag, wait_s)
+        return subprocess.run(command, env=env, timeout=60).returncode
+
+    try:
+        launch = ["bash", "-c", clock.background_script("echo done", tag)]
+        assert subprocess.run(launch, env=env, timeout=60).returncode == 0
+        assert poll(0) == 1  # launched, not started yet: still running
+        release.touch()
+        deadline = time.monotonic() + 60
+        while (code := poll(1)) == 1:
+            assert time.monotonic() < deadline, "the released command never finished"
+        assert code == 0
+        with open(paths["out"]) as out:
+            assert out.read() == "done\n"
+    finally:
+        release.touch()
+        for path in Path("/tmp").glob(f".boxbench-bg-{tag}*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
