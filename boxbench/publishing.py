@@ -50,6 +50,16 @@ def run_audit(run: Run, current_settings: bool = False) -> dict:
     report["settings_source"] = source
     report["settings_changed"] = settings.differences(stats_audit.DEFAULT_SETTINGS)
     report["settings_missing"] = missing
+    # Settings other than those fixed when the run was planned make a new, recorded audit.
+    planned = _planned_settings(run)
+    report["settings_depart_from_plan"] = (
+        {
+            name: {"used": change["used"], "planned": change["current"]}
+            for name, change in settings.differences(planned[0]).items()
+        }
+        if planned is not None
+        else None
+    )
     run.audit_report = report
     run.audited_at = timezone.now()
     run.save(update_fields=["audit_report", "audited_at"])
@@ -62,8 +72,13 @@ def audit_settings(run: Run, current_settings: bool = False):
     from stats import audit as stats_audit
 
     previous = run.audit_report
-    if current_settings or not isinstance(previous, dict):
+    if current_settings:
         return stats_audit.DEFAULT_SETTINGS, "current defaults", []
+    if not isinstance(previous, dict):
+        planned = _planned_settings(run)
+        if planned is None:  # planned before settings were fixed, or imported without them
+            return stats_audit.DEFAULT_SETTINGS, "current defaults", []
+        return planned[0], "the run's manifest (fixed when it was planned)", planned[1]
     when = run.audited_at.isoformat(timespec="seconds") if run.audited_at else "unknown"
     recorded = previous.get("settings")
     if recorded is None:
@@ -78,6 +93,21 @@ def audit_settings(run: Run, current_settings: bool = False):
         message = f"run {run.id}: its previous audit's settings are unusable: {exc}"
         raise PublishRefused(message) from None
     return settings, f"the previous audit of {when}", missing
+
+
+def _planned_settings(run: Run):
+    """(settings, names not recorded) the run's manifest fixed when it was planned, or None;
+    a setting added since takes today's default, and the report says so (settings_missing)."""
+    from stats import audit as stats_audit
+
+    recorded = run.typed_manifest.audit_settings
+    if recorded is None:
+        return None
+    try:
+        return stats_audit.AuditSettings.from_dict(recorded)
+    except ValueError as exc:
+        message = f"run {run.id}: its manifest's audit settings are unusable: {exc}"
+        raise PublishRefused(message) from None
 
 
 def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:

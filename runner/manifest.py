@@ -204,6 +204,9 @@ class Manifest(msgspec.Struct):
     backend_waits: dict[str, list[BackendWait]] = msgspec.field(default_factory=dict)
     code: CodeCommit | None = None  # None: a run planned before it was recorded, or imported
     adapters: dict[str, AdapterVersion] = msgspec.field(default_factory=dict)  # by provider
+    # Every audit threshold, fixed when the run is planned (stats.audit.AuditSettings.to_dict);
+    # the audit reads them from here. None: a run planned before they were recorded, or imported.
+    audit_settings: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -291,4 +294,5 @@ _ONLY_WHEN_SET = (
     "backend_waits",
     "code",
     "adapters",
+    "audit_settings",
 )

@@ -148,6 +148,7 @@ def plan_run(
         refusals=refusals,
         versions=_versions(),
         code=CodeCommit(**provenance.code_commit()),
+        audit_settings=_audit_settings(),
         # Per provider: the image every number of its chain ran on (Manifest.digest_for).
         images={provider: image_identity(provider) for provider in sorted(eligible)},
         schedule=schedule,
@@ -248,6 +249,14 @@ def image_identity(provider: str) -> ImageIdentity:
     except (ProviderError, ImageError, DeclarationError, OSError) as exc:
         return ImageIdentity(error=f"{provider}: cannot identify its image: {exc}")
     return ImageIdentity(reference=reference, digest=digest)
+
+
+def _audit_settings() -> dict:
+    """The audit's thresholds, fixed before the run starts (methodology: "with thresholds fixed
+    before the run"); boxbench.publishing.run_audit reads them back from the manifest."""
+    from stats.audit import DEFAULT_SETTINGS  # numpy and pandas: loaded only when planning
+
+    return DEFAULT_SETTINGS.to_dict()
 
 
 def _versions() -> dict:

@@ -110,3 +110,12 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):
     assert "no git commit" in provenance.code_commit(tmp_path)["error"]
+
+
+@pytest.mark.django_db
+def test_a_planned_run_fixes_every_audit_threshold_in_its_manifest(chain_provider, local):
+    from stats import audit
+
+    run = plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
+    assert run.manifest["audit_settings"] == audit.DEFAULT_SETTINGS.to_dict()
+    assert run.typed_manifest.audit_settings == audit.DEFAULT_SETTINGS.to_dict()

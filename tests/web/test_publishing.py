@@ -330,3 +330,29 @@ def test_a_re_audit_refuses_settings_it_cannot_read(imported_run):
     imported_run.save()
     with pytest.raises(CommandError, match="settings are unusable: audit setting q_level"):
         call_command("bench", "audit", imported_run.name, "--again")
+
+
+def test_the_audit_reads_the_thresholds_the_manifest_fixed_when_the_run_was_planned(imported_run):
+    from stats import audit
+
+    # Planned when a drift needed 500 % to fail: the audit applies that, not today's 8 %.
+    planned = audit.DEFAULT_SETTINGS.to_dict()
+    planned["min_effect"]["trend"] = 500.0
+    imported_run.manifest = {**imported_run.manifest, "audit_settings": planned}
+    imported_run.save()
+    report = publishing.run_audit(imported_run)
+    assert ("local", "create", "trend") not in holdbacks.failing_checks(report)
+    assert report["settings"]["min_effect"]["trend"] == 500.0
+    assert report["settings_source"] == "the run's manifest (fixed when it was planned)"
+    assert report["settings_depart_from_plan"] == {}
+    # Auditing with other settings is a new audit that records how it departs from the plan.
+    current = publishing.run_audit(imported_run, current_settings=True)
+    assert ("local", "create", "trend") in holdbacks.failing_checks(current)
+    departs = current["settings_depart_from_plan"]["min_effect"]
+    assert departs["used"]["trend"] == 8.0 and departs["planned"]["trend"] == 500.0
+    # The run page shows the report the audit stored.
+    imported_run.refresh_from_db()
+    assert (
+        imported_run.audit_report["settings_depart_from_plan"]
+        == current["settings_depart_from_plan"]
+    )
