@@ -99,16 +99,16 @@ def cpu_throttled_count() -> int | None:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
-    candidates = []
+    candidates: list[Path] = []
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "":
             candidates.append(Path("/sys/fs/cgroup") / path.lstrip("/") / "cpu.stat")
         elif "cpu" in controllers.split(","):
             candidates.append(Path("/sys/fs/cgroup/cpu") / path.lstrip("/") / "cpu.stat")
-    for path in candidates:
+    for stat_file in candidates:
         try:
-            for stat in path.read_text().splitlines():
+            for stat in stat_file.read_text().splitlines():
                 key, _, value = stat.partition(" ")
                 if key == "nr_throttled":
                     return int(value)

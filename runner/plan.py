@@ -92,12 +92,12 @@ def plan_run(
     for slug, wanted in units.items():
         if slug not in benchmarks:
             raise PlanError(f"units are given for {slug}, which the plan does not include")
-        known = [u.slug for u in modules[slug].units()]
-        missing = [u for u in wanted if u not in known]
+        known_units = [u.slug for u in modules[slug].units()]
+        missing = [u for u in wanted if u not in known_units]
         if missing or not wanted:
             raise PlanError(
                 f"unknown unit(s) {', '.join(missing) or '(none given)'} of {slug}; "
-                f"known: {', '.join(known)}"
+                f"known: {', '.join(known_units)}"
             )
     parallel = {
         slug: rules.parallel_trials(
@@ -219,7 +219,7 @@ def _blocks(
     run_id, provider: str, planned: dict[str, PlannedBenchmark], benchmark_rows, order
 ) -> list:
     """The chain's (benchmark, round) blocks in order, each round taking its share of N."""
-    per_round = {}
+    per_round: dict[str, list[int]] = {}
     blocks = []
     for slug, round_no in order:
         per_round.setdefault(slug, rules.split_rounds(planned[slug].trials_per_unit))

@@ -271,8 +271,8 @@ def _destroy_sandboxes(report: RecoveryReport, provider_factory: Callable, targe
             report.destroyed.append(name)
         # Record on each trial recovery cut short in these batches (this sweep's, and those of
         # another sweep at once that deferred the batch to us) that its sandboxes are gone.
-        gone = sorted(label for label, ok in verified.items() if ok)
-        store.mark_cleanup_verified(store.cut_short_in(provider_slug, gone))
+        confirmed = sorted(label for label, ok in verified.items() if ok)
+        store.mark_cleanup_verified(store.cut_short_in(provider_slug, confirmed))
 
 
 def elsewhere(orphan: Orphan) -> bool:

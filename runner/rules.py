@@ -112,7 +112,7 @@ def in_flight_means(held: dict) -> dict:
     `held` maps a trial id to its [(start, end)] sandbox-holding spans (epoch seconds); a trial's
     window runs from its first start to its last end.
     """
-    means = {}
+    means: dict[str, float | None] = {}
     for trial, spans in held.items():
         if not spans:
             means[trial] = None

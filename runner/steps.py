@@ -35,7 +35,7 @@ TASK = "runner.tasks.chain_step"
 def cluster_for(job_host: str) -> str:
     """The qcluster that serves `job_host`: this machine's own cluster name, or the host's."""
     if job_host == settings.JOB_HOST:
-        return settings.Q_CLUSTER["cluster_name"]
+        return str(settings.Q_CLUSTER["cluster_name"])
     return job_host
 
 

@@ -248,7 +248,7 @@ def store_definitions(
 class PlannedBlock:
     """One (benchmark, round) block of a provider's chain: `per_unit` trials of each unit."""
 
-    benchmark: object  # the Benchmark row
+    benchmark: Benchmark
     round: int
     per_unit: int
     units: list[str]  # the planned unit slugs
@@ -257,7 +257,7 @@ class PlannedBlock:
 
 @dataclass(frozen=True)
 class PlannedChain:
-    provider: object  # the Provider row
+    provider: Provider
     seq_base: int  # its trials take seq_base + 1, + 2, ... in block order
     blocks: list[PlannedBlock]
 

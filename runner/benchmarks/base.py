@@ -183,3 +183,24 @@ class TrialContext(ABC):
     @abstractmethod
     def new_sandbox(self, spec_overrides: dict | None = None):
         """A further sandbox for multi-sandbox benchmarks; the lifecycle cleans it up."""
+
+    # What the lifecycle measured of the trial's own create (job host's monotonic clock).
+    create_ms: float | None
+    create_started: float | None
+    create_returned: float | None
+
+    @abstractmethod
+    def check_readiness(self, sandbox: Any) -> dict:
+        """The untimed readiness check on `sandbox`, its attempts kept as evidence."""
+
+    @abstractmethod
+    def destroy_sandbox(self, sandbox: Any = None, name: str | None = None) -> float:
+        """Destroy a sandbox now, timed from adapter entry (ms); recorded as `name` when given."""
+
+    @abstractmethod
+    def upload(self, path: str, data: bytes, name: str | None = None) -> float:
+        """Upload a file, timed from adapter entry; recorded as metric `name` when given."""
+
+    @abstractmethod
+    def download(self, path: str, name: str | None = None) -> bytes:
+        """Download a file, timed from adapter entry; recorded as metric `name` when given."""

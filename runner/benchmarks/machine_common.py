@@ -18,6 +18,7 @@ import json
 import re
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 from runner.benchmarks.base import (
     BenchmarkDefinition,
@@ -46,7 +47,7 @@ FLAGS = ("flag_throughput_ceiling", "flag_cached_direct_read", "flag_cpu_bound",
 
 
 def machine_definition(slug: str, title: str, description: str, **fields) -> BenchmarkDefinition:
-    defaults = {
+    defaults: dict[str, Any] = {
         "section": "machine_performance",
         "clock": "guest",
         "cpus": 2,

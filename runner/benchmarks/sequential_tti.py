@@ -34,6 +34,8 @@ def units() -> list[UnitDefinition]:
 def run(ctx: TrialContext) -> None:
     ctx.check_readiness(ctx.sandbox)
     ready = time.monotonic()
+    # The lifecycle stamps its own create before any procedure runs.
+    assert ctx.create_started is not None and ctx.create_returned is not None
     ctx.record("tti_ms", (ready - ctx.create_started) * 1000, clock="job_host")
     ctx.record("create", ctx.create_ms, kind="stage", clock="job_host")
     ctx.record(

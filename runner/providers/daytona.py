@@ -61,7 +61,9 @@ class DaytonaProvider(HTTPProvider):
         super().__init__(declaration, settings)
         self.api_url = self._url("api_url", "DAYTONA_API_URL", "https://app.daytona.io/api")
         self.target = self._setting("target", "DAYTONA_TARGET", "us")
-        self.snapshot = self._setting("snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard")
+        self.base_snapshot = self._setting(
+            "snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard"
+        )
         self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.1))
         # The key goes only to origins the operator configured: the API's, and the toolbox
         # proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL), never to one an answer names.
@@ -118,12 +120,13 @@ class DaytonaProvider(HTTPProvider):
     def create(self, spec: SandboxSpec) -> Sandbox:
         if spec.image:
             raise ProviderError(
-                f"daytona runs the prepared snapshot {self.snapshot!r}, not image {spec.image!r}",
+                f"daytona runs the prepared snapshot {self.base_snapshot!r}, "
+                f"not image {spec.image!r}",
                 operation="create",
                 code="no_custom_images",
             )
         body = {
-            "snapshot": self.snapshot,
+            "snapshot": self.base_snapshot,
             "labels": {BATCH_KEY: spec.label},
             "target": self.target,
             "networkBlockAll": not spec.network,
@@ -296,7 +299,7 @@ class DaytonaProvider(HTTPProvider):
         self._api("GET", "/sandbox", "doctor", params={"labels": _json({BATCH_KEY: "-"})})
 
     def _doctor_details(self) -> list[DoctorCheck]:
-        return [DoctorCheck("snapshot", True, f"{self.snapshot} in target {self.target}")]
+        return [DoctorCheck("snapshot", True, f"{self.base_snapshot} in target {self.target}")]
 
 
 def _origin(url: str) -> str:

@@ -133,7 +133,7 @@ class DockerProvider(Provider):
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        if declaration is not None and getattr(declaration, "provider", ""):
+        if declaration is not None and getattr(declaration, "provider", None):
             self.slug = declaration.provider
         self.nofile = _limit_setting(
             self.settings, "nofile", "BOXBENCH_DOCKER_NOFILE", DEFAULT_NOFILE
@@ -436,7 +436,8 @@ class DockerProvider(Provider):
             members = tar.getmembers()
             if len(members) != 1 or not members[0].isfile():
                 raise ProviderError(f"download: {path} is not a regular file", operation="download")
-            return tar.extractfile(members[0]).read()
+            handle = tar.extractfile(members[0])  # a regular file's member always has one
+            return handle.read() if handle is not None else b""
 
     def destroy(self, sandbox: Sandbox) -> None:
         # Returns once the engine has removed the container; confirming it gone (is_gone) is the
@@ -633,7 +634,8 @@ def _no_such_container(exc: docker.errors.APIError) -> bool:
 
 def _read_frames(stream) -> tuple[bytes, bytes]:
     """Demultiplex an exec's output: 8-byte headers (stream id, length) each before its data."""
-    out, err = [], []
+    out: list[bytes] = []
+    err: list[bytes] = []
     while True:
         header = stream.read(8)
         if len(header) < 8:

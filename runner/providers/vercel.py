@@ -92,7 +92,7 @@ class VercelProvider(HTTPProvider):
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
         self.api_url = self._url("api_url", "VERCEL_API_URL", "https://vercel.com/api")
-        self.snapshot = self._setting("snapshot", "BOXBENCH_VERCEL_SNAPSHOT")
+        self.base_snapshot = self._setting("snapshot", "BOXBENCH_VERCEL_SNAPSHOT")
         self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.25))
         self._ledger_dir = self.settings.get("ledger_dir")
         self._ledger: Ledger | None = None
@@ -169,8 +169,8 @@ class VercelProvider(HTTPProvider):
             "runtime": RUNTIME,
             "networkPolicy": {"mode": "allow-all" if spec.network else "deny-all"},
         }
-        if self.snapshot:
-            body["source"] = {"type": "snapshot", "snapshotId": self.snapshot}
+        if self.base_snapshot:
+            body["source"] = {"type": "snapshot", "snapshotId": self.base_snapshot}
         dto = self._call("POST", "/v1/sandboxes", "create", json=body).json()["sandbox"]
         sandbox_id = dto["id"]
         created_at = datetime.now(UTC)
@@ -384,8 +384,8 @@ class VercelProvider(HTTPProvider):
             DoctorCheck(
                 "source",
                 True,
-                self.snapshot
-                and f"snapshot {self.snapshot}"
+                self.base_snapshot
+                and f"snapshot {self.base_snapshot}"
                 or f"runtime {RUNTIME} (BOXBENCH_VERCEL_SNAPSHOT unset)",
             ),  # fmt: skip
         ]

@@ -142,7 +142,9 @@ class Backend:
     def get(self, box_id: str) -> Box | None:
         with self._lock:
             box = self.boxes.get(box_id)
-        live = box is not None and box.state in ("running", "creating")
+        if box is None:
+            return None
+        live = box.state in ("running", "creating")
         if live and time.time() >= box.expires_at:
             self._retire(box, "expired")
             return None

@@ -234,7 +234,9 @@ class E2BFake:
         elif method == "CloseStdin":
             process.stdin_closed.set()
         else:
-            signal = {"SIGNAL_SIGKILL": "KILL", "SIGNAL_SIGTERM": "TERM"}.get(body.get("signal"))
+            signal = {"SIGNAL_SIGKILL": "KILL", "SIGNAL_SIGTERM": "TERM"}.get(
+                str(body.get("signal"))
+            )
             if signal is None:
                 return _connect_error("invalid_argument", f"unknown signal {body.get('signal')!r}")
             self.backend.signal(box, process, signal)
@@ -301,5 +303,6 @@ def _multipart_file(content_type: str, body: bytes) -> bytes | None:
     )
     for part in message.iter_parts():
         if part.get_param("name", header="content-disposition") == "file":
-            return part.get_payload(decode=True)
+            payload = part.get_payload(decode=True)
+            return payload if isinstance(payload, bytes) else None
     return None

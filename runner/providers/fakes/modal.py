@@ -135,7 +135,7 @@ class ControlPlane(_Unimplemented, ModalClientBase):
 
     async def _begin(self, stream: Stream, method: str):
         await self.fake.before(method, stream)
-        headers = stream.metadata or {}
+        headers: dict = dict(stream.metadata or {})
         if (headers.get("x-modal-token-id") != self.fake.token_id
                 or headers.get("x-modal-token-secret") != self.fake.token_secret):  # fmt: skip
             raise GRPCError(Status.UNAUTHENTICATED, "Token missing or invalid")
@@ -309,10 +309,12 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
     async def _begin(self, stream: Stream, method: str):
         await self.fake.before(method, stream)
         request = await stream.recv_message()
+        if request is None:
+            raise GRPCError(Status.INVALID_ARGUMENT, "the stream ended before its request")
         box = self.fake.by_task(request.task_id)
         if box is None or self.fake.result(box) is not None:
             raise GRPCError(Status.NOT_FOUND, f"Task {request.task_id} not found")
-        if (stream.metadata or {}).get("authorization") != f"Bearer {box.extra['jwt']}":
+        if dict(stream.metadata or {}).get("authorization") != f"Bearer {box.extra['jwt']}":
             raise GRPCError(Status.UNAUTHENTICATED, "invalid or missing JWT")
         return request, box
 

@@ -38,6 +38,11 @@ KILL_PATH = re.compile(r"^([^/]+)/kill$")
 NDJSON = "application/x-ndjson"
 
 
+def _read_member(archive: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = archive.extractfile(member)  # a regular file's member always has a handle
+    return handle.read() if handle is not None else b""
+
+
 def error(status: int, code: str, message: str, headers: dict | None = None) -> Response:
     return Response.json(status, {"error": {"code": code, "message": message}}, headers)
 
@@ -272,7 +277,7 @@ class VercelFake:
         try:
             raw = io.BytesIO(gzip.decompress(request.body))
             with tarfile.open(fileobj=raw, mode="r") as archive:
-                members = [(m, archive.extractfile(m).read()) for m in archive if m.isfile()]
+                members = [(m, _read_member(archive, m)) for m in archive if m.isfile()]
         except (OSError, tarfile.TarError, EOFError) as exc:
             return error(400, "bad_request", f"the body is not a gzip tar: {exc}")
         for member, data in members:

@@ -135,7 +135,7 @@ class OpenSandboxProvider(Provider):
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        if declaration is not None and getattr(declaration, "provider", ""):
+        if declaration is not None and getattr(declaration, "provider", None):
             self.slug = declaration.provider
         named = self.settings.get("url") or os.environ.get("OPEN_SANDBOX_DOMAIN")
         self.configured = bool(named)
@@ -557,7 +557,7 @@ class OpenSandboxProvider(Provider):
 
     def endpoints(self) -> list[tuple[str, int]]:
         parts = urlsplit(self.url)
-        return [(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))]
+        return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
 
     def doctor(self) -> list[DoctorCheck]:
         try:

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tarfile
 import time
 from dataclasses import dataclass
@@ -213,7 +214,7 @@ mode = "direct"
 
 def server_binary() -> str:
     """opensandbox-server beside this Python, else on PATH."""
-    beside = Path(os.sys.executable).parent / SERVER_BINARY
+    beside = Path(sys.executable).parent / SERVER_BINARY
     if beside.exists():
         return str(beside)
     found = shutil.which(SERVER_BINARY)
@@ -335,6 +336,7 @@ class DemoServer:
 
     def adapter_settings(self) -> dict:
         stack = self.stack
+        assert stack is not None, "start() comes before adapter_settings()"
         return {"url": stack.url, "api_key": self.api_key, "docker_host": stack.docker_host}
 
     def stop(self) -> None:

@@ -48,7 +48,7 @@ PING_EVERY_S = 5.0
 CHUNK = 65536
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 PROXY = re.compile(r"^/proxy/(\d+)(/.*)?$")
-COMMANDS = {}  # id -> Command
+COMMANDS: dict[str, "Command"] = {}
 COMMANDS_LOCK = threading.Lock()
 
 
