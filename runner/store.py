@@ -518,10 +518,6 @@ def mark_cleanup_verified(trial_ids: list[str]) -> None:
         evidence.save(update_fields=["data"])
 
 
-def run_is_cancelling(run_id) -> bool:
-    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLING).exists()
-
-
 # -- chain progress (runner/steps.py) ------------------------------------------------------------
 
 

@@ -29,10 +29,6 @@ BENCHMARKS = [
 ]
 
 
-class UnknownBenchmark(LookupError):
-    pass
-
-
 def _load(entry: str) -> Benchmark:
     module_name, _, name = entry.partition(":")
     module = importlib.import_module(module_name)
@@ -49,12 +45,3 @@ def all_benchmarks() -> dict[str, Benchmark]:
             raise ValueError(f"{entry}: benchmark slug {slug!r} is already used by another entry")
         found[slug] = benchmark
     return found
-
-
-def load_benchmark(slug: str) -> Benchmark:
-    benchmarks = all_benchmarks()
-    try:
-        return benchmarks[slug]
-    except KeyError:
-        known = ", ".join(benchmarks)
-        raise UnknownBenchmark(f"unknown benchmark {slug!r} (known: {known})") from None

@@ -43,13 +43,6 @@ def credential(name: str, settings: dict | None = None, key: str = "") -> str | 
     return value
 
 
-def require(name: str, settings: dict | None = None, key: str = "") -> str:
-    value = credential(name, settings, key)
-    if value is None:
-        raise MissingCredential(f"not configured: set {name} or {name}_FILE", code="unconfigured")
-    return value
-
-
 def redact(text: str, *secrets: str | None) -> str:
     """`text` with every secret replaced, for messages built from a provider's answer."""
     for secret in secrets:
