@@ -20,6 +20,7 @@ REGISTRY = {
     "daytona": "runner.providers.daytona:DaytonaProvider",
     "vercel": "runner.providers.vercel:VercelProvider",
     "modal": "runner.providers.modal:ModalProvider",
+    "agentcore": "runner.providers.agentcore:AgentCoreProvider",
 }
 
 

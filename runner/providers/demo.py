@@ -21,6 +21,7 @@ FAKES = {
     "daytona": "runner.providers.fakes.daytona:DaytonaFake",
     "vercel": "runner.providers.fakes.vercel:VercelFake",
     "modal": "runner.providers.fakes.modal:ModalFake",
+    "agentcore": "runner.providers.fakes.agentcore:AgentCoreFake",
     # Open source: its real server on this machine stands in for a fake.
     "opensandbox": "runner.providers.opensandbox.local:DemoServer",
 }
