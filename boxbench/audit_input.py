@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from django.db.models import Min
 
 from boxbench.models import Outcome, Provider, Run, Trial
 from stats import audit as stats_audit
@@ -29,6 +30,14 @@ def audit_frame(run: Run) -> pd.DataFrame:
         for slug, declaration in Provider.objects.filter(
             id__in=trials.values("provider_id")
         ).values_list("slug", "declaration")
+    }
+    # Round start closes when any trial of the round ends, whatever its outcome.
+    first_ends = {
+        (row["provider__slug"], row["benchmark__slug"], row["round"]): row["first_end"]
+        for row in Trial.objects.filter(run=run, ended_at__isnull=False)
+        .values("provider__slug", "benchmark__slug", "round")
+        .order_by()
+        .annotate(first_end=Min("ended_at"))
     }
     facts = {}
     values: dict = {}
@@ -66,6 +75,7 @@ def audit_frame(run: Run) -> pd.DataFrame:
             "batch": batch or "",
             "started_at": started.timestamp() if started else np.nan,
             "ended_at": ended.timestamp() if ended else np.nan,
+            "round_first_end": _seconds(first_ends.get((provider, benchmark, rnd))),
             "in_flight": np.nan if in_flight is None else in_flight,
             "lower_is_better": direction != "higher",
             "steps_create_or_build": builds,
@@ -82,10 +92,14 @@ def audit_frame(run: Run) -> pd.DataFrame:
     return _normalize_multi_unit(frame).drop(columns="unit")
 
 
+def _seconds(moment) -> float:
+    return moment.timestamp() if moment else np.nan
+
+
 # Facts read from a trial's placement and host load; the flags come from its measurements.
 AUDIT_FACTS = tuple(
     f for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
-    if f not in ("round", "started_at", "ended_at", "in_flight")
+    if f not in ("round", "started_at", "ended_at", "round_first_end", "in_flight")
 )  # fmt: skip
 
 

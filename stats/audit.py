@@ -58,6 +58,7 @@ FLOAT_FACTS = (
     "round",
     "started_at",
     "ended_at",
+    "round_first_end",
     "in_flight",
     "cpu_peak",
     "cpu_throttled",
@@ -117,7 +118,7 @@ class AuditSettings:
     power: float = POWER
     min_effect: dict = field(default_factory=lambda: dict(MIN_EFFECT))
     lag1_spread: float = LAG1_SPREAD
-    lag1_min_pairs: int = 10
+    lag1_min_pairs: int = 2  # a rank correlation needs two pairs; the spec sets no other minimum
     min_group: int = MIN_GROUP
     host_type_min_group: int = HOST_TYPE_MIN_GROUP
     saturated_share: float = SATURATED_SHARE
@@ -289,7 +290,7 @@ def _seconds(column: pd.Series) -> np.ndarray:
 def _float(frame: pd.DataFrame, name: str) -> np.ndarray:
     if name not in frame:
         return np.full(len(frame), np.nan)
-    if name in ("started_at", "ended_at"):
+    if name in ("started_at", "ended_at", "round_first_end"):
         return _seconds(frame[name])
     column = frame[name]
     if column.dtype == object:
@@ -400,16 +401,22 @@ def _two_groups(
 
 def check_round_start(pair: Pair) -> Finding:
     """Trials started before any trial of their round finished, against the rest of the round,
-    each as a ratio to its round's median."""
+    each as a ratio to its round's median.
+
+    "Any trial of the round" counts every attempt, not only the successes the frame holds: the
+    optional `round_first_end` column gives, per trial, the first end of any trial of its round;
+    where it is not recorded the successes' own first end stands in."""
     rnd, start, end = (pair.facts[k] for k in ("round", "started_at", "ended_at"))
     if np.isnan(rnd).any() or np.isnan(start).any() or np.isnan(end).any():
         return unassessed("round_start", "round numbers or trial start/end times not recorded")
+    first_end = pair.facts["round_first_end"]
     ratio = np.empty_like(pair.value)
     initial = np.zeros(pair.value.size, dtype=bool)
     for r in np.unique(rnd):
         members = rnd == r
         ratio[members] = pair.value[members] / sig.lower_median(pair.value[members])
-        initial[members] = start[members] < end[members].min()
+        closes = np.fmin(end[members].min(), np.nanmin(first_end[members], initial=np.inf))
+        initial[members] = start[members] < closes
     return _two_groups(pair, "round_start", ratio[initial], ratio[~initial], "round-start", "rest")
 
 
@@ -459,15 +466,9 @@ def saturated(facts: dict, saturation: dict = SATURATION) -> tuple[np.ndarray, n
 
 
 def check_host_saturated(pair: Pair) -> Finding:
-    # The check asks whether the job host's load distorted a provider's timings. When the
-    # sandboxes run on the job host, the trial's own load is that load (a CPU benchmark saturates
-    # it by design), so hot and cool trials say nothing about distortion: unassessed, not passed.
-    if pair.shares_job_host:
-        return unassessed(
-            "host_saturated",
-            "the provider's sandboxes run on the job host (shares_job_host): the trial's own "
-            "load is the job host's load, so saturation cannot be told from the workload",
-        )
+    # Judged for every provider, as the spec does. Where the sandboxes run on the job host
+    # (shares_job_host) the trial's own load is part of the host's load: the finding says so in
+    # its details, for whoever resolves it, but is not spared.
     cfg = pair.settings
     hot, known = saturated(pair.facts, cfg.saturation)
     if not known.any():
@@ -481,10 +482,12 @@ def check_host_saturated(pair: Pair) -> Finding:
         passes = slower >= cfg.min_effect["host_saturated"]
         what = "hot vs cool (% slower)"
         finding = tested("host_saturated", slower, p, passes, what, cfg.q_level)
-        finding.details = {"hot": n_hot, "cool": n_cool}
+        finding.details = {"hot": n_hot, "cool": n_cool, "shares_job_host": pair.shares_job_host}
         return finding
-    share = n_hot / int(known.sum())
-    details = {"hot": n_hot, "cool": n_cool, "saturated_share": share}
+    # The spec's share: saturated trials over all of the pair's trials.
+    share = n_hot / pair.value.size
+    details = {"hot": n_hot, "cool": n_cool, "saturated_share": share,
+               "shares_job_host": pair.shares_job_host}  # fmt: skip
     if share >= cfg.saturated_share:
         reason = f"saturated share {share:.2f} >= {cfg.saturated_share} (fails without a test)"
         return Finding("host_saturated", share, verdict="fail", reason=reason, details=details)

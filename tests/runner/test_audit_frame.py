@@ -1,9 +1,10 @@
-"""The audit input carries each provider's declared shares_job_host, and the audit reads it."""
+"""The audit input carries each provider's declared shares_job_host and each round's first end
+of any trial, and the audit reads them."""
 
 import pytest
 
 from boxbench import audit_input, publishing
-from boxbench.models import Provider
+from boxbench.models import Provider, Trial
 from tests.web.conftest import imported_run  # noqa: F401 (a fixture)
 
 
@@ -21,22 +22,38 @@ def test_it_marks_the_trials_of_a_provider_that_shares_the_job_host(imported_run
 
 
 @pytest.mark.django_db
-def test_it_reports_host_saturated_unassessed_only_for_the_provider_on_the_job_host(
-    imported_run,  # noqa: F811
-):
+def test_it_judges_host_saturated_for_the_provider_on_the_job_host_too(imported_run):  # noqa: F811
     local = Provider.objects.get(slug="local")
     local.declaration = {**local.declaration, "shares_job_host": True}
     local.save(update_fields=["declaration"])
+    # Its benchmarks load the job host it runs on: every trial saturated it.
+    Trial.objects.filter(run=imported_run, provider=local).update(
+        host_load={"cpu_peak": 0.97, "mem_available_kib": 4_000_000}
+    )
 
     publishing.run_audit(imported_run)
 
-    reasons = {
+    checks = {
         (pair["provider"], pair["benchmark"]): pair["checks"]["host_saturated"]
         for pair in imported_run.audit_report["pairs"]
     }
-    on_job_host = [c for (provider, _), c in reasons.items() if provider == "local"]
-    elsewhere = [c for (provider, _), c in reasons.items() if provider != "local"]
-    assert on_job_host and elsewhere
-    assert all(c["verdict"] == "unassessed" for c in on_job_host)
-    assert all("shares_job_host" in c["reason"] for c in on_job_host)
-    assert not any("shares_job_host" in c["reason"] for c in elsewhere)
+    on_job_host = [c for (provider, _), c in checks.items() if provider == "local"]
+    assert on_job_host and all(c["verdict"] == "fail" for c in on_job_host)
+    assert all(c["details"]["shares_job_host"] is True for c in on_job_host)
+
+
+@pytest.mark.django_db
+def test_round_start_closes_at_the_first_end_of_any_trial_of_the_round(imported_run):  # noqa: F811
+    # A provider failure of docker's create ended first in its round: the frame says so.
+    failed = Trial.objects.get(run=imported_run, provider__slug="docker", benchmark__slug="create",
+                               outcome="provider_failure")  # fmt: skip
+    rnd = Trial.objects.filter(run=imported_run, provider__slug="docker", benchmark__slug="create",
+                               round=failed.round, outcome="success")  # fmt: skip
+    first = min(t.started_at for t in rnd)
+    failed.ended_at = first
+    failed.save(update_fields=["ended_at"])
+    frame = audit_input.audit_frame(imported_run)
+    rows = frame[(frame["provider"] == "docker") & (frame["benchmark"] == "create")]
+    in_round = rows[rows["round"] == failed.round]
+    assert (in_round["round_first_end"] == first.timestamp()).all()
+    assert (in_round["round_first_end"] < in_round["ended_at"].min()).all()

@@ -98,6 +98,17 @@ def test_it_leaves_round_start_unassessed_when_every_trial_starts_together():
     assert "needs 5 in each" in checks["round_start"]["reason"]
 
 
+def test_round_start_closes_when_any_trial_of_the_round_ends_not_only_a_success():
+    frame = clean_pair(n=40)
+    initial = frame["seq"] % 10 < 2  # two trials per round start before the first success ends
+    frame.loc[initial, "value"] *= 1.3
+    assert verdict(frame, "round_start") == "fail"
+    # A failed trial ended before either started: nothing in the round started before an end.
+    frame["round_first_end"] = frame["round"] * 1000.0 - 1
+    checks = checks_of(frame)[0]
+    assert checks["round_start"]["verdict"] == "unassessed"  # no initial trials left
+
+
 def test_it_reads_datetime_start_and_end_times():
     frame = clean_pair()
     frame["started_at"] = pd.to_datetime(frame["started_at"], unit="s", utc=True)
@@ -116,11 +127,15 @@ def test_it_fails_strong_lag_one_autocorrelation():
     assert check["effect"] >= 0.5 and check["details"]["spread_percent"] >= 8
 
 
-def test_it_leaves_lag_one_unassessed_with_too_few_consecutive_pairs():
+def test_it_judges_lag_one_on_any_number_of_consecutive_pairs_a_correlation_needs():
     frame = clean_pair()
     frame["batch"] = np.arange(20) // 5  # four batches: 16 consecutive pairs
     assert verdict(frame, "lag1") == "pass"
-    frame["batch"] = np.arange(20)  # every trial its own batch
+    # Ten batches of two: 10 consecutive pairs... and six of three or more, then singletons:
+    # the spec sets no minimum, so a handful of pairs is judged (not unassessed).
+    frame["batch"] = [0, 0, 0, 1, 1, 1, *range(2, 16)]  # 4 consecutive pairs
+    assert verdict(frame, "lag1") in ("pass", "note", "fail")
+    frame["batch"] = np.arange(20)  # every trial its own batch: no pair at all
     assert verdict(frame, "lag1") == "unassessed"
 
 
@@ -181,12 +196,21 @@ def test_it_leaves_host_saturated_unassessed_without_load_facts():
     assert verdict(frame, "host_saturated") == "unassessed"
 
 
-def test_it_leaves_host_saturated_unassessed_with_a_reason_when_sandboxes_share_the_job_host():
+def test_it_judges_host_saturated_when_sandboxes_share_the_job_host_too():
     frame = clean_pair(n=16)
     frame["cpu_peak"] = 1.0  # a CPU benchmark on the job host saturates it by design
     frame["shares_job_host"] = True
     check = checks_of(frame)[0]["host_saturated"]
-    assert check["verdict"] == "unassessed" and "shares_job_host" in check["reason"]
+    assert check["verdict"] == "fail" and check["details"]["shares_job_host"] is True
+
+
+def test_the_saturated_share_counts_every_trial_of_the_pair():
+    frame = clean_pair(n=20)
+    frame.loc[:3, "cpu_throttled"] = True  # 4 hot
+    frame.loc[14:, ["cpu_peak", "mem_pressure_some_avg10", "mem_available_kib"]] = np.nan
+    check = checks_of(frame)[0]["host_saturated"]
+    # 4 of 20 trials (0.2: a note), not 4 of the 14 with load facts (0.29: a failure).
+    assert check["details"]["saturated_share"] == 0.2 and check["verdict"] == "note"
 
 
 def test_it_still_fails_the_same_saturated_trials_on_a_remote_provider():
