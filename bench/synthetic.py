@@ -38,7 +38,9 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def header(run_id: str, name: str, trials_per_unit: int) -> dict:
+def header(
+    run_id: str, name: str, trials_per_unit: int, ended_at: str = "2026-11-01T06:00:00.000000Z"
+) -> dict:
     benchmarks = []
     for slug, title, section, metric, unit, direction, clock, stages, n, _ in BENCHMARKS:
         metrics = {metric: {"unit": unit, "clock": clock}}
@@ -96,7 +98,7 @@ def header(run_id: str, name: str, trials_per_unit: int) -> dict:
             "status": "completed",
             "created_at": "2026-11-01T00:00:00.000000Z",
             "started_at": "2026-11-01T00:00:01.000000Z",
-            "ended_at": "2026-11-01T06:00:00.000000Z",
+            "ended_at": ended_at,
         },
         "manifest": {"seed": 7, "synthetic": True},
         "audit_report": None,
@@ -134,8 +136,12 @@ def _lines(trials: int, seed: int, name: str, failure_rate: float) -> Iterator[s
         for provider in PROVIDERS
     ]
     per_cell = max(1, trials // len(cells))
-    yield json.dumps(header(run_id, name, per_cell), separators=(",", ":")) + "\n"
     start = datetime(2026, 11, 1, tzinfo=UTC)
+    # Trials start 2 s apart by seq, and a failure adds a replacement: the run ends after the
+    # last possible one (and at 06:00 at the earliest, as small files always have).
+    last = start + timedelta(seconds=2 * 2 * per_cell * len(cells), hours=1)
+    ended = _iso(max(last, start + timedelta(hours=6)))
+    yield json.dumps(header(run_id, name, per_cell, ended), separators=(",", ":")) + "\n"
     seq = 0
     for index in range(per_cell * len(cells)):
         benchmark, unit, provider = cells[index % len(cells)]

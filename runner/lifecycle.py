@@ -47,7 +47,7 @@ from runner.benchmarks.base import (
     UnitDefinition,
 )
 from runner.hostload import HostLoadSampler
-from runner.outcomes import Outcome
+from runner.outcomes import MAX_VALUE, Outcome
 from runner.pricing import trial_cost_usd
 from runner.providers.base import ExecTimeout, ProviderError, Sandbox, SandboxSpec
 from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
@@ -460,9 +460,15 @@ class LifecycleContext(TrialContext):
                 return
             if any(m.name == name and m.kind == kind for m in self._result.measurements):
                 raise BenchmarkError(f"measurement {kind} {name!r} recorded twice")
-            # The trial's row stores values as JSON, which has no NaN or infinity.
+            # The trial's row stores values as JSON, which has no NaN or infinity; the raw-data
+            # format bounds every value so that no statistic overflows.
             if value is not None and not math.isfinite(value):
                 raise BenchmarkError(f"measurement {kind} {name!r} is {value}, not a finite number")
+            if value is not None and abs(value) > MAX_VALUE:
+                raise BenchmarkError(
+                    f"measurement {kind} {name!r} is {value:g}, above the largest value stored "
+                    f"({MAX_VALUE:g})"
+                )
             self._result.measurements.append(
                 MeasurementRecord(name, value, kind=kind, unit=unit, clock=clock, gate=gate)
             )

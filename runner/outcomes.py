@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# The largest measurement value (and trial cost, and in-flight count) that is stored and read
+# back: about 31 years in milliseconds, or 10^12 MB/s. Every statistic of values this size stays
+# far from the float limit (a sum of a billion of them is 10^21); docs/raw-data.md.
+MAX_VALUE = 1e12
+
 
 class Outcome(StrEnum):
     SUCCESS = "success"

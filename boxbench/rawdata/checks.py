@@ -97,6 +97,10 @@ class TrialChecks:
 
     benchmarks: dict[tuple[str, str], BenchmarkRef]
     providers: dict[str, int]
+    # The run's window: a trial's own lies inside it (a trial of a run that never started has
+    # no times; one of a run still going has no end bound but the run's start).
+    run_started: datetime | None = None
+    run_ended: datetime | None = None
     form: str = FULL
     counts_allowed: bool = True  # version 3 and later
     last_seq: int = 0
@@ -124,10 +128,10 @@ class TrialChecks:
             or trial.seq <= self.last_seq
             or trial.replaces is not None
             or trial.clock_gates is not None
-            or (started is not None and not EARLIEST <= started <= LATEST)
+            or (started is not None and not self._inside(started))
             or (
                 ended is not None
-                and not (EARLIEST <= ended <= LATEST and (started is None or ended >= started))
+                and not (self._inside(ended) and (started is None or ended >= started))
             )
             or not trial.metrics.keys() <= benchmark.metrics.keys()
             or not trial.stages.keys() <= benchmark.stages.keys()
@@ -158,9 +162,33 @@ class TrialChecks:
                 "are in execution order, and seq is unique)",
             )
         check_window("", trial.started_at, trial.ended_at)
+        self._check_run_window(trial)
         self._check_names(trial, benchmark)
         if trial.replaces is not None:
             self._check_replacement(trial)
+
+    def _inside(self, moment: datetime) -> bool:
+        # A run that never started holds no timed trial.
+        started = self.run_started
+        return started is not None and started <= moment <= (self.run_ended or LATEST)
+
+    def _check_run_window(self, trial: TrialLine):
+        for name in ("started_at", "ended_at"):
+            moment = getattr(trial, name)
+            if moment is None or self._inside(moment):
+                continue
+            if self.run_started is None:
+                raise FieldError(name, "is set, but the run has no started_at")
+            if moment < self.run_started:
+                raise FieldError(
+                    name,
+                    f"{moment.isoformat()} is before the run's started_at "
+                    f"{self.run_started.isoformat()}",
+                )
+            raise FieldError(
+                name,
+                f"{moment.isoformat()} is after the run's ended_at {self.run_ended.isoformat()}",
+            )
 
     def _check_cell(self, line: TrialLine | CountsLine) -> tuple[BenchmarkRef, int, int]:
         benchmark = self.benchmarks.get((line.benchmark, line.benchmark_version))

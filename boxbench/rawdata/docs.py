@@ -64,7 +64,11 @@ def describe(kind) -> tuple[str, list[str]]:
             return "integer", [f"{low} to {high}"]
         return "integer", [f"at least {low}"] if low else []
     if isinstance(kind, mi.FloatType):
-        return "number", [] if kind.ge is None else [f"at least {kind.ge:g}"]
+        low = "" if kind.ge is None else f"{kind.ge:g}"
+        high = "" if kind.le is None else f"{kind.le:g}"
+        if low and high:
+            return "number", [f"{low} to {high}"]
+        return "number", [f"at least {low}"] if low else []
     if isinstance(kind, mi.LiteralType):
         return "string", ["one of " + ", ".join(f"`{v}`" if v else '`""`' for v in kind.values)]
     if isinstance(kind, mi.DateTimeType):

@@ -314,7 +314,10 @@ def _store_definitions(source: str, header: Header):
         Benchmark._meta.db_table: [b.id for b in benchmarks.values()],
         Unit._meta.db_table: [u for b in benchmarks.values() for u in b.units.values()],
     }
-    return run, checks.TrialChecks(benchmarks, providers), references
+    trial_checks = checks.TrialChecks(
+        benchmarks, providers, run_started=header.run.started_at, run_ended=header.run.ended_at
+    )
+    return run, trial_checks, references
 
 
 def _benchmark(index: int, entry) -> checks.BenchmarkRef:

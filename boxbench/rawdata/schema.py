@@ -28,6 +28,7 @@ from boxbench.models import (
     UnsuccessfulCount,
 )
 from boxbench.models import MeasurementName as StoredName
+from runner.outcomes import MAX_VALUE
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -80,7 +81,8 @@ def described(kind, description: str):
     return Annotated[kind, msgspec.Meta(description=description)]
 
 
-NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+# Every number a statistic reads is bounded, so no sum, mean or variance of them can overflow.
+NonNegative = Annotated[float, msgspec.Meta(ge=0, le=MAX_VALUE)]
 Moment = Annotated[datetime, msgspec.Meta(tz=True)]
 Object = dict[str, Any]
 MeasurementName = Annotated[str, msgspec.Meta(max_length=_column(StoredName, "name").max_length)]
@@ -213,13 +215,17 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
     owner: choice(Owner.values, 'Whose the outcome is (`""` for a success).')
     cause: text(Trial, "cause", "What happened, in words.")
     job_host: text(Trial, "job_host", "The machine the trial was timed from.")
-    started_at: described(Moment | None, "Start of the trial's window.")
-    ended_at: described(Moment | None, "End of the window; not before `started_at`.")
+    started_at: described(
+        Moment | None, "Start of the trial's window; within the run's (not before its start)."
+    )
+    ended_at: described(
+        Moment | None, "End of the window; not before `started_at`, nor after the run's end."
+    )
     in_flight: described(NonNegative | None, "Mean count of other trials of the batch running.")
     placement: described(Object, "Untimed probes of the sandbox (CPU, kernel, file system, …).")
     host_load: described(Object, "The job host's CPU and memory load over the window.")
-    metrics: described(Values, "Metric name (declared in the header) → value ≥ 0 or null.")
-    stages: described(Values, "Stage name (declared in the header) → value ≥ 0 or null.")
+    metrics: described(Values, "Metric name (declared in the header) → value or null.")
+    stages: described(Values, "Stage name (declared in the header) → value or null.")
     cost_usd: described(NonNegative | None, "The trial's cost from the provider's pricing.")
     clock_gates: described(ClockGates | None, "Gates of guest-timed measurements; optional.") = None
 

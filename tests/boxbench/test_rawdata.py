@@ -233,11 +233,14 @@ def test_it_defuses_spreadsheet_formulas_in_the_csv(tmp_path, synthetic_file):
 
 
 def test_it_round_trips_the_first_and_last_storable_moments(tmp_path):
-    """Years 1 and 9999 are accepted, and export and the audit still read them back."""
+    """Years 1 and 9999 are accepted (a run that spans them), and export and the audit still
+    read them back."""
     from boxbench import publishing
     from tests.boxbench.rawdata_files import reseal, valid_lines, with_field
 
     lines = valid_lines()
+    lines = with_field(lines, 0, "run.started_at", "0001-01-01T00:00:00.000000Z")
+    lines = with_field(lines, 0, "run.ended_at", "9999-12-31T23:59:59.999999Z")
     lines = with_field(lines, 1, "started_at", "0001-01-01T00:00:00.000000Z")
     lines = with_field(lines, 1, "ended_at", "9999-12-31T23:59:59.999999Z")
     lines = with_field(lines, 2, "started_at", "9999-12-31T22:59:59.000000-01:00")

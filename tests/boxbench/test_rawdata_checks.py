@@ -93,6 +93,29 @@ def refused(tmp_path, lines, expected: str):
         (1, "cost_usd", -0.5, r"field 'cost_usd': expected `float` >= 0.0"),
         (1, "in_flight", -1, r"field 'in_flight': expected `float` >= 0.0"),
         (1, "metrics", {"create_ms": -3.0}, r"field 'metrics.create_ms': expected `float` >= 0.0"),
+        (
+            1,
+            "metrics",
+            {"create_ms": 1.7e308},
+            r"line 2, field 'metrics.create_ms': expected `float` <= 1000000000000.0",
+        ),
+        (1, "stages", {"Read": 1.7e308}, r"field 'stages.Read': expected `float` <= 1000000000000"),
+        (1, "cost_usd", 1.7e308, r"field 'cost_usd': expected `float` <= 1000000000000.0"),
+        (1, "in_flight", 1e13, r"field 'in_flight': expected `float` <= 1000000000000.0"),
+        (
+            1,
+            "started_at",
+            "0001-01-01T00:00:00Z",
+            r"line 2, field 'started_at': 0001-01-01T00:00:00\+00:00 is before the run's "
+            r"started_at 2026-11-01T00:00:01\+00:00",
+        ),
+        (
+            1,
+            "ended_at",
+            "9999-12-31T23:59:59Z",
+            r"line 2, field 'ended_at': 9999-12-31T23:59:59\+00:00 is after the run's ended_at "
+            r"2026-11-01T06:00:00\+00:00",
+        ),
         (1, "batch", "b" * 101, r"field 'batch': expected `str` of length <= 100"),
         (1, "owner", "someone", r"field 'owner': invalid enum value 'someone'"),
         (1, "outcome", "", r"field 'outcome': invalid enum value ''"),
@@ -219,6 +242,11 @@ def test_the_command_refuses_with_the_message_and_writes_nothing(tmp_path):
     with pytest.raises(CommandError, match=r"line 3, field 'seq': expected `int` >= 1"):
         call_command("bench", "import", str(write(tmp_path / "run.jsonl", lines)))
     assert_nothing_written()
+
+
+def test_it_refuses_a_timed_trial_of_a_run_that_never_started(tmp_path):
+    lines = reseal(with_field(valid_lines(), 0, "run.started_at", None))
+    refused(tmp_path, lines, r"line 2, field 'started_at': is set, but the run has no started_at")
 
 
 def test_it_imports_a_trial_with_an_end_but_no_start(tmp_path):

@@ -322,3 +322,13 @@ def test_a_value_that_is_not_a_finite_number_is_a_benchmark_error(local):
     assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
     assert "'echo_ms' is nan, not a finite number" in result.cause
     assert result.measurements == [] and local.list_sandboxes() == []
+
+
+def test_a_value_above_the_largest_stored_is_a_benchmark_error(local):
+    # The raw-data format refuses it on import: a run must not store what it cannot export.
+    def too_large(ctx):
+        ctx.record("echo_ms", 1.7e308)
+
+    result = trial(local, procedure=too_large)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert "'echo_ms' is 1.7e+308, above the largest value stored (1e+12)" in result.cause
