@@ -2,6 +2,7 @@ import sys
 
 from django.core.management.base import CommandError
 
+from boxbench.cli.terminal import printable
 from boxbench.rawdata import RawDataError, import_jsonl
 
 help = "Import a run from a raw-data JSON Lines file, all of it or nothing."
@@ -17,7 +18,7 @@ def handle(options, out):
     except RawDataError as exc:
         raise CommandError(str(exc)) from None
     for warning in result.warnings:
-        sys.stderr.write(f"warning: {warning}\n")
+        sys.stderr.write(printable(f"warning: {warning}") + "\n")
     counted = ""
     if result.counted:
         counted = f", {result.counted} unsuccessful attempts as counts"

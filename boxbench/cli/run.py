@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from boxbench import holdbacks, publishing
+from boxbench.cli.terminal import printable
 from boxbench.models import Run, RunStatus
 from runner import chain, named_plans, runs, store, tasks
 from runner.plan import PlanError, plan_run
@@ -207,7 +208,8 @@ def follow(run: Run, out, interval: float = 0.5, log_every: float = 60.0) -> Non
     end, since a bar redrawn twice a second fills a log with a line per redraw."""
     stream = getattr(out, "_out", None) or sys.stderr
     live = stream.isatty()
-    bar = tqdm(total=1, unit="trial", desc=run.name, file=stream, disable=not live)
+    name = printable(run.name)
+    bar = tqdm(total=1, unit="trial", desc=name, file=stream, disable=not live)
     logged = None
     try:
         while True:
@@ -222,9 +224,7 @@ def follow(run: Run, out, interval: float = 0.5, log_every: float = 60.0) -> Non
                 bar.set_postfix(failures=failures, status=run.status, refresh=False)
                 bar.refresh()
             elif ended or logged is None or time.monotonic() - logged >= log_every:
-                stream.write(
-                    f"{run.name}: {done}/{total} trials, {failures} failures, {run.status}\n"
-                )
+                stream.write(f"{name}: {done}/{total} trials, {failures} failures, {run.status}\n")
                 stream.flush()
                 logged = time.monotonic()
             if ended:

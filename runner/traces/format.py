@@ -24,6 +24,13 @@ GIT_DATE = "2026-01-01T00:00:00+00:00"
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{1,78}[a-z0-9]$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def is_slug(text: str) -> bool:
+    """Whether `text` may name a unit folder (fullmatch: `$` alone would let a newline end it)."""
+    return isinstance(text, str) and _SLUG.fullmatch(text) is not None
+
+
 _ARCHIVE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.(tar\.gz|tgz)$")
 MIN_COMMANDS, MAX_COMMANDS = 1, 500
 
@@ -154,7 +161,7 @@ def parse_trace(raw: object, path: Path) -> Trace:
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise fail("schema_version", f"must be {SCHEMA_VERSION}, got {version!r}")
     slug = _text(raw, "slug", fail)
-    if not _SLUG.match(slug):
+    if not is_slug(slug):
         raise fail("slug", f"must be lowercase letters, digits and dashes, got {slug!r}")
     if path.name == "trace.json" and path.parent.name != slug:
         raise fail("slug", f"{slug!r} must match the unit folder name {path.parent.name!r}")

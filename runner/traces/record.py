@@ -27,6 +27,7 @@ from runner.traces.format import (
     Trace,
     TraceError,
     dump_trace,
+    is_slug,
     load_trace,
     parse_trace,
     sha256_file,
@@ -253,6 +254,11 @@ def record_trace(
     force: bool = False,
 ) -> Trace:
     """Replay `commands` once on `where` and write the unit folder; return the loaded trace."""
+    # Before anything is written: the slug names a folder under out_root and a staging one.
+    if not is_slug(slug):
+        raise TraceError(
+            f"--slug must be 3 to 80 lowercase letters, digits and dashes, got {slug!r}"
+        )
     if stratum not in STRATA:
         raise TraceError(f"stratum must be one of {', '.join(STRATA)}, got {stratum!r}")
     archive = Path(archive)

@@ -8,6 +8,8 @@ import importlib
 
 from django.core.management.base import BaseCommand, CommandError
 
+from boxbench.cli import terminal
+
 SUBCOMMANDS = {
     "export": "boxbench.cli.export",
     "import": "boxbench.cli.import_",
@@ -48,4 +50,7 @@ class Command(BaseCommand):
         module = _load(options["subcommand"])
         if module is None:
             raise CommandError(f"bench {options['subcommand']} is not installed")
-        module.handle(options, self.stdout)
+        try:
+            module.handle(options, terminal.Output(self.stdout))
+        except CommandError as exc:
+            raise terminal.printable_error(exc) from None
