@@ -49,7 +49,8 @@ def summarize(samples: Samples, method: Method) -> dict:
     row = {
         "n": int(values.size),
         "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
-        "mean": None, "mean_cost_usd": None, "stage_medians": {}, "segments": [], "scale": None,
+        "mean": None, "mean_cost_usd": None, "cost_ci_low": None, "cost_ci_high": None,
+        "stage_medians": {}, "segments": [], "scale": None,
         "stage_costs": None, "distribution": None, "derived": {},
     }  # fmt: skip
     if values.size == 0:
@@ -76,6 +77,8 @@ def summarize(samples: Samples, method: Method) -> dict:
     costs = samples.costs
     if costs.size and np.isfinite(costs).all():
         row["mean_cost_usd"] = finite_or_none(costs.mean())
+        # The mean cost per success carries its own 95 % interval, drawn as the median's.
+        row["cost_ci_low"], row["cost_ci_high"] = estimators.bootstrap_mean_ci(costs)
     recorded = [s for s in method.stages if np.isfinite(samples.stages[s]).any()]
     if recorded:
         columns = {s: samples.stages[s] for s in recorded}

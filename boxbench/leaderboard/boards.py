@@ -209,6 +209,8 @@ def _cost_row(build: Build, provider: Provider, row: dict, stage_costs, successe
         **labels.decide(state).to_dict(),
         "n": row["n"],
         "mean_cost_usd": row["mean_cost_usd"] if sourced else None,
+        "cost_ci_low": row["cost_ci_low"] if sourced else None,
+        "cost_ci_high": row["cost_ci_high"] if sourced else None,
         "stage_costs": stage_costs if sourced else None,
     }
 

@@ -26,6 +26,8 @@ BLANK = {
     "the Time bar.",
 }
 BLANK["ci_high"] = BLANK["ci_low"]
+BLANK["cost ci_low (USD)"] = BLANK["mean cost per success (USD)"]
+BLANK["cost ci_high (USD)"] = BLANK["mean cost per success (USD)"]
 BLANK["cost rank"] = BLANK["rank"]
 
 
@@ -143,8 +145,8 @@ def unit_cost_table(unit: dict) -> Table:
     figures the bar's labels show), ranked lower first."""
     stages = unit["stages"]
     columns = [
-        "provider", "rank", "label", "n", "mean cost per success (USD)",
-        *[f"{stage} cost (USD)" for stage in stages],
+        "provider", "rank", "label", "n", "mean cost per success (USD)", "cost ci_low (USD)",
+        "cost ci_high (USD)", *[f"{stage} cost (USD)" for stage in stages],
     ]  # fmt: skip
     rows = []
     for r in unit["cost_rows"]:
@@ -152,7 +154,8 @@ def unit_cost_table(unit: dict) -> Table:
         rows.append(
             [
                 r["provider"], _rank(r["rank"]), r["label"] or "", str(r["n"]),
-                usd(r["mean_cost_usd"]), *[usd(costs.get(stage)) for stage in stages],
+                usd(r["mean_cost_usd"]), usd(r.get("cost_ci_low")), usd(r.get("cost_ci_high")),
+                *[usd(costs.get(stage)) for stage in stages],
             ]
         )  # fmt: skip
     blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}

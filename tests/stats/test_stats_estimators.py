@@ -145,3 +145,15 @@ def test_it_draws_the_same_resamples_as_scipy_bootstrap(values):
 def test_it_pools_single_call_trials_like_the_plain_bootstrap(values):
     trials = [[v] for v in values]
     assert np.array_equal(est.pooled_bootstrap_medians(trials), est.bootstrap_medians(values))
+
+
+def test_the_mean_interval_draws_the_same_resamples_as_scipy_with_nearest_rank_ends():
+    x = np.arange(1, 42, dtype=float) ** 1.5
+    means = est.bootstrap_means(x)
+    scipy_means = sps.bootstrap(
+        (x,), np.mean, n_resamples=10_000, method="percentile",
+        rng=np.random.default_rng(0), vectorized=True,
+    ).bootstrap_distribution  # fmt: skip
+    assert np.allclose(np.sort(means), np.sort(scipy_means), rtol=1e-12)
+    ordered = np.sort(means)
+    assert est.bootstrap_mean_ci(x) == (ordered[249], ordered[9749])

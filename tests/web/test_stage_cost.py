@@ -11,6 +11,7 @@ import math
 import re
 import statistics
 
+import numpy as np
 import pytest
 
 from boxbench.models import Aggregate, Benchmark, Provider, Scope, Trial
@@ -52,6 +53,26 @@ def recomputed(provider, unit):
     return mean_cost, {
         stage: (mean_cost * m / stage_sum, mean_cost * m / stage_sum) for stage, m in means.items()
     }
+
+
+def cost_interval(provider, unit):
+    """The 95 % bootstrap interval of the mean cost per success, recomputed with plain numpy:
+    10000 resamples of the trials in seq order, seed 0, nearest ranks 250 and 9750."""
+    trials = Trial.objects.filter(
+        provider__slug=provider, unit__slug=unit, benchmark__slug="deepswe", outcome="success"
+    ).order_by("seq")
+    costs = np.array([t.cost_usd for t in trials])
+    idx = np.random.default_rng(0).integers(0, costs.size, size=(10000, costs.size))
+    means = np.sort(costs[idx].mean(axis=1))
+    return means[249], means[9749]
+
+
+def test_the_mean_cost_per_success_carries_its_bootstrap_interval(published_run):
+    for provider in ("local", "docker", "boat"):
+        row = cost_rows("deepswe/trace-a")[provider]
+        low, high = cost_interval(provider, "trace-a")
+        assert (row["cost_ci_low"], row["cost_ci_high"]) == pytest.approx((low, high), rel=1e-12)
+        assert row["cost_ci_low"] <= row["mean_cost_usd"] <= row["cost_ci_high"]
 
 
 def without_provider_cost(*slugs):
@@ -148,16 +169,17 @@ def test_the_cost_views_csv_is_the_table_on_the_page(client, imported_run):
     publish(imported_run)
     rows = csv_rows(client.get("/benchmarks/deepswe/units/trace-a.csv?view=cost"))
     assert rows[0] == [
-        "provider", "rank", "label", "n", "mean cost per success (USD)",
-        "setup cost (USD)", "replay cost (USD)", "verify cost (USD)",
+        "provider", "rank", "label", "n", "mean cost per success (USD)", "cost ci_low (USD)",
+        "cost ci_high (USD)", "setup cost (USD)", "replay cost (USD)", "verify cost (USD)",
     ]  # fmt: skip
     page = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
     assert rows == html_table(page, "unit-table")
     by_provider = {r[0]: r for r in rows[1:]}
     mean_cost, expected = recomputed("local", "trace-a")
     assert by_provider["local"][1:5] == ["1", "", "20", usd(mean_cost)]
-    assert by_provider["local"][5:] == [usd(expected[stage][0]) for stage in STAGES]
-    assert by_provider["boat"][2:] == ["Not Displayed", "20", "", "", "", ""]
+    assert by_provider["local"][5:7] == [usd(end) for end in cost_interval("local", "trace-a")]
+    assert by_provider["local"][7:] == [usd(expected[stage][0]) for stage in STAGES]
+    assert by_provider["boat"][2:] == ["Not Displayed", "20", "", "", "", "", "", ""]
     notes = re.findall(r'<p class="hint blank-notes">(.*?)</p>', page.content.decode(), re.S)
     assert "<b>setup cost (USD)</b>: No stage cost: it needs a provider-sourced cost" in notes[-1]
 
