@@ -17,9 +17,10 @@ PY=$VENV/bin/python
 VAR=${BOXBENCH_VAR_DIR:-$ROOT/var}
 mkdir -p "$VAR"
 
-# Debian packages: the sandboxes (bubblewrap; podman and runc serve the Docker Engine API),
+# Debian packages: the sandboxes (bubblewrap, with libseccomp2 for its seccomp filter and
+# util-linux for setpriv; podman and runc serve the Docker Engine API),
 # the tools the traces and machine benchmarks run inside them, and the test tools.
-RUN_PACKAGES="bubblewrap podman runc catatonit uidmap debootstrap fio sysbench git make gcc python3 python3-venv python3-pip python3-pytest procps"
+RUN_PACKAGES="bubblewrap libseccomp2 util-linux podman runc catatonit uidmap debootstrap fio sysbench git make gcc python3 python3-venv python3-pip python3-pytest procps"
 TEST_PACKAGES="chromium wrk postgresql openssh-server openssl"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

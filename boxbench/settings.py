@@ -220,6 +220,9 @@ RUNNER_DB_RETRY_S = envint("BOXBENCH_DB_RETRY_SECONDS", 90, minimum=0, maximum=3
 RUNNER_BACKEND_WAIT_S = envint("BOXBENCH_BACKEND_WAIT_SECONDS", 90, minimum=0, maximum=600)
 SANDBOX_LIFETIME_MINUTES = envint("BOXBENCH_SANDBOX_LIFETIME_MINUTES", 30, minimum=1)
 LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "sandboxes")))
+# Only for a host whose kernel cannot give a `local` sandbox its cpu, memory and pids cgroups:
+# without it such a create fails, naming what is missing (docs/deployment.md).
+LOCAL_ALLOW_UNLIMITED = envbool("BOXBENCH_LOCAL_ALLOW_UNLIMITED", False)
 DOCKER_HOST = envstr("DOCKER_HOST")
 METRICS_TOKEN = envsecret("BOXBENCH_METRICS_TOKEN")  # bearer token for /metrics; "" = staff only
 

@@ -89,7 +89,7 @@ def test_it_is_gone_after_its_lifetime_even_without_the_runner(local):
 def test_it_says_how_the_requested_size_was_enforced(local):
     sandbox = local.create(spec(cpus=1, memory_mib=512))
     facts = sandbox.facts
-    assert set(facts["enforced"]) == {"cpus", "memory"}
+    assert set(facts["enforced"]) == {"cpus", "memory", "pids"}
     if facts["enforced"]["memory"]:
         result = sh(local, sandbox, "head -c 900m /dev/zero | tail > /dev/null; echo $?")
         assert result.stdout.strip() != b"0" or result.exit_code != 0  # killed at 512 MiB
@@ -147,12 +147,12 @@ def test_it_says_a_destroyed_sandbox_is_not_running(local):
 
 
 def processes_binding(directory):
-    """Pids of processes whose command line binds `directory`/app (bubblewrap and its init)."""
-    app = str(directory / "app").encode()
+    """Pids of processes whose command line names the sandbox (bubblewrap and its init)."""
+    marker = directory.name.encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and app in (entry / "cmdline").read_bytes().split(b"\0"):
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().split(b"\0"):
                 found.append(int(entry.name))
         except OSError:
             continue

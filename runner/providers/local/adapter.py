@@ -7,6 +7,7 @@ import array
 import contextlib
 import json
 import os
+import secrets
 import select
 import selectors
 import shutil
@@ -30,13 +31,17 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.providers.local.cgroups import (
+    PIDS_MAX,
     describe_limits,
     join_cgroups_prefix,
     make_cgroups,
+    missing_limits,
     probe_cgroups,
     remove_cgroup,
     sandbox_cgroups,
 )
+from runner.providers.local.etc import SANDBOX_GID, SANDBOX_UID, minimal_etc
+from runner.providers.local.seccomp import compiled_filter, filter_fd
 from runner.providers.local.toolchain import host_toolchain_identity, toolchain_binds
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -44,6 +49,7 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PYTHON = "/usr/bin/python3"
 SPAWNER = (Path(__file__).with_name("spawner.py")).read_text()
 HEADER = struct.Struct("!I")
+SHM_MIB = 64  # /dev/shm, as Docker's default
 START_TIMEOUT_S = 30.0
 GONE_TIMEOUT_S = 10.0
 
@@ -59,8 +65,18 @@ class LocalProvider(Provider):
 
             root = django_settings.LOCAL_SANDBOX_ROOT
         self.root = Path(root)
+        allow = self.settings.get("allow_unlimited")
+        if allow is None:
+            from django.conf import settings as django_settings
+
+            allow = django_settings.LOCAL_ALLOW_UNLIMITED
+        # The operator's explicit override: run sandboxes whose cgroup limits cannot be set up.
+        self.allow_unlimited = bool(allow)
         self.bwrap = shutil.which("bwrap")
         self.python = PYTHON if os.access(PYTHON, os.X_OK) else None
+        # A root runner starts bubblewrap as the unprivileged sandbox user; any other runner
+        # starts it as itself, which is not root either.
+        self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
 
     def standard_image(self) -> tuple[str, str]:
         """(description, digest) of what every local sandbox runs: the host toolchain."""
@@ -75,6 +91,14 @@ class LocalProvider(Provider):
                 operation="create",
                 code="missing_tool",
             )
+        if os.geteuid() == 0 and self.setpriv is None:
+            raise ProviderError(
+                "setpriv (util-linux) must be installed: a root runner drops to the sandbox "
+                "user with it",
+                operation="create",
+                code="missing_tool",
+            )
+        compiled_filter()  # ProviderError naming libseccomp when it is missing
         if spec.image:
             raise ProviderError(
                 f"the local provider runs the host toolchain and has no image {spec.image!r}",
@@ -83,9 +107,8 @@ class LocalProvider(Provider):
             )
         sandbox_id = "lb-" + uuid.uuid4().hex[:16]
         directory = self.root / sandbox_id
-        app = directory / "app"
         try:
-            app.mkdir(parents=True)
+            directory.mkdir(parents=True)
         except OSError as exc:
             raise ProviderError(
                 f"cannot make the sandbox directory {directory}: {exc.strerror}", operation="create"
@@ -104,6 +127,8 @@ class LocalProvider(Provider):
             "cgroups": [],
             # Abstract Unix socket of the exec helper (no path-length limit, nothing to delete).
             "socket": f"boxbench-{sandbox_id}-{uuid.uuid4().hex[:8]}",
+            # Every request carries it: the helper answers no one else (spawner.py).
+            "token": secrets.token_hex(16),
         }
         try:
             # Written before the process starts, so a crash in between leaves a labelled entry.
@@ -120,7 +145,11 @@ class LocalProvider(Provider):
             cgroups, facts = make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
             meta["cgroups"] = [str(path) for path in cgroups]
             _write_meta(directory, meta)
-            pid = self._start(directory, app, spec, cgroups, meta["socket"])
+            self._check_limits(facts)
+            own = self._sandbox_facts(spec)
+            facts["notes"].append(own.pop("note"))
+            facts.update(own)
+            pid = self._start(directory, sandbox_id, spec, cgroups, meta)
             meta["pid"], meta["pid_start"] = pid, _start_time(pid)
             _write_meta(directory, meta)
         except Exception:
@@ -134,40 +163,91 @@ class LocalProvider(Provider):
             handle=meta,
         )
 
+    def _check_limits(self, facts: dict) -> None:
+        """A sandbox without its cgroup limits could take the host's memory, processes or CPU:
+        refused unless the operator set the documented override."""
+        missing = missing_limits(facts)
+        if not missing:
+            return
+        if self.allow_unlimited:
+            facts["notes"].append(
+                f"BOXBENCH_LOCAL_ALLOW_UNLIMITED is set: running without the {', '.join(missing)} "
+                "limit(s)"
+            )
+            return
+        raise ProviderError(
+            f"cannot set up the sandbox's {', '.join(missing)} limit(s): "
+            + "; ".join(note for note in facts["notes"] if "not enforced" in note)
+            + " (BOXBENCH_LOCAL_ALLOW_UNLIMITED=1 runs sandboxes without them)",
+            operation="create",
+            code="limits_unavailable",
+        )
+
+    def _sandbox_facts(self, spec: SandboxSpec) -> dict:
+        uid = SANDBOX_UID if self.setpriv else os.geteuid()
+        app_mib, tmp_mib = tmpfs_sizes(spec)
+        note = (
+            f"commands run as host uid {uid} without capabilities or new privileges, under a "
+            f"seccomp filter, with no nested user namespace and at most {PIDS_MAX} tasks; /app "
+            f"({app_mib} MiB), /tmp ({tmp_mib} MiB) and /dev/shm ({SHM_MIB} MiB) are tmpfs "
+            "mounts counted against the memory limit, the rest of the tree is read-only"
+        )
+        return {"uid": uid, "app_mib": app_mib, "tmp_mib": tmp_mib, "note": note}
+
     def _start(
-        self, directory: Path, app: Path, spec: SandboxSpec, cgroups: list[Path], name: str
+        self, directory: Path, sandbox_id: str, spec: SandboxSpec, cgroups: list[Path], meta: dict
     ) -> int:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind("\0" + name)
+        listener.bind("\0" + meta["socket"])
         listener.listen(64)  # commands queue here until the helper accepts them
         info_read, info_write = os.pipe()
         ready_read, ready_write = os.pipe()
+        etc_args, etc_fds = minimal_etc(spec.network)
+        seccomp = filter_fd()
+        user = [self.setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}"]
+        user += ["--clear-groups", "--"]
+        uid = SANDBOX_UID if self.setpriv else os.geteuid()
+        app_mib, tmp_mib = tmpfs_sizes(spec)
         argv = [
             *join_cgroups_prefix(cgroups),
+            *(user if self.setpriv else []),
             self.bwrap,
             "--unshare-all",
             *(["--share-net"] if spec.network else []),
+            # Its own user namespace, mapping only the sandbox user, with no nested one allowed.
+            "--unshare-user", "--disable-userns",
+            "--uid", str(uid), "--gid", str(SANDBOX_GID if self.setpriv else os.getegid()),
+            "--cap-drop", "ALL",
+            "--new-session",
+            "--seccomp", str(seccomp),
             "--hostname", "sandbox",
             *toolchain_binds(),
+            *etc_args,
             "--proc", "/proc",
             "--dev", "/dev",
-            "--tmpfs", "/tmp",
-            "--bind", str(app), "/app",
+            # Sized tmpfs mounts: their pages count against the sandbox's memory cgroup.
+            "--size", str(SHM_MIB * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm",
+            "--size", str(tmp_mib * 2**20), "--perms", "1777", "--tmpfs", "/tmp",
+            "--size", str(app_mib * 2**20), "--tmpfs", "/app",
+            "--remount-ro", "/dev",
+            "--remount-ro", "/",
             "--chdir", "/app",
             "--setenv", "PATH", SANDBOX_PATH,
+            # Names the sandbox on bubblewrap's command line, where destroy looks for it.
+            "--setenv", "BOXBENCH_SANDBOX", sandbox_id,
             "--info-fd", str(info_write),
             "--",
             # bash, not dash: dash cannot redirect to descriptors above 9.
             "/bin/bash", "-c",
             f'echo ready >&{ready_write}; exec {ready_write}>&-; '
-            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1"',
-            "sh", f"{spec.lifetime_s:.3f}", SPAWNER,
+            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" "$3" {PIDS_MAX}',
+            "sh", f"{spec.lifetime_s:.3f}", SPAWNER, meta["token"],
         ]  # fmt: skip
         with open(directory / "bwrap.log", "wb") as log:
             try:
                 subprocess.Popen(
                     argv,
-                    pass_fds=(info_write, ready_write, listener.fileno()),
+                    pass_fds=(info_write, ready_write, listener.fileno(), seccomp, *etc_fds),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
@@ -175,8 +255,8 @@ class LocalProvider(Provider):
                     env={"PATH": SANDBOX_PATH},
                 )
             finally:
-                os.close(info_write)
-                os.close(ready_write)
+                for fd in (info_write, ready_write, seccomp, *etc_fds):
+                    os.close(fd)
                 listener.close()  # the helper holds it now
         try:
             info = _read_all(info_read, START_TIMEOUT_S)
@@ -201,7 +281,14 @@ class LocalProvider(Provider):
         meta = self._meta_of(sandbox, "exec")
         # The sandbox sees only this environment, never the runner's (which holds secrets).
         environment = {"PATH": SANDBOX_PATH, "HOME": "/app", "LANG": "C.UTF-8", **(env or {})}
-        request = json.dumps({"argv": argv, "env": environment, "workdir": workdir or "/app"})
+        request = json.dumps(
+            {
+                "token": meta.get("token", ""),
+                "argv": argv,
+                "env": environment,
+                "workdir": workdir or "/app",
+            }
+        )
         deadline = time.monotonic() + timeout
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
@@ -324,7 +411,7 @@ class LocalProvider(Provider):
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
         """Every sandbox directory, running or expired: an expired one still holds disk."""
-        found = []
+        found: list[LiveSandbox] = []
         if not self.root.is_dir():
             return found
         for directory in sorted(self.root.iterdir()):
@@ -344,6 +431,7 @@ class LocalProvider(Provider):
         return found
 
     def doctor(self) -> list[DoctorCheck]:
+        """What the provider needs, and which of the sandbox's protections and limits hold."""
         checks = [
             DoctorCheck(
                 "bwrap", self.bwrap is not None, self.bwrap or "apt-get install bubblewrap"
@@ -357,6 +445,21 @@ class LocalProvider(Provider):
                 "running as root" if os.geteuid() == 0 else "namespaces and cgroups need root",
             ),
         ]
+        if os.geteuid() == 0:
+            checks.append(
+                DoctorCheck(
+                    "sandbox user",
+                    self.setpriv is not None,
+                    f"commands run as uid {SANDBOX_UID} ({self.setpriv})"
+                    if self.setpriv
+                    else "setpriv (util-linux) is missing",
+                )
+            )
+        try:
+            compiled_filter()
+            checks.append(DoctorCheck("seccomp", True, "filter built with libseccomp"))
+        except ProviderError as exc:
+            checks.append(DoctorCheck("seccomp", False, str(exc)))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             free = shutil.disk_usage(self.root).free / 2**30
@@ -364,29 +467,42 @@ class LocalProvider(Provider):
         except OSError as exc:
             checks.append(DoctorCheck("sandbox root", False, f"{self.root}: {exc.strerror}"))
         _, facts = probe_cgroups()
-        checks.append(
-            DoctorCheck("size limits", all(facts["enforced"].values()), describe_limits(facts))
-        )
-        if all(check.ok for check in checks[:3]):
+        missing = missing_limits(facts)
+        detail = describe_limits(facts)
+        if missing and self.allow_unlimited:
+            detail += "; BOXBENCH_LOCAL_ALLOW_UNLIMITED is set: sandboxes run without them"
+        elif missing:
+            detail += "; creates fail until they can be set (or BOXBENCH_LOCAL_ALLOW_UNLIMITED=1)"
+        checks.append(DoctorCheck("size limits", not missing or self.allow_unlimited, detail))
+        if all(check.ok for check in checks):
             checks.append(self._smoke_test())
         return checks
 
     def _smoke_test(self) -> DoctorCheck:
+        """Create a sandbox, read from inside which protections hold, destroy it."""
         spec = SandboxSpec(cpus=1, memory_mib=512, label="boxbench-doctor", lifetime_s=30)
+        probe = (
+            "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+            "test -e /etc/shadow && echo shadow-visible; "
+            "unshare -U true 2> /dev/null && echo userns-allowed; "
+            "touch /usr/.probe 2> /dev/null && echo usr-writable; true"
+        )
         started = time.monotonic()
         try:
             sandbox = self.create(spec)
             try:
-                result = self.exec(sandbox, ["true"], timeout=10)
+                result = self.exec(sandbox, ["/bin/bash", "-c", probe], timeout=10)
             finally:
                 self.destroy(sandbox)
         except ProviderError as exc:
             return DoctorCheck("sandbox", False, f"create/exec/destroy failed: {exc}")
         elapsed = (time.monotonic() - started) * 1000
+        seen = _probe_findings(result.stdout.decode(errors="replace"))
         return DoctorCheck(
             "sandbox",
-            result.exit_code == 0,
-            f"create, `true`, destroy in {elapsed:.0f} ms (exit code {result.exit_code})",
+            result.exit_code == 0 and not seen["problems"],
+            f"create, probe, destroy in {elapsed:.0f} ms: "
+            + "; ".join(seen["problems"] or seen["holds"]),
         )
 
     def _meta_of(self, sandbox: Sandbox, operation: str) -> dict:
@@ -398,6 +514,37 @@ class LocalProvider(Provider):
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _probe_findings(text: str) -> dict[str, list[str]]:
+    """What the doctor's probe shows: the protections that hold, and the problems."""
+    lines = text.split()
+    holds: list[str] = []
+    problems: list[str] = []
+    uid = lines[0] if lines else "?"
+    (holds if uid not in ("0", "?") else problems).append(f"commands run as uid {uid}")
+    for name, good, says in (
+        ("CapEff:", "0000000000000000", "no capabilities"),
+        ("NoNewPrivs:", "1", "no new privileges"),
+        ("Seccomp:", "2", "seccomp filter"),
+    ):
+        value = lines[lines.index(name) + 1] if name in lines[:-1] else "?"
+        (holds if value == good else problems).append(f"{says} ({name} {value})")
+    for word, says in (
+        ("shadow-visible", "the host's /etc/shadow is visible"),
+        ("userns-allowed", "a nested user namespace was allowed"),
+        ("usr-writable", "/usr is writable"),
+    ):
+        if word in lines:
+            problems.append(says)
+    return {"holds": holds, "problems": problems}
+
+
+def tmpfs_sizes(spec: SandboxSpec) -> tuple[int, int]:
+    """(MiB of /app, MiB of /tmp): together with /dev/shm within the memory limit, so filling
+    them ends in "no space left" rather than the sandbox's OOM killer (unless disk_mib asks
+    for more than the memory)."""
+    return spec.disk_mib or spec.memory_mib // 2, spec.memory_mib // 4
 
 
 def _write_meta(directory: Path, meta: dict) -> None:
@@ -444,14 +591,14 @@ def _stat(pid: int) -> list[str] | None:
 
 def _processes_of(directory: Path, cgroups: list[Path], *, by_command_line: bool) -> set[int]:
     """Processes of a sandbox found without its recorded pid: those in its cgroups and, with
-    `by_command_line`, any whose command line names its working directory (bubblewrap and the
-    namespace's init) or one of its cgroups (the prelude that moves itself into them)."""
-    found = set()
+    `by_command_line`, any whose command line names its id (bubblewrap and the namespace's
+    init) or one of its cgroups (the prelude that moves itself into them)."""
+    found: set[int] = set()
     for cgroup in cgroups:
         with contextlib.suppress(OSError, ValueError):
             found.update(int(pid) for pid in (cgroup / "cgroup.procs").read_text().split())
     if by_command_line:
-        names = {str(directory / "app").encode(), *(str(c).encode() for c in cgroups)}
+        names = {directory.name.encode(), *(str(c).encode() for c in cgroups)}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 with contextlib.suppress(OSError):
@@ -500,7 +647,7 @@ def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: floa
     `ours` is [stdin writer, stdout reader, stderr reader]; each is closed (set to -1 in place)
     when done. Raises subprocess.TimeoutExpired at `deadline`.
     """
-    chunks = {ours[1]: [], ours[2]: []}
+    chunks: dict[int, list[bytes]] = {ours[1]: [], ours[2]: []}
     reply = b""
     events = selectors.DefaultSelector()
     if stdin:

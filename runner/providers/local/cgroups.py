@@ -1,20 +1,27 @@
-"""The size limits of a `local` sandbox: cgroups (v2 cpu.max/memory.max, or v1 CFS quota and memory
-limit) nested under the runner's own cgroup, where the kernel lets us create them."""
+"""The limits of a `local` sandbox: cgroups (v2 cpu.max/memory.max/pids.max, or v1 CFS quota,
+memory limit and pids.max) nested under the runner's own cgroup, where the kernel lets us create
+them. The memory limit also bounds the sandbox's /app and /tmp, which are tmpfs mounts whose pages
+are charged to the memory cgroup of the process that writes them."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from runner.providers.base import ProviderError
 
 CFS_PERIOD_US = 100_000
+# Tasks (processes and threads) per sandbox: a fork bomb stops here, far below the host's limit.
+PIDS_MAX = 1024
+CONTROLLERS = ("cpu", "memory", "pids")
+LIMIT_KEYS = {"cpu": "cpus", "memory": "memory", "pids": "pids"}
 
 
 def _own_cgroups() -> dict[str, Path]:
     """The runner's own cgroup per controller: sandboxes nest inside it, within its limits."""
-    found = {}
+    found: dict[str, Path] = {}
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
@@ -27,34 +34,35 @@ def _own_cgroups() -> dict[str, Path]:
                 base = Path("/sys/fs/cgroup/unified")
             found["v2"] = base / path.lstrip("/")
         for controller in controllers.split(","):
-            if controller in ("cpu", "memory"):
+            if controller in CONTROLLERS:
                 found[controller] = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
     return found
 
 
-def probe_cgroups() -> tuple[dict[str, Path], dict]:
-    """Where the cpu and memory limits can be written, and facts saying what can be enforced."""
+def probe_cgroups() -> tuple[dict[str, tuple[str, Path]], dict[str, Any]]:
+    """Where the cpu, memory and pids limits can be written, and facts saying what can be
+    enforced."""
     own = _own_cgroups()
-    places = {}
+    places: dict[str, tuple[str, Path]] = {}
     v2 = own.get("v2")
     if v2 is not None:
         try:
             controllers = (v2 / "cgroup.controllers").read_text().split()
         except OSError:
             controllers = []
-        for controller in ("cpu", "memory"):
+        for controller in CONTROLLERS:
             if controller in controllers and os.access(v2, os.W_OK):
                 places[controller] = ("v2", v2)
-    for controller in ("cpu", "memory"):
+    for controller in CONTROLLERS:
         parent = own.get(controller)
         if controller not in places and parent is not None and os.access(parent, os.W_OK):
             places[controller] = ("v1", parent)
-    facts = {
-        "enforced": {"cpus": "cpu" in places, "memory": "memory" in places},
+    facts: dict[str, Any] = {
+        "enforced": {key: name in places for name, key in LIMIT_KEYS.items()},
         "cgroup": {name: version for name, (version, _) in places.items()},
         "notes": [],
     }
-    for name, key in (("cpu", "cpus"), ("memory", "memory")):
+    for name, key in LIMIT_KEYS.items():
         if not facts["enforced"][key]:
             facts["notes"].append(
                 f"the {name} limit is not enforced: no writable cgroup {name} controller"
@@ -85,6 +93,8 @@ def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path
                 made.append(path)
             if version == "v2" and controller == "cpu":
                 (path / "cpu.max").write_text(f"{cpus * CFS_PERIOD_US} {CFS_PERIOD_US}")
+            elif controller == "pids":
+                (path / "pids.max").write_text(str(PIDS_MAX))
             elif version == "v2":
                 (path / "memory.max").write_text(str(memory_mib * 2**20))
             elif controller == "cpu":
@@ -93,8 +103,7 @@ def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path
             else:
                 (path / "memory.limit_in_bytes").write_text(str(memory_mib * 2**20))
         except OSError as exc:
-            key = "cpus" if controller == "cpu" else "memory"
-            facts["enforced"][key] = False
+            facts["enforced"][LIMIT_KEYS[controller]] = False
             facts["notes"].append(f"the {controller} limit is not enforced: {path}: {exc.strerror}")
     facts["notes"].append(
         "nproc and /proc/meminfo inside report the host's CPUs and memory, not the limits"
@@ -130,7 +139,13 @@ def remove_cgroup(path: Path, deadline: float, on_busy=None) -> None:
 
 def describe_limits(facts: dict) -> str:
     parts = []
-    for (key, ok), name in zip(facts["enforced"].items(), ("cpu", "memory"), strict=True):
+    for name, key in LIMIT_KEYS.items():
+        ok = facts["enforced"][key]
         how = f"enforced (cgroup {facts['cgroup'].get(name, '?')})" if ok else "not enforced"
         parts.append(f"{key}: {how}")
     return "; ".join(parts)
+
+
+def missing_limits(facts: dict) -> list[str]:
+    """The cgroup limits that could not be set up, by name."""
+    return [key for key in LIMIT_KEYS.values() if not facts["enforced"][key]]

@@ -1,7 +1,8 @@
 """The exec helper of a `local` sandbox: the sandbox's main process, run by the system Python.
 
 runner/providers/local/adapter.py reads this file as text and starts it inside bubblewrap
-(`python3 -I -S -c <this file> FD LIFETIME`), already in the sandbox's namespaces and cgroups, so
+(`python3 -I -S -c <this file> FD LIFETIME TOKEN NPROC`), already in the sandbox's namespaces,
+cgroups, seccomp filter and unprivileged user, so
 every command it forks is born there: no `nsenter` and no cgroup migration per exec (on cgroup v1
 a migration waits for an RCU grace period, milliseconds under load). Standard library only; nothing
 of the project is importable here.
@@ -9,18 +10,25 @@ of the project is importable here.
 Protocol, one connection per command on the inherited listening socket FD:
   runner -> helper  a 4-byte big-endian length, with the command's stdin, stdout and stderr
                     descriptors attached (SCM_RIGHTS), then that many bytes of JSON
-                    {"argv": [...], "env": {...}, "workdir": "/app"}
+                    {"token": TOKEN, "argv": [...], "env": {...}, "workdir": "/app"}
   helper -> runner  one JSON line {"exit": code} once the command ends (-N: killed by signal N),
                     or {"error": "..."} when it could not be started
   runner -> helper  any byte or EOF before that: kill the command's process group.
 The command runs in its own session. The helper exits after LIFETIME seconds, which ends the
 sandbox: bubblewrap's init loses its child and the kernel ends every process of the PID namespace.
+
+The token tells the runner from anyone else who reaches the socket: a sandbox given the network
+shares the host's, where the abstract socket's name is listed, and its commands look like the
+runner to a peer-credentials check (both are unmapped in the helper's user namespace). NPROC is
+the RLIMIT_NPROC every command inherits; the sandbox's pids cgroup is the other fence.
 """
 
 import array
 import contextlib
+import hmac
 import json
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -32,8 +40,9 @@ HEADER = struct.Struct("!I")
 MAX_REQUEST = 64 * 2**20
 
 
-def _receive(conn):
-    """(request, [stdin, stdout, stderr] descriptors) from a new connection."""
+def _receive(conn, token):
+    """(request, [stdin, stdout, stderr] descriptors) from a new connection; PermissionError
+    when it does not carry the runner's token."""
     fds = array.array("i")
     conn.settimeout(10)
     data, ancdata, _, _ = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -57,7 +66,12 @@ def _receive(conn):
             raise ValueError("connection closed in the request body")
         body += chunk
     conn.settimeout(None)
-    return json.loads(body), list(fds)
+    request = json.loads(body)
+    if not hmac.compare_digest(str(request.get("token", "")), token):
+        for fd in fds:
+            os.close(fd)
+        raise PermissionError("bad token")
+    return request, list(fds)
 
 
 def _spawn(request, fds):
@@ -95,7 +109,9 @@ def main():
     listener = socket.socket(fileno=int(sys.argv[1]))
     listener.set_inheritable(False)
     deadline = time.monotonic() + float(sys.argv[2])
-    own_uid = os.getuid()
+    token = sys.argv[3]
+    nproc = int(sys.argv[4])
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     events = selectors.DefaultSelector()
     events.register(listener, selectors.EVENT_READ, ("accept",))
     while True:
@@ -106,14 +122,13 @@ def main():
             kind = key.data[0]
             if kind == "accept":
                 conn, _ = listener.accept()
-                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-                if struct.unpack("3i", creds)[1] != own_uid:
-                    conn.close()  # only the runner's user may run commands here
-                    continue
                 try:
-                    request, fds = _receive(conn)
+                    request, fds = _receive(conn, token)
                     pid = _spawn(request, fds)
                     pidfd = os.pidfd_open(pid)
+                except PermissionError:
+                    conn.close()  # not the runner: no answer
+                    continue
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     _reply(conn, {"error": f"{type(exc).__name__}: {exc}"})
                     continue

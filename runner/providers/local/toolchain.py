@@ -15,7 +15,7 @@ DPKG_STATUS = Path("/var/lib/dpkg/status")
 def host_toolchain_identity(
     os_release: Path = OS_RELEASE, dpkg_status: Path = DPKG_STATUS
 ) -> tuple[str, str]:
-    """The local provider's "image": the job host's /usr and /etc, bound read-only.
+    """The local provider's "image": the job host's /usr (and a few /etc files), read-only.
 
     Digest: SHA-256 of /etc/os-release followed by the sorted `package version architecture`
     lines of every installed dpkg package, so an upgrade of any package (or of the OS) gives a
@@ -66,8 +66,9 @@ def _os_release_field(text: str, key: str) -> str:
 
 
 def toolchain_binds() -> list[str]:
-    """Bind the host toolchain read-only, mirroring /bin, /lib... whether links or directories."""
-    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    """Bind the host toolchain read-only, mirroring /bin, /lib... whether links or directories.
+    /etc is not among them: etc.py builds a minimal one."""
+    args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
         if path.is_symlink():

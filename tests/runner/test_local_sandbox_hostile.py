@@ -1,0 +1,242 @@
+"""Hostile commands in a real `local` sandbox, each refused.
+
+Every command here is bounded on its own (a fixed number of forks, a fixed number of bytes), so a
+sandbox whose limits failed could not hurt the machine running the tests either: the test would
+fail, not the host.
+"""
+
+import errno
+import json
+import select
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.providers.base import ProviderError, Sandbox, SandboxSpec
+from runner.providers.local import adapter as local_module
+from runner.providers.local.cgroups import PIDS_MAX
+from runner.providers.local.etc import SANDBOX_UID
+
+
+def spec(**overrides):
+    return SandboxSpec(
+        **{"cpus": 1, "memory_mib": 1024, "label": "bb-hostile", "lifetime_s": 120, **overrides}
+    )
+
+
+def sh(provider, sandbox, script, timeout=120):
+    return provider.exec(sandbox, ["/bin/bash", "-c", script], timeout)
+
+
+def python(provider, sandbox, source, timeout=120):
+    result = provider.exec(sandbox, ["/usr/bin/python3", "-I", "-c", source], timeout)
+    assert result.exit_code == 0, result.stderr.decode(errors="replace")
+    return result.stdout.decode()
+
+
+def test_it_cannot_read_the_hosts_shadow_file_or_other_etc_files(local):
+    assert Path("/etc/shadow").exists()  # on the host, so its absence inside means something
+    sandbox = local.create(spec())
+    result = sh(local, sandbox, "cat /etc/shadow")
+    assert result.exit_code != 0 and b"No such file" in result.stderr
+    listed = set(sh(local, sandbox, "ls /etc").stdout.decode().split())
+    assert {"passwd", "group", "ld.so.cache", "os-release"} <= listed
+    assert not listed & {"shadow", "gshadow", "ssh", "sudoers", "environment", "machine-id"}
+    assert b"sandbox:x:65534" in sh(local, sandbox, "cat /etc/passwd").stdout
+
+
+def test_its_commands_run_as_an_unprivileged_host_user_without_capabilities(local):
+    sandbox = local.create(spec())
+    status = sh(local, sandbox, "id -u; grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status")
+    fields = dict(line.split(":", 1) for line in status.stdout.decode().splitlines()[1:])
+    assert status.stdout.split()[0] == str(SANDBOX_UID).encode()
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert fields[cap].strip() == "0000000000000000", cap
+    assert fields["NoNewPrivs"].strip() == "1" and fields["Seccomp"].strip() == "2"
+    # Seen from the host: every process of the sandbox belongs to the unprivileged user.
+    sh(local, sandbox, "(sleep 100 > /dev/null 2>&1 &)")
+    members = set()
+    for cgroup in sandbox.handle["cgroups"]:
+        members.update(Path(cgroup, "cgroup.procs").read_text().split())
+    assert len(members) >= 3  # bubblewrap, the exec helper, sleep
+    for pid in members:
+        uids = Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[:4]
+        assert uids == [str(SANDBOX_UID)] * 4, (pid, uids)
+
+
+def test_it_refuses_writes_outside_app_and_tmp(local):
+    sandbox = local.create(spec())
+    places = "/x /usr/x /etc/x /dev/x /proc/x /sys/x /bin/x /app/x /tmp/x /dev/shm/x"
+    result = sh(local, sandbox, f"for p in {places}; do touch $p 2> /dev/null && echo $p; done")
+    assert result.stdout.decode().split() == ["/app/x", "/tmp/x", "/dev/shm/x"]
+    assert local.root.joinpath(sandbox.id).is_dir()
+    assert not list(local.root.joinpath(sandbox.id).rglob("x"))  # /app is not on the host disk
+
+
+def test_it_stops_a_fork_bomb_at_its_process_limit(local):
+    sandbox = local.create(spec(memory_mib=2048))
+    assert sandbox.facts["enforced"]["pids"]
+    pids_cgroup = next(Path(c) for c in sandbox.handle["cgroups"] if Path(c, "pids.max").exists())
+    assert (pids_cgroup / "pids.max").read_text().strip() == str(PIDS_MAX)
+    # At most 1.5 times the limit, each child a sleep that ends by itself: bounded either way.
+    bomb = f"""
+import os
+started = 0
+for _ in range({PIDS_MAX * 3 // 2}):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        print("refused", exc.errno)
+        break
+    if pid == 0:
+        os.execv("/bin/sleep", ["sleep", "60"])
+    started += 1
+print("started", started)
+"""
+    out = python(local, sandbox, bomb).split()
+    assert out[:2] == ["refused", str(errno.EAGAIN)]
+    assert int(out[3]) < PIDS_MAX
+    assert sh(local, sandbox, "ulimit -u").stdout.strip() == str(PIDS_MAX).encode()
+
+
+def test_it_stops_filling_app_tmp_and_shm_at_their_sizes(local):
+    sandbox = local.create(spec(memory_mib=1024, disk_mib=64))
+    result = sh(
+        local,
+        sandbox,
+        "for d in /app /tmp /dev/shm; do head -c 400m /dev/zero > $d/fill; echo $d $?; "
+        "du -sm $d/fill; rm $d/fill; done",
+    )
+    lines = result.stdout.decode().split()
+    assert lines[0:2] == ["/app", "1"] and int(lines[2]) <= 64
+    assert lines[4:6] == ["/tmp", "1"] and int(lines[6]) <= 256
+    assert lines[8:10] == ["/dev/shm", "1"] and int(lines[10]) <= 64
+    assert result.stderr.count(b"No space left on device") == 3
+    assert sh(local, sandbox, "echo alive").stdout == b"alive\n"  # nothing was OOM-killed
+
+
+def test_it_refuses_new_namespaces(local):
+    sandbox = local.create(spec())
+    for command in ("unshare -Ur true", "unshare -U true", "unshare -n true", "unshare -m true"):
+        result = sh(local, sandbox, command)
+        assert result.exit_code != 0, command
+        assert b"Operation not permitted" in result.stderr, (command, result.stderr)
+
+
+def syscall_numbers(names):
+    import pyseccomp
+
+    return {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) for name in names}
+
+
+def test_its_seccomp_filter_refuses_keyrings_bpf_io_uring_mounts_and_modules(local):
+    refused = [
+        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+        "io_uring_setup", "io_uring_enter", "io_uring_register", "mount", "umount2",
+        "init_module", "finit_module", "delete_module", "kexec_load", "unshare", "setns",
+        "pivot_root", "open_by_handle_at", "fsopen",
+    ]  # fmt: skip
+    numbers = syscall_numbers([*refused, "clone3", "getpid"])
+    probe = f"""
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+found = {{}}
+for name, number in {json.dumps(numbers)}.items():
+    ctypes.set_errno(0)
+    result = libc.syscall(number, 0, 0, 0, 0, 0, 0)
+    found[name] = ctypes.get_errno() if result == -1 else "ok"
+print(json.dumps(found))
+"""
+    sandbox = local.create(spec())
+    found = json.loads(python(local, sandbox, probe))
+    assert {name: found[name] for name in refused} == {name: errno.EPERM for name in refused}
+    assert found["clone3"] == errno.ENOSYS  # so the C library falls back to clone
+    assert found["getpid"] == "ok"
+    # keyctl and io_uring_setup with these arguments give EINVAL/EFAULT without the filter:
+    # EPERM is the filter's answer.
+    assert sh(local, sandbox, "(sleep 1 &); echo forked").stdout == b"forked\n"
+
+
+def test_it_cannot_reach_the_network(local):
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        sandbox = local.create(spec())
+        result = sh(
+            local,
+            sandbox,
+            f"echo hi > /dev/tcp/127.0.0.1/{port} && echo reached-host; "
+            "echo hi > /dev/tcp/1.1.1.1/53 && echo reached-outside; "
+            "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+            timeout=60,
+        )
+        assert result.stdout.split() == [b"lo"]
+        assert b"Connection refused" in result.stderr
+        assert b"Network is unreachable" in result.stderr
+        readable, _, _ = select.select([listener], [], [], 0)
+        assert readable == []  # nothing connected to the host's port
+
+
+def test_it_cannot_see_host_processes(local):
+    with subprocess.Popen(["sleep", "123.25"]) as host_process:
+        try:
+            sandbox = local.create(spec())
+            result = sh(local, sandbox, "ps -eo pid,args --no-headers")
+        finally:
+            host_process.kill()
+    commands = [line.split(None, 1)[1] for line in result.stdout.decode().splitlines()]
+    assert len(commands) <= 4, commands  # bubblewrap's init, the exec helper, bash, ps
+    assert not any("123.25" in command or "pytest" in command for command in commands)
+
+
+def test_its_exec_helper_answers_only_requests_carrying_the_token(local):
+    sandbox = local.create(spec())
+    forged = Sandbox(sandbox.id, sandbox.label, handle={**sandbox.handle, "token": "0" * 32})
+    with pytest.raises(ProviderError, match="stopped answering"):
+        local.exec(forged, ["touch", "/app/ran"], 60)
+    assert sh(local, sandbox, "test -e /app/ran").exit_code == 1
+
+
+def test_a_create_that_cannot_set_its_limits_fails_naming_them(local, monkeypatch):
+    made, tried = local_module.make_cgroups, []
+
+    def without_pids(sandbox_id, cpus, memory_mib):
+        tried.append(sandbox_id)
+        cgroups, facts = made(sandbox_id, cpus, memory_mib)
+        facts["enforced"]["pids"] = False
+        facts["notes"].append("the pids limit is not enforced: no writable cgroup pids controller")
+        return cgroups, facts
+
+    monkeypatch.setattr(local_module, "make_cgroups", without_pids)
+    with pytest.raises(ProviderError, match="pids limit.*BOXBENCH_LOCAL_ALLOW_UNLIMITED") as error:
+        local.create(spec())
+    assert error.value.code == "limits_unavailable"
+    assert local.list_sandboxes() == [] and local_module.sandbox_cgroups(tried[0]) == []
+
+    local.allow_unlimited = True  # the operator's documented override
+    sandbox = local.create(spec())
+    assert any("BOXBENCH_LOCAL_ALLOW_UNLIMITED" in note for note in sandbox.facts["notes"])
+    assert sh(local, sandbox, "echo ok").stdout == b"ok\n"
+
+
+def test_its_doctor_says_which_protections_and_limits_hold(local):
+    checks = {check.name: check for check in local.doctor()}
+    assert checks["size limits"].ok and "pids: enforced" in checks["size limits"].detail
+    assert checks["seccomp"].ok
+    detail = checks["sandbox"].detail
+    assert checks["sandbox"].ok, detail
+    for words in ("uid 65534", "no capabilities", "no new privileges", "seccomp filter"):
+        assert words in detail
+
+
+def test_the_doctors_probe_names_each_protection_that_fails():
+    seen = local_module._probe_findings(
+        "0\nCapEff:\t000001ffffffffff\nNoNewPrivs:\t0\nSeccomp:\t0\nshadow-visible\n"
+        "userns-allowed\nusr-writable\n"
+    )
+    assert seen["holds"] == []
+    assert len(seen["problems"]) == 7
+    assert "the host's /etc/shadow is visible" in seen["problems"]
