@@ -141,12 +141,11 @@ def group_cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int]
     costs = trials["cost_usd"].to_numpy(dtype=float, na_value=np.nan)
     replaced = set(trials["replaces"].dropna())
     unreplaced = np.fromiter((t not in replaced for t in trials["trial"]), bool, size)
-    # A trial cut short has an unknown outcome, which stopped refilling (docs/runner.md): it is
-    # not an unreplaced provider failure.
-    cut_short = trials["cut_short"].to_numpy(dtype=bool)
+    # A trial cut short is stored as a provider failure of unknown owner; the methodology lists
+    # it among the failures that cannot be replaced, so it counts as an unreplaced failure.
     keys = trials[["unit", "provider"]].assign(
         success=(outcome == Outcome.SUCCESS) & np.isfinite(metric),
-        failure=(outcome == Outcome.PROVIDER_FAILURE) & unreplaced & ~cut_short,
+        failure=(outcome == Outcome.PROVIDER_FAILURE) & unreplaced,
     )
     succeeded = keys["success"].to_numpy()
     cells: dict[tuple[int, int], Cell] = {}

@@ -170,7 +170,7 @@ class UnsuccessfulCount(models.Model):
     unit = models.ForeignKey(Unit, models.PROTECT, related_name="+")
     provider = models.ForeignKey(Provider, models.PROTECT, related_name="+")
     outcomes = models.JSONField(default=dict, help_text="Outcome -> number of trials.")
-    # Provider failures no top-up replaced and not cut short: what stats.labels counts.
+    # Provider failures no top-up replaced (cut short ones too): what stats.labels counts.
     unreplaced_provider_failures = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -24,7 +24,8 @@ from boxbench.rawdata.schema import PUBLIC
 def counts_lines(run: Run, form: str, seen) -> list[dict]:
     """The counts lines, by benchmark, unit and provider: the counts the database holds and, in
     the public form, the run's unsuccessful trials counted by outcome, with the provider failures
-    no top-up replaced and not cut short (what the labels count; boxbench.leaderboard.cells).
+    no top-up replaced, cut-short trials included (what the labels count;
+    boxbench.leaderboard.cells).
     The benchmarks, units and providers they name are added to `seen` (exporter.Seen), which
     the header declares."""
     cells: dict[tuple[int, int, int], dict] = {}
@@ -48,7 +49,7 @@ def counts_lines(run: Run, form: str, seen) -> list[dict]:
             add((row["benchmark_id"], row["unit_id"], row["provider_id"]), row["outcome"], row["n"])
         replaced = Trial.objects.filter(replaces=OuterRef("pk"), state=TrialState.DONE)
         unreplaced = (
-            done.filter(outcome=Outcome.PROVIDER_FAILURE, cut_short=False)
+            done.filter(outcome=Outcome.PROVIDER_FAILURE)
             .exclude(Exists(replaced))
             .values(*cell_fields)
             .order_by()

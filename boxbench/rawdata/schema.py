@@ -246,7 +246,8 @@ class CountsLine(Struct, tag_field="type", tag="counts"):
     unreplaced_provider_failures: integer(
         UnsuccessfulCount,
         "unreplaced_provider_failures",
-        "Provider failures no top-up replaced and not cut short (what the labels count); at most "
+        "Provider failures no top-up replaced, trials cut short included (what the labels "
+        "count); at most "
         "`outcomes.provider_failure`.",
     )
 

@@ -51,11 +51,8 @@ def counted_by_hand(full: list[dict]) -> dict:
             continue
         cell = cells[(t["benchmark"], t["unit"], t["provider"])]
         cell["outcomes"][t["outcome"]] += 1
-        if (
-            t["outcome"] == "provider_failure"
-            and t["trial"] not in replaced
-            and not t["cause"].startswith("cut short: ")
-        ):
+        # A cut-short trial is a failure top-ups could not replace: it counts.
+        if t["outcome"] == "provider_failure" and t["trial"] not in replaced:
             cell["unreplaced"] += 1
     return {k: (dict(v["outcomes"]), v["unreplaced"]) for k, v in cells.items()}
 

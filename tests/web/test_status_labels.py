@@ -3,12 +3,14 @@ a label needs it) through publication to the page a visitor reads, and the prece
 them (docs/methodology.md, "Status labels")."""
 
 import html
+import json
 import re
 
 import pytest
 
 from boxbench import publishing
 from boxbench.models import Provider, Trial
+from boxbench.rawdata import PUBLIC, export_jsonl
 from tests.web.conftest import explain_failures
 from tests.web.test_charts_tables import figure
 
@@ -176,3 +178,18 @@ def test_a_missing_provider_cost_is_said_before_the_ranking_floor(client, import
     assert labels_of(time_view, "Boat") == ["Not Displayed", "Not Ranked"]
     cost_view = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
     assert labels_of(cost_view, "Boat") == ["Not Displayed", "Not Displayed"]
+
+
+def test_trials_cut_short_are_failures_top_ups_did_not_replace(client, imported_run):
+    # 3 of boat's 20 CPU trials were cut short (unknown outcome, stored as provider failures of
+    # unknown owner): they stopped refilling, so they are unreplaced, and 17 + 3 reach the floor.
+    cut = [t.id for t in boat_cpu(imported_run).order_by("seq")[:3]]
+    boat_cpu(imported_run).filter(id__in=cut).update(
+        outcome="provider_failure", owner="", cause="cut short: worker lost", cut_short=True
+    )
+    publish(imported_run)
+    assert labels_of(client.get("/benchmarks/cpu/"), "Boat") == ["Provider Failures"]
+    lines = "".join(export_jsonl(imported_run, PUBLIC)).splitlines()
+    counts = [c for c in map(json.loads, lines) if c["type"] == "counts"]
+    boat = next(c for c in counts if (c["benchmark"], c["provider"]) == ("cpu", "boat"))
+    assert boat["unreplaced_provider_failures"] == 3
