@@ -21,6 +21,7 @@ REGISTRY = {
     "vercel": "runner.providers.vercel:VercelProvider",
     "modal": "runner.providers.modal:ModalProvider",
     "agentcore": "runner.providers.agentcore:AgentCoreProvider",
+    "apple-container": "runner.providers.apple_container:AppleContainerProvider",
 }
 
 
