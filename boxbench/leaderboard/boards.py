@@ -56,6 +56,8 @@ class Build:
     refusals: dict[str, Refusal]  # the planners' refusals of providers without finished trials
     floors: dict[str, int]  # successes a provider needs before it is ranked
     totals: dict[str, int]  # successes across all units
+    failure_totals: dict[str, int]  # unreplaced provider failures across all units
+    all_view_floors: dict[str, int]  # the All view's floor: the full one when it spans every unit
     context: dict  # the keys every page of the benchmark repeats
     medians: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: median
     costs: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: mean cost
@@ -65,8 +67,8 @@ class Build:
     def lower(self) -> bool:
         return self.benchmark.direction != "higher"
 
-    def state(self, provider: Provider, successes: int, failures: int, **view):
-        floor = self.floors.get(provider.slug, 1)
+    def state(self, provider: Provider, successes: int, failures: int, floor=None, **view):
+        floor = floor if floor is not None else self.floors.get(provider.slug, 1)
         return provider_state(
             provider, self.refusals, successes, floor, failures, self.benchmark.slug, **view
         )
@@ -106,6 +108,18 @@ def benchmark_board(
         totals={
             p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
             for p in in_run
+        },
+        failure_totals={
+            p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).failures for u in units) for p in in_run
+        },
+        # A run over a subset of the units is ranked on an All view that spans every unit only
+        # with the declared (full) floor; on a board that is itself a subset, its own floor.
+        all_view_floors={
+            slug: max(
+                ranking_floor(benchmark, run, declared_units),
+                benchmark.ranking_floor if len(units) >= declared_units else 0,
+            )
+            for slug, run in runs.items()
         },
         context={
             **_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
@@ -159,9 +173,11 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
         row = {**_unit_row(provider, cell, method), **build.source(slug)}
         n = row["n"]
         # On a multi-unit workload the floor counts successes across all units; a unit row
-        # is ranked once the provider has any success on it and the workload reaches it.
+        # is ranked once the provider has any success on it and the workload reaches it, and
+        # whether unreplaced failures explain a shortfall is judged across all units too.
         successes = (build.totals.get(slug, 0) if n else 0) if multi else n
-        row.update(labels.decide(build.state(provider, successes, cell.failures)).to_dict())
+        failures = build.failure_totals.get(slug, 0) if multi and n else cell.failures
+        row.update(labels.decide(build.state(provider, successes, failures)).to_dict())
         if n and summary.derived_available(build.context["stages"]):
             # A stage subset none of the provider's trials recorded: no result in this view.
             empty = {"trials": 0, "median": None, "tail": None, "tail_kind": None}
@@ -349,8 +365,9 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
         for r in page["rows"]
         if r["provider"] == slug
     )
+    floor = build.all_view_floors.get(slug)
     state = build.state(
-        provider, build.totals.get(slug, 0), failures, view_needs_provider_cost=True,
+        provider, build.totals.get(slug, 0), failures, floor, view_needs_provider_cost=True,
         has_provider_cost=provider_cost(provider) and build.cost_complete.get(slug),
     )  # fmt: skip
     status = labels.decide(state).to_dict()
@@ -360,7 +377,7 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
         **status,
         **build.source(slug),
         "n": build.totals.get(slug, 0),
-        "ranking_floor": build.floors.get(slug),
+        "ranking_floor": floor,
         "workload_value": value.value if value and status["ranked"] else None,
         "substituted_units": [s.unit for s in value.substitutions] if value else [],
         "notes": [s.note for s in value.substitutions] if value else [],

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from boxbench import publishing
-from boxbench.models import Provider, Trial
+from boxbench.models import Aggregate, Provider, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl
 from tests.web.conftest import explain_failures
 from tests.web.test_charts_tables import figure
@@ -193,3 +193,44 @@ def test_trials_cut_short_are_failures_top_ups_did_not_replace(client, imported_
     counts = [c for c in map(json.loads, lines) if c["type"] == "counts"]
     boat = next(c for c in counts if (c["benchmark"], c["provider"]) == ("cpu", "boat"))
     assert boat["unreplaced_provider_failures"] == 3
+
+
+def test_failures_explain_a_workloads_shortfall_across_all_units_on_every_view(
+    client, imported_run
+):
+    # DeepSWE's floor is 40 across its units; boat completes trace-a and trace-b (20 + 20).
+    # Three trials of each failed unreplaced: 34 successes + 6 failures reach the floor, though
+    # neither unit's own 3 failures would (34 + 3 < 40).
+    for unit in ("trace-a", "trace-b"):
+        trials = Trial.objects.filter(
+            run=imported_run, provider__slug="boat", benchmark__slug="deepswe", unit__slug=unit
+        )
+        failed = [t.id for t in trials.order_by("seq")[:3]]
+        trials.filter(id__in=failed).update(
+            outcome="provider_failure", owner="provider", cause="create returned HTTP 503"
+        )
+    publish(imported_run)
+    response = client.get("/benchmarks/deepswe/?unit=trace-a")
+    # The All view, then the chosen unit's view: the same judgement on both.
+    assert labels_of(response, "Boat") == ["Provider Failures", "Provider Failures"]
+
+
+def test_a_subset_run_needs_the_full_floor_on_an_all_view_that_spans_every_unit(
+    client, imported_run
+):
+    # boat's run planned two of the three units (its share of the floor: ceil(40 x 2/3) = 27),
+    # but the All view spans all three units (the others ran trace-c): there it needs 40.
+    imported_run.manifest = {
+        **imported_run.manifest,
+        "benchmarks": {"deepswe": {"trials_per_unit": 20, "units": ["trace-a", "trace-b"]}},
+    }
+    imported_run.save()
+    trials = Trial.objects.filter(
+        run=imported_run, provider__slug="boat", benchmark__slug="deepswe", unit__slug="trace-b"
+    )
+    trials.filter(id__in=[t.id for t in trials.order_by("seq")[:10]]).delete()  # 30 successes
+    publish(imported_run)
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    boat = next(r for r in summary["rows"] if r["provider"] == "boat")
+    assert (boat["n"], boat["ranking_floor"], boat["label"]) == (30, 40, "Not Ranked")
+    assert labels_of(client.get("/benchmarks/deepswe/"), "Boat")[0] == "Not Ranked"
