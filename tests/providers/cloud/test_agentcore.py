@@ -2,8 +2,10 @@
 sandbox operation through the real lifecycle, the fake's checks against botocore's service model,
 errors with their owners, credentials the AWS way (never leaked), demo mode and the board."""
 
+import html
 import io
 import logging
+import re
 import time
 
 import botocore.config
@@ -442,8 +444,6 @@ def test_a_published_run_shows_the_missing_capability_as_not_supported_on_the_bo
     from django.core.cache import cache
 
     from boxbench.models import RunStatus
-    from tests.web.conftest import explain_failures
-    from tests.web.test_status_labels import shown_labels
 
     fake = AgentCoreFake(tmp_path / "fake").start()
     try:
@@ -469,10 +469,34 @@ def test_a_published_run_shows_the_missing_capability_as_not_supported_on_the_bo
     chain.execute_chain(run_.pk, "local", inline=True)
     run_.refresh_from_db()
     assert Trial.objects.filter(run=run_, outcome="success").count() == 1
-    explain_failures(run_)
+    _resolve_failing_checks(run_)
     publishing.publish(run_)
     cache.clear()
-    page = client.get("/benchmarks/deepswe-boxbench/")
-    shown = shown_labels(page)["Amazon Bedrock AgentCore"]
+    page = client.get("/benchmarks/deepswe-boxbench/").content.decode()
+    # Each status label reads <span class="status" title="meaning"><b>provider</b>: label</span>.
+    shown = re.findall(
+        r'<span class="status" title="([^"]*)"><b>Amazon Bedrock AgentCore</b>: (.*?)</span>', page
+    )
     assert shown, "the provider is not on the board"
-    assert all(label == "Not Supported" and "capability" in meaning for label, meaning in shown)
+    assert all(
+        label == "Not Supported" and "capability" in html.unescape(meaning)
+        for meaning, label in shown
+    )
+
+
+def _resolve_failing_checks(run_):
+    """One trial of one unit fails the audit's sample-size checks: explained, as an admin would."""
+    from boxbench.models import AuditResolution, Benchmark, Provider
+
+    publishing.run_audit(run_)
+    for provider, benchmark, check in publishing.failing_checks(run_.audit_report):
+        publishing.apply_resolution(
+            AuditResolution(
+                run=run_,
+                provider=Provider.objects.get(slug=provider),
+                benchmark=Benchmark.objects.get(slug=benchmark),
+                check_name=check,
+                kind="explained",
+                note="A one-trial run made to read the board's label.",
+            )
+        )
