@@ -44,7 +44,7 @@ REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
 
 
 def refillable(trial: Trial) -> bool:
-    """Lost slots are refilled; a benchmark error only when it was not the benchmark's fault."""
+    """Lost slots are refilled; a benchmark error never is (it stops its unit)."""
     if trial.outcome == Outcome.BENCHMARK_ERROR:
         return not fault.stops_unit(trial.outcome, trial.owner)
     return trial.outcome in REFILLABLE

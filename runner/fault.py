@@ -75,5 +75,7 @@ def host_failure(error: BaseException) -> str | None:
 
 
 def stops_unit(outcome: str, owner: str) -> bool:
-    """A benchmark error stops its unit only when it is the benchmark's own fault."""
-    return outcome == Outcome.BENCHMARK_ERROR and owner == "benchmark"
+    """Every benchmark error stops its unit on that provider for the rest of the run, as the
+    methodology says, the job host's running out of a resource (owner `environment`) included:
+    it is not the provider's fault either, and refilling it would retry on the same host."""
+    return outcome == Outcome.BENCHMARK_ERROR

@@ -44,7 +44,7 @@ def test_a_job_host_out_of_resources_is_not_a_defect_of_the_benchmark():
     assert fault.host_failure(KeyError("field")) is None
     assert fault.host_failure(OSError(errno.ENOENT, "No such file")) is None
     assert fault.stops_unit("benchmark_error", "benchmark")
-    assert not fault.stops_unit("benchmark_error", "environment")
+    assert fault.stops_unit("benchmark_error", "environment")  # every benchmark error stops it
     assert not fault.stops_unit("provider_failure", "provider")
 
 
@@ -154,7 +154,7 @@ def test_a_kill_from_outside_is_refilled_and_never_stops_the_unit(chain_provider
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_host_failure_is_refilled_and_never_stops_the_unit(chain_provider, monkeypatch):
+def test_a_job_host_failure_stops_the_unit_like_any_benchmark_error(chain_provider, monkeypatch):
     from runner.benchmarks import create
 
     calls = {"n": 0}
@@ -173,7 +173,9 @@ def test_a_job_host_failure_is_refilled_and_never_stops_the_unit(chain_provider,
     run.transition(RunStatus.RUNNING)
     chain.execute_chain(run.pk, "local")
     run.refresh_from_db()
-    assert run.manifest["stopped_units"] == []
+    assert run.manifest["stopped_units"] == [["local", "create", "default"]]
     failed = run.trials.get(outcome=Outcome.BENCHMARK_ERROR)
     assert failed.owner == "environment"
-    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 2
+    assert not run.trials.filter(replaces=failed).exists()  # never refilled
+    assert run.trials.filter(outcome=Outcome.SUCCESS).count() == 0
+    assert run.trials.filter(state=TrialState.CANCELLED).count() == 1  # the unit's other trial
