@@ -500,3 +500,44 @@ def _resolve_failing_checks(run_):
                 note="A one-trial run made to read the board's label.",
             )
         )
+
+
+def test_bench_cleanup_stops_agentcore_sessions_by_their_name(db, tmp_path):
+    with demo.demo_session(["agentcore"], root=str(tmp_path)):
+        provider = get_provider("agentcore")
+        kept = [
+            provider.create(
+                SandboxSpec(cpus=2, memory_mib=4096, label="bb-cleanup", lifetime_s=120)
+            )
+            for _ in range(2)
+        ]
+        foreign = provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="x", lifetime_s=120))
+
+        def bench_cleanup(*args):
+            out = io.StringIO()
+            call_command("bench", "cleanup", "--provider", "agentcore", *args, stdout=out)
+            return out.getvalue()
+
+        assert "found 0 leftover" in bench_cleanup("--max-age", "60", "--dry-run")
+        listed = bench_cleanup("--max-age", "0", "--dry-run")
+        assert all(f"would remove agentcore {s.id} label=bb-cleanup" in listed for s in kept)
+        assert foreign.id not in listed and "found 2 leftover" in listed
+        assert "removed 2 leftover" in bench_cleanup("--max-age", "0")
+        assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
+        assert all(provider.is_gone(s.id) for s in kept)
+        provider.destroy(foreign)
+
+
+def test_a_provider_answer_echoing_the_secret_is_redacted(cloud):
+    secret = cloud.fake.secret_access_key
+    cloud.api.faults.add(
+        "PUT",
+        "/sessions/start$",
+        status=400,
+        body={"message": f"bad request signed with {secret}", "reason": "CannotParse"},
+        headers={"x-amzn-ErrorType": "ValidationException"},
+    )
+    result = run(cloud, None, benchmark="create")
+    assert result.outcome == "provider_failure" and "[redacted]" in result.cause
+    assert secret not in result.cause
+    assert all(secret not in repr(evidence.data) for evidence in result.evidence)
