@@ -50,8 +50,9 @@ def refillable(trial: Trial) -> bool:
     return trial.outcome in REFILLABLE
 
 
-# Tests replace this: the lifecycle's limits.
+# Tests replace these: the lifecycle's limits, and the clock of the refill time limit.
 lifecycle_limits = Limits()
+refill_clock = time.time
 
 
 class CreateSpacer:
@@ -97,6 +98,7 @@ class Chain:
         self.unreplaceable: str | None = self.memory.get("unreplaceable")
         # Set when a trial's resources may still exist: no worker of this chain starts another.
         self.halted: str | None = None
+        self.refill_stopped: str | None = None  # the refill time limit or budget, mid-round
         self._lock = threading.Lock()
         self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}", chain=(run.pk, provider_slug))
         self.backend = outage.BackendGate(self._wait_for_backend)
@@ -231,6 +233,14 @@ class Chain:
                         trial = pending.pop(0)
                     if self._cancelled():
                         return
+                    if round_no > rules.ROUNDS and (over := self._refill_over()):
+                        # Checked before every refill, not only when the round opened.
+                        with self._lock:
+                            pending.insert(0, trial)
+                            self.refill_stopped = over
+                            self.memory["topup"]["limit"] = over
+                        stop.set()
+                        return
                     if (benchmark, trial.unit.slug) in self.stopped_units:
                         store.cancel_queued(
                             self.run,
@@ -261,7 +271,8 @@ class Chain:
         with self._lock:
             left = list(pending)
         if (stop.is_set() or self.backend.gave_up) and left:
-            why = f"the batch stopped: {self.halted}" if self.halted else "the batch stopped early"
+            reason = self.halted or self.refill_stopped
+            why = f"the batch stopped: {reason}" if reason else "the batch stopped early"
             store.cancel_queued(self.run, why, pk__in=[t.pk for t in left])
         self._record_live(f"{label}:end")
         self._store_in_flight(label)
@@ -385,7 +396,7 @@ class Chain:
         its batches; the round's gain is counted once its last batch ran."""
         t = self.memory.setdefault("topup", {})
         if not t:
-            t.update(started_at=time.time(), round=rules.ROUNDS, rounds=0, without_gain=0)
+            t.update(started_at=refill_clock(), round=rules.ROUNDS, rounds=0, without_gain=0)
             t.update(pending=[], before=0)
         if t["pending"]:
             self.run_batch(t["pending"].pop(0), t["round"])
@@ -395,12 +406,14 @@ class Chain:
                 t["rounds"], t["without_gain"] = state.rounds, state.rounds_without_gain
             return number + 1
         plan = self._refill_plan()
-        if not plan:
+        if t.get("limit"):
+            reason = t["limit"]  # reached mid-round, before a refill
+        elif not plan:
             reason = "every unit reached its target or its 2N attempts"
         else:
             reason = rules.refill_stop_reason(
                 self._refill_state(t),
-                time.time(),
+                refill_clock(),
                 self._spent_usd(),
                 self.unreplaceable or self._outcome_unknown(),
             )
@@ -416,6 +429,12 @@ class Chain:
             self._queue_replacements(benchmark, unit, failed, t["round"])
         t["pending"] = sorted({b for b, _, _ in plan})
         return number + 1
+
+    def _refill_over(self) -> str | None:
+        t = self.memory.get("topup")
+        if not t:
+            return None
+        return rules.refill_limit_reason(self._refill_state(t), refill_clock(), self._spent_usd())
 
     def _refill_state(self, t: dict) -> rules.RefillState:
         plan = self.manifest.plan

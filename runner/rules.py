@@ -158,6 +158,12 @@ def refill_stop_reason(
         return f"a failure cannot be replaced: {unreplaceable}"
     if state.rounds_without_gain >= 2:
         return "two refill rounds in a row added no successful trial"
+    return refill_limit_reason(state, now, spent_usd)
+
+
+def refill_limit_reason(state: RefillState, now: float, spent_usd: float) -> str | None:
+    """The refill time limit or the run budget, checked before every refill as well as when a
+    round of top-ups opens; None while both hold."""
     if now - state.started_at > state.time_limit_s:
         return f"the refill time limit of {state.time_limit_s:g} s expired"
     if state.budget_usd is not None and spent_usd >= state.budget_usd:

@@ -274,7 +274,8 @@ def test_it_stops_refilling_once_a_trial_is_cut_short(chain_provider, monkeypatc
 
     publishing.publish(run)
     [row] = Aggregate.objects.get(scope="unit", key="create/default").data["rows"]
-    assert row["unreplaced_failures"] == 0  # not charged as unreplaced provider failures
+    # A failure top-ups could not replace: it counts towards the Provider Failures label.
+    assert row["unreplaced_failures"] == 1
     assert row["n"] == 2
 
 
@@ -435,3 +436,25 @@ def test_progress_in_a_log_is_a_line_a_minute_not_a_redraw_per_poll(monkeypatch)
     # A bar on a terminal: one redraw per poll (six polls), each ending with the status.
     redraws = [part for part in terminal.getvalue().split("\r") if "trial" in part]
     assert len(redraws) >= 6 and "status=completed" in redraws[-1]
+
+
+def test_it_checks_the_refill_time_limit_before_every_refill(chain_provider, local, monkeypatch):
+    # Two creates fail; the top-up round opens in time and queues two refills. The first refill
+    # takes the clock past the 10-minute limit: the second is not run, though its round opened
+    # before the limit expired.
+    clock = [1_000_000.0]
+    monkeypatch.setattr(chain, "refill_clock", lambda: clock[0])
+
+    class SlowRefills(FaultyProvider):
+        def create(self, spec):
+            if self.calls.count("create") == 4:  # the fifth create is the first refill's
+                clock[0] += 3600
+            return super().create(spec)
+
+    chain_provider(SlowRefills(local, create_errors=2))
+    run = start(plan(trials=4))
+    refills = run.trials.filter(round__gte=5)
+    assert refills.filter(outcome=Outcome.SUCCESS).count() == 1
+    cancelled = refills.get(state=TrialState.CANCELLED)
+    assert "the refill time limit of 600 s expired" in cancelled.cause
+    assert "refill time limit" in run.manifest["topups"]["local"]["stopped"]
