@@ -59,6 +59,7 @@ echo "kernel=$(uname -r)"
 echo "mem_total_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
 echo "workdir_device=$(df -P /app 2>/dev/null | awk 'NR==2 {print $1}')"
 echo "workdir_fs=$(stat -f -c %T /app 2>/dev/null)"
+echo "provider_region=${MODAL_REGION:-}"
 """
 
 

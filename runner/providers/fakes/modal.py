@@ -329,7 +329,8 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
         if request.exec_id in box.extra["commands"]:
             await stream.send_message(sr_pb2.TaskExecStartResponse())  # idempotent retry
             return
-        env = {}
+        # Modal sets MODAL_REGION in every container: the region the sandbox was placed in.
+        env = {"MODAL_REGION": self.fake.region}
         for source in request.secret_sources:
             env.update(source.env.contents)
         process = self.fake.backend.spawn(
@@ -393,6 +394,7 @@ class ModalFake:
             root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix="sb-"
         )
         self.create_delay_s = create_delay_s
+        self.region = "us-east-1"  # where its containers say they run (MODAL_REGION)
         self.fail_next_create = False
         self.faults = RpcFaults()
         self.calls: list[tuple[str, float]] = []  # (RPC name, monotonic arrival), for assertions

@@ -59,6 +59,16 @@ def test_it_runs_each_sandbox_operation_benchmark_through_the_lifecycle(cloud, s
     assert result.cost_usd is not None and result.cost_usd > 0
 
 
+def test_each_trial_records_the_region_its_modal_sandbox_reports(cloud):
+    cloud.fake.region = "us-west-2"
+    result = run(cloud, None, benchmark="create")
+    assert result.outcome == "success", result.cause
+    assert result.placement["provider_region"] == "us-west-2"
+    declaration = cloud.provider.declaration
+    assert declaration.region_marker == "placed by Modal"
+    assert "provider_region" in declaration.region_note
+
+
 def test_long_commands_run_in_the_background_and_keep_the_clock_gate(cloud):
     def procedure(ctx):
         guest = ctx.background("sleep 0.3; echo done", timeout=60, poll_interval_s=0.05)
