@@ -1,4 +1,5 @@
 import contextlib
+import os
 
 import pytest
 from django.conf import settings
@@ -8,8 +9,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from boxbench import holdbacks, publishing
-from boxbench.models import AuditResolution, Benchmark, Provider, Run
+from boxbench import publishing
+from boxbench.models import Run
+from tests.support.web import CHROMIUM, CHROMIUM_ARGS, CSP_LISTENER, explain_failures, make_running
 from tests.web import factory
 
 
@@ -48,23 +50,6 @@ def imported_run(tmp_path, db):
     return Run.objects.get(id=factory.RUN_ID)
 
 
-def explain_failures(run):
-    """Resolve every failing check by explanation: the fixture's Create trials drift by
-    design."""
-    publishing.run_audit(run)
-    for provider, benchmark, check in holdbacks.failing_checks(run.audit_report):
-        publishing.apply_resolution(
-            AuditResolution(
-                run=run,
-                provider=Provider.objects.get(slug=provider),
-                benchmark=Benchmark.objects.get(slug=benchmark),
-                check_name=check,
-                kind="explained",
-                note="Create slows down over the run by design.",
-            )
-        )
-
-
 @pytest.fixture
 def published_run(imported_run):
     explain_failures(imported_run)
@@ -90,34 +75,35 @@ def outsider_client(client):
     return client
 
 
-def make_running(run, queued: int = 60, minutes: float = 10.0):
-    """Turn the imported run into one still going: its last `queued` trials not yet run, the
-    run started `minutes` ago, and the manifest's plan (20 trials per unit) for the targets."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from boxbench.models import RunStatus, Trial, TrialState
-
-    last = Trial.objects.filter(run=run).order_by("-seq").values_list("id", flat=True)[:queued]
-    Trial.objects.filter(id__in=list(last)).update(
-        state=TrialState.QUEUED, outcome="", owner="", cause="", started_at=None, ended_at=None
-    )
-    manifest = dict(run.manifest)
-    manifest["benchmarks"] = {
-        b["slug"]: {"trials_per_unit": 20, "units": [u["slug"] for u in b["units"]]}
-        for b in factory.BENCHMARKS
-    }
-    Run.objects.filter(id=run.id).update(
-        status=RunStatus.RUNNING,
-        started_at=timezone.now() - timedelta(minutes=minutes),
-        ended_at=None,
-        manifest=manifest,
-    )
-    run.refresh_from_db()
-    return run
-
-
 @pytest.fixture
 def running_run(imported_run):
     return make_running(imported_run)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are
+    # still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("console", lambda m: m.type == "error" and tab.errors.append(m.text))
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    # Every Content-Security-Policy violation (a blocked inline script, style or source),
+    # recorded in the page as it happens: the dashboard must draw with the policy on.
+    tab.add_init_script(CSP_LISTENER)
+    yield tab
+    context.close()

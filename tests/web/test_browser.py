@@ -3,74 +3,13 @@ imported through `bench import`. Screenshots of every page go to var/screenshots
 
 import csv
 import io
-import os
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
+from tests.support.web import csp_violations, visit
 from tests.web import factory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
-SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
-CSP_LISTENER = """
-window.cspViolations = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"}`);
-});
-"""
-
-
-def csp_violations(page) -> list[str]:
-    return page.evaluate("window.cspViolations || []")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are
-    # still synchronous.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    tab.errors = []
-    tab.on("console", lambda m: m.type == "error" and tab.errors.append(m.text))
-    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
-    # Every Content-Security-Policy violation (a blocked inline script, style or source),
-    # recorded in the page as it happens: the dashboard must draw with the policy on.
-    tab.add_init_script(CSP_LISTENER)
-    yield tab
-    context.close()
-
-
-def visit(page, url, shot):
-    response = page.goto(url)
-    assert response.status == 200, url
-    assert "script-src 'self'" in response.headers["content-security-policy"], url
-    page.wait_for_load_state("networkidle")
-    for chart in page.locator("div.chart").all():
-        chart.locator(".main-svg").first.wait_for()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
-    assert page.errors == [], f"console errors on {url}: {page.errors}"
-    assert csp_violations(page) == [], f"Content-Security-Policy violations on {url}"
 
 
 def unit_csv(client, path):

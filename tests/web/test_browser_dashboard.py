@@ -9,15 +9,14 @@ from playwright.sync_api import expect
 
 from boxbench import holdbacks, publishing
 from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
+from tests.support.web import SHOTS, make_running, visit
 from tests.web import factory
-from tests.web.conftest import make_running
-from tests.web.test_browser import SHOTS, browser, page, visit  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 RUN_URL = f"/runs/{factory.RUN_ID}/"
 
 
-def log_in(page, base, superuser=True):  # noqa: F811 - the page fixture
+def log_in(page, base, superuser=True):
     User.objects.create_user(
         "admin", password="pw-admin-123", is_staff=True, is_superuser=superuser
     )
@@ -29,12 +28,12 @@ def log_in(page, base, superuser=True):  # noqa: F811 - the page fixture
     page.errors.clear()
 
 
-def fits_width(page):  # noqa: F811
+def fits_width(page):
     """The page does not scroll sideways: wide tables scroll inside their own box."""
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
-def test_a_live_run_refreshes_itself_and_is_cancelled(live_server, page, imported_run):  # noqa: F811
+def test_a_live_run_refreshes_itself_and_is_cancelled(live_server, page, imported_run):
     make_running(imported_run)
     log_in(page, live_server.url)
     visit(page, live_server.url + RUN_URL, "live-run")
@@ -59,7 +58,7 @@ def test_a_live_run_refreshes_itself_and_is_cancelled(live_server, page, importe
     assert page.errors == []
 
 
-def test_a_completed_run_without_failures_is_not_red(live_server, page, imported_run):  # noqa: F811
+def test_a_completed_run_without_failures_is_not_red(live_server, page, imported_run):
     imported_run.trials.exclude(outcome="success").delete()
     log_in(page, live_server.url)
     visit(page, live_server.url + RUN_URL, "completed-run")
@@ -67,7 +66,7 @@ def test_a_completed_run_without_failures_is_not_red(live_server, page, imported
     assert colour == "rgb(29, 107, 29)"  # green, not red
 
 
-def test_failing_checks_are_resolved_in_bulk_in_the_admin(live_server, page, imported_run):  # noqa: F811
+def test_failing_checks_are_resolved_in_bulk_in_the_admin(live_server, page, imported_run):
     publishing.run_audit(imported_run)
     failing = holdbacks.failing_checks(imported_run.audit_report)
     log_in(page, live_server.url)
@@ -85,7 +84,7 @@ def test_failing_checks_are_resolved_in_bulk_in_the_admin(live_server, page, imp
     assert page.locator("#publication-ready").is_visible()
 
 
-def test_a_completed_runs_trials_are_read_only_in_the_admin(live_server, page, imported_run):  # noqa: F811
+def test_a_completed_runs_trials_are_read_only_in_the_admin(live_server, page, imported_run):
     log_in(page, live_server.url)
     trial = Trial.objects.filter(run=imported_run).first()
     page.goto(f"{live_server.url}/admin/boxbench/trial/{trial.id}/change/")
@@ -98,7 +97,7 @@ def test_a_completed_runs_trials_are_read_only_in_the_admin(live_server, page, i
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-def test_charts_and_tables_read_well(live_server, browser, published_run, width):  # noqa: F811
+def test_charts_and_tables_read_well(live_server, browser, published_run, width):
     context = browser.new_context(viewport={"width": width, "height": 900})
     tab = context.new_page()
     tab.errors = []
@@ -123,7 +122,7 @@ def test_charts_and_tables_read_well(live_server, browser, published_run, width)
     context.close()
 
 
-def test_the_staff_page_of_a_600_trial_run_is_paged_and_short(live_server, page, tmp_path):  # noqa: F811
+def test_the_staff_page_of_a_600_trial_run_is_paged_and_short(live_server, page, tmp_path):
     path = factory.write_run(tmp_path / "big.jsonl", trials_per_cell=43)
     call_command("bench", "import", path)
     run = Run.objects.get(id=factory.RUN_ID)

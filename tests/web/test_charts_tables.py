@@ -1,7 +1,6 @@
 """Charts and tables a newcomer reads: names never cut, one colour per provider, no empty chart,
 blank cells that explain themselves, plain unit titles, trial positions, and a paged run page."""
 
-import json
 import re
 
 import pytest
@@ -9,19 +8,11 @@ import pytest
 from boxbench import charts
 from boxbench.models import Evidence, Provider, Trial
 from boxbench.templatetags.boxbench_format import plain, ticks
+from tests.support.web import explain_failures, figure
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
 RUN_URL = f"/runs/{factory.RUN_ID}/"
-
-
-def figure(response, chart_id):
-    found = re.search(
-        rf'<script id="{chart_id}-data" type="application/json">(.*?)</script>',
-        response.content.decode(),
-        re.S,
-    )
-    return json.loads(found.group(1)) if found else None
 
 
 def colours_by_provider(fig):
@@ -62,7 +53,6 @@ def test_value_labels_sit_at_the_bar_base_clear_of_the_interval(client, publishe
 
 def test_an_all_view_without_any_ranked_provider_is_not_drawn_and_says_why(client, imported_run):
     from boxbench import publishing
-    from tests.web.conftest import explain_failures
 
     # As with local and docker: no provider-sourced cost, so the All view displays nobody.
     for provider in Provider.objects.all():

@@ -1,40 +1,18 @@
-import csv
-import io
 import json
-import re
 
 import pytest
 
 from boxbench import publishing
 from boxbench.models import Provider, Trial
 from boxbench.rawdata import FULL, PUBLIC, export_jsonl
+from tests.support.web import explain_failures, html_table, rows_of, rows_of_text
 from tests.web import factory
-from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
 
 
 RAW_JSONL = f"/runs/{factory.RUN_ID}/raw.jsonl"
 RAW_CSV = f"/runs/{factory.RUN_ID}/raw.csv"
-
-
-def rows_of_text(text: str):
-    return list(csv.reader(io.StringIO(text)))
-
-
-def rows_of(response):
-    return rows_of_text(response.content.decode())
-
-
-def html_table(response, table_id):
-    page = response.content.decode()
-    table = re.search(rf'<table class="data" id="{table_id}">(.*?)</table>', page, re.S).group(1)
-    header = re.findall(r"<th>(.*?)</th>", table)
-    body = [
-        re.findall(r"<td(?: [^>]*)?>(.*?)</td>", row, re.S)
-        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
-    ]
-    return [header, *body]
 
 
 def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run):

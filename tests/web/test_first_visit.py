@@ -10,8 +10,8 @@ from boxbench import holdbacks, publishing
 from boxbench.models import Benchmark, Provider, Run
 from boxbench.views.awaiting import audit_verdict
 from runner.manifest import Manifest
+from tests.support.web import explain_failures
 from tests.web import factory
-from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
 RUN_URL = f"/runs/{factory.RUN_ID}/"

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from boxbench.models import Outcome, Run, RunStatus, Trial
-from tests.web.conftest import explain_failures
+from tests.support.web import explain_failures
 from tests.web.personas import PERSONAS, World, allowed, login, urls
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth.models import User
 
 from boxbench.models import Aggregate, Evidence, MeasurementName, Run, Trial
+from tests.support.web import make_running
 from tests.web import factory
-from tests.web.conftest import make_running
 
 pytestmark = pytest.mark.django_db
 RUN_ADMIN = f"/admin/boxbench/run/{factory.RUN_ID}/"

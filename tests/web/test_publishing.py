@@ -21,8 +21,8 @@ from boxbench.models import (
     Scope,
     Trial,
 )
+from tests.support.web import explain_failures
 from tests.web import factory
-from tests.web.conftest import explain_failures
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 from boxbench import publishing
 from boxbench.models import Aggregate, Outcome, Run, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl, import_jsonl
-from tests.web.conftest import explain_failures
+from tests.support.web import explain_failures
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,7 @@ import pytest
 
 from boxbench import publishing
 from boxbench.models import Aggregate, Benchmark, Scope
-from tests.web.conftest import explain_failures
-from tests.web.test_charts_tables import figure
-from tests.web.test_downloads import rows_of
+from tests.support.web import explain_failures, figure, rows_of
 
 pytestmark = pytest.mark.django_db
 

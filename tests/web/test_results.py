@@ -21,7 +21,7 @@ from boxbench.models import (
     Unit,
 )
 from stats import estimators
-from tests.web.conftest import explain_failures
+from tests.support.web import explain_failures
 
 pytestmark = pytest.mark.django_db
 

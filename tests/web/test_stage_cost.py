@@ -16,10 +16,8 @@ import pytest
 
 from boxbench.models import Aggregate, Benchmark, Provider, Scope, Trial
 from boxbench.templatetags.boxbench_format import usd
+from tests.support.web import explain_failures, figure, html_table
 from tests.web import factory
-from tests.web.conftest import explain_failures
-from tests.web.test_charts_tables import figure
-from tests.web.test_downloads import html_table
 
 pytestmark = pytest.mark.django_db
 STAGES = factory.STAGES["deepswe"]

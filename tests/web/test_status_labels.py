@@ -2,31 +2,16 @@
 a label needs it) through publication to the page a visitor reads, and the precedence between
 them (docs/methodology.md, "Status labels")."""
 
-import html
 import json
-import re
 
 import pytest
 
 from boxbench import publishing
 from boxbench.models import Aggregate, Provider, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl
-from tests.web.conftest import explain_failures
-from tests.web.test_charts_tables import figure
+from tests.support.web import explain_failures, figure, shown_labels
 
 pytestmark = pytest.mark.django_db
-
-
-def shown_labels(response) -> dict[str, list[tuple[str, str]]]:
-    """{provider name: [(label, meaning), ...]} from the page's status labels, in page order
-    (a multi-unit workload's All view first, then the chosen unit's)."""
-    found = re.findall(
-        r'<span class="status" title="(.*?)"><b>(.*?)</b>: (.*?)</span>', response.content.decode()
-    )
-    shown: dict[str, list[tuple[str, str]]] = {}
-    for meaning, name, label in found:
-        shown.setdefault(html.unescape(name), []).append((label, html.unescape(meaning)))
-    return shown
 
 
 def labels_of(response, provider) -> list[str]:

@@ -5,11 +5,10 @@ import pytest
 
 from boxbench import audit_input, publishing
 from boxbench.models import Provider, Trial
-from tests.web.conftest import imported_run  # noqa: F401 (a fixture)
 
 
 @pytest.mark.django_db
-def test_it_marks_the_trials_of_a_provider_that_shares_the_job_host(imported_run):  # noqa: F811
+def test_it_marks_the_trials_of_a_provider_that_shares_the_job_host(imported_run):
     local = Provider.objects.get(slug="local")
     local.declaration = {**local.declaration, "shares_job_host": True}
     local.save(update_fields=["declaration"])
@@ -22,7 +21,7 @@ def test_it_marks_the_trials_of_a_provider_that_shares_the_job_host(imported_run
 
 
 @pytest.mark.django_db
-def test_it_judges_host_saturated_for_the_provider_on_the_job_host_too(imported_run):  # noqa: F811
+def test_it_judges_host_saturated_for_the_provider_on_the_job_host_too(imported_run):
     local = Provider.objects.get(slug="local")
     local.declaration = {**local.declaration, "shares_job_host": True}
     local.save(update_fields=["declaration"])
@@ -43,7 +42,7 @@ def test_it_judges_host_saturated_for_the_provider_on_the_job_host_too(imported_
 
 
 @pytest.mark.django_db
-def test_round_start_closes_at_the_first_end_of_any_trial_of_the_round(imported_run):  # noqa: F811
+def test_round_start_closes_at_the_first_end_of_any_trial_of_the_round(imported_run):
     # A provider failure of docker's create ended first in its round: the frame says so.
     failed = Trial.objects.get(run=imported_run, provider__slug="docker", benchmark__slug="create",
                                outcome="provider_failure")  # fmt: skip
