@@ -20,8 +20,10 @@ os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
 
 import pytest
 
+from runner import adapters, chain
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
+from tests.support.runner import FAST, SkippedTime
 
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server"}
 
@@ -59,3 +61,25 @@ def local(tmp_path):
     yield provider
     for sandbox in provider.list_sandboxes():
         provider.destroy(sandbox)
+
+
+@pytest.fixture
+def skipped_time():
+    return SkippedTime()
+
+
+@pytest.fixture
+def chain_provider(local, monkeypatch, settings):
+    """Make runs use `local` (or what the setter is given, a wrapped one say) with short
+    lifecycle limits; returns a setter. The job host counts as large, so tests not about the
+    shared-host cap (test_schedule.py) plan the parallel trials they ask for."""
+    settings.RUNNER_JOB_HOST_CPUS = 256
+    current = {"provider": local}
+    monkeypatch.setattr(adapters, "provider_factory", lambda slug: current["provider"])
+    monkeypatch.setattr(chain, "lifecycle_limits", FAST)
+
+    def use(provider):
+        current["provider"] = provider
+        return provider
+
+    return use

@@ -4,8 +4,6 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from tests.runner.conftest import FAST, chain_provider, skipped_time  # noqa: F401 - shared fixtures
-
 
 class WorkerDatabase:
     """The test database as a subprocess (qcluster, gunicorn) sees it.

@@ -15,7 +15,7 @@ from django.db import connections
 from boxbench.models import ChainProgress, Evidence, RunStatus, RunTransition, Trial, TrialState
 from runner import recovery, runs, steps, store
 from runner.providers.base import SandboxSpec
-from tests.reliability.test_recovery import assert_recovered, claim, plan
+from tests.support.reliability import assert_recovered, claim, plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Only a sweep that never arrives makes a barrier wait this long; the test then fails.

@@ -9,7 +9,6 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from boxbench import metrics
 from boxbench.models import Run, RunStatus, Trial, TrialState, TrialTally
@@ -17,17 +16,9 @@ from runner import store
 from runner.lifecycle import TrialResult
 from runner.manifest import LiveCheck
 from runner.plan import plan_run
+from tests.support.reliability import parse
 
 pytestmark = pytest.mark.django_db
-
-
-def parse(text: str) -> dict:
-    """{(family, labels as sorted tuples): value}, read by the reference parser."""
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
 
 
 def plan(trials=4):

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from boxbench import metrics_cache
 from runner.plan import plan_run
-from tests.reliability.test_metrics import parse
+from tests.support.reliability import parse
 
 pytestmark = pytest.mark.django_db
 QUEUE = ("boxbench_queue_depth", (("provider", "local"),))

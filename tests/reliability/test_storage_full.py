@@ -18,7 +18,7 @@ from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
 from runner.plan import plan_run
 from runner.providers.local import LocalProvider
-from tests.runner.conftest import FAST
+from tests.support.runner import FAST
 
 
 @pytest.fixture

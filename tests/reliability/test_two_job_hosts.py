@@ -17,7 +17,7 @@ from django.db import connection
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
 from runner import tasks
 from runner.plan import plan_run
-from tests.reliability.test_recovery import tool_running, wait_for
+from tests.support.reliability import tool_running, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]

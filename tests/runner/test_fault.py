@@ -15,7 +15,7 @@ from boxbench.models import Outcome, RunStatus, TrialState
 from runner import chain, fault
 from runner.benchmarks.base import BenchmarkError
 from runner.plan import plan_run
-from tests.runner.test_lifecycle import DEFINITION, trial
+from tests.support.runner import DEFINITION, trial
 
 
 @pytest.mark.parametrize(

@@ -5,27 +5,10 @@ import threading
 import time
 
 from runner.benchmarks import all_benchmarks, latency_per_call
-from runner.benchmarks.base import BenchmarkDefinition, Excluded, TrialOutcome, UnitDefinition
+from runner.benchmarks.base import Excluded, TrialOutcome
 from runner.lifecycle import run_trial
-from tests.runner.conftest import FAST
 from tests.runner.faults import FaultyProvider
-
-UNIT = UnitDefinition("default")
-DEFINITION = BenchmarkDefinition(
-    slug="probe", title="Probe", section="sandbox_operations", metric="echo_ms", unit="ms",
-    direction="lower", clock="guest", procedure_timeout_s=30, lifetime_s=120,
-)  # fmt: skip
-
-
-def echo(ctx):
-    run = ctx.guest("echo hello", timeout=10)
-    assert run.stdout == b"hello\n"
-    ctx.record("echo_ms", run.runtime_ms, gate="pass")
-
-
-def trial(provider, procedure=echo, definition=DEFINITION, **kwargs):
-    kwargs.setdefault("limits", FAST)
-    return run_trial(provider, definition, UNIT, procedure, label="bb-test-lifecycle", **kwargs)
+from tests.support.runner import DEFINITION, FAST, UNIT, echo, trial
 
 
 def test_it_succeeds_only_with_every_sandbox_confirmed_gone(local):

@@ -1,10 +1,11 @@
+"""What the runner's tests share: short lifecycle limits and one probe trial on a provider."""
+
 import dataclasses
 import threading
 import time
 
-import pytest
-
-from runner import adapters, chain, lifecycle
+from runner import lifecycle
+from runner.benchmarks.base import BenchmarkDefinition, UnitDefinition
 
 # Short limits where a test waits them out; the readiness deadline stays a few seconds, since a
 # loaded machine can take longer than 0.5 s to answer the first `true` and the tests that are
@@ -12,6 +13,25 @@ from runner import adapters, chain, lifecycle
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=0.5
 )
+
+UNIT = UnitDefinition("default")
+DEFINITION = BenchmarkDefinition(
+    slug="probe", title="Probe", section="sandbox_operations", metric="echo_ms", unit="ms",
+    direction="lower", clock="guest", procedure_timeout_s=30, lifetime_s=120,
+)  # fmt: skip
+
+
+def echo(ctx):
+    run = ctx.guest("echo hello", timeout=10)
+    assert run.stdout == b"hello\n"
+    ctx.record("echo_ms", run.runtime_ms, gate="pass")
+
+
+def trial(provider, procedure=echo, definition=DEFINITION, **kwargs):
+    """One probe trial through the real lifecycle (`echo` unless told otherwise)."""
+    kwargs.setdefault("limits", FAST)
+    kwargs.setdefault("label", "bb-test-lifecycle")
+    return lifecycle.run_trial(provider, definition, UNIT, procedure, **kwargs)
 
 
 class SkippedTime:
@@ -35,25 +55,3 @@ class SkippedTime:
     def limits(self, base: lifecycle.Limits = FAST, **changes) -> lifecycle.Limits:
         timer = lifecycle.Timer(monotonic=self.monotonic, sleep=self.sleep)
         return dataclasses.replace(base, timer=timer, **changes)
-
-
-@pytest.fixture
-def skipped_time():
-    return SkippedTime()
-
-
-@pytest.fixture
-def chain_provider(local, monkeypatch, settings):
-    """Make runs use `local` (optionally wrapped; the fixture is in tests/conftest.py) with short
-    lifecycle limits; returns a setter. The job host counts as large, so tests not about the
-    shared-host cap (test_schedule.py) plan the parallel trials they ask for."""
-    settings.RUNNER_JOB_HOST_CPUS = 256
-    current = {"provider": local}
-    monkeypatch.setattr(adapters, "provider_factory", lambda slug: current["provider"])
-    monkeypatch.setattr(chain, "lifecycle_limits", FAST)
-
-    def use(provider):
-        current["provider"] = provider
-        return provider
-
-    return use
