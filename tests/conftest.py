@@ -25,6 +25,9 @@ from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
 from tests.support.runner import FAST, SkippedTime
 
+# The Podman service and the `docker` provider, for every folder that needs them.
+pytest_plugins = ["tests.support.podman"]
+
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server"}
 
 

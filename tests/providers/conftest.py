@@ -1,101 +1,60 @@
-"""A real Podman service for the container provider tests, started and stopped by the tests.
+"""OpenSandbox's real server for the provider tests: Podman with the ulimit override, the
+standard image, the execd image and `opensandbox-server` on loopback, started once per session
+(runner/providers/opensandbox/local.py), and a private server a test may stop and start. Skipped
+only where podman is missing; a missing opensandbox-server fails (requirements-opensandbox.txt
+installs it). The Podman service and the `docker` provider are tests/support/podman.py's."""
 
-Podman serves the Docker Engine API on a private socket (`podman --runtime runc system service`);
-the standard image is prepared once per machine (the rootfs tarball is cached in var/images/ and
-the engine keeps the image), so only the first session on a new machine pays for debootstrap.
-"""
-
-import os
+import secrets
 import shutil
-import signal
-import subprocess
-import time
 import uuid
 
 import pytest
-import requests
 from django.conf import settings
 
-from runner.images.prepare import prepare_image
-from runner.providers import get_provider
 from runner.providers.base import Sandbox
-
-# The OpenSandbox server's fixtures, here once: a session fixture imported into two test modules
-# would start two stacks.
-from tests.providers.opensandbox_fixtures import opensandbox, opensandbox_stack, os_label  # noqa: F401
-
-PODMAN = shutil.which("podman")
-needs_podman = pytest.mark.skipif(
-    PODMAN is None, reason="podman is not installed (apt-get install podman runc catatonit)"
-)
+from runner.providers.opensandbox import local
+from tests.support.providers import NO_PODMAN, PrivateServer, provider_for
 
 
 @pytest.fixture(scope="session")
-def podman_socket(tmp_path_factory):
-    if PODMAN is None:
-        pytest.skip("podman is not installed (apt-get install podman runc catatonit)")
-    directory = tmp_path_factory.mktemp("podman")
-    socket_path = directory / "podman.sock"
-    log_path = directory / "service.log"
-    with open(log_path, "wb") as log:
-        service = subprocess.Popen(
-            [PODMAN, "--runtime", "runc", "system", "service", "--time=0", f"unix://{socket_path}"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"unix://{socket_path}"
-    try:
-        _wait_for_service(service, socket_path, log_path)
-        yield url
-    finally:
-        os.killpg(service.pid, signal.SIGTERM)
-        try:
-            service.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(service.pid, signal.SIGKILL)
-            service.wait(timeout=5)
-
-
-def _wait_for_service(service, socket_path, log_path, within_s=30.0):
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if service.poll() is not None:
-            pytest.fail(
-                f"podman system service exited {service.returncode}: {log_path.read_text()}"
-            )
-        if socket_path.exists() and _pings(socket_path):
-            return
-        time.sleep(0.1)
-    pytest.fail(
-        f"podman system service did not answer within {within_s:g}s: {log_path.read_text()}"
+def opensandbox_stack(tmp_path_factory):
+    if shutil.which("podman") is None:
+        pytest.skip(NO_PODMAN)
+    directory = tmp_path_factory.mktemp("opensandbox")
+    stack = local.start_stack(
+        directory, local.free_port(), secrets.token_urlsafe(16), settings.VAR_DIR / "images"
     )
-
-
-def _pings(socket_path) -> bool:
-    import docker
-
-    try:
-        client = docker.APIClient(base_url=f"unix://{socket_path}", version="1.41", timeout=2)
-        return client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
-        return False
+    yield stack
+    stack.stop()
 
 
 @pytest.fixture(scope="session")
-def docker_provider(podman_socket):
-    """The `docker` provider on the test Podman service, with the pinned standard image present."""
-    provider = get_provider("docker", settings={"host": podman_socket})
-    prepare_image(provider, settings.VAR_DIR / "images", log=lambda message: None)
-    return provider
+def opensandbox(opensandbox_stack):
+    provider = provider_for(opensandbox_stack)
+    yield provider
+    provider.close()
 
 
 @pytest.fixture
-def batch_label(docker_provider):
+def os_label(opensandbox):
     """A fresh batch label; whatever a test leaves under it is removed afterwards."""
     label = f"pytest-{uuid.uuid4().hex[:12]}"
     yield label
-    for sandbox in docker_provider.list_sandboxes(label):
-        docker_provider.destroy(Sandbox(id=sandbox.id, label=label))
-    for snapshot in docker_provider.list_snapshots(label):
-        docker_provider.delete_snapshot(snapshot.id)
+    for sandbox in opensandbox.list_sandboxes(label):
+        opensandbox.destroy(Sandbox(id=sandbox.id, label=label))
+    for snapshot in opensandbox.list_snapshots(label):
+        opensandbox.delete_snapshot(snapshot.id)
+
+
+@pytest.fixture
+def server(opensandbox_stack, tmp_path):
+    server = PrivateServer(opensandbox_stack, tmp_path)
+    server.start()
+    provider = server.provider()
+    label = f"pytest-{uuid.uuid4().hex[:12]}"
+    server.label = label
+    yield server
+    for sandbox in provider.list_sandboxes(label):
+        provider.destroy(sandbox)
+    provider.close()
+    server.stop()

@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from runner.images import build
 from runner.images.build import read_pin, write_pin, write_rootfs_tar
-from tests.providers.test_standard_image import recipe
+from tests.support.providers import recipe
 
 pytestmark = pytest.mark.podman
 

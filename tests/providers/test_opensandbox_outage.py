@@ -10,8 +10,8 @@ import pytest
 from boxbench.models import Outcome, RunStatus
 from runner import adapters, chain
 from runner.plan import plan_run, run_prefix
-from tests.providers.opensandbox_fixtures import create
-from tests.providers.test_opensandbox_restart import LIMITS, server  # noqa: F401 - fixture
+from tests.support.providers import OPENSANDBOX_LIMITS as LIMITS
+from tests.support.providers import create
 
 pytestmark = pytest.mark.podman
 AWAY_S = 10.0
@@ -46,7 +46,7 @@ class AwayAtTheSecondCreate:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_waits_for_a_server_that_stays_away_and_completes(
-    server,  # noqa: F811 - the fixture imported above
+    server,
     monkeypatch,
     settings,
 ):

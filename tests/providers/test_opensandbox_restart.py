@@ -8,78 +8,20 @@ get, destroy) fail then, as connection refused. A run in progress: the trial who
 through the restart succeeds, a create that met the server down is a provider failure naming the
 refused connection and is refilled, and nothing is left behind."""
 
-import os
-import secrets
-import signal
 import threading
-import time
-import uuid
 
 import pytest
 
 from boxbench.models import Outcome, RunStatus
-from runner import adapters, chain, lifecycle
+from runner import adapters, chain
 from runner.plan import plan_run, run_prefix
 from runner.providers.base import NotReady, Sandbox, SandboxSpec
 from runner.providers.opensandbox import adapter, local
 from runner.readiness import readiness_check
-from tests.providers.opensandbox_fixtures import create, provider_for
+from tests.support.providers import OPENSANDBOX_LIMITS, create, provider_for
 
 pytestmark = pytest.mark.podman
-LIMITS = lifecycle.Limits(poll_interval_s=0.05)
-
-
-class PrivateServer:
-    """An opensandbox-server of this test's own on the session's Podman service, so stopping it
-    disturbs no other test; started again on the same port, configuration and store."""
-
-    def __init__(self, stack, directory):
-        self.stack, self.directory = stack, directory
-        self.port = local.free_port()
-        self.api_key = secrets.token_urlsafe(16)
-        self.config = local.server_config(directory, self.port, self.api_key, stack.execd_image)
-        self.process = None
-        self.restarts = 0
-        self.down_since = None
-        self.downtimes = []  # seconds from each stop until /health answers again
-
-    def start(self) -> None:
-        self.process = local.start_server(
-            self.directory, self.config, self.stack.docker_host, self.port
-        )
-        if self.down_since is not None:
-            self.downtimes.append(time.monotonic() - self.down_since)
-            self.down_since = None
-
-    def stop(self, kill: bool = False) -> None:
-        self.down_since = time.monotonic()
-        if kill:
-            os.killpg(self.process.popen.pid, signal.SIGKILL)
-            self.process.popen.wait(timeout=30)
-        else:
-            self.process.stop()
-
-    def restart(self, kill: bool = False) -> None:
-        self.stop(kill)
-        self.start()
-        self.restarts += 1
-
-    def provider(self):
-        return provider_for(self.stack, url=f"127.0.0.1:{self.port}", api_key=self.api_key)
-
-
-@pytest.fixture
-def server(opensandbox_stack, tmp_path):
-    server = PrivateServer(opensandbox_stack, tmp_path)
-    server.start()
-    provider = server.provider()
-    label = f"pytest-{uuid.uuid4().hex[:12]}"
-    server.label = label
-    yield server
-    for sandbox in provider.list_sandboxes(label):
-        provider.destroy(sandbox)
-    provider.close()
-    server.stop()
+LIMITS = OPENSANDBOX_LIMITS
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
@@ -119,7 +61,7 @@ class RestartingProvider:
     the server down (started again a second later, while the adapter tries the destroy again);
     then killed at the second create, which meets it down, and started again before that
     create's failure reaches the lifecycle. The other creates are tried once more on Podman
-    4.3's broken pipe (tests/providers/opensandbox_fixtures.py)."""
+    4.3's broken pipe (tests/support/providers.py)."""
 
     KILL_AT_EXEC, DOWN_AT_CREATE = 15, 2
 

@@ -25,7 +25,7 @@ from runner.providers.opensandbox.errors import (
     WrongState,
 )
 from runner.readiness import readiness_check
-from tests.providers.opensandbox_fixtures import create, provider_for
+from tests.support.providers import create, provider_for
 
 pytestmark = pytest.mark.podman
 LIMITS = lifecycle.Limits(poll_interval_s=0.05)

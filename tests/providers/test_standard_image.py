@@ -10,7 +10,6 @@ import pytest
 from runner.images import build, prepare
 from runner.images.build import (
     ImageError,
-    Recipe,
     cache_path,
     file_digest,
     load_recipe,
@@ -18,25 +17,7 @@ from runner.images.build import (
     write_pin,
     write_rootfs_tar,
 )
-
-EPOCH = 1_700_000_000
-
-
-def recipe(**overrides) -> Recipe:
-    values = {
-        "name": "boxbench-test",
-        "suite": "bookworm",
-        "variant": "minbase",
-        "mirror": "http://deb.debian.org/debian",
-        "source_date_epoch": EPOCH,
-        "packages": ("bash",),
-        "empty_dirs": ("proc", "var/log"),
-        "drop": ("etc/hostname", "var/lib/dpkg/*-old"),
-        "make_dirs": ("app",),
-        "workdir": "/app",
-        "env": {},
-    }
-    return Recipe(**{**values, **overrides})
+from tests.support.providers import EPOCH, recipe
 
 
 def make_tree(root: Path, reverse=False, mtime=EPOCH + 10_000):
