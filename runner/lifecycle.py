@@ -20,7 +20,10 @@ trial has ended no further sandbox can be created, and cleanup also waits for a 
 flight, so the worker never starts its next trial while a sandbox of this one may appear.
 
 Exceptions: the adapter's errors, expected (ProviderError) or not, are provider failures naming
-the error; an exception from our own benchmark code or the runner is a benchmark error.
+the error, except a credential the provider refused (CredentialsRejected, `adapter_failure`),
+which is a benchmark error; an exception from our own benchmark code or the runner is a
+benchmark error. The readiness check keeps the methodology's own rule: any error there other
+than not-ready is the provider's.
 """
 
 from __future__ import annotations
@@ -49,7 +52,13 @@ from runner.benchmarks.base import (
 from runner.hostload import HostLoadSampler
 from runner.outcomes import MAX_VALUE, Outcome
 from runner.pricing import trial_cost_usd
-from runner.providers.base import ExecTimeout, ProviderError, Sandbox, SandboxSpec
+from runner.providers.base import (
+    CredentialsRejected,
+    ExecTimeout,
+    ProviderError,
+    Sandbox,
+    SandboxSpec,
+)
 from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
 
 PLACEMENT_PROBE = r"""
@@ -194,14 +203,18 @@ def call_with_limit(
     return box
 
 
-def adapter_failure(operation: str, error: BaseException) -> ProviderFailure:
-    """Any adapter error is the provider's failure, named, whether expected or not."""
+def adapter_failure(operation: str, error: BaseException) -> TrialOutcome:
+    """An adapter error as the trial's outcome, named: the provider's failure, whether expected
+    or not, except a credential the provider refused, which is ours (a benchmark error; see
+    CredentialsRejected). The one place that decides this owner, for every adapter."""
     if isinstance(error, ExecTimeout):
         return ProviderFailure(f"{operation}: a step hit its time limit: {error}")
     if isinstance(error, ProviderError):
         label, text = error.operation or operation, str(error)
         # Adapters often name the operation in the message already: say it once.
-        return ProviderFailure(text if text.startswith(f"{label}: ") else f"{label}: {text}")
+        cause = text if text.startswith(f"{label}: ") else f"{label}: {text}"
+        owner = BenchmarkError if isinstance(error, CredentialsRejected) else ProviderFailure
+        return owner(cause)
     return ProviderFailure(f"{operation}: the adapter raised {type(error).__name__}: {error}")
 
 
@@ -320,6 +333,8 @@ class LifecycleContext(TrialContext):
         started = time.monotonic()
         try:
             value = call()
+        except CredentialsRejected as exc:
+            raise adapter_failure(name, exc) from None
         except ProviderError as exc:
             raise ProviderFailure(f"{name}: {type(exc).__name__}: {exc}") from None
         self.record(name, _ms(time.monotonic() - started), clock="job_host")

@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runner.providers.base import (
+    CredentialsRejected,
     DoctorCheck,
     ExecResult,
     ExecTimeout,
@@ -197,7 +198,7 @@ class AgentCoreProvider(Provider):
             if code in LIMITED:
                 raise ProviderError(text, operation, "rate_limited") from None
             if code in UNAUTHORIZED:
-                raise ProviderError(text, operation, "unauthorized") from None
+                raise CredentialsRejected(text, operation, "unauthorized") from None
             if code in UNAVAILABLE:
                 kind = NotReady if data_plane else ProviderError
                 raise kind(text, operation=operation, code="unavailable") from None

@@ -1,7 +1,8 @@
 """The provider adapter interface. One module per provider in runner/providers/.
 
 Adapters translate these calls into a backend's API and raise the errors below, so the lifecycle
-can classify every failure (not ready, provider failure, timeout) without knowing the backend.
+can classify every failure (not ready, provider failure, timeout, a rejected credential) without
+knowing the backend.
 Adapters never time anything: the lifecycle times calls from adapter entry on the job host.
 """
 
@@ -19,6 +20,16 @@ class ProviderError(Exception):
         super().__init__(message)
         self.operation = operation
         self.code = code
+
+
+class CredentialsRejected(ProviderError):
+    """The provider refused the credential we sent (HTTP 401 or 403, an SDK's auth error).
+
+    Ours, not the provider's (common methodology, "Outcomes"): the credential is part of our
+    configuration, so the lifecycle records a benchmark error, which stops the unit on this
+    provider for the run instead of charging the provider and refilling a trial that would be
+    refused the same way. Every adapter raises this one class; the lifecycle decides the owner.
+    """
 
 
 class NotReady(ProviderError):

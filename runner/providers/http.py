@@ -12,8 +12,9 @@ closed while idle is noticed by httpx before reuse and replaced.
 
 Error mapping: on a sandbox's data plane, HTTP 502, 503 and 504, refused connections and resets
 mean "not ready yet" (NotReady, which the readiness check retries); everywhere else they are the
-provider's failure. Every error names the provider, the operation, the HTTP status and the
-provider's own message, with any credential removed.
+provider's failure; 401 and 403 are CredentialsRejected (ours: runner/providers/base.py).
+Every error names the provider, the operation, the HTTP status and the provider's own message,
+with any credential removed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from runner.providers.base import DoctorCheck, NotReady, Provider, ProviderError
+from runner.providers.base import (
+    CredentialsRejected,
+    DoctorCheck,
+    NotReady,
+    Provider,
+    ProviderError,
+)
 from runner.providers.credentials import MissingCredential, credential, redact
 
 KEEPALIVE_EXPIRY_S = 300.0
@@ -176,9 +183,8 @@ def status_error(
     code = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}.get(
         status, "server_error" if status >= 500 else "rejected"
     )
-    return ProviderError(
-        f"{provider} {operation}: HTTP {status}: {detail}", operation=operation, code=code
-    )
+    kind = CredentialsRejected if status in (401, 403) else ProviderError
+    return kind(f"{provider} {operation}: HTTP {status}: {detail}", operation=operation, code=code)
 
 
 def _detail(response: httpx.Response, secrets: tuple[str | None, ...] = ()) -> str:

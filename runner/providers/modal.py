@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from runner.providers.base import (
+    CredentialsRejected,
     DoctorCheck,
     ExecResult,
     ExecTimeout,
@@ -147,7 +148,8 @@ class ModalProvider(Provider):
             text = self._text(operation, exc, "plan or rate limit")
             raise ProviderError(text, operation, "rate_limited") from None
         except (errors.AuthError, errors.PermissionDeniedError) as exc:
-            raise ProviderError(self._text(operation, exc), operation, "unauthorized") from None
+            text = self._text(operation, exc)
+            raise CredentialsRejected(text, operation, "unauthorized") from None
         except (errors.SandboxTimeoutError, errors.SandboxTerminatedError,
                 errors.ConflictError) as exc:  # fmt: skip
             text = self._text(operation, exc, "the sandbox has ended")

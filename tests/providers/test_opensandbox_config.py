@@ -4,6 +4,7 @@ import pytest
 
 from runner.benchmarks.base import BenchmarkError
 from runner.declarations import get_declaration
+from runner.lifecycle import adapter_failure
 from runner.providers import get_provider
 from runner.providers.base import NotReady, ProviderError
 from runner.providers.opensandbox.errors import (
@@ -86,20 +87,23 @@ BODIES = {
 
 
 @pytest.mark.parametrize(
-    ("status", "kind", "benchmark_error"),
+    ("status", "kind", "owner_at_create"),
     [
-        (401, CredentialsRejected, True),
-        (404, SandboxGone, False),
-        (409, WrongState, False),
-        (422, RequestRejected, True),
-        (500, ProviderError, False),
-        (503, NotReady, False),
+        (401, CredentialsRejected, "benchmark"),
+        (404, SandboxGone, "provider"),
+        (409, WrongState, "provider"),
+        (422, RequestRejected, "benchmark"),
+        (500, ProviderError, "provider"),
+        (503, NotReady, "provider"),
     ],
 )
-def test_error_answers_map_to_adapter_errors(status, kind, benchmark_error):
+def test_error_answers_map_to_adapter_errors(status, kind, owner_at_create):
     error = error_for("create", status, BODIES[status])
     assert type(error) is kind and isinstance(error, ProviderError)
-    assert isinstance(error, BenchmarkError) is benchmark_error
+    # As the lifecycle's create takes it: a TrialOutcome as itself, any other error as
+    # adapter_failure decides.
+    at_create = error if isinstance(error, BenchmarkError) else adapter_failure("create", error)
+    assert at_create.owner == owner_at_create
     code, message = error_body(BODIES[status])
     assert f"HTTP {status} {code}: {message}" in str(error) and error.operation == "create"
 

@@ -6,16 +6,17 @@ FastAPI's validation errors as 422 `{"detail": [{"loc": [...], "msg": "..."}]}`,
 
 | status | error | outcome (runner/lifecycle.py) |
 | --- | --- | --- |
-| 401, 403 | CredentialsRejected | benchmark error: our configuration, not the provider's failure |
+| 401, 403 | CredentialsRejected (runner/providers/base.py) | benchmark error, as on every adapter |
 | 400, 422 | RequestRejected | benchmark error: the adapter sent a request the API refuses |
 | 404 | SandboxGone (a ProviderError) | provider failure; destroy and is_gone take it as gone |
 | 409 | WrongState (a ProviderError) | provider failure: pause of a paused sandbox and the like |
 | 502, 503, 504 | NotReady | retried by the readiness check, else a provider failure |
 | other | ProviderError | provider failure, naming the server's code |
 
-The two benchmark errors pass through create as themselves (the lifecycle re-raises a
-TrialOutcome from create); from exec or a transfer the lifecycle reports any adapter error as the
-provider's, which is why the message names the status and the server's code either way.
+RequestRejected passes through create as itself (the lifecycle re-raises a TrialOutcome from
+create); from exec or a transfer the lifecycle reports it as the provider's, which is why the
+message names the status and the server's code either way. A rejected credential is a benchmark
+error wherever it happens: the lifecycle decides that for every adapter.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from __future__ import annotations
 import json
 
 from runner.benchmarks.base import BenchmarkError
-from runner.providers.base import NotReady, ProviderError
+from runner.providers.base import CredentialsRejected, NotReady, ProviderError
 from runner.providers.credentials import redact
 
 NOT_READY_STATUS = {502, 503, 504}
+__all__ = ["CredentialsRejected", "RequestRejected", "SandboxGone", "WrongState", "error_for"]
 
 
 class SandboxGone(ProviderError):
@@ -46,10 +48,6 @@ class _Refused(BenchmarkError, ProviderError):
         self.cause = message
         self.operation = operation
         self.code = code
-
-
-class CredentialsRejected(_Refused):
-    """401/403: the API key is missing or wrong (OPEN_SANDBOX_API_KEY, or its _FILE)."""
 
 
 class RequestRejected(_Refused):

@@ -237,3 +237,18 @@ def test_daytona_polls_create_through_its_transitional_states(tmp_path):
         polls = [r for r in found.api.requests if r.method == "GET" and sandbox.id in r.path]
         assert len(polls) >= 3  # creating, pulling_snapshot, started
         found.provider.destroy(sandbox)
+
+
+def test_a_credential_revoked_mid_trial_is_ours_from_a_timed_call_too(cloud):
+    key = cloud.fake.api_key
+
+    def procedure(ctx):
+        cloud.fake.api_key = "revoked-" + key[-6:]
+        try:
+            ctx.timed("list_ms", lambda: cloud.provider.list_sandboxes("bb-pytest-cloud"))
+        finally:
+            cloud.fake.api_key = key
+
+    result = run(cloud, procedure)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark"), result.cause
+    assert "HTTP 40" in result.cause and result.cleanup_verified

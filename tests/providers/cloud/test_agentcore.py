@@ -250,15 +250,16 @@ def test_a_wrong_credential_is_refused_and_never_repeated(cloud, overrides, code
 
 
 @pytest.mark.parametrize(
-    "status, code, expected",
+    "status, code, expected, outcome",
     [
-        (429, "ThrottlingException", "rate_limited"),
-        (402, "ServiceQuotaExceededException", "rate_limited"),
-        (500, "InternalServerException", "unavailable"),
-        (403, "AccessDeniedException", "unauthorized"),
+        (429, "ThrottlingException", "rate_limited", ("provider_failure", "provider")),
+        (402, "ServiceQuotaExceededException", "rate_limited", ("provider_failure", "provider")),
+        (500, "InternalServerException", "unavailable", ("provider_failure", "provider")),
+        # A refused credential is ours (runner/providers/base.py, CredentialsRejected).
+        (403, "AccessDeniedException", "unauthorized", ("benchmark_error", "benchmark")),
     ],
 )
-def test_create_failures_are_provider_failures_naming_the_cause(cloud, status, code, expected):
+def test_create_failures_are_named_and_owned(cloud, status, code, expected, outcome):
     cloud.api.faults.add(
         "PUT",
         "/sessions/start$",
@@ -267,7 +268,7 @@ def test_create_failures_are_provider_failures_naming_the_cause(cloud, status, c
         headers={"x-amzn-ErrorType": code},
     )
     result = run(cloud, None, benchmark="create")
-    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert (result.outcome, result.owner) == outcome
     assert code in result.cause and f"planted {code}" in result.cause
     error = next(e.data for e in result.evidence if e.kind == "create_error")
     assert error["code"] == expected
