@@ -199,6 +199,13 @@ SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # The runner.
 JOB_HOST = envstr("BOXBENCH_JOB_HOST", "") or __import__("socket").gethostname()
+# What this job host is (methodology: "machines of the same type in the AWS region the
+# publication names"): recorded per provider in the manifest and on every trial; results from
+# job hosts of another type or region are a separate series, never combined on one board.
+JOB_HOST_TYPE = envstr("BOXBENCH_JOB_HOST_TYPE", "") or (
+    f"unnamed {os.uname().machine} machine, {os.cpu_count() or 1} CPUs"
+)
+JOB_HOST_REGION = envstr("BOXBENCH_JOB_HOST_REGION", "") or "unnamed"
 RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
 # The job host's cores: providers whose sandboxes run on the job host (local, docker) get parallel
 # trials capped so their sandboxes' CPUs fit them (runner/plan.py, "schedule" in the manifest).

@@ -124,6 +124,7 @@ class Chain:
                 self._update_chain(status="done", stopped=busy)
                 return None
             self._network_baseline()
+            self._record_job_host()
             return 1
         if number <= len(order) and not self.memory.get("halted"):
             self.run_batch(*order[number - 1])
@@ -311,6 +312,8 @@ class Chain:
                 pricing=self.provider.declaration.pricing,
                 limits=lifecycle_limits,
             )
+            # Every trial says what its job host is, beside its name (claim_trial).
+            result.host_load = {**(result.host_load or {}), **self._job_host}
             try:
                 store.save_result(trial.pk, result)
             except store.TrialNotRunning:
@@ -517,6 +520,23 @@ class Chain:
             )
         store.update_manifest(self.run.pk, lambda m: m.record_live(self.slug, moment, entry))
         return entry
+
+    @property
+    def _job_host(self) -> dict:
+        return {
+            "job_host_type": settings.JOB_HOST_TYPE,
+            "job_host_region": settings.JOB_HOST_REGION,
+        }
+
+    def _record_job_host(self) -> None:
+        """The chain runs on its job host: the manifest records that host's type and region."""
+
+        def change(manifest: Manifest) -> None:
+            entry = manifest.providers[self.slug]
+            entry.job_host_type = settings.JOB_HOST_TYPE
+            entry.job_host_region = settings.JOB_HOST_REGION
+
+        store.update_manifest(self.run.pk, change)
 
     def _network_baseline(self) -> None:
         try:

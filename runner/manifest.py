@@ -56,6 +56,10 @@ class ProviderEntry(msgspec.Struct):
 
     job_host: str
     seq_base: int
+    # The job host's machine type and region; a chain writes its own host's when it starts.
+    # Empty: a run that did not record them (its results are a series of their own).
+    job_host_type: str = ""
+    job_host_region: str = ""
     declaration_digest: str = ""
     pricing_digest: str = ""
     create_rate_per_s: float | None = None

@@ -174,6 +174,8 @@ def plan_run(
             declaration_digest=declaration.digest,
             pricing_digest=declaration.pricing_digest,
             job_host=job_hosts.get(provider, settings.JOB_HOST),
+            job_host_type=settings.JOB_HOST_TYPE,
+            job_host_region=settings.JOB_HOST_REGION,
             create_rate_per_s=declaration.create_rate_per_s,
             seq_base=index * SEQ_BLOCK,
         )

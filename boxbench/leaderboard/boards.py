@@ -13,6 +13,8 @@ from boxbench.leaderboard.cells import (
     load_trials,
 )
 from boxbench.leaderboard.sources import (
+    job_host_series,
+    other_series,
     planned_refusals,
     ranking_floor,
     run_source,
@@ -125,6 +127,8 @@ def benchmark_board(
             **_context(benchmark, runs, {p.slug: p.name for p in providers.values()}, stages),
             # Published as the subset it covers, never as the whole workload.
             "unit_scope": unit_scope(len(units), declared_units),
+            "job_host_series": _series(by_provider, providers),
+            "other_series": other_series(benchmark.id, by_provider, published, providers),
         },
         medians={p.slug: {} for p in in_run},
         costs={p.slug: {} for p in in_run},
@@ -142,6 +146,13 @@ def benchmark_board(
         for unit in units
     ]
     return Board(benchmark, runs, _summary_page(build, unit_pages), unit_pages)
+
+
+def _series(by_provider: dict[int, Run], providers: dict[int, Provider]) -> dict:
+    """The job hosts every number of the board was timed from: {"type", "region"}."""
+    provider_id, run = next(iter(by_provider.items()))
+    kind, region = job_host_series(run, providers[provider_id].slug)
+    return {"type": kind or "not recorded", "region": region or "not recorded"}
 
 
 def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], stages) -> dict:

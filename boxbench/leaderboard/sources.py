@@ -46,18 +46,66 @@ def leaderboard_sources(published: list[Run], held: dict) -> dict[int, dict[int,
         for c in counted
         if (c["run_id"], c["benchmark_id"], c["provider_id"]) not in timed
     ]
-    chosen: dict[int, dict[int, Run]] = {}
-    when: dict[tuple[int, int], tuple] = {}
+    candidates: dict[int, list] = {}  # benchmark id -> [(measured, provider id, slug, run)]
     for cell in cells:
         run = by_id[cell["run_id"]]
         if (cell["provider__slug"], cell["benchmark__slug"]) in held_pairs.get(run.id, ()):
             continue
-        key = (cell["benchmark_id"], cell["provider_id"])
         measured = (_measured_at(cell["measured"], run), str(run.id))
-        if key not in when or measured > when[key]:
-            when[key] = measured
-            chosen.setdefault(key[0], {})[key[1]] = run
+        candidates.setdefault(cell["benchmark_id"], []).append(
+            (measured, cell["provider_id"], cell["provider__slug"], run)
+        )
+    chosen: dict[int, dict[int, Run]] = {}
+    for benchmark_id, found in candidates.items():
+        found.sort(key=lambda c: c[0], reverse=True)
+        # One series per board: the job hosts' (type, region) that most providers' newest runs
+        # share (a tie goes to the newest measured). A provider's numbers come from its newest
+        # run in that series; runs timed from job hosts of another type or region are never
+        # combined with it (other_series lists them).
+        newest: dict[int, tuple] = {}
+        for measured, provider_id, slug, run in found:
+            newest.setdefault(provider_id, (measured, job_host_series(run, slug)))
+        votes: dict[tuple, list] = {}
+        for measured, key in newest.values():
+            votes.setdefault(key, []).append(measured)
+        series = max(votes, key=lambda key: (len(votes[key]), max(votes[key])))
+        for _, provider_id, slug, run in found:
+            if job_host_series(run, slug) == series:
+                chosen.setdefault(benchmark_id, {}).setdefault(provider_id, run)
     return chosen
+
+
+def job_host_series(run: Run, provider: str) -> tuple[str, str]:
+    """(machine type, region) of the job host that timed `provider` in `run`; ("", "") where the
+    run did not record them."""
+    entry = run.typed_manifest.providers.get(provider)
+    return (entry.job_host_type, entry.job_host_region) if entry else ("", "")
+
+
+def other_series(
+    benchmark_id: int, chosen: dict[int, Run], published: list[Run], providers: dict
+) -> list[dict]:
+    """The published runs of this benchmark left off its board because their job hosts are of
+    another type or region: [{"provider", "run", "job_host_type", "job_host_region"}]."""
+    if not chosen:
+        return []
+    shown = {run.id for run in chosen.values()}
+    first = next(iter(chosen.items()))
+    series = job_host_series(first[1], providers[first[0]].slug)
+    found = Trial.objects.filter(
+        benchmark_id=benchmark_id, run__in=published, state=TrialState.DONE
+    ).exclude(run_id__in=shown)
+    out = []
+    by_id = {run.id: run for run in published}
+    for run_id, provider_id in found.values_list("run_id", "provider_id").distinct().order_by():
+        slug = providers[provider_id].slug
+        kind, region = job_host_series(by_id[run_id], slug)
+        if (kind, region) != series:
+            entry = {"provider": slug, "run": str(run_id), "job_host_type": kind,
+                     "job_host_region": region}  # fmt: skip
+            if entry not in out:
+                out.append(entry)
+    return sorted(out, key=lambda e: (e["provider"], e["run"]))
 
 
 def _measured_at(last_trial_end, run: Run):

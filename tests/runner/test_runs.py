@@ -458,3 +458,15 @@ def test_it_checks_the_refill_time_limit_before_every_refill(chain_provider, loc
     cancelled = refills.get(state=TrialState.CANCELLED)
     assert "the refill time limit of 600 s expired" in cancelled.cause
     assert "refill time limit" in run.manifest["topups"]["local"]["stopped"]
+
+
+def test_the_manifest_and_every_trial_record_the_job_hosts_type_and_region(
+    chain_provider, settings
+):
+    settings.JOB_HOST_TYPE, settings.JOB_HOST_REGION = "c7i.xlarge", "us-east-1"
+    run = start(plan(trials=2))
+    entry = run.manifest["providers"]["local"]
+    assert (entry["job_host_type"], entry["job_host_region"]) == ("c7i.xlarge", "us-east-1")
+    for trial in run.trials.all():
+        assert trial.host_load["job_host_type"] == "c7i.xlarge"
+        assert trial.host_load["job_host_region"] == "us-east-1"

@@ -342,3 +342,25 @@ def test_a_provider_without_a_result_in_a_derived_view_reads_not_displayed(impor
     assert boat["derived"]["ready"]["label"] == "Not Displayed"
     assert "label" not in boat["derived"]["create"]  # it has a result there
     assert "label" not in unit_row("create/create", "local")["derived"]["ready"]
+
+
+def test_it_never_combines_runs_timed_from_job_hosts_of_another_region(client, published_run):
+    # docker's pair is re-run from a job host in another region: a separate series, so the board
+    # keeps every provider's numbers from the fixture's series and names the other run.
+    manifest = {"providers": {"docker": {"job_host": "far-host", "seq_base": 0,
+                "job_host_type": "c7i.xlarge", "job_host_region": "eu-west-1"}}}  # fmt: skip
+    rerun = later_run("docker-create-eu", manifest)
+    create = Benchmark.objects.get(slug="create")
+    docker = Provider.objects.get(slug="docker")
+    add_trials(rerun, create, create.units.get(), docker, FAST_DOCKER, 1)
+    publishing.publish(rerun)
+    assert summary_row("create", "docker")["run"] == str(published_run.id)
+    summary = Aggregate.objects.get(scope="benchmark", key="create").data
+    assert [s["run"] for s in summary["sources"]] == [str(published_run.id)]
+    assert summary["other_series"] == [{"provider": "docker", "run": str(rerun.id),
+                                        "job_host_type": "c7i.xlarge",
+                                        "job_host_region": "eu-west-1"}]  # fmt: skip
+    page = client.get("/benchmarks/create/").content.decode()
+    assert "Not combined with these results" in page and "eu-west-1" in page
+    # The same region and type as the fixture's (not recorded) would have been combined.
+    assert summary["job_host_series"] == {"type": "not recorded", "region": "not recorded"}
