@@ -1,5 +1,6 @@
 """How the runner gets a provider's adapter: one seam, read at call time by planning (image
-identity), chains, cleanup and recovery, so a test replaces it once (tests/runner/conftest.py).
+identity), chains, cleanup and recovery, so a test replaces it once (the chain_provider
+fixture, tests/conftest.py).
 """
 
 from __future__ import annotations

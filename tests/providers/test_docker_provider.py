@@ -1,4 +1,4 @@
-"""The `docker` provider against a real Podman service (tests/providers/conftest.py)."""
+"""The `docker` provider against a real Podman service (tests/support/podman.py)."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
