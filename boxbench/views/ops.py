@@ -1,6 +1,7 @@
 """Operations endpoints: /metrics (Prometheus text, the view_metrics permission or the bearer
 token; one collection shared by every process for up to two seconds, boxbench/metrics_cache.py)
-and /healthz."""
+and /healthz (up or down for everyone; the database's details for the same readers as
+/metrics)."""
 
 import hmac
 
@@ -22,7 +23,7 @@ def _token_matches(request) -> bool:
 
 @never_cache
 def metrics_view(request):
-    if _token_matches(request) or permissions.may(request, permissions.VIEW_METRICS):
+    if _may_read_operations(request):
         return HttpResponse(metrics_cache.scrape(), content_type=metrics.CONTENT_TYPE)
     if request.user.is_authenticated:
         return HttpResponse(
@@ -40,18 +41,27 @@ def metrics_view(request):
     return response
 
 
+def _may_read_operations(request) -> bool:
+    return _token_matches(request) or permissions.may(request, permissions.VIEW_METRICS)
+
+
 @never_cache
 def healthz(request):
-    """200 when the database answers a query, else 503 naming the error (never a traceback)."""
+    """200 when the database answers a query, else 503 (never a traceback). Only those who may
+    read /metrics learn which database and why it failed: the error names its host and port."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "unavailable"
+        if not _may_read_operations(request):
+            return JsonResponse({"status": "unavailable"}, status=503)
         return JsonResponse(
             {"status": "unavailable", "database": {"ok": False, "error": _describe(exc)}},
             status=503,
         )
+    if not _may_read_operations(request):
+        return JsonResponse({"status": "ok"})
     return JsonResponse({"status": "ok", "database": {"ok": True, "vendor": connection.vendor}})
 
 

@@ -21,13 +21,19 @@ from runner.plan import plan_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
+TOKEN = "healthz-test-token"
+
+
 @pytest.mark.django_db
-def test_it_says_healthy_when_the_database_answers(client):
+def test_it_says_healthy_when_the_database_answers(client, settings):
+    settings.METRICS_TOKEN = TOKEN
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
-    healthy = {"status": "ok", "database": {"ok": True, "vendor": connection.vendor}}
-    assert response.json() == healthy
+    assert response.json() == {"status": "ok"}  # up or down, nothing about the database
     assert "no-cache" in response["Cache-Control"]
+    detailed = client.get(reverse("healthz"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    healthy = {"status": "ok", "database": {"ok": True, "vendor": connection.vendor}}
+    assert detailed.json() == healthy
 
 
 def free_port() -> int:
@@ -47,7 +53,10 @@ def test_it_answers_503_with_the_reason_when_the_database_is_unreachable(
     database_url, expected, tmp_path
 ):
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "BOXBENCH_VAR_DIR": str(tmp_path)}
+    env = {
+        **os.environ, "DATABASE_URL": database_url, "BOXBENCH_VAR_DIR": str(tmp_path),
+        "BOXBENCH_METRICS_TOKEN": TOKEN,
+    }  # fmt: skip
     with open(tmp_path / "gunicorn.log", "wb") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{port}",
@@ -58,15 +67,21 @@ def test_it_answers_503_with_the_reason_when_the_database_is_unreachable(
         deadline = time.monotonic() + 30
         while True:
             try:
-                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+                anonymous = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise AssertionError((tmp_path / "gunicorn.log").read_text()) from None
                 time.sleep(0.1)
+        response = httpx.get(
+            f"http://127.0.0.1:{port}/healthz", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # An anonymous visitor learns that it is down, not which host and port the database has.
+    assert anonymous.status_code == 503
+    assert anonymous.json() == {"status": "unavailable"}
     assert response.status_code == 503
     body = response.json()
     assert body["status"] == "unavailable" and body["database"]["ok"] is False
