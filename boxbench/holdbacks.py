@@ -5,7 +5,11 @@ out of publication. Read-only questions about stored audits and resolutions, ask
 
 from __future__ import annotations
 
-from boxbench.models import AuditResolution, ResolutionKind, Run
+from django.db.models import Max
+
+from boxbench.models import AuditResolution, ResolutionKind, Run, RunTransition
+
+PUBLICATION_NOTES = ("published", "republished")  # the transitions that publish a run
 
 
 def failing_checks(report: dict) -> list[tuple[str, str, str]]:
@@ -33,24 +37,32 @@ def held_back(runs: list[Run]) -> dict:
 
     A failing pair stays out until resolved; a pair resolved as explained or by excluding its
     outliers publishes; a pair resolved by a re-run publishes from the re-run only, so the
-    original run's numbers of that pair stay out for good.
+    original run's numbers of that pair stay out for good. A resolution recorded after the run's
+    last publication counts only once someone with publish_run publishes the run again
+    (publishing.republish), so resolving alone never changes the public board.
     """
     ids = [run.id for run in runs]
+    published = last_publications(ids)
     resolved = {
-        (run_id, p, b, c): (kind, rerun)
-        for run_id, p, b, c, kind, rerun in AuditResolution.objects.filter(
+        (run_id, p, b, c): (kind, rerun, at)
+        for run_id, p, b, c, kind, rerun, at in AuditResolution.objects.filter(
             run_id__in=ids
         ).values_list(
-            "run_id", "provider__slug", "benchmark__slug", "check_name", "kind", "rerun_id"
+            "run_id", "provider__slug", "benchmark__slug", "check_name", "kind", "rerun_id", "at"
         )
     }
     found: dict = {}
     for run in runs:
         pairs: dict = {}
         for provider, benchmark, check in failing_checks(run.audit_report or {}):
-            kind, rerun = resolved.get((run.id, provider, benchmark, check), (None, None))
+            kind, rerun, at = resolved.get((run.id, provider, benchmark, check), (None,) * 3)
             if kind is None:
                 why = f"{check} failed the audit and is not resolved"
+            elif run.id in published and at > published[run.id]:
+                why = (
+                    f"{check} was resolved after the run was published: it joins the board "
+                    "once someone with publish_run publishes the run again"
+                )
             elif kind == ResolutionKind.RERUN:
                 why = (
                     f"{check} was resolved by re-running the pair (run {rerun}): "
@@ -63,6 +75,21 @@ def held_back(runs: list[Run]) -> dict:
             )
             entry["checks"].append({"check": check, "why": why})
         found[run.id] = [pairs[key] for key in sorted(pairs)]
+    return found
+
+
+def last_publications(run_ids: list) -> dict:
+    """{run id: when it was last published or republished} of the published runs among them."""
+    found = dict(
+        RunTransition.objects.filter(run_id__in=run_ids, note__in=PUBLICATION_NOTES)
+        .values("run_id")
+        .annotate(last=Max("at"))
+        .values_list("run_id", "last")
+    )
+    for run_id, at in Run.objects.filter(id__in=run_ids, published=True).values_list(
+        "id", "published_at"
+    ):
+        found[run_id] = max(found.get(run_id, at), at)
     return found
 
 

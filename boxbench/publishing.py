@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from boxbench.holdbacks import failing_checks
+from boxbench.holdbacks import failing_checks, last_publications
 from boxbench.models import (
     AuditResolution,
     Benchmark,
@@ -37,7 +37,12 @@ def run_audit(run: Run, current_settings: bool = False) -> dict:
     (`settings_source`), which of them differ from today's defaults (`settings_changed`), and
     which the previous report did not record, so that today's default was applied
     (`settings_missing`).
+
+    A published run's report is final: auditing it again is refused, since the report decides
+    which of its pairs the public board shows.
     """
+    if run.published:
+        raise PublishRefused(_final(run, "auditing it again would overwrite its report"))
     from boxbench.audit_input import audit_frame  # pandas and scipy: loaded only to audit
     from stats import audit as stats_audit
 
@@ -60,10 +65,19 @@ def run_audit(run: Run, current_settings: bool = False) -> dict:
         if planned is not None
         else None
     )
-    run.audit_report = report
-    run.audited_at = timezone.now()
-    run.save(update_fields=["audit_report", "audited_at"])
+    audited_at = timezone.now()
+    # Conditional, so a publication that committed while the audit ran is never overwritten.
+    stored = Run.objects.filter(pk=run.pk, published=False).update(
+        audit_report=report, audited_at=audited_at
+    )
+    if stored != 1:
+        raise PublishRefused(_final(run, "auditing it again would overwrite its report"))
+    run.audit_report, run.audited_at = report, audited_at
     return report
+
+
+def _final(run: Run, why: str) -> str:
+    return f"run {run.id} is published and final: {why}"
 
 
 def audit_settings(run: Run, current_settings: bool = False):
@@ -112,6 +126,11 @@ def _planned_settings(run: Run):
 
 def resolution_problem(run: Run, provider: str, benchmark: str, check: str, kind: str) -> str:
     """Why this resolution cannot be recorded, or "" when it can."""
+    if (
+        kind == ResolutionKind.OUTLIERS_EXCLUDED
+        and Run.objects.filter(pk=run.pk, published=True).exists()
+    ):
+        return _final(run, "excluding outliers would rewrite its trials; resolve it otherwise")
     if not run.audit_report:
         return f"run {run.id} has no audit report yet: run `bench audit` first"
     if (provider, benchmark, check) not in failing_checks(run.audit_report):
@@ -153,11 +172,8 @@ def apply_resolution(resolution: AuditResolution) -> int:
                         cause=f"Excluded by the audit's outlier rule: {item['reason']} "
                         f"(value {item['value']:g}).",
                     )
-        if Run.objects.filter(pk=run.pk, published=True).exists():
-            # The resolved pair joins (or, for a re-run, leaves) the published leaderboards.
-            from boxbench.leaderboard import materialize
-
-            materialize()
+    # On a published run the pair waits for a republication (holdbacks.held_back): nothing
+    # to rebuild.
     return excluded
 
 
@@ -198,12 +214,13 @@ def publish(run: Run, actor=None) -> Run:
     Passing pairs and pairs resolved as explained or by excluding outliers publish; a failing
     pair stays out until it is resolved (holdbacks.held_back). The publication is a row of the run's
     transitions (its status stays completed) naming the actor, the user who published (None
-    from the command line).
+    from the command line). A published run with resolutions recorded since its publication is
+    published again (`republish`); otherwise it is refused.
     """
     from boxbench.leaderboard import materialize  # pandas: loaded only to publish
 
     if run.published:
-        raise PublishRefused(f"run {run.id} is already published")
+        return republish(run, actor)
     if run.status != RunStatus.COMPLETED:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
     if run.typed_manifest.demo is not None:
@@ -228,6 +245,34 @@ def publish(run: Run, actor=None) -> Run:
             actor=actor,
         )
         run.refresh_from_db()
+        materialize()
+    return run
+
+
+def resolved_since_publication(run: Run) -> int:
+    """How many resolutions of this published run wait for a republication."""
+    since = last_publications([run.id]).get(run.id)
+    if since is None:
+        return 0
+    return AuditResolution.objects.filter(run=run, at__gt=since).count()
+
+
+def republish(run: Run, actor=None) -> Run:
+    """Admit the pairs of a published run resolved since its last publication: a transition
+    "republished" naming the actor, then materialize. The run's trials and report are as
+    published; its publication time (which orders runs on the board) stays."""
+    from boxbench.leaderboard import materialize
+
+    if not resolved_since_publication(run):
+        raise PublishRefused(f"run {run.id} is already published, and nothing was resolved since")
+    with transaction.atomic():
+        RunTransition.objects.create(
+            run=run,
+            from_status=RunStatus.COMPLETED,
+            to_status=RunStatus.COMPLETED,
+            note="republished",
+            actor=actor,
+        )
         materialize()
     return run
 

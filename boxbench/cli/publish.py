@@ -6,7 +6,10 @@ from boxbench import publishing
 from boxbench.cli.common import get_run
 from boxbench.cli.run import write_held_back
 
-help = "Publish a run pair by pair (failing pairs stay out until resolved); rebuild the dashboard."
+help = (
+    "Publish a run pair by pair (failing pairs stay out until resolved), or again once pairs "
+    "were resolved since its publication; rebuild the dashboard."
+)
 
 
 def add_arguments(parser):

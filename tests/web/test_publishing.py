@@ -80,13 +80,57 @@ def resolve(run, provider, check="trend", kind="explained", rerun=None):
     )  # fmt: skip
 
 
-def test_a_pair_resolved_after_publication_joins_the_leaderboard(imported_run):
+def ranked_on_create() -> list[str]:
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create") or {"rows": []}
+    return [r["provider"] for r in create["rows"] if r["ranked"]]
+
+
+def test_a_pair_resolved_after_publication_waits_for_a_republication(imported_run):
     publishing.publish(imported_run)
     resolve(imported_run, "local")
-    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
-    assert [r["provider"] for r in create["rows"] if r["ranked"]] == ["local"]
+    # Resolving alone changes nothing public, not even when another run's publication
+    # rebuilds the board.
+    assert ranked_on_create() == []
+    publishing.publish(rerun_of_docker_create("another", 5))
+    assert "local" not in ranked_on_create()
+    held = holdbacks.held_back([imported_run])[imported_run.id]
+    local = next(p for p in held if p["provider"] == "local")
+    assert "resolved after the run was published" in local["checks"][0]["why"]
+    publishing.publish(imported_run)  # by someone with publish_run: published again
+    assert "local" in ranked_on_create()
     held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
     assert {p["provider"] for p in held} == {"docker", "boat"}
+    assert Run.objects.get(id=imported_run.id).transitions.filter(note="republished").exists()
+    with pytest.raises(publishing.PublishRefused, match="nothing was resolved since"):
+        publishing.publish(imported_run)
+
+
+def test_a_published_runs_report_is_final(published_run):
+    before = (published_run.audit_report, published_run.audited_at)
+    with pytest.raises(publishing.PublishRefused, match="published and final"):
+        publishing.run_audit(published_run, current_settings=True)
+    with pytest.raises(CommandError, match="published and final"):
+        call_command("bench", "audit", str(published_run.id), "--again")
+    published_run.refresh_from_db()
+    assert (published_run.audit_report, published_run.audited_at) == before
+
+
+def test_a_published_runs_trials_are_never_rewritten_by_an_outlier_exclusion(imported_run):
+    publishing.publish(imported_run)
+    report = dict(imported_run.audit_report)
+    victim = Trial.objects.filter(run=imported_run, outcome="success").first()
+    pair = {"provider": "local", "benchmark": "create", "verdict": "fail",
+            "excluded_trials": [{"trial_id": str(victim.id), "value": 1.0, "reason": "r"}],
+            "checks": {"outliers": {"verdict": "fail"}}}  # fmt: skip
+    Run.objects.filter(id=imported_run.id).update(
+        audit_report={**report, "pairs": [*report["pairs"], pair]}
+    )
+    imported_run.refresh_from_db()
+    with pytest.raises(publishing.PublishRefused, match="would rewrite its trials"):
+        resolve(imported_run, "local", check="outliers", kind="outliers_excluded")
+    victim.refresh_from_db()
+    assert victim.outcome == Outcome.SUCCESS
+    assert not AuditResolution.objects.filter(check_name="outliers").exists()
 
 
 def rerun_of_docker_create(name, minutes):
