@@ -7,6 +7,12 @@ from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from boxbench import holdbacks, models, permissions, publishing
+from boxbench.admin_access import (
+    PublishedUnlessPermitted,
+    ReadOnly,
+    TrialPrivateFields,
+    visible_runs,
+)
 from boxbench.admin_forms import (
     RESOLVE_TEMPLATE,
     START_TEMPLATE,
@@ -21,26 +27,26 @@ from runner.plan import PlanError, plan_run
 
 
 @admin.register(models.Provider)
-class ProviderAdmin(admin.ModelAdmin):
+class ProviderAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["slug", "name", "adapter", "region", "region_marker", "declaration_digest"]
     search_fields = ["slug", "name"]
 
 
-class UnitInline(admin.TabularInline):
+class UnitInline(ReadOnly, admin.TabularInline):
     model = models.Unit
     extra = 0
     fields = ["slug", "title", "digest"]
 
 
 @admin.register(models.Benchmark)
-class BenchmarkAdmin(admin.ModelAdmin):
+class BenchmarkAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["slug", "version", "title", "section", "metric", "unit", "direction", "clock"]
     list_filter = ["section", "direction", "clock"]
     inlines = [UnitInline]
 
 
 @admin.register(models.Unit)
-class UnitAdmin(admin.ModelAdmin):
+class UnitAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["slug", "benchmark", "digest"]
     list_filter = ["benchmark"]
 
@@ -66,7 +72,11 @@ class RunTransitionInline(admin.TabularInline):
 @admin.action(description="Audit selected runs (store the report)", permissions=["audit"])
 def audit_runs(modeladmin, request, queryset):
     for run in queryset:
-        failing = holdbacks.failing_checks(publishing.run_audit(run))
+        try:
+            failing = holdbacks.failing_checks(publishing.run_audit(run))
+        except publishing.PublishRefused as exc:
+            modeladmin.message_user(request, str(exc), messages.ERROR)
+            continue
         level = messages.WARNING if failing else messages.SUCCESS
         modeladmin.message_user(
             request, f"{run.name}: audited, {len(failing)} failing check(s).", level
@@ -74,11 +84,12 @@ def audit_runs(modeladmin, request, queryset):
 
 
 @admin.action(
-    description="Publish selected runs (failing pairs stay out until resolved)",
+    description="Publish selected runs (failing pairs stay out until resolved, or again)",
     permissions=["publish"],
 )
 def publish_runs(modeladmin, request, queryset):
     for run in queryset:
+        again = run.published
         try:
             publishing.publish(run, actor=request.user)
         except publishing.PublishRefused as exc:
@@ -93,11 +104,13 @@ def publish_runs(modeladmin, request, queryset):
                     messages.WARNING,
                 )
             else:
-                modeladmin.message_user(request, f"{run.name}: published.", messages.SUCCESS)
+                done = "published again" if again else "published"
+                modeladmin.message_user(request, f"{run.name}: {done}.", messages.SUCCESS)
 
 
 @admin.register(models.Run)
-class RunAdmin(RecordedRunDeletion, admin.ModelAdmin):
+class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
+    run_path = "published"
     list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
     list_filter = ["status", "published"]
     # The runner and the audit write these; an ended run is read-only as a whole (below).
@@ -142,10 +155,11 @@ class RunAdmin(RecordedRunDeletion, admin.ModelAdmin):
         resolutions = self.admin_site._registry[models.AuditResolution]
         if not resolutions.has_add_permission(request):
             raise PermissionDenied
-        run = models.Run.objects.filter(id=run_id).first()
+        run = visible_runs(request).filter(id=run_id).first()
         if run is None:
             raise Http404("no such run")
         form = BulkResolutionForm(run, request.POST or None)
+        form.fields["rerun"].queryset = visible_runs(request)
         if request.method == "POST" and form.is_valid():
             chosen = form.cleaned_data["checks"]
             try:
@@ -287,7 +301,7 @@ class EvidenceInline(PrivateEvidenceMixin, FrozenOnceEnded, admin.TabularInline)
 
 
 @admin.register(models.Trial)
-class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
+class TrialAdmin(TrialPrivateFields, PublishedUnlessPermitted, FrozenOnceEnded, admin.ModelAdmin):
     list_display = [
         "id", "run", "benchmark", "unit", "provider", "round", "seq", "attempt", "state",
         "outcome", "owner",
@@ -302,7 +316,7 @@ class TrialAdmin(FrozenOnceEnded, admin.ModelAdmin):
 
 
 @admin.register(models.MeasurementName)
-class MeasurementNameAdmin(FrozenOnceEnded, admin.ModelAdmin):
+class MeasurementNameAdmin(PublishedUnlessPermitted, FrozenOnceEnded, admin.ModelAdmin):
     """The unit and clock of each measurement name a run's trials record."""
 
     list_display = ["run", "benchmark", "kind", "name", "unit", "clock"]
@@ -312,14 +326,17 @@ class MeasurementNameAdmin(FrozenOnceEnded, admin.ModelAdmin):
 
 
 @admin.register(models.Evidence)
-class EvidenceAdmin(PrivateEvidenceMixin, FrozenOnceEnded, admin.ModelAdmin):
+class EvidenceAdmin(
+    PublishedUnlessPermitted, PrivateEvidenceMixin, FrozenOnceEnded, admin.ModelAdmin
+):
+    run_path = "trial__run__published"
     list_display = ["trial", "kind", "at"]
     list_filter = ["kind"]
     raw_id_fields = ["trial"]
 
 
 @admin.register(models.AuditResolution)
-class AuditResolutionAdmin(admin.ModelAdmin):
+class AuditResolutionAdmin(PublishedUnlessPermitted, admin.ModelAdmin):
     list_display = ["run", "provider", "benchmark", "check_name", "kind", "at"]
     form = AuditResolutionForm
     readonly_fields = ["actor", "at"]
@@ -345,6 +362,13 @@ class AuditResolutionAdmin(admin.ModelAdmin):
         excluded = publishing.apply_resolution(obj)
         if excluded:
             self.message_user(request, f"{excluded} trial(s) marked excluded.", messages.INFO)
+        if obj.run.published:
+            self.message_user(
+                request,
+                "The run is published: the pair stays held back until someone with publish_run "
+                "publishes the run again.",
+                messages.WARNING,
+            )
 
     def response_add(self, request, obj, post_url_continue=None):
         # Back to the run's report, where the remaining failing checks (or the way to publish)
@@ -356,5 +380,5 @@ class AuditResolutionAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Aggregate)
-class AggregateAdmin(admin.ModelAdmin):
+class AggregateAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["scope", "key", "computed_at"]

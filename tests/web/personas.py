@@ -16,8 +16,9 @@ CUSTOM = [codename for codename, _ in permissions.RUN_PERMISSIONS]
 PERSONAS = ["anonymous", "member", "viewer", *CUSTOM, "superuser"]
 
 
-def login(client, persona: str) -> None:
-    """Sign the client in as a fresh user of this persona (or out, for anonymous)."""
+def login(client, persona: str, also: tuple[str, ...] = ()) -> None:
+    """Sign the client in as a fresh user of this persona (or out, for anonymous); staff get
+    the permissions named in `also` on top of their own."""
     client.logout()
     if persona == "anonymous":
         return
@@ -35,6 +36,8 @@ def login(client, persona: str) -> None:
         user.user_permissions.add(*viewing)
     if persona in CUSTOM:
         user.user_permissions.add(Permission.objects.get(codename=persona))
+    if persona not in ("member", "superuser"):
+        user.user_permissions.add(*Permission.objects.filter(codename__in=also))
     client.force_login(user)
 
 

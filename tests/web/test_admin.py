@@ -79,7 +79,9 @@ def test_unsuccessful_trials_show_in_the_admin_only_with_private_evidence(
     from boxbench.models import Outcome, Trial
 
     user = User.objects.create_user("looker", password="pw-looker-123", is_staff=True)
-    codenames = ["view_trial"] + (["view_private_evidence"] if private else [])
+    # The imported run is unpublished: view_unpublished_run shows its trials at all.
+    codenames = ["view_trial", "view_unpublished_run"]
+    codenames += ["view_private_evidence"] if private else []
     user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
     client.force_login(user)
     failed = Trial.objects.filter(run=imported_run).exclude(outcome=Outcome.SUCCESS)

@@ -132,7 +132,8 @@ def test_each_admin_action_needs_its_own_permission(imported_run, persona):
     Run.objects.filter(id=imported_run.id).update(audited_at=None)
     planned = Run.objects.create(name="to-cancel", status=RunStatus.PLANNED)
     client = Client()
-    login(client, persona)
+    # The runs acted on are unpublished: the admin lists them only with view_unpublished_run.
+    login(client, persona, also=("view_unpublished_run",))
     if persona in STAFF:
         want = {
             action
@@ -156,3 +157,124 @@ def test_each_admin_action_needs_its_own_permission(imported_run, persona):
     act(client, "publish_runs", imported_run)
     imported_run.refresh_from_db()
     assert imported_run.published == allowed(persona, "publish_run")
+
+
+def hidden_trial(run: Run) -> Trial:
+    """A successful trial of an unpublished run, made from one of the fixture's."""
+    model = Trial.objects.filter(run__published=True, outcome=Outcome.SUCCESS).first()
+    return Trial.objects.create(
+        run=run, benchmark=model.benchmark, unit=model.unit, provider=model.provider, round=1,
+        seq=1, state="done", outcome=Outcome.SUCCESS, metrics=model.metrics,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", STAFF)
+def test_the_admin_shows_unpublished_runs_only_with_their_permission(published_run, persona):
+    world = World(published_run)
+    trial = hidden_trial(world.unpublished)
+    client = Client()
+    login(client, persona)
+    may = allowed(persona, "view_unpublished_run")
+    pending = str(world.unpublished.id).encode()
+    pages = {
+        "run list": "/admin/boxbench/run/",
+        "run list, filtered": "/admin/boxbench/run/?published__exact=0",
+        "run list, facets": "/admin/boxbench/run/?_facets=1",
+        "raw-id lookup of runs": "/admin/boxbench/run/?_to_field=id&_popup=1",
+        "trial list": "/admin/boxbench/trial/",
+        "trial list, by run": f"/admin/boxbench/trial/?run__id__exact={world.unpublished.id}",
+        "raw-id lookup of trials": "/admin/boxbench/trial/?_to_field=id&_popup=1",
+        "resolution form": "/admin/boxbench/auditresolution/add/",
+    }
+    for what, url in pages.items():
+        response = client.get(url)
+        if response.status_code == 403:
+            continue  # the model's own permission refuses the page as a whole
+        assert response.status_code == 200, (what, response.status_code)
+        # A page whose own address names the run echoes it in its links: look for its trial.
+        names = [str(trial.id).encode()] + ([] if pending.decode() in url else [pending])
+        shown = any(name in response.content for name in names)
+        assert shown == may, what
+    for url in (
+        f"/admin/boxbench/run/{world.unpublished.id}/change/",
+        f"/admin/boxbench/trial/{trial.id}/change/",
+    ):
+        response = client.get(url)
+        assert (response.status_code == 200) == may, url
+        assert pending not in response.content or may, url
+
+
+@pytest.mark.parametrize("persona", STAFF)
+def test_the_admin_shows_private_trial_fields_only_with_their_permission(published_run, persona):
+    failed = Trial.objects.filter(run=published_run).exclude(outcome=Outcome.SUCCESS).first()
+    replacement = Trial.objects.filter(run=published_run, outcome=Outcome.SUCCESS).first()
+    Trial.objects.filter(id=replacement.id).update(replaces=failed, cost_usd=0.123456789)
+    client = Client()
+    login(client, persona)
+    may = allowed(persona, "view_private_evidence")
+    page = client.get(f"/admin/boxbench/trial/{replacement.id}/change/")
+    assert page.status_code == 200
+    for private in (str(failed.id).encode(), b"0.123456789", b"Owner", b"Replaces"):
+        assert (private in page.content) == may, private
+    listing = client.get("/admin/boxbench/trial/").content
+    assert (b"column-owner" in listing) == may
+    assert (b"By owner" in listing) == may
+
+
+@pytest.mark.parametrize(
+    "model", ["provider", "benchmark", "unit", "aggregate"], ids=lambda m: f"{m} read-only"
+)
+def test_definitions_and_aggregates_are_read_only_in_the_admin(published_run, model):
+    client = Client()
+    login(client, "superuser")
+    from django.apps import apps
+
+    row = apps.get_model("boxbench", model).objects.first()
+    before = {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields}
+    page = client.get(f"/admin/boxbench/{model}/{row.pk}/change/")
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert client.post(f"/admin/boxbench/{model}/{row.pk}/change/", {}).status_code == 403
+    assert client.get(f"/admin/boxbench/{model}/add/").status_code == 403
+    assert (
+        client.post(f"/admin/boxbench/{model}/{row.pk}/delete/", {"post": "yes"}).status_code == 403
+    )
+    row.refresh_from_db()
+    assert {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields} == before
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_healthz_tells_the_database_only_to_operations_readers(client, persona, db):
+    login(client, persona)
+    answer = client.get("/healthz").json()
+    if allowed(persona, "view_metrics"):
+        assert answer["database"]["ok"] is True
+    else:
+        assert answer == {"status": "ok"}
+
+
+def test_after_publication_only_someone_who_may_publish_changes_the_board(imported_run):
+    from boxbench import publishing
+    from boxbench.models import Aggregate, Benchmark, Provider, Scope
+
+    publishing.publish(imported_run)  # its three Create pairs failed the audit: held back
+    report = Run.objects.get(id=imported_run.id).audit_report
+    board = Aggregate.objects.page(Scope.OVERVIEW)
+    auditor, publisher = Client(), Client()
+    login(auditor, "audit_run", also=("view_run", "view_auditresolution"))
+    login(publisher, "publish_run")
+    act(auditor, "audit_runs", imported_run)
+    assert Run.objects.get(id=imported_run.id).audit_report == report
+    resolution = {
+        "run": str(imported_run.id),
+        "provider": Provider.objects.get(slug="local").id,
+        "benchmark": Benchmark.objects.get(slug="create").id,
+        "check_name": "trend",
+        "kind": "explained",
+        "note": "Create slows down over the run by design.",
+    }
+    assert auditor.post("/admin/boxbench/auditresolution/add/", resolution).status_code == 302
+    assert Aggregate.objects.page(Scope.OVERVIEW) == board
+    act(publisher, "publish_runs", imported_run)
+    assert Aggregate.objects.page(Scope.OVERVIEW) != board
+    held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
+    assert {p["provider"] for p in held} == {"docker", "boat"}
