@@ -64,7 +64,7 @@ def measure(trace, repeats: int) -> dict[str, float]:
             try:
                 if name == "replay":
                     run = directory.run(trace, recording=False)
-                    records = replay.parse_records(run.records)
+                    records = run.parsed()
                     verdict = replay.judge(trace, records)
                     if verdict.outcome != "success":
                         raise SystemExit(f"replay of {trace.slug} failed: {verdict.cause}")
@@ -129,7 +129,7 @@ def _clean_digest(trace) -> str:
     directory = HostDirectory()
     try:
         run = directory.run(replace(trace, commands=(Command(":", 0, 0.0),)), recording=True)
-        return replay.parse_records(run.records).digest
+        return run.parsed().digest
     finally:
         directory.close()
 

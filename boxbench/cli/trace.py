@@ -97,7 +97,11 @@ def _replay(options, out):
         run = runner.run(trace, recording=False)
     finally:
         runner.close()
-    verdict = replay.judge(trace, replay.parse_records(run.records))
+    try:
+        records = run.parsed()
+    except ValueError as exc:
+        raise CommandError(f"{trace.slug} on {options['on']}: benchmark error: {exc}") from None
+    verdict = replay.judge(trace, records)
     if verdict.outcome != Outcome.SUCCESS:
         raise CommandError(f"{trace.slug} on {options['on']}: {verdict.outcome}: {verdict.cause}")
     stages = ", ".join(f"{k} {v:.0f} ms" for k, v in verdict.stage_ms.items())

@@ -97,12 +97,16 @@ def run(ctx: TrialContext) -> None:
     _prepare(ctx, trace)
     # No whole-script clock gate: the script also holds untimed parts (proxy start, digest), and a
     # clock step there touches no measured span. replay.judge gates each command's own span.
+    # The records are sealed with a key only this process and the script know: a command that
+    # rewrites them (to publish invented times) breaks the seal, a benchmark error.
+    key = replay.new_key()
+    ctx.upload(f"{replay.WORKDIR}/{replay.KEY_FILE}", key.encode())
     result = ctx.background(replay.replay_script(trace), timeout=REPLAY_LIMIT_S, check_gate=False)
     text = ctx.exec(["/bin/cat", f"{replay.WORKDIR}/{replay.RECORDS}"], timeout=60)
     if text.exit_code != 0:
         raise ProviderFailure("the replay records file cannot be read back from /app")
     try:
-        records = replay.parse_records(text.stdout.decode(errors="replace"))
+        records = replay.parse_records(text.stdout.decode(errors="replace"), key)
     except ValueError as exc:
         raise BenchmarkError(str(exc)) from None
     verdict = replay.judge(trace, records)

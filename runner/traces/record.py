@@ -148,6 +148,10 @@ class ScriptRun:
     exit_code: int
     records: str
     output: str
+    key: str  # the seal key of these records (replay.parse_records)
+
+    def parsed(self) -> replay.ReplayRecords:
+        return replay.parse_records(self.records, self.key)
 
 
 class HostDirectory:
@@ -169,12 +173,16 @@ class HostDirectory:
 
     def run(self, trace: Trace, recording: bool, timeout: float = 1800) -> ScriptRun:
         self.prepare(trace)
+        key = replay.new_key()
+        key_file = self.workdir / replay.KEY_FILE
+        key_file.touch(mode=0o600)
+        key_file.write_text(key)
         script = replay.replay_script(
             trace, str(self.workdir), recording=recording, home=str(self.home)
         )
         result = self._bash(script, timeout, check=False)
         records, output = self._read(replay.RECORDS), self._read(replay.OUTPUT_LOG)
-        return ScriptRun(result.returncode, records, output)
+        return ScriptRun(result.returncode, records, output, key)
 
     def _bash(self, script: str, timeout: float, check: bool = True):
         environment = {"PATH": HOST_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
@@ -218,13 +226,15 @@ class ProviderSandbox:
         if prepared.exit_code != 0:
             raise TraceError(f"preparing the repository failed: {prepared.stderr.decode()[-2000:]}")
         provider.upload(sandbox, f"/app/{replay.PROXY_SCRIPT}", DENYPROXY.read_bytes())
+        key = replay.new_key()
+        provider.upload(sandbox, f"/app/{replay.KEY_FILE}", key.encode())
         script = replay.replay_script(trace, recording=recording)
         result = provider.exec(sandbox, ["bash", "-c", script], timeout)
         read = provider.exec(
             sandbox, ["bash", "-c", f"cat {replay.RECORDS}; echo; cat {replay.OUTPUT_LOG}"], 60
         )
         records, _, output = read.stdout.decode(errors="replace").partition("\n\n")
-        return ScriptRun(result.exit_code, records, output)
+        return ScriptRun(result.exit_code, records, output, key)
 
     def close(self) -> None:
         self.provider.destroy(self.sandbox)
@@ -278,7 +288,7 @@ def record_trace(
         (staging / "trace.json").write_text(dump_trace(recorded), encoding="utf-8")
         trace = load_trace(staging / "trace.json")
         if verify:
-            check = replay.judge(trace, replay.parse_records(_replay(trace, where, False).records))
+            check = replay.judge(trace, _replay(trace, where, False).parsed())
             if check.outcome != Outcome.SUCCESS:
                 raise TraceError(f"the recorded trace does not replay on {where}: {check.cause}")
         if folder.exists():
@@ -319,7 +329,7 @@ def _replay(trace: Trace, where: str, recording: bool) -> ScriptRun:
 
 
 def _recorded(draft: dict, run: ScriptRun) -> dict:
-    records = replay.parse_records(run.records)
+    records = run.parsed()
     if records.setup_error or not records.done or records.digest is None:
         raise TraceError(
             "the recording replay did not finish "

@@ -5,14 +5,19 @@ repository (untimed), `replay_script` is the one background script that starts t
 proxy (untimed) and runs every command in /app between two guest clock readings under the
 per-command limit (one watchdog per replay, not `timeout` per command: see _RUN_FUNCTION), and
 `parse_records` / `judge` turn what that script wrote into an outcome with per-command runtimes and
-per-stage sums. runner/benchmarks/deepswe.py moves the
-bytes; bench/bench_replay.py and `bench trace record` run the same scripts on a host directory.
+per-stage sums. Every record is sealed with a per-trial key the commands never see (`seal`,
+docs/traces.md), so a command that rewrites the records makes a benchmark error, not a number.
+runner/benchmarks/deepswe.py moves the bytes; bench/bench_replay.py and `bench trace record` run
+the same scripts on a host directory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import re
+import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -30,6 +35,10 @@ PROXY_SCRIPT = f"{STATE_DIR}/denyproxy.py"
 WATCHDOG_IN = f"{STATE_DIR}/watchdog.in"
 WATCHDOG_OUT = f"{STATE_DIR}/watchdog.out"
 TIMEOUT_MARK = f"{STATE_DIR}/timeout"  # TIMEOUT_MARK.<index> once the limit stopped a command
+# The trial's seal key: put here just before the replay, read and removed by the script before
+# its first command, so no replayed command can read it (see seal()).
+KEY_FILE = f"{STATE_DIR}/key"
+FIRST_SEAL = "start"
 MIN_LIMIT_S = 180  # "at least three minutes or three times the original recorded step duration"
 KILL_AFTER_S = 5  # as `timeout --kill-after=5s`: KILL the process group 5 s after TERM
 # Caches whose presence depends on the sandbox's Python settings, not on the commands.
@@ -137,7 +146,13 @@ git commit -q -m 'boxbench: {trace.slug}'
 # `timeout` does, sends KILL KILL_AFTER_S later if any process of the group is left, then answers
 # "killed INDEX" on WATCHDOG_OUT. A command that ends just as its limit passes may be marked after
 # the script has moved on: the script then skips that stale "killed" line.
-_RUN_FUNCTION = r"""__bb_end() {
+_RUN_FUNCTION = r"""__bb_put() {
+  local seal
+  seal=$(printf '%s %s %s' "$__bb_key" "$__bb_seal" "$1" | sha256sum) || __bb_end SETUP_FAILED
+  __bb_seal=${seal%% *}
+  printf '%s %s\n' "$1" "$__bb_seal" >&3
+}
+__bb_end() {
   [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
   if [ -n "${__bb_dog:-}" ]; then printf 'exit\n' >&5; wait "$__bb_dog" 2> /dev/null; fi
   exit "$1"
@@ -152,6 +167,7 @@ __bb_clocks() {
 }
 __bb_watchdog() {
   local index pgid deadline left next=
+  unset __bb_key
   while :; do
     if [ -z "$next" ]; then read -r next || return 0; fi
     case $next in exit) return 0 ;; idle) next=; continue ;; esac
@@ -188,9 +204,9 @@ __bb_run() {
     rc=TIMEOUT_EXIT
     while read -r -u 6 line && [ "$line" != "killed $1" ]; do :; done
   fi
-  printf '__CMD %s %s %s %s %s %s\n' "$1" "$rc" "$w0" "$__bb_w" "$u0" "$__bb_u" >&3
+  __bb_put "__CMD $1 $rc $w0 $__bb_w $u0 $__bb_u"
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
-    printf '__MISMATCH %s %s %s\n' "$1" "$rc" "$2" >&3; __bb_end 3
+    __bb_put "__MISMATCH $1 $rc $2"; __bb_end 3
   fi
 }
 """
@@ -211,6 +227,10 @@ def replay_script(
     """
     head = f"""cd {workdir} || exit {SETUP_FAILED}
 exec 3>> {RECORDS} 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
+__bb_seal={FIRST_SEAL} __bb_key=
+read -r __bb_key < {KEY_FILE}
+rm -f {KEY_FILE}
+if [ -z "$__bb_key" ]; then echo '__SETUP the seal key cannot be read' >&3; exit {SETUP_FAILED}; fi
 unset BASH_ENV ENV CDPATH
 export LC_ALL=C.UTF-8 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 TERM=dumb HOME={home}
@@ -222,17 +242,17 @@ mkdir -p "$HOME" || exit {SETUP_FAILED}
 __bb_proxy=$!
 for __bb_i in $(seq 100); do [ -s {STATE_DIR}/proxy.port ] && break; sleep 0.05; done
 if ! read -r __bb_port < {STATE_DIR}/proxy.port; then
-  echo '__SETUP deny proxy did not start' >&3; __bb_end {SETUP_FAILED}
+  __bb_put '__SETUP deny proxy did not start'; __bb_end {SETUP_FAILED}
 fi
 __bb_url=http://127.0.0.1:$__bb_port
 export HTTP_PROXY=$__bb_url HTTPS_PROXY=$__bb_url http_proxy=$__bb_url https_proxy=$__bb_url
 export PIP_INDEX_URL=$__bb_url/simple/ ALL_PROXY=$__bb_url all_proxy=$__bb_url
 unset NO_PROXY no_proxy
-printf '__PROXY %s\\n' "$__bb_port" >&3
+__bb_put "__PROXY $__bb_port"
 """
     head += f"""rm -f {WATCHDOG_IN} {WATCHDOG_OUT} {TIMEOUT_MARK}.*
 if ! mkfifo {WATCHDOG_IN} {WATCHDOG_OUT} || ! exec 5<> {WATCHDOG_IN} 6<> {WATCHDOG_OUT}; then
-  echo '__SETUP the watchdog could not start' >&3; __bb_end {SETUP_FAILED}
+  __bb_put '__SETUP the watchdog could not start'; __bb_end {SETUP_FAILED}
 fi
 __bb_watchdog <&5 >&6 2>&4 3>&- 4>&- 5>&- 6>&- &
 __bb_dog=$!
@@ -245,13 +265,13 @@ set -m
         quoted = bash_quote(command.command)
         lines.append(f"__bb_run {index} {expected} {limit} {quoted}\n")
     lines.append("printf 'idle\\n' >&5\n")
-    lines.append(digest_snippet("printf '__DIGEST %s\\n' \"$__bb_digest\" >&3\n"))
+    lines.append(digest_snippet('__bb_put "__DIGEST $__bb_digest"\n'))
     if not recording:
         lines.append(
             f'if [ "$__bb_digest" != "{trace.patch_sha256}" ]; then '
-            "printf '__MISMATCH digest\\n' >&3; __bb_end 4; fi\n"
+            "__bb_put '__MISMATCH digest'; __bb_end 4; fi\n"
         )
-    lines.append("printf '__DONE\\n' >&3\n__bb_end 0\n")
+    lines.append("__bb_put __DONE\n__bb_end 0\n")
     return "".join(lines)
 
 
@@ -260,6 +280,7 @@ def _run_function() -> str:
         _RUN_FUNCTION.replace("TIMEOUT_MARK", TIMEOUT_MARK)
         .replace("TIMEOUT_EXIT", str(TIMEOUT_EXIT))
         .replace("KILL_AFTER_S", str(KILL_AFTER_S))
+        .replace("SETUP_FAILED", str(SETUP_FAILED))
     )
 
 
@@ -272,12 +293,45 @@ def digest_snippet(then: str) -> str:
     )
 
 
-def parse_records(text: str) -> ReplayRecords:
-    """Read the records file; a malformed line is our defect (ValueError), not the provider's."""
+def new_key() -> str:
+    """A fresh seal key for one replay: 256 random bits, as hex."""
+    return secrets.token_hex(32)
+
+
+def seal(key: str, previous: str, record: str) -> str:
+    """The seal the script appends to `record` (its __bb_put): SHA-256 of the key, the previous
+    line's seal and the record, so a line changed, added, dropped or moved breaks every seal
+    after it, and none can be made without the key. Records are short ASCII words parsed
+    strictly, so a length-extended message could not pass as one."""
+    return hashlib.sha256(f"{key} {previous} {record}".encode()).hexdigest()
+
+
+def seal_lines(key: str, records: list[str]) -> str:
+    """`records` sealed as the script writes them (the reference the tests compare Bash with)."""
+    lines, previous = [], FIRST_SEAL
+    for record in records:
+        previous = seal(key, previous, record)
+        lines.append(f"{record} {previous}\n")
+    return "".join(lines)
+
+
+def parse_records(text: str, key: str) -> ReplayRecords:
+    """Read the records file. A line whose seal does not match (a replayed command wrote into the
+    file, or someone changed it since) or a malformed line is a benchmark error (ValueError):
+    never a number."""
     records = ReplayRecords()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    previous = FIRST_SEAL
+    for number, sealed in enumerate(text.splitlines(), start=1):
+        if not sealed.strip():
             continue
+        line, _, found = sealed.rpartition(" ")
+        expected = seal(key, previous, line)
+        if not hmac.compare_digest(found.encode(), expected.encode()):
+            raise ValueError(
+                f"replay records line {number}: its seal does not match: the records were "
+                f"changed after the replay wrote them ({_short(sealed, 80)!r})"
+            )
+        previous = expected
         parts = line.split()
         tag = parts[0]
         try:

@@ -30,7 +30,7 @@ def _run(commands, recording=True):
         run = directory.run(trace, recording=recording)
     finally:
         directory.close()
-    return run, replay.parse_records(run.records)
+    return run, run.parsed()
 
 
 def _pids(output):

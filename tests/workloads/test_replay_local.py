@@ -14,7 +14,8 @@ import pytest
 
 from runner import clock, lifecycle
 from runner.benchmarks import deepswe
-from runner.traces.format import load_trace
+from runner.traces import replay
+from runner.traces.format import Command, load_trace
 
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
@@ -88,6 +89,19 @@ def test_it_excludes_a_trial_when_a_command_exits_differently(local, monkeypatch
     result = _trial(local, _unit())
     assert result.outcome == "excluded"
     assert "command 0 exited 0, the trace recorded 7" in result.cause
+
+
+def test_a_command_that_forges_the_replay_records_makes_a_benchmark_error(local, monkeypatch):
+    """Times a command writes into the records are never published: the seal breaks."""
+    trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
+    forged = "__CMD 0 0 1700000000.0 1700000000.0 1.0 1.0 " + "0" * 64
+    forger = Command(f"printf '%s\\n' '{forged}' > {replay.RECORDS}", 0, 0.0)
+    changed = replace(trace, commands=(forger, *trace.commands))
+    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    result = _trial(local, _unit())
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert "replay records line 1: its seal does not match" in result.cause
+    assert not result.measurements
 
 
 def test_it_excludes_a_trial_whose_final_patch_digest_differs(local, monkeypatch):

@@ -128,18 +128,29 @@ def test_it_gives_each_command_at_least_three_minutes_or_three_times_its_recordi
 # -- records and verdicts ---------------------------------------------------------------------
 
 
-def _records(trace, codes, tail):
+KEY = "k" * 64
+
+
+def _lines(codes, tail):
     lines = ["__PROXY 40000"]
     for i, code in enumerate(codes):
         lines.append(f"__CMD {i} {code} 1700000000.{i:06d} 1700000000.{i + 20:06d} 10.00 10.00")
-    return "\n".join(lines + tail) + "\n"
+    return lines + tail
+
+
+def _records(trace, codes, tail):
+    return replay.seal_lines(KEY, _lines(codes, tail))
+
+
+def parse(text):
+    return replay.parse_records(text, KEY)
 
 
 def test_it_judges_a_clean_replay_a_success_with_every_stage_summed():
     trace = load_trace(SIX)
     codes = [c.exit_code for c in trace.commands]
     text = _records(trace, codes, [f"__DIGEST {trace.patch_sha256}", "__DONE"])
-    verdict = replay.judge(trace, replay.parse_records(text))
+    verdict = replay.judge(trace, parse(text))
     assert verdict.outcome == "success"
     assert set(verdict.stage_ms) == set(STAGES)
     assert verdict.tool_time_ms == pytest.approx(0.020 * len(codes))
@@ -149,15 +160,16 @@ def test_it_judges_a_clean_replay_a_success_with_every_stage_summed():
 def test_it_excludes_a_trial_whose_command_exits_differently():
     trace = load_trace(SIX)
     text = _records(trace, [0, 0, 2], ["__MISMATCH 2 2 0"])
-    verdict = replay.judge(trace, replay.parse_records(text))
+    verdict = replay.judge(trace, parse(text))
     assert verdict.outcome == "excluded"
     assert "command 2 exited 2, the trace recorded 0" in verdict.cause
 
 
 def test_it_excludes_a_timed_out_command_and_asks_for_a_liveness_check():
     trace = load_trace(SIX)
-    text = "__CMD 0 124 1700000000.0 1700000180.5 10.00 190.50\n__MISMATCH 0 124 0\n"
-    verdict = replay.judge(trace, replay.parse_records(text))
+    lines = ["__CMD 0 124 1700000000.0 1700000180.5 10.00 190.50", "__MISMATCH 0 124 0"]
+    text = replay.seal_lines(KEY, lines)
+    verdict = replay.judge(trace, parse(text))
     assert (verdict.outcome, verdict.timed_out) == ("excluded", True)
 
 
@@ -165,14 +177,14 @@ def test_it_excludes_a_mismatched_patch_digest():
     trace = load_trace(SIX)
     codes = [c.exit_code for c in trace.commands]
     text = _records(trace, codes, ["__DIGEST " + "f" * 64, "__MISMATCH digest"])
-    verdict = replay.judge(trace, replay.parse_records(text))
+    verdict = replay.judge(trace, parse(text))
     assert verdict.outcome == "excluded"
     assert "patch SHA-256" in verdict.cause
 
 
 def test_it_blames_the_provider_when_the_script_ends_early_without_a_mismatch_record():
     trace = load_trace(SIX)
-    verdict = replay.judge(trace, replay.parse_records(_records(trace, [0, 0], [])))
+    verdict = replay.judge(trace, parse(_records(trace, [0, 0], [])))
     assert verdict.outcome == "provider_failure"
     assert "after 2 of 32 commands" in verdict.cause
 
@@ -180,9 +192,10 @@ def test_it_blames_the_provider_when_the_script_ends_early_without_a_mismatch_re
 def test_it_blames_the_provider_for_a_stepped_clock():
     trace = load_trace(SIX)
     codes = [c.exit_code for c in trace.commands]
-    text = _records(trace, codes, [f"__DIGEST {trace.patch_sha256}", "__DONE"])
-    text = text.replace("__CMD 3 0 1700000000.000003", "__CMD 3 0 1699999999.000003")
-    verdict = replay.judge(trace, replay.parse_records(text))
+    lines = _lines(codes, [f"__DIGEST {trace.patch_sha256}", "__DONE"])
+    lines[4] = lines[4].replace("__CMD 3 0 1700000000.000003", "__CMD 3 0 1699999999.000003")
+    text = replay.seal_lines(KEY, lines)
+    verdict = replay.judge(trace, parse(text))
     assert verdict.outcome == "provider_failure"
     assert "stepped clock: command 3" in verdict.cause
 
@@ -210,8 +223,8 @@ def test_it_pairs_each_wall_reading_with_an_uptime_read_in_the_same_tick(reading
 
 
 def test_it_calls_an_unreadable_record_our_defect():
-    with pytest.raises(ValueError, match="replay records line 1"):
-        replay.parse_records("__CMD zero\n")
+    with pytest.raises(ValueError, match="replay records line 1: cannot parse"):
+        parse(replay.seal_lines(KEY, ["__CMD zero"]))
 
 
 # -- sessions -----------------------------------------------------------------------------------
