@@ -208,15 +208,20 @@ def test_the_other_outcome_classes_pass_through_the_adapter(opensandbox, os_labe
 @pytest.mark.parametrize("slug", ["create", "latency-per-call"])
 def test_a_whole_benchmark_trial_runs_through_the_adapter(opensandbox, os_label, slug):
     module = all_benchmarks()[slug]
-    result = lifecycle.run_trial(
-        opensandbox,
-        module.DEFINITION,
-        module.units()[0],
-        module.run,
-        label=os_label,
-        pricing=opensandbox.declaration.pricing,
-        limits=LIMITS,
-    )
+
+    def trial():
+        return lifecycle.run_trial(
+            opensandbox, module.DEFINITION, module.units()[0], module.run, label=os_label,
+            pricing=opensandbox.declaration.pricing, limits=LIMITS,
+        )  # fmt: skip
+
+    result = trial()
+    if result.outcome == "provider_failure" and result.cause.startswith("create"):
+        # The engine failed the create under load (a 500 from the server): the provider's
+        # failure, said so and cleaned up. The benchmark's own path is then tried once more.
+        assert result.owner == "provider" and result.cleanup_verified, result.cause
+        assert opensandbox.list_sandboxes(os_label) == []
+        result = trial()
     assert result.outcome == "success", result.cause
     assert module.DEFINITION.metric in {m.name for m in result.measurements}
     # Self-hosted, like docker: a zero bill, marked as not provider-sourced.
