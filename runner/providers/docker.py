@@ -1,9 +1,11 @@
 """The Docker Engine API provider: a local Docker daemon, Podman's Docker-compatible service, or a
 Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`).
 
-Each sandbox is one container: network none, the requested CPUs and memory, explicit nofile and
-nproc limits (Podman needs them), the batch label, and `sleep <lifetime>` as its main process with
-auto-remove, so a container outlives a crashed runner by at most its lifetime. Commands run through
+Each sandbox is one container: network none, the requested CPUs and memory, a pids limit,
+explicit nofile and nproc limits (Podman needs them), never privileged, only the capabilities
+the standard image's commands need (CAPABILITIES), no new privileges, the engine's default
+seccomp profile, the batch label, and `sleep <lifetime>` as its main process with auto-remove,
+so a container outlives a crashed runner by at most its lifetime. Commands run through
 exec; files move as tar archives; snapshots are image commits (filesystem only, no memory).
 
 Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY and
@@ -69,6 +71,11 @@ ENGINE_ERRORS = (
 WORKDIR = "/app"
 DEFAULT_NOFILE = 8192  # below the 20000 hard limit a Podman service often inherits
 DEFAULT_NPROC = 4096
+# What the standard image's commands need as the container's root: file ownership and modes
+# (package managers, tar, git checkouts as another user), signals and user switching. The
+# engines' defaults also grant MKNOD, NET_RAW, NET_BIND_SERVICE, SETFCAP, SETPCAP, SYS_CHROOT
+# and AUDIT_WRITE, which no benchmark uses.
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
 # Requests other than a running exec give up after this long; exec waits follow their own timeout.
 API_TIMEOUT_S = 120
 MIN_FREE_BYTES = 5 * 1024**3
@@ -270,6 +277,14 @@ class DockerProvider(Provider):
                 Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
                 Ulimit(name="nproc", soft=self.nproc, hard=self.nproc),
             ],
+            # The pids cgroup is the fence a fork bomb meets: RLIMIT_NPROC does not bind the
+            # container's root, whom the kernel exempts.
+            pids_limit=self.nproc,
+            privileged=False,
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            # Keeps the engine's default seccomp profile: only seccomp=unconfined would drop it.
+            security_opt=["no-new-privileges"],
             auto_remove=True,
             init=True,  # a real PID 1 reaps the orphans of killed commands
         )
@@ -298,10 +313,16 @@ class DockerProvider(Provider):
         host = info.get("HostConfig") or {}
         cpus = (host.get("NanoCpus") or 0) / 1_000_000_000
         memory_mib = (host.get("Memory") or 0) // (1024 * 1024)
+        pids = host.get("PidsLimit") or 0
         facts = {
             "cpus": cpus,
             "memory_mib": memory_mib,
-            "enforced": {"cpus": cpus == spec.cpus, "memory": memory_mib == spec.memory_mib},
+            "pids_limit": pids,
+            "enforced": {
+                "cpus": cpus == spec.cpus,
+                "memory": memory_mib == spec.memory_mib,
+                "pids": pids == self.nproc,
+            },
             "image": image,
             "image_digest": image_digest,
             "lifetime_s": lifetime,

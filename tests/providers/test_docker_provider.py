@@ -32,7 +32,7 @@ def test_it_creates_a_sandbox_of_the_requested_size_with_no_network(docker_provi
     try:
         facts = sandbox.facts
         assert (facts["cpus"], facts["memory_mib"]) == (2, 4096)
-        assert facts["enforced"] == {"cpus": True, "memory": True}
+        assert facts["enforced"] == {"cpus": True, "memory": True, "pids": True}
         assert facts["image_digest"] == read_pin()
         assert sandbox.created_at is not None
         limits = sh(
@@ -47,6 +47,43 @@ def test_it_creates_a_sandbox_of_the_requested_size_with_no_network(docker_provi
         assert lines[-3:] == [str(docker_provider.nofile), str(docker_provider.nproc), "/app"]
     finally:
         docker_provider.destroy(sandbox)
+
+
+def test_its_containers_are_unprivileged_with_few_capabilities_and_the_default_seccomp(
+    docker_provider, sandbox
+):
+    host = docker_provider.api.inspect_container(sandbox.id)["HostConfig"]
+    assert host["Privileged"] is False
+    assert host["PidsLimit"] == docker_provider.nproc and host["Memory"] == 2048 * 2**20
+    assert "no-new-privileges" in " ".join(host["SecurityOpt"] or [])
+    assert "unconfined" not in " ".join(host["SecurityOpt"] or [])
+    status = sh(
+        docker_provider, sandbox, "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status"
+    )
+    fields = dict(line.split(":\t") for line in status.stdout.decode().splitlines())
+    capabilities = int(fields["CapBnd"], 16)
+    # CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6, SETUID 7.
+    assert capabilities == sum(1 << bit for bit in (0, 1, 3, 4, 5, 6, 7))
+    assert fields["CapEff"] == fields["CapBnd"]
+    assert fields["NoNewPrivs"] == "1" and fields["Seccomp"] == "2"  # the engine's profile
+    # The kernel answers with the profile's refusals and the dropped capabilities.
+    refused = sh(docker_provider, sandbox, "unshare -Ur true; mknod /app/null c 1 3; echo done")
+    assert b"Operation not permitted" in refused.stderr and refused.stdout == b"done\n"
+    assert b"mknod" in refused.stderr
+
+
+def test_it_stops_a_fork_bomb_at_the_containers_pids_limit(docker_provider, sandbox):
+    # Bounded: at most 1.5 times the limit, each child a sleep that ends by itself.
+    bomb = (
+        "import os\nstarted = 0\n"
+        f"for _ in range({docker_provider.nproc * 3 // 2}):\n"
+        "    try:\n        pid = os.fork()\n"
+        "    except OSError as exc:\n        print('refused', exc.errno)\n        break\n"
+        "    if pid == 0:\n        os.execv('/bin/sleep', ['sleep', '30'])\n"
+        "    started += 1\nprint('started', started)\n"
+    )
+    out = docker_provider.exec(sandbox, ["python3", "-c", bomb], timeout=120).stdout.split()
+    assert out[:2] == [b"refused", b"11"] and int(out[3]) < docker_provider.nproc
 
 
 def test_it_runs_commands_with_their_exit_code_output_env_workdir_and_stdin(
