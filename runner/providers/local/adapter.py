@@ -69,7 +69,9 @@ class LocalProvider(Provider):
         if allow is None:
             from django.conf import settings as django_settings
 
-            allow = django_settings.LOCAL_ALLOW_UNLIMITED
+            # Scripts that run without Django's settings (bench/) get the safe default.
+            configured = django_settings.configured
+            allow = configured and django_settings.LOCAL_ALLOW_UNLIMITED
         # The operator's explicit override: run sandboxes whose cgroup limits cannot be set up.
         self.allow_unlimited = bool(allow)
         self.bwrap = shutil.which("bwrap")
