@@ -1,5 +1,6 @@
 """C8, the runtime's storage full: `local` with its sandbox root on a small tmpfs that each test
-mounts for itself (never this machine's disk, never Podman's storage). A create on full storage
+mounts for itself and each sandbox's /app capped at that size (never this machine's disk, never
+Podman's storage). A create on full storage
 is a provider failure naming the cause and leaves no directory behind; too little free space for
 a disk test is a Missed trial (the pre-test check); a write that fills the storage is a provider
 failure, refilled, and the run leaves nothing behind."""
@@ -23,7 +24,8 @@ from tests.support.runner import FAST
 
 @pytest.fixture
 def small_storage(tmp_path):
-    """Mount a tmpfs of the given size (MiB) as the root of a fresh `local` provider."""
+    """Mount a tmpfs of the given size (MiB) as the root of a fresh `local` provider, whose
+    sandboxes' /app (a tmpfs of its own) is capped at the same size."""
     mounted = []
 
     def mount(size_mib: int) -> LocalProvider:
@@ -37,7 +39,7 @@ def small_storage(tmp_path):
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here (local needs root anyway): {done.stderr}")
         mounted.append(root)
-        return LocalProvider(get_declaration("local"), {"root": root})
+        return LocalProvider(get_declaration("local"), {"root": root, "app_mib": size_mib})
 
     yield mount
     for root in mounted:

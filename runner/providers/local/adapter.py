@@ -74,6 +74,12 @@ class LocalProvider(Provider):
             allow = configured and django_settings.LOCAL_ALLOW_UNLIMITED
         # The operator's explicit override: run sandboxes whose cgroup limits cannot be set up.
         self.allow_unlimited = bool(allow)
+        # A cap on every sandbox's /app (MiB): the storage an operator gives the sandboxes, and
+        # how the storage-full tests make a small one.
+        app_mib = self.settings.get("app_mib")
+        if app_mib is not None and (not isinstance(app_mib, int) or app_mib < 1):
+            raise ValueError(f"local: app_mib must be a whole number of MiB >= 1, got {app_mib!r}")
+        self.app_mib_cap: int | None = app_mib
         self.bwrap = shutil.which("bwrap")
         self.python = PYTHON if os.access(PYTHON, os.X_OK) else None
         # A root runner starts bubblewrap as the unprivileged sandbox user; any other runner
@@ -187,7 +193,7 @@ class LocalProvider(Provider):
 
     def _sandbox_facts(self, spec: SandboxSpec) -> dict:
         uid = SANDBOX_UID if self.setpriv else os.geteuid()
-        app_mib, tmp_mib = tmpfs_sizes(spec)
+        app_mib, tmp_mib = tmpfs_sizes(spec, self.app_mib_cap)
         note = (
             f"commands run as host uid {uid} without capabilities or new privileges, under a "
             f"seccomp filter, with no nested user namespace and at most {PIDS_MAX} tasks; /app "
@@ -209,7 +215,7 @@ class LocalProvider(Provider):
         user = [self.setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}"]
         user += ["--clear-groups", "--"]
         uid = SANDBOX_UID if self.setpriv else os.geteuid()
-        app_mib, tmp_mib = tmpfs_sizes(spec)
+        app_mib, tmp_mib = tmpfs_sizes(spec, self.app_mib_cap)
         argv = [
             *join_cgroups_prefix(cgroups),
             *(user if self.setpriv else []),
@@ -542,11 +548,14 @@ def _probe_findings(text: str) -> dict[str, list[str]]:
     return {"holds": holds, "problems": problems}
 
 
-def tmpfs_sizes(spec: SandboxSpec) -> tuple[int, int]:
+def tmpfs_sizes(spec: SandboxSpec, app_cap_mib: int | None = None) -> tuple[int, int]:
     """(MiB of /app, MiB of /tmp): together with /dev/shm within the memory limit, so filling
     them ends in "no space left" rather than the sandbox's OOM killer (unless disk_mib asks
-    for more than the memory)."""
-    return spec.disk_mib or spec.memory_mib // 2, spec.memory_mib // 4
+    for more than the memory). The provider's `app_mib` setting caps /app."""
+    app_mib = spec.disk_mib or spec.memory_mib // 2
+    if app_cap_mib is not None:
+        app_mib = min(app_mib, app_cap_mib)
+    return app_mib, spec.memory_mib // 4
 
 
 def _write_meta(directory: Path, meta: dict) -> None:
