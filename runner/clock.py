@@ -104,15 +104,17 @@ def background_script(command: str, tag: str) -> str:
     # Only setsid goes to the background, with its own redirections: `mkfifo F && setsid ... &`
     # would put the whole list in a subshell that keeps the exec's stdout and stderr open until
     # the command ends, so an adapter that reads them to EOF (local) would wait for all of it.
-    # The output file is made before the launch returns: on a busy host the background shell
-    # can take longer than a poll to start, and a poll that found no output file then ended a
-    # live trial as "never started" (poll_command's exit 2 now means only "vanished").
+    # The launched process's pid is written before the launch returns, and a poll tells "gone"
+    # by that process, not by the command's files: on a busy host the background shell can
+    # start after a whole poll has waited, and a poll that found no output file yet ended a
+    # live trial as "never started". (setsid runs in place: a background job of a shell without
+    # job control leads no process group, so $! is the process that runs the command.)
     return (
-        f"mkfifo {paths['fifo']} && : > {base}.out && {{ "
+        f"mkfifo {paths['fifo']} && {{ "
         f'setsid bash -c \'( bash -c "$1" > {base}.out 2> {base}.err < /dev/null; '
         f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "
         f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} "
-        "> /dev/null 2>&1 < /dev/null & }"
+        f"> /dev/null 2>&1 < /dev/null & }} && echo $! > {paths['pid']}"
     )
 
 
@@ -124,6 +126,7 @@ def background_paths(tag: str) -> dict[str, str]:
         "err": f"{base}.err",
         "rc": f"{base}.rc",
         "fifo": f"{base}.fifo",
+        "pid": f"{base}.pid",
     }
 
 
@@ -135,14 +138,21 @@ def poll_command(tag: str, wait_s: float) -> list[str]:
     command waits for the next poll.
     """
     paths = background_paths(tag)
-    # Exit 0: finished; 1: still running; 2: vanished (the launch made its output file).
+    # Exit 0: finished; 1: still running (its launched process lives, whether or not it has
+    # started the command yet); 2: gone without an exit code (never launched, or killed). The
+    # process's state is read from /proc, not with `kill -0`, which a zombie still answers where
+    # nothing reaps orphans; and before the exit code is looked for, since a command that ends
+    # in between has renamed its exit code file into place by then.
     script = (
-        'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; [[ -e "$2" ]] && exit 0; '
-        '[[ -e "$4" ]] || exit 2; exit 1'
+        'exec 9<> "$1"; [[ -e "$2" ]] || read -r -t "$3" -N 1 -u 9; '
+        'read -r pid 2> /dev/null < "$4"; state=""; '
+        '[[ $pid =~ ^[0-9]+$ ]] && read -r state 2> /dev/null < "/proc/$pid/stat"; '
+        'state=${state##*) }; [[ -e "$2" ]] && exit 0; '
+        "[[ -n $state && $state != Z* && $state != X* ]] && exit 1; exit 2"
     )
     return [
         "/bin/bash", "-c", script, "poll", paths["fifo"], paths["rc"], f"{wait_s:g}",
-        paths["out"],
+        paths["pid"],
     ]  # fmt: skip
 
 

@@ -379,7 +379,7 @@ class LifecycleContext(TrialContext):
             if polled.exit_code == 0:
                 break
             if polled.exit_code == 2:
-                raise ProviderFailure("the background command vanished: its output file is gone")
+                raise ProviderFailure("the background command ended without its exit code")
             if time.monotonic() - started > timeout:
                 raise ProviderFailure(f"background command still running after {timeout:g} s")
         total_ms = _ms(time.monotonic() - started)

@@ -157,38 +157,50 @@ def test_it_takes_the_uptime_reads_outside_the_timed_span():
     assert end.index("__bb_w1=$EPOCHREALTIME") < end.index("< '/proc/uptime'")
 
 
-def test_a_poll_waits_for_a_background_command_that_is_slow_to_start(tmp_path):
+def fake_setsid(directory: Path, body: str) -> dict:
+    """An environment whose `setsid` runs `body` (sh) first, then the real one if it gets there."""
+    directory.mkdir()
+    (directory / "setsid").write_text(f'#!/bin/sh\n{body}\nexec /usr/bin/setsid "$@"\n')
+    (directory / "setsid").chmod(0o755)
+    return {**os.environ, "PATH": f"{directory}:{os.environ['PATH']}"}
+
+
+@pytest.fixture
+def tag():
+    tag = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    yield tag
+    for path in Path("/tmp").glob(f".boxbench-bg-{tag}*"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def launch_and_poll(tag: str, env: dict):
+    launch = ["bash", "-c", clock.background_script("echo done", tag)]
+    assert subprocess.run(launch, env=env, timeout=60).returncode == 0
+    return lambda wait_s: subprocess.run(clock.poll_command(tag, wait_s), timeout=60).returncode
+
+
+def test_a_poll_waits_for_a_background_command_that_is_slow_to_start(tmp_path, tag):
     """On a busy host the background shell can start after the first poll has waited: that
-    poll must say "still running" (1), not "never started or vanished" (2), which ended live
-    trials. Here `setsid` waits for a file before it starts the command."""
+    poll must say "still running" (1), not "gone" (2), which ended live trials. Here `setsid`
+    waits for a file before it starts the command."""
     release = tmp_path / "release"
-    held = tmp_path / "bin"
-    held.mkdir()
-    (held / "setsid").write_text(
-        f'#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.01; done\nexec /usr/bin/setsid "$@"\n'
-    )
-    (held / "setsid").chmod(0o755)
-    env = {**os.environ, "PATH": f"{held}:{os.environ['PATH']}"}
-    tag = f"slow-start-{os.getpid()}-{time.monotonic_ns()}"
-    paths = clock.background_paths(tag)
-
-    def poll(wait_s: float) -> int:
-        command = clock.poll_command(tag, wait_s)
-        return subprocess.run(command, env=env, timeout=60).returncode
-
+    env = fake_setsid(tmp_path / "bin", f"while [ ! -e {release} ]; do sleep 0.01; done")
     try:
-        launch = ["bash", "-c", clock.background_script("echo done", tag)]
-        assert subprocess.run(launch, env=env, timeout=60).returncode == 0
+        poll = launch_and_poll(tag, env)
         assert poll(0) == 1  # launched, not started yet: still running
         release.touch()
         deadline = time.monotonic() + 60
         while (code := poll(1)) == 1:
             assert time.monotonic() < deadline, "the released command never finished"
         assert code == 0
-        with open(paths["out"]) as out:
-            assert out.read() == "done\n"
+        assert Path(clock.background_paths(tag)["out"]).read_text() == "done\n"
     finally:
         release.touch()
-        for path in Path("/tmp").glob(f".boxbench-bg-{tag}*"):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+
+
+def test_a_poll_says_gone_at_once_when_the_launched_process_died_before_the_command(tmp_path, tag):
+    """An engine that ends the exec's session as the call returns can take the launched
+    process with it before it runs anything: the first poll says so (2)."""
+    poll = launch_and_poll(tag, fake_setsid(tmp_path / "bin", "exit 0"))
+    assert poll(0) == 2
