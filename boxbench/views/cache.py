@@ -21,12 +21,15 @@ A page that also depends on a file (the methodology) names it with `also`, a fun
 request whose answer (the file's modification time) is part of the key. A view whose page also
 depends on something a publication does not change (an unpublished run, the runs awaiting
 publication) calls `uncached(response)`; a response that set a cookie or used a
-CSRF token is never stored either, since it is one visitor's.
+CSRF token is never stored either, since it is one visitor's. Nor is anything shown while the
+visitor has Django messages waiting (an admin action's confirmation): those pages are rendered
+for that visitor alone, neither read from nor written to the shared cache.
 """
 
 import functools
 import hashlib
 
+from django.contrib import messages
 from django.core.cache import cache
 from django.http import HttpResponse
 
@@ -67,10 +70,15 @@ def _storable(request, response) -> bool:
     )
 
 
+def _has_messages(request) -> bool:
+    # len() loads the waiting messages without marking them shown, so they still render.
+    return len(messages.get_messages(request)) > 0
+
+
 def per_publication(view, also=None):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
-        if request.method != "GET":
+        if request.method != "GET" or _has_messages(request):
             return view(request, *args, **kwargs)
         extra = f":{also(request)}" if also else ""
         reader, found = audience.of_with(

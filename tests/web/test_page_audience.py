@@ -163,3 +163,25 @@ def test_it_leaves_memos_alone_when_a_login_only_records_its_time(client, publis
     settled = audience.current_generation()
     client.force_login(User.objects.get(username="another"))  # saves last_login only
     assert audience.current_generation() == settled
+
+
+def test_one_staff_members_message_never_reaches_another_through_the_page_cache(
+    client, published_run
+):
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.http import HttpResponse
+    from django.test import Client, RequestFactory
+
+    staff(client, "first")
+    page(client, "/")  # the overview is in the cache for this audience
+    storage = CookieStorage(RequestFactory().get("/"))
+    storage.add(25, "Run 42 audited for first")
+    carrier = HttpResponse()
+    storage.update(carrier)
+    client.cookies[storage.cookie_name] = carrier.cookies[storage.cookie_name].value
+
+    assert b"Run 42 audited for first" in page(client, "/")  # shown once, to its reader
+    other = Client()
+    staff(other, "second")
+    assert b"Run 42 audited for first" not in page(other, "/")
+    assert b"Run 42 audited for first" not in page(client, "/")  # and only once
