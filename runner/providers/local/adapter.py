@@ -15,6 +15,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -253,7 +254,7 @@ class LocalProvider(Provider):
         ]  # fmt: skip
         with open(directory / "bwrap.log", "wb") as log:
             try:
-                subprocess.Popen(
+                bwrap = subprocess.Popen(
                     argv,
                     pass_fds=(info_write, ready_write, listener.fileno(), seccomp, *etc_fds),
                     stdin=subprocess.DEVNULL,
@@ -262,6 +263,11 @@ class LocalProvider(Provider):
                     start_new_session=True,
                     env={"PATH": SANDBOX_PATH},
                 )
+                # bubblewrap is this process's child for the sandbox's whole life, and whoever
+                # destroys the sandbox (perhaps another provider object, after a restart) kills
+                # it by pid: a waiting thread reaps it whenever it ends, so it never lingers as
+                # a zombie.
+                threading.Thread(target=bwrap.wait, name="bwrap-reaper", daemon=True).start()
             finally:
                 for fd in (info_write, ready_write, seccomp, *etc_fds):
                     os.close(fd)
