@@ -48,7 +48,8 @@ PUBLISH = r"""
 import time, django
 django.setup()
 from django.utils import timezone
-from boxbench import leaderboard, publishing
+from boxbench import publishing
+from boxbench.leaderboard.materialize import materialize
 from boxbench.models import Run
 run = Run.objects.get(name="load-test")
 start = time.perf_counter()
@@ -56,7 +57,7 @@ report = publishing.run_audit(run)
 audit_s = time.perf_counter() - start
 Run.objects.filter(id=run.id).update(published=True, published_at=timezone.now())
 start = time.perf_counter()
-rows = leaderboard.materialize()
+rows = materialize()
 print(f"audited {len(report['pairs'])} pairs in {audit_s:.1f} s; "
       f"materialized {rows} aggregates in {time.perf_counter() - start:.1f} s")
 print(run.id)

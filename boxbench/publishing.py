@@ -217,7 +217,7 @@ def publish(run: Run, actor=None) -> Run:
     from the command line). A published run with resolutions recorded since its publication is
     published again (`republish`); otherwise it is refused.
     """
-    from boxbench.leaderboard import materialize  # pandas: loaded only to publish
+    from boxbench.leaderboard.materialize import materialize  # pandas: loaded only to publish
 
     if run.published:
         return republish(run, actor)
@@ -261,7 +261,7 @@ def republish(run: Run, actor=None) -> Run:
     """Admit the pairs of a published run resolved since its last publication: a transition
     "republished" naming the actor, then materialize. The run's trials and report are as
     published; its publication time (which orders runs on the board) stays."""
-    from boxbench.leaderboard import materialize
+    from boxbench.leaderboard.materialize import materialize
 
     if not resolved_since_publication(run):
         raise PublishRefused(f"run {run.id} is already published, and nothing was resolved since")
@@ -280,7 +280,7 @@ def republish(run: Run, actor=None) -> Run:
 def rematerialize() -> None:
     """Rebuild the leaderboards after a published run was deleted: from the runs still
     published, or empty when none is left."""
-    from boxbench.leaderboard import materialize
+    from boxbench.leaderboard.materialize import materialize
     from boxbench.models import Aggregate
 
     if Run.objects.published().exists():

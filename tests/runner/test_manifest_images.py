@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from boxbench import leaderboard
+from boxbench.leaderboard.sources import image_digest
 from runner import provenance
 from runner.plan import plan_run
 from runner.providers.base import ProviderError
@@ -61,8 +61,8 @@ def test_it_records_each_providers_image_in_the_manifest_at_plan_time(chain_prov
     reference, digest = local.standard_image()
     assert run.manifest["images"] == {"local": {"reference": reference, "digest": digest}}
     # The results pages read the same entry.
-    assert leaderboard.image_digest(run.manifest, "create") == digest
-    assert leaderboard.image_digest(run.manifest, "create", ["local"]) == digest
+    assert image_digest(run.manifest, "create") == digest
+    assert image_digest(run.manifest, "create", ["local"]) == digest
 
 
 @pytest.mark.django_db
@@ -70,17 +70,17 @@ def test_it_records_why_an_image_is_unknown_without_refusing_the_plan(chain_prov
     chain_provider(FaultyProvider(local))  # an adapter without standard_image()
     run = plan_run("t", benchmarks=["create"], providers=["local"], trials=1, seed=1)
     assert "names no standard image" in run.manifest["images"]["local"]["error"]
-    assert leaderboard.image_digest(run.manifest, "create") == ""
+    assert image_digest(run.manifest, "create") == ""
 
 
 def test_it_shows_one_digest_per_source_and_none_when_providers_differ():
     a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
     manifest = {"images": {"local": {"digest": a}, "docker": {"digest": b}}}
-    assert leaderboard.image_digest(manifest, "create", ["local"]) == a
-    assert leaderboard.image_digest(manifest, "create", ["docker"]) == b
-    assert leaderboard.image_digest(manifest, "create") == ""  # two images: named per provider
+    assert image_digest(manifest, "create", ["local"]) == a
+    assert image_digest(manifest, "create", ["docker"]) == b
+    assert image_digest(manifest, "create") == ""  # two images: named per provider
     per_benchmark = {**manifest, "image_digests": {"deepswe": b}}
-    assert leaderboard.image_digest(per_benchmark, "deepswe", ["local"]) == b
+    assert image_digest(per_benchmark, "deepswe", ["local"]) == b
 
 
 @pytest.mark.django_db

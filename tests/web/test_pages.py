@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from boxbench import leaderboard
+from boxbench.leaderboard.materialize import materialize
 from boxbench.models import Evidence, Trial
 from stats import audit as stats_audit
 from stats import summary
@@ -143,7 +143,7 @@ def test_the_pages_state_the_caps_the_code_applies(client, published_run, monkey
     assert f"fewer than {stats_audit.MIN_SUCCESSES} successful trials are unassessed" in run
     # The caps come from the code that applied them, so a new cap shows after the next publication.
     monkeypatch.setattr(summary, "MAX_POINTS", 250)
-    leaderboard.materialize()
+    materialize()
     again = client.get("/benchmarks/create/units/create/").content.decode()
     assert "at most 250 per provider" in again
 
@@ -257,11 +257,10 @@ def test_it_serves_a_visitor_the_page_rendered_for_the_current_publication(
     with page_queries() as queries:
         assert client.get("/benchmarks/create/").content == first
     assert queries == []  # the page and the publication version both come from the cache
-    from boxbench import leaderboard
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="create").update(title="Create, renamed")
-    leaderboard.materialize()  # a new publication: new version, fresh render
+    materialize()  # a new publication: new version, fresh render
     assert b"Create, renamed" in client.get("/benchmarks/create/").content
 
 
@@ -274,7 +273,7 @@ def test_it_caches_staff_pages_per_publication_too(staff_client, published_run, 
     from boxbench.models import Benchmark
 
     Benchmark.objects.filter(slug="cpu").update(title="CPU, renamed")
-    leaderboard.materialize()
+    materialize()
     assert b"CPU, renamed" in staff_client.get("/").content
 
 

@@ -1,0 +1,44 @@
+"""Every leaderboard page rebuilt from the published runs and stored at once."""
+
+from __future__ import annotations
+
+from boxbench import holdbacks
+from boxbench.leaderboard.boards import benchmark_board
+from boxbench.leaderboard.pages import overview_page, provider_page
+from boxbench.leaderboard.sources import leaderboard_sources
+from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
+from runner import runs
+
+
+def materialize() -> int:
+    """Recompute every Aggregate row from the leaderboard sources; all rows replaced at once."""
+    published = list(Run.objects.published().order_by("-published_at", "-id"))
+    # Asked once: it decides both which run feeds each pair and what each run's page holds back.
+    held = holdbacks.held_back(published)
+    sources = leaderboard_sources(published, held)
+    benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
+    providers = {p.id: p for p in Provider.objects.all()}
+    rows: list[Aggregate] = []
+    boards = []
+    for benchmark in benchmarks:
+        board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
+        boards.append(board)
+        rows.append(Aggregate.of(Scope.BENCHMARK, benchmark.slug, data=board.summary))
+        for unit_data in board.units:
+            unit = unit_data["unit"]
+            rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
+    # Every published run has its page, also one whose every pair is held back or superseded.
+    for run in published:
+        data = {
+            "cells": runs.progress(run),
+            "resolutions": holdbacks.resolutions(run),
+            "held_back": held.get(run.id, []),
+        }
+        rows.append(Aggregate.of(Scope.RUN, run.id, data=data))
+    overview = overview_page(boards, providers)
+    rows.append(Aggregate.of(Scope.OVERVIEW, data=overview))
+    for provider in providers.values():
+        data = provider_page(provider, boards, overview)
+        rows.append(Aggregate.of(Scope.PROVIDER, provider.slug, data=data))
+    Aggregate.objects.replace_all(rows)
+    return len(rows)
