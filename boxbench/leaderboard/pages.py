@@ -86,8 +86,9 @@ def provider_page(provider: Provider, boards: list[Board], overview: dict) -> di
                     {
                         "unit": unit["unit"],
                         "unit_title": unit["unit_title"],
-                        **{k: row[k] for k in ("rank", "label", "n", "median", "ci_low",
-                                               "ci_high", "tail", "tail_kind", "mean")},
+                        **{k: row[k] for k in ("rank", "label", "meaning", "n", "median",
+                                               "ci_low", "ci_high", "tail", "tail_kind",
+                                               "mean")},
                     }
                 )  # fmt: skip
         results.append(

@@ -10,6 +10,7 @@ from boxbench.leaderboard.materialize import materialize
 from boxbench.models import Evidence, Trial
 from stats import audit as stats_audit
 from stats import summary
+from stats.labels import MEANINGS, Label
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
@@ -161,6 +162,11 @@ def test_it_shows_a_providers_results_declaration_and_pricing(client, published_
     assert "DeepSWE replay" in page and "Trace C" in page and "Not Measured" in page
     assert "per_vcpu_second" in page and "&quot;capabilities&quot;" in page
     assert client.get("/providers/nobody/").status_code == 404
+
+
+def test_a_providers_unit_label_says_what_it_means(client, published_run):
+    page = client.get("/providers/boat/").content.decode()
+    assert f'<td title="{MEANINGS[Label.NOT_MEASURED]}">Not Measured</td>' in page
 
 
 @pytest.mark.parametrize("path", ["/", "/benchmarks/deepswe/", "/benchmarks/deepswe/units/trace-a/",
