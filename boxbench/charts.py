@@ -4,6 +4,7 @@ Plain dicts rather than plotly.graph_objects: building a graph object validates 
 and costs milliseconds per request, while the browser's plotly.js validates anyway.
 """
 
+from boxbench.leaderboard.shapes import BenchmarkPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
 
 # Providers: one colour each, the same on every chart (see provider_colour).
@@ -155,7 +156,7 @@ def _provider_bars(name: str, barred: list[dict], x: list, text: list[str], hove
     }
 
 
-def stacked_stage_bars(unit: dict) -> dict | None:
+def stacked_stage_bars(unit: UnitPage) -> dict | None:
     """One horizontal bar per ranked provider; segment widths fill the total median, while each
     segment's label shows its own unscaled stage median."""
     rows = unit["rows"]
@@ -179,7 +180,7 @@ def stacked_stage_bars(unit: dict) -> dict | None:
     return {"data": traces, "layout": layout}
 
 
-def stacked_cost_bars(unit: dict) -> dict | None:
+def stacked_cost_bars(unit: UnitPage) -> dict | None:
     """The Cost view: one bar per ranked provider with a provider-sourced cost, its mean cost per
     success split by the stage means (stats.bars.stage_costs): the stage costs fill the shown
     cost, each label its segment's width. None without such a provider (nothing_to_chart says
@@ -204,7 +205,7 @@ def stacked_cost_bars(unit: dict) -> dict | None:
     return {"data": traces, "layout": layout}
 
 
-def metric_bars(unit: dict) -> dict | None:
+def metric_bars(unit: UnitPage) -> dict | None:
     """The median of the metric per ranked provider, with its 95 % interval; None without a
     ranked provider (the page says why: nothing_to_chart)."""
     rows = unit["rows"]
@@ -242,7 +243,7 @@ def _minus(a, b):
     return None if a is None or b is None else a - b
 
 
-def workload_bars(summary: dict, view: str = "time") -> dict | None:
+def workload_bars(summary: BenchmarkPage, view: str = "time") -> dict | None:
     """The All view: each provider's workload value (view "time") or workload cost ("cost"), the
     geometric mean over the unit set; None when no provider has one (the page says why:
     nothing_to_chart)."""
@@ -277,7 +278,7 @@ def workload_bars(summary: dict, view: str = "time") -> dict | None:
     return {"data": [trace], "layout": layout}
 
 
-def distribution(unit: dict) -> dict | None:
+def distribution(unit: UnitPage) -> dict | None:
     """Per-trial values per provider: a nearest-rank box with every (or evenly sampled) trial."""
     rows = [r for r in unit["rows"] if r["distribution"]]
     if not rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from boxbench.leaderboard import shapes
 from boxbench.leaderboard.cells import (
     EMPTY_CELL,
     Cell,
@@ -43,8 +44,8 @@ DOWNLOAD_NOTES = {deepswe.SLUG: deepswe.NOT_THE_REFERENCE}
 class Board:
     benchmark: Benchmark
     runs: dict[str, Run]  # provider slug -> the run its numbers come from
-    summary: dict  # the benchmark page
-    units: list[dict]  # one per unit page
+    summary: shapes.BenchmarkPage
+    units: list[shapes.UnitPage]
 
 
 @dataclass
@@ -60,7 +61,7 @@ class Build:
     totals: dict[str, int]  # successes across all units
     failure_totals: dict[str, int]  # unreplaced provider failures across all units
     all_view_floors: dict[str, int]  # the All view's floor: the full one when it spans every unit
-    context: dict  # the keys every page of the benchmark repeats
+    context: shapes.BenchmarkContext  # the keys every page of the benchmark repeats
     medians: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: median
     costs: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: mean cost
     cost_complete: dict[str, bool] = field(default_factory=dict)  # every unit has a sourced cost
@@ -75,7 +76,7 @@ class Build:
             provider, self.refusals, successes, floor, failures, self.benchmark.slug, **view
         )
 
-    def source(self, slug: str) -> dict:
+    def source(self, slug: str) -> shapes.Source | dict:
         """The run (and image) behind one provider's numbers; {} for one only refused."""
         return run_source(self.runs[slug], self.benchmark, [slug]) if slug in self.runs else {}
 
@@ -155,7 +156,9 @@ def _series(by_provider: dict[int, Run], providers: dict[int, Provider]) -> dict
     return {"type": kind or "not recorded", "region": region or "not recorded"}
 
 
-def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], stages) -> dict:
+def _context(
+    benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], stages
+) -> shapes.BenchmarkContext:
     latest = max(runs.values(), key=lambda r: (r.published_at, str(r.id)))
     return {
         "benchmark": benchmark.slug,
@@ -174,7 +177,9 @@ def _context(benchmark: Benchmark, runs: dict[str, Run], names: dict[str, str], 
     }
 
 
-def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, multi: bool) -> dict:
+def _unit_page(
+    build: Build, unit: Unit, cells: dict, method: summary.Method, multi: bool
+) -> shapes.UnitPage:
     """One unit's table: a row per provider, labelled and ranked; tallies its medians and costs
     into the build for the All view."""
     rows, cost_rows = [], []
@@ -223,7 +228,9 @@ def _unit_page(build: Build, unit: Unit, cells: dict, method: summary.Method, mu
     }
 
 
-def _cost_row(build: Build, provider: Provider, row: dict, stage_costs, successes, failures):
+def _cost_row(
+    build: Build, provider: Provider, row: shapes.UnitRow, stage_costs, successes, failures
+) -> shapes.CostRow:
     """The Cost view's row: the shown cost (mean cost per success) and its stage costs, for a
     provider with a provider-sourced cost on every trial; any other reads Not Displayed."""
     sourced = provider_cost(provider) and row["mean_cost_usd"] is not None
@@ -274,7 +281,7 @@ def provider_state(
     )
 
 
-def provider_info(provider: Provider) -> dict:
+def provider_info(provider: Provider) -> shapes.ProviderInfo:
     return {
         "provider": provider.slug,
         "provider_name": provider.name,
@@ -296,7 +303,7 @@ def _unit_row(provider: Provider, cell: Cell, method: summary.Method) -> dict:
     }
 
 
-def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
+def _summary_page(build: Build, unit_pages: list[shapes.UnitPage]) -> shapes.BenchmarkPage:
     """The All view: workload values (multi-unit) or the single unit's median per provider.
 
     The ranking floor (successes across all units) and, on a multi-unit workload, the
@@ -339,7 +346,7 @@ def _summary_page(build: Build, unit_pages: list[dict]) -> dict:
     }
 
 
-def _rank_costs(rows: list[dict], unit_pages: list[dict]) -> None:
+def _rank_costs(rows: list[shapes.SummaryRow], unit_pages: list[shapes.UnitPage]) -> None:
     """The Cost view ranks the All view's rows by their workload cost, lower first. Its labels:
     on one unit, the unit's Cost view labels (a provider without a sourced cost reads Not
     Displayed); on several, the All view's own, which already need a provider-sourced cost."""
@@ -367,7 +374,7 @@ def _share_stage_costs(rows: list[dict], unit_pages: list[dict]) -> None:
         row["stage_costs"] = bars.workload_stage_costs(row["workload_cost_usd"], unit_costs)
 
 
-def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> dict:
+def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -> shapes.SummaryRow:
     """A multi-unit workload's row: the workload value and cost over the provider's units."""
     slug = provider.slug
     failures = sum(
@@ -398,7 +405,7 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
     }
 
 
-def _single_unit_row(build: Build, provider: Provider, unit_pages) -> dict:
+def _single_unit_row(build: Build, provider: Provider, unit_pages) -> shapes.SummaryRow:
     """A single-unit benchmark's row: its unit row's median, label and cost."""
     slug = provider.slug
     only = next((r for page in unit_pages for r in page["rows"] if r["provider"] == slug), None)

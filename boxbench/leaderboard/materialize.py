@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
+from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import leaderboard_sources
-from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope
+from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope, aggregate_key
 from runner import runs
 
 
@@ -23,22 +24,37 @@ def materialize() -> int:
     for benchmark in benchmarks:
         board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
         boards.append(board)
-        rows.append(Aggregate.of(Scope.BENCHMARK, benchmark.slug, data=board.summary))
+        rows.append(_page(Scope.BENCHMARK, benchmark.slug, data=board.summary))
         for unit_data in board.units:
             unit = unit_data["unit"]
-            rows.append(Aggregate.of(Scope.UNIT, benchmark.slug, unit, data=unit_data))
+            rows.append(_page(Scope.UNIT, benchmark.slug, unit, data=unit_data))
     # Every published run has its page, also one whose every pair is held back or superseded.
     for run in published:
-        data = {
+        data: shapes.RunPage = {
             "cells": runs.progress(run),
             "resolutions": holdbacks.resolutions(run),
             "held_back": held.get(run.id, []),
         }
-        rows.append(Aggregate.of(Scope.RUN, run.id, data=data))
+        rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
-    rows.append(Aggregate.of(Scope.OVERVIEW, data=overview))
+    rows.append(_page(Scope.OVERVIEW, data=overview))
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
-        rows.append(Aggregate.of(Scope.PROVIDER, provider.slug, data=data))
+        rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
     Aggregate.objects.replace_all(rows)
     return len(rows)
+
+
+# The shape each scope's page is checked against before it is stored.
+SHAPES = {
+    Scope.OVERVIEW: shapes.OverviewPage,
+    Scope.BENCHMARK: shapes.BenchmarkPage,
+    Scope.UNIT: shapes.UnitPage,
+    Scope.PROVIDER: shapes.ProviderPage,
+    Scope.RUN: shapes.RunPage,
+}
+
+
+def _page(scope: Scope, *parts, data) -> Aggregate:
+    where = f"the {scope} page {aggregate_key(*parts)!r}".replace(" ''", "")
+    return Aggregate.of(scope, *parts, data=shapes.check(SHAPES[scope], data, where))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board, provider_cost, provider_info
 from boxbench.leaderboard.sources import run_source
 from boxbench.models import Provider, Section
 from stats import scores, workload
 
 
-def overview_page(boards: list[Board], providers: dict[int, Provider]) -> dict:
+def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes.OverviewPage:
     """The score tree with titles, composites, and the run behind every benchmark."""
     results = []
     for board in boards:
@@ -71,7 +72,9 @@ def _slug_cost(providers: dict[int, Provider], slug: str) -> bool:
     return any(p.slug == slug and provider_cost(p) for p in providers.values())
 
 
-def provider_page(provider: Provider, boards: list[Board], overview: dict) -> dict:
+def provider_page(
+    provider: Provider, boards: list[Board], overview: shapes.OverviewPage
+) -> shapes.ProviderPage:
     """Everything measured on one provider, with its declaration and pricing."""
     results = []
     for board in boards:

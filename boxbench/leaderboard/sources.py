@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import Max
 
+from boxbench.leaderboard import shapes
 from boxbench.models import Benchmark, Run, Trial, TrialState, UnsuccessfulCount
 from runner.manifest import Manifest
 from runner.rules import Refusal
@@ -139,7 +140,7 @@ def ranking_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
     return labels.subset_floor(benchmark.ranking_floor, declared_units, planned)
 
 
-def unit_scope(units: int, declared_units: int) -> dict:
+def unit_scope(units: int, declared_units: int) -> shapes.UnitScope:
     """How much of the workload a page's numbers cover: {"units", "of", "subset", "text"}; the
     text ("2 of 10 units") goes wherever a subset's numbers appear."""
     subset = 0 < units < declared_units
@@ -161,7 +162,7 @@ def planned_refusals(benchmark: Benchmark, published: list[Run]) -> dict[str, Re
     return found
 
 
-def run_source(run: Run, benchmark: Benchmark, providers: list[str] | None = None) -> dict:
+def run_source(run: Run, benchmark: Benchmark, providers: list[str] | None = None) -> shapes.Source:
     return {
         "run": str(run.id),
         "run_name": run.name,
@@ -169,7 +170,9 @@ def run_source(run: Run, benchmark: Benchmark, providers: list[str] | None = Non
     }
 
 
-def run_sources(runs: dict[str, Run], benchmark: Benchmark, names: dict[str, str]) -> list[dict]:
+def run_sources(
+    runs: dict[str, Run], benchmark: Benchmark, names: dict[str, str]
+) -> list[shapes.RunSource]:
     """Each distinct run behind a page, the latest first, with the providers it feeds."""
     by_run: dict = {}
     for slug, run in runs.items():

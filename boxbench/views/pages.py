@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from boxbench import charts, permissions
+from boxbench.leaderboard.shapes import BenchmarkPage, OverviewPage, ProviderPage, UnitPage
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -37,7 +38,7 @@ COMPOSITE_BLANKS = {
 
 
 def overview(request):
-    data = Aggregate.objects.page(Scope.OVERVIEW)
+    data: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
     context = {"overview": data}
     if not data and permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs()
@@ -80,7 +81,7 @@ def _visible_rows(rows: list[dict], columns: list[str], opened: set[str]) -> lis
     return visible
 
 
-def _composite_rows(data: dict) -> list[dict]:
+def _composite_rows(data: OverviewPage) -> list[dict]:
     time, cost = data["composites"].get("time", {}), data["composites"].get("cost", {})
     rows = [
         {"provider": data["providers"].get(p, {"provider_name": p}), "time": time.get(p),
@@ -92,14 +93,14 @@ def _composite_rows(data: dict) -> list[dict]:
 
 
 def benchmark(request, slug):
-    summary = Aggregate.objects.page(Scope.BENCHMARK, slug)
+    summary: BenchmarkPage | None = Aggregate.objects.page(Scope.BENCHMARK, slug)
     if summary is None:
         return _benchmark_without_results(request, slug)
     units = [u["slug"] for u in summary["units"]]
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
-    unit = aggregate(Scope.UNIT, slug, chosen)
+    unit: UnitPage = aggregate(Scope.UNIT, slug, chosen)
     view = chosen_view(request, summary)
     query = "?view=cost" if view == "cost" else ""
     context = {
@@ -145,7 +146,7 @@ def _benchmark_without_results(request, slug):
     return _awaiting_uncached(context, render(request, "boxbench/benchmark_empty.html", context))
 
 
-def _derived(unit: dict) -> dict | None:
+def _derived(unit: UnitPage) -> dict | None:
     """What the derived-view widget needs: stages and the precomputed subset summaries."""
     if not unit["derived_available"]:
         return None
@@ -160,7 +161,7 @@ def _derived(unit: dict) -> dict | None:
 
 
 def unit(request, slug, unit_slug):
-    data = aggregate(Scope.UNIT, slug, unit_slug)
+    data: UnitPage = aggregate(Scope.UNIT, slug, unit_slug)
     provider = request.GET.get("provider", "")
     page = _page_number(request)
     # Unsuccessful trials, their owners, causes and replacement links are private evidence.
@@ -195,7 +196,9 @@ def _page_number(request) -> int:
     return page
 
 
-def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[list[dict], bool]:
+def _trials_page(
+    data: UnitPage, provider: str, page: int, evidence: bool
+) -> tuple[list[dict], bool]:
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query: every trial with its outcome, owner, cause and replacement
     link for those who may see evidence, the successful ones only for everyone else."""
@@ -236,7 +239,7 @@ def _trials_page(data: dict, provider: str, page: int, evidence: bool) -> tuple[
 
 
 def provider(request, slug):
-    data = Aggregate.objects.page(Scope.PROVIDER, slug)
+    data: ProviderPage | None = Aggregate.objects.page(Scope.PROVIDER, slug)
     if data is None:
         # A provider added since the last publication: its declaration, nothing measured yet.
         found = Provider.objects.filter(slug=slug).first()
@@ -245,8 +248,9 @@ def provider(request, slug):
         data = {
             "provider": found.slug, "provider_name": found.name, "region": found.region,
             "region_marker": found.region_marker, "region_note": found.region_note,
-            "adapter": found.adapter, "declaration": found.declaration,
-            "declaration_digest": found.declaration_digest, "pricing": found.pricing,
+            "colour_index": found.pk - 1, "adapter": found.adapter,
+            "declaration": found.declaration, "declaration_digest": found.declaration_digest,
+            "pricing": found.pricing,
             "pricing_digest": found.pricing_digest, "overall": {}, "sections": [], "results": [],
         }  # fmt: skip
     # Reversing three URLs for each of hundreds of unit rows cost more than the rest of the

@@ -14,6 +14,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from boxbench import holdbacks, live, permissions
+from boxbench.leaderboard.shapes import RunPage
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -37,7 +38,7 @@ def run_page(request, run_id):
     run = visible_run(request, run_id)
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
-    stored = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
+    stored: RunPage | None = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
     # Runs materialized before progress became one function have no "cells": count them anew.
     cells = stored["cells"] if stored and "cells" in stored else runs.progress(run)
     measured = [c for c in cells if "refusal" not in c]

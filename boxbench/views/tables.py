@@ -3,6 +3,7 @@ page and its CSV download (same rows, same formatting)."""
 
 from dataclasses import dataclass, field
 
+from boxbench.leaderboard.shapes import BenchmarkPage, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, score, usd
 
 # Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
@@ -74,7 +75,7 @@ def _noted(table: Table, data: dict) -> Table:
     return table
 
 
-def benchmark_table(summary: dict) -> Table:
+def benchmark_table(summary: BenchmarkPage) -> Table:
     columns = ["provider", "rank", "label", "workload value", "substituted units", "n", "units"]
     rows = [
         [
@@ -91,7 +92,7 @@ def benchmark_table(summary: dict) -> Table:
     return _noted(Table(columns, rows, BLANK), summary)
 
 
-def cost_ordered(summary: dict) -> dict:
+def cost_ordered(summary: BenchmarkPage) -> BenchmarkPage:
     """The All view's rows in the Cost view's order: by cost rank, then provider."""
     rows = sorted(
         summary["rows"],
@@ -100,7 +101,7 @@ def cost_ordered(summary: dict) -> dict:
     return {**summary, "rows": rows}
 
 
-def benchmark_cost_table(summary: dict) -> Table:
+def benchmark_cost_table(summary: BenchmarkPage) -> Table:
     """The All view of the Cost view: each provider's workload cost, ranked lower first."""
     summary = cost_ordered(summary)
     stages = summary["stages"]
@@ -121,7 +122,7 @@ def benchmark_cost_table(summary: dict) -> Table:
     return _noted(Table(columns, rows, blank), summary)
 
 
-def unit_table(unit: dict) -> Table:
+def unit_table(unit: UnitPage) -> Table:
     stages = unit["stages"]
     columns = [
         "provider", "rank", "label", "n", "median", "ci_low", "ci_high", "tail", "tail kind",
@@ -140,7 +141,7 @@ def unit_table(unit: dict) -> Table:
     return _noted(Table(columns, rows, blank), unit)
 
 
-def unit_cost_table(unit: dict) -> Table:
+def unit_cost_table(unit: UnitPage) -> Table:
     """The Cost view of a unit: the mean cost per success and each stage's cost (the unscaled
     figures the bar's labels show), ranked lower first."""
     stages = unit["stages"]
@@ -165,7 +166,7 @@ def unit_cost_table(unit: dict) -> Table:
 ATTEMPT_OUTCOMES = ("provider_failure", "benchmark_error", "excluded", "missed")
 
 
-def attempts_table(unit: dict) -> Table:
+def attempts_table(unit: UnitPage) -> Table:
     """Each provider's attempts on the unit counted by outcome: what the public may know of the
     unsuccessful ones (their trials, owners, causes and costs are private evidence)."""
     columns = ["provider", "success", *ATTEMPT_OUTCOMES, "unreplaced provider failures"]
@@ -181,7 +182,7 @@ def attempts_table(unit: dict) -> Table:
     return Table([c.replace("_", " ") for c in columns], rows)
 
 
-def score_rows(overview: dict) -> list[dict]:
+def score_rows(overview: OverviewPage) -> list[dict]:
     """The score tree flattened depth first: one entry per node, with each provider's score."""
     tree = overview["tree"]
     titles = overview["benchmarks"]
@@ -221,7 +222,7 @@ def score_rows(overview: dict) -> list[dict]:
     return out
 
 
-def score_table(overview: dict) -> Table:
+def score_table(overview: OverviewPage) -> Table:
     columns = [
         "level", "node", "label", "provider", "score", "rank", "run", "image digest", "units",
     ]  # fmt: skip
