@@ -55,6 +55,23 @@ class Status(TypedDict):
     meaning: str
 
 
+class JobHostSeries(TypedDict):
+    """The job hosts every number of a board was timed from."""
+
+    type: str
+    region: str
+
+
+class OtherSeries(TypedDict):
+    """A published run of the benchmark left off the board: its job hosts are of another type
+    or region."""
+
+    provider: str
+    run: str
+    job_host_type: str | None
+    job_host_region: str | None
+
+
 class BenchmarkContext(TypedDict):
     """What the benchmark page and each of its unit pages repeat. The latest run's source keys
     (run, run_name, image_digest) name the run behind the page."""
@@ -73,6 +90,8 @@ class BenchmarkContext(TypedDict):
     recorded_only: bool
     download_note: str
     unit_scope: UnitScope
+    job_host_series: JobHostSeries
+    other_series: list[OtherSeries]
 
 
 # -- the unit page ------------------------------------------------------------------------------
@@ -91,8 +110,7 @@ class CostSegment(TypedDict):
 
 
 class StageCosts(TypedDict):
-    total_cost: float
-    scale: float
+    total_cost: float  # the shown cost, which the segments fill exactly
     segments: list[CostSegment]
 
 
@@ -133,6 +151,8 @@ class UnitRow(ProviderInfo, Status):
     tail_kind: str | None
     mean: float | None
     mean_cost_usd: float | None
+    cost_ci_low: float | None  # the mean cost's 95 % bootstrap interval
+    cost_ci_high: float | None
     stage_medians: dict[str, float | None]
     segments: list[Segment]
     scale: float | None
@@ -149,6 +169,8 @@ class CostRow(ProviderInfo, Status):
 
     n: int
     mean_cost_usd: float | None
+    cost_ci_low: float | None
+    cost_ci_high: float | None
     stage_costs: StageCosts | None
     rank: int | None
     run: NotRequired[str]
@@ -187,6 +209,7 @@ class SummaryRow(ProviderInfo, Status):
     cost_substituted_units: list[str]
     cost_notes: list[str]
     rank: int | None
+    stage_costs: NotRequired[dict[str, float] | None]  # a staged multi-unit workload's All view
     cost_rank: NotRequired[int | None]  # with a Cost view only
     cost_label: NotRequired[str | None]
     run: NotRequired[str]
