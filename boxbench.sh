@@ -249,6 +249,8 @@ cmd_test() {
   say "ruff"
   "$VENV/bin/ruff" check .
   "$VENV/bin/ruff" format --check .
+  say "mypy (stats/ and runner/)"
+  "$VENV/bin/mypy"
   # On SQLite each xdist worker has its own in-memory database. Many tests wait on subprocesses
   # and sandboxes, so 3 workers on a 2-core machine; Podman and browser tests keep to one worker
   # each (--dist loadgroup, tests/conftest.py).

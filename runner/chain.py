@@ -113,7 +113,8 @@ class Chain:
         """
         order = self.manifest.chain_order(self.slug)
         if self._cancelled():
-            return self._finish()
+            self._finish()
+            return None
         if number == 0:
             self._set_chain_status("running")
             busy = self._check_account()
@@ -425,7 +426,8 @@ class Chain:
         if reason:
             stopped = TopUps(rounds=t["rounds"], stopped=reason)
             store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
-            return self._finish()
+            self._finish()
+            return None
         t["round"] += 1
         t["before"] = self._successes()
         for benchmark, unit, failed in plan:

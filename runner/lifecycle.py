@@ -170,6 +170,12 @@ class LimitedCall:
     started: float | None = None  # monotonic, at adapter entry
     returned: float | None = None
 
+    @property
+    def elapsed_s(self) -> float:
+        """Adapter entry to return; both are set once the call has ended (no overrun)."""
+        assert self.started is not None and self.returned is not None, "the call has not ended"
+        return self.returned - self.started
+
 
 def call_with_limit(
     call: Callable[[], Any],
@@ -274,7 +280,7 @@ class LifecycleContext(TrialContext):
             raise failure
         sandbox = call.value
         self.create_started, self.create_returned = call.started, call.returned
-        elapsed = _ms(call.returned - call.started)
+        elapsed = _ms(call.elapsed_s)
         self.evidence(
             "sandbox",
             {"name": name, "id": sandbox.id, "create_ms": elapsed, "facts": sandbox.facts},
@@ -309,7 +315,9 @@ class LifecycleContext(TrialContext):
         Returns the time in ms and records it as metric `name` when given. Cleanup still
         confirms it gone.
         """
-        entry = self._entry(sandbox or self.sandbox)
+        target = sandbox or self.sandbox
+        assert target is not None, "the trial's own sandbox is made before its procedure runs"
+        entry = self._entry(target)
         try:
             elapsed = destroy_entry(self.provider, entry, self.definition.destroy_timeout_s)
         except Overran as exc:
@@ -697,7 +705,7 @@ def destroy_entry(provider, entry: dict, limit_s: float) -> float:
     if call.error is not None:
         raise call.error
     entry["destroyed"] = True
-    entry["destroy_ms"] = _ms(call.returned - call.started)
+    entry["destroy_ms"] = _ms(call.elapsed_s)
     return entry["destroy_ms"]
 
 

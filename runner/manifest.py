@@ -152,7 +152,7 @@ class BackendWait(msgspec.Struct, omit_defaults=True):
     (runner/outage.py): which trial's create failed and why, how long the chain's workers
     waited and probed, and whether the backend came back."""
 
-    trial_seq: int
+    trial_seq: int | None  # None only for a trial outside the run's numbering
     reason: str
     started_at: str  # ISO 8601
     waited_s: float

@@ -25,7 +25,9 @@ class ReadinessPolicy:
 
 
 class ReadinessFailed(ProviderFailure):
-    pass
+    """The sandbox never answered; `evidence` holds every attempt, so a failed check keeps it."""
+
+    evidence: dict
 
 
 def readiness_check(
@@ -42,13 +44,13 @@ def readiness_check(
     The evidence is also attached to the exception (`.evidence`) so a failed check keeps it.
     """
     rng = rng or random.Random()
-    attempts = []
-    evidence = {"attempts": attempts, "tti_ms": None}
+    attempts: list[dict] = []
+    evidence: dict = {"attempts": attempts, "tti_ms": None}
     first = monotonic()
     wait = policy.first_wait_s
     while True:
         started = monotonic()
-        attempt = {"at_ms": round((started - first) * 1000, 3)}
+        attempt: dict = {"at_ms": round((started - first) * 1000, 3)}
         attempts.append(attempt)
         try:
             result = provider.exec(sandbox, ["true"], timeout=policy.attempt_timeout_s)

@@ -559,7 +559,7 @@ def check_host_type(pair: Pair) -> Finding:
 
 
 def _any_flag(pair: Pair) -> np.ndarray:
-    return np.column_stack([pair.facts[f] == 1.0 for f in FLAGS]).any(axis=1)
+    return np.asarray(np.column_stack([pair.facts[f] == 1.0 for f in FLAGS]).any(axis=1))
 
 
 def check_outliers(pair: Pair) -> tuple[Finding, list[dict]]:

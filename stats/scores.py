@@ -11,6 +11,7 @@ provider-sourced cost anywhere) adds 0 for everyone rather than leaving the coun
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 SECTIONS = ("workload_time", "workload_cost", "sandbox_operations", "machine_performance")
 SECTION_LABELS = {
@@ -58,7 +59,7 @@ class UnitResult:
     lower_is_better: bool = True
 
 
-def _present(value) -> bool:
+def _present(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
@@ -99,7 +100,7 @@ def rank(scores: Mapping[str, float]) -> dict[str, int]:
     """Competition ranks, higher score first; ties share the better rank (1, 2, 2, 4)."""
     rounded = {p: round(s, TIE_DECIMALS) for p, s in scores.items()}
     ordered = sorted(rounded.values(), reverse=True)
-    first_position = {}
+    first_position: dict[float, int] = {}
     for position, score in enumerate(ordered, start=1):
         first_position.setdefault(score, position)
     return {p: first_position[s] for p, s in rounded.items()}

@@ -219,7 +219,7 @@ def _shuffles(bounds: tuple[tuple[int, int], ...], stage: int) -> np.ndarray:
     raise AssertionError("unreachable")
 
 
-def _subset_ranks(ranks: np.ndarray, keep: np.ndarray, dropped: np.ndarray) -> np.ndarray:
+def _subset_ranks(ranks: np.ndarray, keep: np.ndarray, dropped: list[int]) -> np.ndarray:
     # Rank of each kept element among the kept ones: its full rank minus the dropped elements
     # below it (exact when there are no ties). Few batches, so few dropped columns.
     out = ranks[:, keep]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def summarize(samples: Samples, method: Method) -> dict:
     and bar segments, the stage costs, the distribution, and the derived views of every stage
     subset."""
     values = samples.values
-    row = {
+    row: dict[str, Any] = {
         "n": int(values.size),
         "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
         "mean": None, "mean_cost_usd": None, "cost_ci_low": None, "cost_ci_high": None,
@@ -82,7 +83,8 @@ def summarize(samples: Samples, method: Method) -> dict:
     recorded = [s for s in method.stages if np.isfinite(samples.stages[s]).any()]
     if recorded:
         columns = {s: samples.stages[s] for s in recorded}
-        bar = bars.stacked_bar(values, columns)
+        # numpy arrays serve where the bar functions declare sequences of floats.
+        bar = bars.stacked_bar(cast(Sequence[float], values), columns)
         row["stage_medians"] = {s.stage: s.median for s in bar.segments}
         row["segments"] = [
             {"stage": s.stage, "median": s.median, "width": s.width} for s in bar.segments
@@ -106,7 +108,7 @@ def pooled_statistics(calls: list[np.ndarray], lower: bool):
 
     Returns (median, (ci_low, ci_high), (tail, tail_kind), mean)."""
     pooled = np.concatenate(calls)
-    interval = estimators.pooled_bootstrap_median_ci(calls)
+    interval = estimators.pooled_bootstrap_median_ci(cast(Sequence[Sequence[float]], calls))
     if len(calls) >= estimators.TAIL_FLOOR:
         tail = estimators.tail(pooled, lower)
     else:
@@ -158,7 +160,9 @@ def derived_views(columns: dict[str, np.ndarray], stages: list[str], lower: bool
     views = {}
     for size in range(1, len(stages) + 1):
         for selected in itertools.combinations(stages, size):
-            view = bars.derived_view(columns, list(selected), lower)
+            view = bars.derived_view(
+                cast(Mapping[str, Sequence[float | None]], columns), list(selected), lower
+            )
             views[derived_key(selected)] = {
                 "trials": view.trials,
                 "median": view.median,

@@ -4,6 +4,7 @@ and the Overview composites (docs/methodology.md, "Workload value")."""
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 from scipy.stats import gmean
@@ -34,7 +35,7 @@ class WorkloadValue:
         }
 
 
-def _present(value) -> bool:
+def _present(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
@@ -75,7 +76,7 @@ def workload_values(
     units = unit_set(unit_values)
     worst = {}
     for unit in units:
-        seen = [v[unit] for v in unit_values.values() if _present(v.get(unit))]
+        seen = [x for v in unit_values.values() if _present(x := v.get(unit))]
         if min(seen) <= 0:
             raise ValueError(f"unit {unit!r}: {kind} values must be positive, got {min(seen)}")
         worst[unit] = max(seen)
@@ -115,6 +116,6 @@ def composites(by_provider: Mapping[str, Mapping[str, float | None]]) -> dict[st
     workloads = {w for per in by_provider.values() for w in per}
     out: dict[str, float | None] = {}
     for provider, per in by_provider.items():
-        values = [per.get(w) for w in workloads]
-        out[provider] = composite(values) if all(_present(v) for v in values) else None
+        present = [v for w in workloads if _present(v := per.get(w))]
+        out[provider] = composite(present) if len(present) == len(workloads) else None
     return out

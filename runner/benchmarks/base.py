@@ -26,7 +26,7 @@ from runner.outcomes import Outcome
 class TrialOutcome(Exception):
     """Ends a trial with a non-success outcome; `owner` says whose fault it is."""
 
-    outcome = ""
+    outcome: Outcome  # every subclass names its own
     owner = ""
 
     def __init__(self, cause: str):

@@ -350,8 +350,8 @@ def parse_records(text: str, key: str) -> ReplayRecords:
             elif tag == "__MISMATCH" and parts[1:] == ["digest"]:
                 records.digest_mismatch = True
             elif tag == "__MISMATCH" and len(parts) == 4:
-                index, got, expected = (int(p) for p in parts[1:])
-                records.mismatch = (index, got, expected)
+                mismatch_at, got, wanted = (int(p) for p in parts[1:])
+                records.mismatch = (mismatch_at, got, wanted)
             elif tag == "__DIGEST" and len(parts) == 2 and re.fullmatch(r"[0-9a-f]{64}", parts[1]):
                 records.digest = parts[1]
             elif tag == "__SETUP":
