@@ -15,6 +15,7 @@ from boxbench import publishing
 from boxbench.leaderboard import boards, shapes
 from boxbench.leaderboard.materialize import SHAPES
 from boxbench.models import Aggregate, Provider, Scope
+from tests.support.web import explain_failures
 from tests.web.personas import login
 
 pytestmark = pytest.mark.django_db
@@ -86,8 +87,6 @@ def test_the_strict_rendering_names_a_key_the_stored_page_lacks(
 def test_a_renamed_key_stops_the_publication_and_keeps_the_pages_as_they_were(
     imported_run, monkeypatch
 ):
-    from tests.web.conftest import explain_failures
-
     explain_failures(imported_run)
     provider_info = boards.provider_info
 
