@@ -15,6 +15,10 @@ mean "not ready yet" (NotReady, which the readiness check retries); everywhere e
 provider's failure; 401 and 403 are CredentialsRejected (ours: runner/providers/base.py).
 Every error names the provider, the operation, the HTTP status and the provider's own message,
 with any credential removed.
+
+Bounded answers (runner/providers/answers.py): `send` reads every body as a stream and stops at
+its cap (a control-plane answer, a download, an answer carrying command output), failing with a
+named provider failure; an announced Content-Length above the cap fails before any byte is read.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from runner.providers.answers import AnswerLimits, Capped, Reader
 from runner.providers.base import (
     CredentialsRejected,
     DoctorCheck,
@@ -73,6 +78,7 @@ class HTTPProvider(Provider):
         except MissingCredential as exc:
             self._credential_problem = str(exc)
         self._client: httpx.Client | None = None
+        self.limits = AnswerLimits.from_settings(self.settings)
 
     def _setting(self, key: str, variable: str, default: str = "") -> str:
         """A constructor setting, else the environment variable, else the default."""
@@ -133,6 +139,45 @@ class HTTPProvider(Provider):
 
     def _doctor_details(self) -> list[DoctorCheck]:
         return []
+
+
+def send(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    reader: Reader,
+    cap: int,
+    what: str = "the answer",
+    setting: str = "",
+    **kwargs,
+) -> httpx.Response:
+    """`client.request`, but the body is streamed and read up to `cap` bytes (after any
+    content decoding, so a compressed answer cannot swell past it). Transport errors are left
+    to the caller, which maps them as before."""
+    response = client.send(client.build_request(method, url, **kwargs), stream=True)
+    try:
+        body = read_body(response, reader, cap, what, setting)
+    finally:
+        response.close()
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=response.request
+    )
+
+
+def read_body(
+    response: httpx.Response, reader: Reader, cap: int, what: str = "the answer", setting: str = ""
+) -> bytes:
+    """A streamed response's body, at most `cap` bytes (Content-Length is trusted only to fail
+    early, never to size a buffer)."""
+    capped = Capped(reader, cap, what, setting)
+    declared = response.headers.get("Content-Length", "")
+    capped.announced(int(declared) if declared.strip().isdigit() else None)
+    return capped.read(response.iter_bytes())
 
 
 def host_port(url: str) -> tuple[str, int]:
