@@ -1,7 +1,7 @@
 """Dashboard and /metrics latency under load: wrk against gunicorn over PostgreSQL, 1M trials.
 
     .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
-        [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6379/0] [--seconds 10]
+        [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6380/0] [--seconds 10]
         [--only "staff,/metrics"] [--workers 2] [--threads 4]
 
 Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
@@ -11,7 +11,8 @@ gunicorn (by default 2 workers x 4 threads, for a 2-core machine) and runs wrk w
 for each page, as a visitor and as a staff member with every page permission (a session cookie),
 and for /metrics (bearer token). Each page's p50 and p99 are printed beside a static file served by
 the same server (whitenoise) in the same run, with the ratio of the p99s and the load average. The
-page cache is the database table unless --redis points at a Redis. --only measures just the pages
+page cache is the database table unless --redis points at a Redis (BOXBENCH_CACHE_URL: give it one
+of its own, the bench clears it). --only measures just the pages
 whose names contain one of its comma-separated words (every page is still rendered once).
 
 The run is audited (stats.audit: exact Theil-Sen up to 3000 trials per pair, a seeded sampled
@@ -185,7 +186,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes.")
     parser.add_argument("--threads", type=int, default=4, help="Threads per worker.")
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
-    parser.add_argument("--redis", default="", help="BOXBENCH_REDIS_URL for the page cache.")
+    parser.add_argument("--redis", default="", help="BOXBENCH_CACHE_URL: the page cache's Redis.")
     parser.add_argument("--only", default="", help="Measure only pages whose names contain one "
                         "of these comma-separated words.")  # fmt: skip
     args = parser.parse_args()
@@ -194,7 +195,7 @@ def main():
     token = secrets.token_urlsafe(24)
     env = dict(
         os.environ, DATABASE_URL=args.database_url, DEBUG="0", BOXBENCH_METRICS_TOKEN=token,
-        BOXBENCH_REDIS_URL=args.redis,
+        BOXBENCH_CACHE_URL=args.redis,
     )  # fmt: skip
     # gunicorn with DEBUG off refuses the development key.
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))

@@ -7,6 +7,7 @@ silently falls back to a default.
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -94,3 +95,23 @@ def envorigins(name: str) -> list[str]:
                 "e.g. https://bench.example.org"
             )
     return origins
+
+
+def redis_place(url: str) -> tuple[str, str]:
+    """(server, database number) a Redis URL names: host and port, or a unix socket's path."""
+    parts = urlsplit(url)
+    query_db = parse_qs(parts.query).get("db", [""])[0]
+    if parts.scheme == "unix":
+        return f"unix:{parts.path}", query_db or "0"
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        port = 6379
+    host = (parts.hostname or "localhost").lower()
+    host = "127.0.0.1" if host in ("localhost", "::1") else host
+    return f"{host}:{port}", parts.path.strip("/") or query_db or "0"
+
+
+def same_redis(a: str, b: str) -> bool:
+    """Whether two Redis URLs name the same database of the same server."""
+    return redis_place(a) == redis_place(b)

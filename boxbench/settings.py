@@ -15,6 +15,7 @@ from boxbench.env import (
     envorigins,
     envsecret,
     envstr,
+    same_redis,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -171,15 +172,27 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 
-# Rendered pages, shared by every web process (boxbench/views/cache.py): Redis when configured,
-# otherwise a table in the database (created by migration 0008, like `createcachetable`).
+# Rendered pages, sessions and the publication version, shared by every web process
+# (boxbench/views/cache.py): a Redis of their own when BOXBENCH_CACHE_URL is set, otherwise a
+# table in the database (created by migration 0008, like `createcachetable`). Never the queue's
+# Redis: an anonymous loop that fills the page cache must not fill the broker's memory, and the
+# cache's Redis evicts (maxmemory-policy allkeys-lru, docs/deployment.md), which would drop
+# queued tasks. A failing Redis is a miss, never an error (boxbench/cache_guard.py); the socket
+# timeouts bound what one call waits for a Redis that stopped answering.
 CACHE_TABLE = "boxbench_cache"
-if REDIS_URL:
+CACHE_URL = envstr("BOXBENCH_CACHE_URL")
+if CACHE_URL and REDIS_URL and same_redis(CACHE_URL, REDIS_URL):
+    raise ImproperlyConfigured(
+        "BOXBENCH_CACHE_URL names the queue's Redis database (BOXBENCH_REDIS_URL): give the page "
+        "cache a Redis of its own, with a memory cap and an eviction policy (docs/deployment.md)"
+    )
+if CACHE_URL:
     CACHES = {
         "default": {
-            "BACKEND": "boxbench.redis_cache.RedisCache",
-            "LOCATION": REDIS_URL,
+            "BACKEND": "boxbench.cache_guard.GuardedRedisCache",
+            "LOCATION": CACHE_URL,
             "KEY_PREFIX": "boxbench",
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
         }
     }
 else:
@@ -187,7 +200,8 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": CACHE_TABLE,
-            # Every page of a publication, each audience, and a few query strings.
+            # Every page of a publication, each audience; canonical addresses only
+            # (boxbench/views/canonical.py), so this bound is never reached by junk.
             "OPTIONS": {"MAX_ENTRIES": 20_000},
         }
     }

@@ -1,16 +1,18 @@
 """`bench doctor`: what each provider needs and whether it is there; the database, the queue,
-free disk."""
+the page cache, free disk."""
 
 import shutil
 
 from django.conf import settings
+from django.core.cache import caches
 from django.core.management.base import CommandError
 from django.db import connection
 
+from boxbench.env import redis_place
 from runner.declarations import DeclarationError, load_all
 from runner.providers import get_provider
 
-help = "Check what each provider needs, the database, the queue and free disk."
+help = "Check what each provider needs, the database, the queue, the page cache and free disk."
 
 MIN_FREE_GIB = 2.0
 
@@ -42,7 +44,7 @@ def handle(options, out):
             continue
         for check in checks:
             report("provider", f"{slug}:{check.name}", check.ok, check.detail)
-    for name, ok, detail in (database_check(), queue_check()):
+    for name, ok, detail in (database_check(), queue_check(), cache_check()):
         report("service", name, ok, detail)
     for path in (settings.VAR_DIR, settings.LOCAL_SANDBOX_ROOT):
         ok, detail = disk_check(path)
@@ -73,6 +75,37 @@ def queue_check():
     except Exception as exc:  # noqa: BLE001
         return "queue", False, f"{kind} broker: {exc}"
     return "queue", bool(ok), f"{kind} broker, cluster {q['name']!r}; start it: manage.py qcluster"
+
+
+# Policies that make room when the cache is full; the others refuse writes (pages then render
+# uncached every time).
+EVICTING = ("allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu")
+
+
+def cache_check():
+    """Where the page cache lives, and on Redis whether it is capped and evicts."""
+    if not settings.CACHE_URL:
+        shared = " (the queue's Redis is not shared)" if settings.REDIS_URL else ""
+        detail = f"database table {settings.CACHE_TABLE}{shared}"
+        return "cache", True, f"{detail}; BOXBENCH_CACHE_URL names a Redis of its own"
+    server, number = redis_place(settings.CACHE_URL)
+    where = f"redis {server} db {number}"
+    try:
+        memory = caches["default"]._cache.get_client(write=True).info("memory")
+    except Exception as exc:  # noqa: BLE001
+        return "cache", False, f"{where}: {type(exc).__name__}: {exc}"
+    cap, policy = int(memory.get("maxmemory", 0)), memory.get("maxmemory_policy", "unknown")
+    problems = []
+    if not cap:
+        problems.append("no memory cap (set maxmemory)")
+    if policy not in EVICTING:
+        problems.append(f"maxmemory-policy {policy} refuses writes when full (use allkeys-lru)")
+    if settings.REDIS_URL and redis_place(settings.REDIS_URL)[0] == server:
+        problems.append("the queue's Redis server: its eviction would drop queued tasks")
+    detail = f"{where}, maxmemory {cap / 2**20:.0f} MiB, {policy}"
+    if problems:
+        detail += "; " + "; ".join(problems) + " (docs/deployment.md)"
+    return "cache", not problems, detail
 
 
 def disk_check(path):

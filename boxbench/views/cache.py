@@ -1,9 +1,9 @@
 """Rendered pages cached per publication, in the cache every web process shares.
 
 Aggregates change only when a run is published, so a page is rendered once per publication,
-address and audience, then served from the shared cache (settings.CACHES: Redis when
-BOXBENCH_REDIS_URL is set, otherwise a table in the database): a new gunicorn worker or a second
-host does not render it again.
+address and audience, then served from the shared cache (settings.CACHES: a Redis of its own
+when BOXBENCH_CACHE_URL is set, otherwise a table in the database): a new gunicorn worker or a
+second host does not render it again. A cache that fails is a miss (boxbench/cache_guard.py).
 
 The publication version is the id of the overview Aggregate row: materialize() replaces every
 row in one transaction, so a new publication always brings a new id. Each entry holds the version
