@@ -9,10 +9,10 @@ and drives the docker provider through the same Podman service. Each trial creat
 per provider (2 vCPU / 4 GiB), in a random order per trial so both see the same moments of machine
 load, and times create, tti, exec and destroy as bench/sandbox_timing.py says. What each covers:
 
-- create: opensandbox: POST /v1/sandboxes answered 202 Running, plus the execd endpoint lookup;
-  docker: container create, start and inspect;
-- exec: opensandbox: POST /command to execd through the published port and its /proxy/44772 path;
-  docker: exec create, start, inspect.
+- create: opensandbox: the SDK's create, POST /v1/sandboxes answered 202 Running plus the
+  execd and egress endpoint lookups; docker: container create, start and inspect;
+- exec: opensandbox: the SDK's POST /command to execd through the published port and its
+  /proxy/44772 path; docker: exec create, start, inspect.
 
 docker sandboxes run with no network; opensandbox ones with bridge networking (the server has no
 other mode without its egress sidecar). Prints medians and nearest-rank p95; nothing is asserted.

@@ -21,12 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE_PATHS = ("runner", "boxbench", "stats", "templates")  # what a dirty checkout would change
 # Modules every adapter runs through: a change there changes every adapter's behaviour.
 SHARED = ("runner.providers.base", "runner.providers.http", "runner.providers.connect")
-# The client library an adapter calls, by adapter key (the others speak HTTP through httpx).
+# The client libraries an adapter calls, by adapter key: the provider's SDK first, where it has
+# one, then the transport under it. A changed version is a changed adapter in the results series.
 CLIENTS = {
     "local": (),
     "docker": ("docker",),
     "remote-docker": ("docker", "paramiko"),
-    "opensandbox": ("httpx",),
+    "opensandbox": ("opensandbox", "httpx"),
     "e2b": ("httpx",),
     "daytona": ("httpx",),
     "vercel": ("httpx",),

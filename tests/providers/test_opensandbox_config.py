@@ -30,11 +30,11 @@ def test_the_key_comes_from_the_environment_or_a_file_and_never_shows(clean_env,
     clean_env.setenv("OPEN_SANDBOX_API_KEY_FILE", str(key_file))
     clean_env.setenv("OPEN_SANDBOX_DOMAIN", "sandboxes.example.test:9000")
     provider = get_provider("opensandbox")
-    assert provider._headers() == {"OPEN-SANDBOX-API-KEY": "from-file"}
+    assert provider.config.get_api_key() == "from-file"  # the SDK's own setting
     assert provider.url == "http://sandboxes.example.test:9000"
     assert "from-file" not in repr(provider) and "from-file" not in repr(vars(provider).keys())
     clean_env.setenv("OPEN_SANDBOX_API_KEY", "from-env")
-    assert get_provider("opensandbox")._headers() == {"OPEN-SANDBOX-API-KEY": "from-env"}
+    assert get_provider("opensandbox").config.get_api_key() == "from-env"
 
 
 def test_an_unreadable_key_file_or_bad_domain_is_named(clean_env, tmp_path):

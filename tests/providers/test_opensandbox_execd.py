@@ -1,6 +1,7 @@
 """boxbench's execd (runner/providers/opensandbox/execd/execd.py) run on loopback, driven through
-the opensandbox adapter's exec and file calls: the wire format of OpenSandbox's execd API, exit
-codes, the guest clock wrapper, timeouts, background commands, files and /proxy/{port}."""
+the opensandbox adapter's exec and file calls, which are OpenSandbox's SDK's: the wire format of
+OpenSandbox's execd API, exit codes, the guest clock wrapper, timeouts, background commands,
+files and /proxy/{port}."""
 
 import contextlib
 import json
@@ -11,6 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opensandbox.models.sandboxes import SandboxEndpoint
+from opensandbox.sync.adapters.factory import AdapterFactorySync
+from opensandbox.sync.sandbox import SandboxSync
 
 from runner import clock
 from runner.providers import get_provider
@@ -54,19 +58,27 @@ def provider():
     provider.close()
 
 
-def sandbox_at(port, target=None):
-    # As the server's endpoint says in bridge mode: execd reached through its own /proxy/44772.
-    target = target or port
-    return Sandbox(
-        id="local",
-        label="t",
-        handle={"url": f"http://127.0.0.1:{port}/proxy/{target}", "headers": {}},
+def sandbox_at(provider, port, target=None):
+    """A sandbox whose SDK handle reaches this execd as the server's endpoint says in bridge
+    mode (through its own /proxy/44772), built from the SDK's own service factory."""
+    endpoint = SandboxEndpoint(endpoint=f"127.0.0.1:{port}/proxy/{target or port}")
+    factory = AdapterFactorySync(provider.config)
+    box = SandboxSync(
+        sandbox_id="local",
+        sandbox_service=factory.create_sandbox_service(),
+        filesystem_service=factory.create_filesystem_service(endpoint),
+        command_service=factory.create_command_service(endpoint),
+        health_service=factory.create_health_service(endpoint),
+        metrics_service=factory.create_metrics_service(endpoint),
+        egress_service=factory.create_egress_service(endpoint),
+        connection_config=provider.config,
     )
+    return Sandbox(id="local", label="t", handle=box)
 
 
 def run(provider, port, argv, timeout, **kwargs):
     kwargs.setdefault("workdir", "/tmp")  # the adapter's default, /app, is the sandbox's
-    return provider.exec(sandbox_at(port), argv, timeout, **kwargs)
+    return provider.exec(sandbox_at(provider, port), argv, timeout, **kwargs)
 
 
 def test_it_streams_output_as_blank_line_separated_json_events(execd):
@@ -169,16 +181,16 @@ def test_files_upload_and_download_exactly(execd, provider, tmp_path):
     port, _ = execd
     data = bytes(range(256)) * 100 + b"\r\n--tail"
     target = tmp_path / "deep" / "file.bin"
-    provider.upload(sandbox_at(port), str(target), data)
+    provider.upload(sandbox_at(provider, port), str(target), data)
     assert target.read_bytes() == data
-    assert provider.download(sandbox_at(port), str(target)) == data
+    assert provider.download(sandbox_at(provider, port), str(target)) == data
     ranged = httpx.get(
         f"http://127.0.0.1:{port}/files/download", params={"path": str(target)},
         headers={"Range": "bytes=2-5"},
     )  # fmt: skip
     assert ranged.status_code == 206 and ranged.content == data[2:6]
     with pytest.raises(SandboxGone, match="FILE_NOT_FOUND"):
-        provider.download(sandbox_at(port), str(tmp_path / "missing"))
+        provider.download(sandbox_at(provider, port), str(tmp_path / "missing"))
 
 
 def test_bad_requests_are_400_with_a_code_and_message(execd, provider):

@@ -9,16 +9,32 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runner.providers import get_provider
-from runner.providers.base import ProviderError
+from runner.providers.base import NotReady, ProviderError
 from runner.providers.opensandbox import adapter
 
 VANISHED = {
     "code": "DOCKER::SANDBOX_QUERY_FAILED",
     "message": "Failed to query sandbox containers: 500 Server Error: no such container",
 }
+# A sandbox as the lifecycle spec describes it: id, status, entrypoint and createdAt are
+# required, and OpenSandbox's SDK refuses an item without them.
 LISTING = {
-    "items": [{"id": "s1", "metadata": {"boxbench.batch": "b1"}, "createdAt": None}],
-    "pagination": {"page": 1, "pageSize": 100, "hasNextPage": False},
+    "items": [
+        {
+            "id": "s1",
+            "status": {"state": "Running"},
+            "entrypoint": ["sleep", "infinity"],
+            "createdAt": "2026-12-05T07:00:00Z",
+            "metadata": {"boxbench.batch": "b1"},
+        }
+    ],
+    "pagination": {
+        "page": 1,
+        "pageSize": 100,
+        "totalItems": 1,
+        "totalPages": 1,
+        "hasNextPage": False,
+    },
 }
 
 
@@ -81,4 +97,14 @@ def test_any_other_server_error_is_not_asked_again(serve):
     server, provider = serve((500, {"code": "DOCKER::SANDBOX_ERROR", "message": "broken"}))
     with pytest.raises(ProviderError, match="SANDBOX_ERROR: broken"):
         provider.list_sandboxes()
+    assert server.asked == 1
+
+
+def test_the_sdk_asks_once_its_own_retries_are_off(serve):
+    # OpenSandbox's SDK, left to itself, asks a GET again up to 3 times on 429, 502 and 503 with
+    # backoff: inside a timed call, that would be several calls timed as one.
+    unavailable = {"code": "SERVER_BUSY", "message": "try later"}
+    server, provider = serve((503, unavailable), (200, LISTING))
+    with pytest.raises(NotReady, match="list: HTTP 503 SERVER_BUSY"):
+        provider.list_sandboxes("b1")
     assert server.asked == 1

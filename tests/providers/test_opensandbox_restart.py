@@ -33,7 +33,7 @@ def test_sandboxes_are_still_listed_and_usable_after_the_server_restarts(server,
         provider.upload(sandbox, "/app/kept.txt", sandbox.id.encode())
         started = provider.exec(sandbox, ["/bin/sh", "-c", "sleep 600 >/dev/null 2>&1 &"], 30)
         assert started.exit_code == 0
-    expiry = {s.id: provider.get(s.id)["expiresAt"] for s in sandboxes}
+    expiry = {s.id: provider.get(s.id).expires_at for s in sandboxes}
 
     server.stop(kill)
     with pytest.raises(NotReady, match="list: .*Connection refused"):
@@ -45,7 +45,7 @@ def test_sandboxes_are_still_listed_and_usable_after_the_server_restarts(server,
     assert sorted(s.id for s in provider.list_sandboxes(server.label)) == sorted(expiry)
     for sandbox in sandboxes:
         info = provider.get(sandbox.id)
-        assert info["status"]["state"] == "Running" and info["expiresAt"] == expiry[sandbox.id]
+        assert info.status.state == "Running" and info.expires_at == expiry[sandbox.id]
         assert provider.download(sandbox, "/app/kept.txt") == sandbox.id.encode()
         sleeping = provider.exec(sandbox, ["pgrep", "-x", "-f", "sleep 600"], 30)
         assert sleeping.exit_code == 0, "the sandbox's own process did not survive"
@@ -147,13 +147,13 @@ def test_a_run_through_restarts_ends_its_affected_trial_honestly_and_leaves_noth
 def test_a_destroy_gives_up_once_the_server_stays_away(opensandbox_stack, monkeypatch):
     monkeypatch.setattr(adapter, "DESTROY_RETRY_S", 3.0)
     nobody = provider_for(opensandbox_stack, url=f"127.0.0.1:{local.free_port()}")
-    calls, api = [], nobody._api
+    calls, call = [], nobody._call
 
-    def counted(method, *args, **kwargs):
-        calls.append(method)
-        return api(method, *args, **kwargs)
+    def counted(operation, *args, **kwargs):
+        calls.append(operation)
+        return call(operation, *args, **kwargs)
 
-    monkeypatch.setattr(nobody, "_api", counted)
+    monkeypatch.setattr(nobody, "_call", counted)
     with pytest.raises(NotReady, match="destroy: .*Connection refused"):
         nobody.destroy(Sandbox(id="lost", label="pytest"))
-    assert len(calls) >= 2 and set(calls) == {"DELETE"}  # tried again, then gave up
+    assert len(calls) >= 2 and set(calls) == {"destroy"}  # tried again, then gave up

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import docker
 import pytest
 from django.core.management import call_command
+from opensandbox.sync.sandbox import SandboxSync
 
 from runner import clock, lifecycle
 from runner.benchmarks import all_benchmarks
@@ -41,6 +42,7 @@ def expiring(opensandbox):
     other tests."""
     label = f"pytest-ttl-{uuid.uuid4().hex[:8]}"
     sandbox = create(opensandbox, spec(label, lifetime_s=1))
+    sandbox.facts["expires_at"] = opensandbox.get(sandbox.id).expires_at
     yield sandbox
     # Gone by now when the expiry test ran; otherwise (a selection of tests) the session's server
     # stops before the TTL and would leave it running on the shared engine.
@@ -50,12 +52,11 @@ def expiring(opensandbox):
 
 def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, os_label):
     sandbox = create(opensandbox, spec(os_label))
-    assert sandbox.facts["state_at_create"] == "Running"  # 202 with Running on the Docker runtime
     assert sandbox.facts["execd_endpoint"].endswith("/proxy/44772")
     assert sandbox.facts["resource_limits"] == {"cpu": "1", "memory": "1024Mi"}
     info = opensandbox.get(sandbox.id)
     # The server reports container labels as metadata: the image's own labels come along.
-    assert info["status"]["state"] == "Running" and info["metadata"]["boxbench.batch"] == os_label
+    assert info.status.state == "Running" and info.metadata["boxbench.batch"] == os_label
     evidence = readiness_check(opensandbox, sandbox, LIMITS.readiness)
     assert evidence["tti_ms"] is not None and evidence["attempts"][-1]["result"] == "ready"
 
@@ -102,15 +103,15 @@ def test_renew_moves_the_expiry(opensandbox, os_label):
     sandbox = create(opensandbox, spec(os_label, lifetime_s=120))
     expires = opensandbox.renew(sandbox, 3600)
     assert expires > datetime.now(UTC) + timedelta(minutes=50)
-    listed = opensandbox.get(sandbox.id)["expiresAt"]
-    assert abs(datetime.fromisoformat(listed.replace("Z", "+00:00")) - expires).total_seconds() < 1
+    listed = opensandbox.get(sandbox.id).expires_at
+    assert abs(listed - expires).total_seconds() < 1
 
 
 def test_pause_and_resume_and_409_on_a_second_pause(opensandbox, os_label):
     sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
     opensandbox.pause(sandbox)
-    assert opensandbox.get(sandbox.id)["status"]["state"] == "Paused"
+    assert opensandbox.get(sandbox.id).status.state == "Paused"
     with pytest.raises(WrongState, match="DOCKER::SANDBOX_NOT_RUNNING"):
         opensandbox.pause(sandbox)
     opensandbox.resume(sandbox)
@@ -150,9 +151,12 @@ def test_error_bodies_map_to_clear_adapter_errors(opensandbox, opensandbox_stack
     with pytest.raises(SandboxGone, match="404 DOCKER::SANDBOX_NOT_FOUND"):
         opensandbox.get("no-such-sandbox")
     with pytest.raises(RequestRejected, match="422 VALIDATION_ERROR: timeout"):
-        opensandbox._api(
-            "POST", "/sandboxes", "create", (202,),
-            json={"image": {"uri": "x"}, "entrypoint": ["true"], "timeout": 30},
+        opensandbox._call(
+            "create",
+            lambda: SandboxSync.create(
+                "x", timeout=timedelta(seconds=30), connection_config=opensandbox.config,
+                skip_health_check=True,
+            ),
         )  # fmt: skip
     missing_image = spec(os_label, image="localhost/boxbench-no-such-image:1")
     with pytest.raises(ProviderError, match="500 DOCKER::SANDBOX_IMAGE_PULL_FAILED") as raised:
@@ -281,7 +285,7 @@ def gone_yet(opensandbox, sandbox_id) -> bool:
 
 def test_expiry_removes_the_sandbox_then_404(opensandbox, expiring):
     assert expiring.facts["lifetime_s"] == 60  # the server's minimum TTL
-    expires = datetime.fromisoformat(expiring.facts["expires_at"].replace("Z", "+00:00"))
+    expires = expiring.facts["expires_at"]
     deadline = time.monotonic() + max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 30
     while not gone_yet(opensandbox, expiring.id):
         assert time.monotonic() < deadline, "the sandbox outlived its TTL by 30 s"

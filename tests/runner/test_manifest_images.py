@@ -106,6 +106,13 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
     monkeypatch.setattr(provenance.Path, "read_bytes", changed)
     assert provenance.adapter_version("local")["source_sha256"] != adapter["source_sha256"]
     assert provenance.adapter_version("modal")["clients"]["modal"] != "not installed"
+    # An adapter on its provider's SDK records the SDK's version beside the transport's.
+    from importlib import metadata
+
+    opensandbox = provenance.adapter_version("opensandbox")["clients"]
+    assert opensandbox == {
+        "opensandbox": metadata.version("opensandbox"), "httpx": metadata.version("httpx"),
+    }  # fmt: skip
 
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):

@@ -1,26 +1,33 @@
-"""The OpenSandbox provider: its lifecycle API (`/v1/sandboxes...`) and each sandbox's execd.
+"""The OpenSandbox provider, through OpenSandbox's own Python SDK (`opensandbox`, pinned in
+requirements-opensandbox.txt): its lifecycle API (`/v1/sandboxes...`) and each sandbox's execd.
 
-One httpx client per adapter instance, with keep-alive up to 5 min (the methodology's Connections
-rule), for both planes; the API key goes only on lifecycle calls, never to a sandbox's execd.
+The SDK is configured only through its documented `ConnectionConfigSync`: the server's domain,
+the API key, a request timeout, and a transport of our own (one per adapter instance, shared by
+every SDK client it builds: idle connections kept up to 5 min, TCP_NODELAY, no proxy). Given a
+transport, the SDK installs none of its own, so its retry layer (3 retries of GET/DELETE on 429,
+502 and 503, and of any request that failed before it was sent) is absent; its retry policy is
+set to `disabled()` as well, its create-latency report to the server (`disable_metrics`) is off,
+and create skips its execd health poll. A timed operation is therefore one call as the
+methodology defines it. docs/providers.md lists what each SDK call sends.
 
-- create: POST /v1/sandboxes with the image, `sleep infinity` as entrypoint, a TTL the server
-  enforces (at least 60 s, its minimum), the requested CPUs and memory and the batch label as
-  metadata. 202 answers `Running` on the Docker runtime and `Pending` elsewhere: the adapter polls
-  GET until `Running`, then looks up execd's endpoint (port 44772, `host:port/proxy/44772` in
-  bridge mode) and returns. Whether execd answers is the lifecycle's readiness check: its `true`
-  goes through exec, which raises NotReady on refused or reset connections and 502/503/504.
-- exec: POST {execd}/command with the argv shell-quoted (execd takes a shell command), the working
-  directory (default /app) and the environment; the event stream gives stdout, stderr and the exit
-  code (`error` CommandExecError with the code, or `execution_complete` for 0). A command that
-  outlives its timeout is interrupted (DELETE /command?id=) and reported as ExecTimeout. stdin
-  travels as a temporary file. Long commands run in the background through the lifecycle's own
-  script (runner/clock.py), as on every provider.
-- files: execd's /files/upload (multipart: metadata, then file) and /files/download.
-- destroy: DELETE (404 counts as gone), tried again for up to 60 s while the server refuses or
-  resets the connection (a restart, which its sandboxes outlive); is_gone: GET answers 404. The
-  TTL removes a sandbox (GET then answers 404, not Terminated).
-- list_sandboxes: GET /v1/sandboxes?metadata=boxbench.batch=<label>, page by page. A page is
-  asked again for up to 5 s while the server answers 500 `SANDBOX_QUERY_FAILED`: on the Docker
+- create: `SandboxSync.create` with the image, `sleep infinity` as entrypoint, a TTL the server
+  enforces (at least 60 s, its minimum), the requested CPUs and memory, the batch label as
+  metadata and `skip_health_check`: POST /v1/sandboxes, then the endpoints of execd (44772) and
+  of the egress sidecar (18080), which the SDK resolves before it returns (it asks again while a
+  Kubernetes server answers 404 POD_IP_NOT_AVAILABLE). Whether execd answers is the lifecycle's
+  readiness check: its `true` goes through exec, which raises NotReady on refused or reset
+  connections and 502/503/504. A create that fails after the POST is killed by the SDK itself.
+- exec: `commands.run` with the argv shell-quoted (execd takes a shell command), the working
+  directory (default /app), the environment, and execd's own time limit a little past ours; the
+  SDK reads the event stream. A command that outlives its timeout is interrupted
+  (`commands.interrupt`) and reported as ExecTimeout. stdin travels as a temporary file. Long
+  commands run in the background through the lifecycle's own script (runner/clock.py).
+- files: `files.write_file` (execd's multipart upload) and `files.read_bytes`.
+- destroy: `kill_sandbox` (404 counts as gone), tried again for up to 60 s while the server
+  refuses or resets the connection (a restart, which its sandboxes outlive); is_gone: the get
+  answers 404. The TTL removes a sandbox (404, not Terminated).
+- list_sandboxes: `list_sandbox_infos` by metadata `boxbench.batch=<label>`, page by page. A page
+  is asked again for up to 5 s while the server answers 500 `SANDBOX_QUERY_FAILED`: on the Docker
   runtime it inspects each container it listed, and one deleted in between fails the listing.
 - renew, pause, resume (declared as `pause`), snapshot (`docker commit` on the Docker runtime,
   named with the batch label), restore (create from snapshotId) and delete_snapshot. No fork.
@@ -36,7 +43,7 @@ image, docker_host) win over the environment.
 from __future__ import annotations
 
 import contextlib
-import json
+import importlib.util
 import math
 import os
 import shlex
@@ -45,7 +52,8 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -62,10 +70,11 @@ from runner.providers.base import (
     Sandbox,
     SandboxSpec,
 )
+from runner.providers.credentials import redact
 from runner.providers.opensandbox.errors import SandboxGone, error_for
+from runner.providers.sdk_logs import redact_sdk_logs
 
 BATCH_KEY = "boxbench.batch"
-EXECD_PORT = 44772
 WORKDIR = "/app"
 ENTRYPOINT = ["sleep", "infinity"]
 MIN_TTL_S = 60  # the server refuses a timeout below 60 s (422)
@@ -83,6 +92,9 @@ HELPER_KIND = "opensandbox-execd"
 DESTROY_RETRY_S = 60.0
 # A listing that met a container deleted while the server inspected it is asked again this long.
 LIST_RETRY_S = 5.0
+SDK_MISSING = (
+    "the opensandbox package is not installed: pip install -r requirements-opensandbox.txt"
+)
 
 
 def _again_while(retryable, within_s: float, call):
@@ -130,6 +142,15 @@ def base_url(domain: str) -> str:
     return url
 
 
+def sdk_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("opensandbox")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 class OpenSandboxProvider(Provider):
     slug = "opensandbox"
 
@@ -147,51 +168,74 @@ class OpenSandboxProvider(Provider):
         self.docker_host = self.settings.get("docker_host") or os.environ.get(
             "BOXBENCH_OPENSANDBOX_DOCKER_HOST", ""
         )
-        self._client: httpx.Client | None = None
+        self._problem = None if importlib.util.find_spec("opensandbox") else SDK_MISSING
+        self._transport: httpx.HTTPTransport | None = None
+        self._config = None
+        self._manager = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the key
         return f"OpenSandboxProvider({self.url})"
 
-    # -- transport ----------------------------------------------------------------------------
+    def configuration_problem(self) -> str | None:
+        return self._problem
+
+    # -- the SDK ------------------------------------------------------------------------------
 
     @property
-    def client(self) -> httpx.Client:
+    def config(self):
+        """The SDK's connection settings, built once per adapter instance."""
         with self._lock:
-            if self._client is None:
+            if self._config is None:
+                if self._problem:
+                    raise ProviderError(f"opensandbox: {self._problem}", code="unconfigured")
+                from opensandbox.config.connection_sync import ConnectionConfigSync
+                from opensandbox.transport import RetryPolicy
+
+                # The SDK logs a failed call with the server's answer, which may echo the key.
+                redact_sdk_logs("opensandbox", self._api_key)
                 limits = httpx.Limits(keepalive_expiry=KEEPALIVE_S)
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(API_TIMEOUT_S, connect=10.0),
-                    limits=limits,
-                    # A request's headers and body leave at once, not after a delayed ACK.
-                    transport=httpx.HTTPTransport(limits=limits, socket_options=NODELAY),
-                    trust_env=False,  # loopback and self-hosted servers: no proxy in between
+                # A request's headers and body leave at once, not after a delayed ACK; no proxy
+                # (loopback and self-hosted servers).
+                self._transport = httpx.HTTPTransport(limits=limits, socket_options=NODELAY)
+                self._config = ConnectionConfigSync(
+                    domain=self.url,
+                    protocol=urlsplit(self.url).scheme,
+                    api_key=self._api_key or None,
+                    request_timeout=timedelta(seconds=API_TIMEOUT_S),
+                    transport=self._transport,
+                    retry_policy=RetryPolicy.disabled(),
+                    disable_metrics=True,
                 )
-            return self._client
+            return self._config
+
+    @property
+    def manager(self):
+        config = self.config
+        with self._lock:
+            if self._manager is None:
+                from opensandbox.sync.manager import SandboxManagerSync
+
+                self._manager = SandboxManagerSync.create(connection_config=config)
+            return self._manager
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            if self._transport is not None:
+                self._transport.close()
+            self._transport = self._config = self._manager = None
 
     def _secrets(self) -> tuple:
         return (self._api_key,)
 
-    def _headers(self) -> dict:
-        return {"OPEN-SANDBOX-API-KEY": self._api_key} if self._api_key else {}
+    def _call(self, operation: str, fn, where: str = ""):
+        """One SDK call, its failure as the adapter error for it (the key never shown)."""
+        from opensandbox.exceptions import SandboxException
 
-    def _api(self, method: str, path: str, operation: str, expect=(200,), **kwargs):
-        """One lifecycle API call; the answer, or the adapter error for its status."""
         try:
-            response = self.client.request(
-                method, f"{self.url}/v1{path}", headers=self._headers(), **kwargs
-            )
-        except httpx.TransportError as exc:
-            raise _transport_error(operation, exc, self.url) from exc
-        if response.status_code not in expect:
-            raise error_for(operation, response.status_code, response.text, secrets=self._secrets())
-        return response
+            return fn()
+        except SandboxException as exc:
+            raise sdk_failure(operation, exc, where or self.url, self._secrets()) from None
 
     # -- sandboxes ----------------------------------------------------------------------------
 
@@ -205,89 +249,77 @@ class OpenSandboxProvider(Provider):
 
     def create(self, spec: SandboxSpec) -> Sandbox:
         image = spec.image or self.image()
-        return self._create(spec, {"image": {"uri": image}}, {"image": image})
+        return self._create(spec, {"image": image}, {"image": image})
 
     def _create(self, spec: SandboxSpec, source: dict, facts: dict) -> Sandbox:
+        from opensandbox.sync.sandbox import SandboxSync
+
         ttl = max(MIN_TTL_S, math.ceil(spec.lifetime_s))
-        payload = {
-            **source,
-            "entrypoint": ENTRYPOINT,
-            "timeout": ttl,
-            "resourceLimits": {"cpu": f"{spec.cpus:g}", "memory": f"{spec.memory_mib}Mi"},
-            "metadata": {BATCH_KEY: spec.label},
-        }
-        answer = self._api("POST", "/sandboxes", "create", (202, 200, 201), json=payload).json()
-        sandbox_id = answer.get("id") or ""
-        if not sandbox_id:
-            raise ProviderError(f"create: no sandbox id in the answer {answer!r:.200}", "create")
-        try:
-            first_state = (answer.get("status") or {}).get("state", "")
-            info = answer
-            if first_state != "Running":
-                info = self._wait_state(sandbox_id, "Running", "create")
-            endpoint = self._endpoint(sandbox_id)
-        except Exception:
-            self._delete_quietly(sandbox_id)
-            raise
+        resource = {"cpu": f"{spec.cpus:g}", "memory": f"{spec.memory_mib}Mi"}
+        box = self._call(
+            "create",
+            lambda: SandboxSync.create(
+                **source,
+                entrypoint=ENTRYPOINT,
+                timeout=timedelta(seconds=ttl),
+                resource=resource,
+                metadata={BATCH_KEY: spec.label},
+                connection_config=self.config,
+                # Readiness is the lifecycle's own check, untimed; see the module docstring.
+                skip_health_check=True,
+            ),
+        )
         facts.update(
             {
                 "cpus": spec.cpus,
                 "memory_mib": spec.memory_mib,
-                "resource_limits": payload["resourceLimits"],
-                "state_at_create": first_state,
+                "resource_limits": resource,
                 "lifetime_s": ttl,
-                "expires_at": answer.get("expiresAt"),
-                "execd_endpoint": endpoint["url"],
+                "execd_endpoint": _execd_endpoint(box),
                 # No egress sidecar here: bridge networking, not cut off (no network_lockdown).
                 "network": "bridge",
             }
         )
-        return Sandbox(
-            id=sandbox_id,
-            label=spec.label,
-            created_at=_parse_time(info.get("createdAt") or answer.get("createdAt")),
-            facts=facts,
-            handle=endpoint,
-        )
+        return Sandbox(id=box.id, label=spec.label, facts=facts, handle=box)
 
-    def get(self, sandbox_id: str, operation: str = "get") -> dict:
-        return self._api("GET", f"/sandboxes/{_seg(sandbox_id)}", operation).json()
+    def get(self, sandbox_id: str, operation: str = "get"):
+        """The SDK's SandboxInfo of one sandbox (SandboxGone once the server no longer has it)."""
+        return self._call(operation, lambda: self.manager.get_sandbox_info(sandbox_id))
 
-    def _wait_state(self, sandbox_id: str, wanted: str, operation: str) -> dict:
+    def _wait_state(self, sandbox_id: str, wanted: str, operation: str):
         deadline = time.monotonic() + STATE_WAIT_S
         while True:
             info = self.get(sandbox_id, operation)
-            status = info.get("status") or {}
-            state = status.get("state", "")
-            if state == wanted:
+            status = info.status
+            if status.state == wanted:
                 return info
-            if state in ("Failed", "Terminated"):
+            if status.state in ("Failed", "Terminated"):
                 raise ProviderError(
-                    f"{operation}: sandbox {sandbox_id} is {state} "
-                    f"({status.get('reason', '')}: {status.get('message', '')})",
+                    f"{operation}: sandbox {sandbox_id} is {status.state} "
+                    f"({status.reason or ''}: {status.message or ''})",
                     operation,
-                    code=status.get("reason", ""),
+                    code=status.reason or "",
                 )
             if time.monotonic() > deadline:
                 raise ProviderError(
-                    f"{operation}: sandbox {sandbox_id} still {state} after {STATE_WAIT_S:g}s",
+                    f"{operation}: sandbox {sandbox_id} still {status.state} after "
+                    f"{STATE_WAIT_S:g}s",
                     operation,
                 )
             time.sleep(STATE_POLL_S)
 
-    def _endpoint(self, sandbox_id: str) -> dict:
-        answer = self._api(
-            "GET", f"/sandboxes/{_seg(sandbox_id)}/endpoints/{EXECD_PORT}", "endpoint"
-        ).json()
-        endpoint = answer.get("endpoint") or ""
-        if not endpoint:
-            raise ProviderError(f"endpoint: no execd endpoint in {answer!r:.200}", "endpoint")
-        url = endpoint if "://" in endpoint else f"{urlsplit(self.url).scheme}://{endpoint}"
-        return {"url": url.rstrip("/"), "headers": dict(answer.get("headers") or {})}
+    def _box(self, sandbox: Sandbox, operation: str):
+        """The SDK's handle of a sandbox; a sandbox known only by its id (a listing's) is
+        connected to once, without the SDK's health poll."""
+        from opensandbox.sync.sandbox import SandboxSync
 
-    def _execd(self, sandbox: Sandbox) -> dict:
-        if not isinstance(sandbox.handle, dict):
-            sandbox.handle = self._endpoint(sandbox.id)
+        if not isinstance(sandbox.handle, SandboxSync):
+            sandbox.handle = self._call(
+                operation,
+                lambda: SandboxSync.connect(
+                    sandbox.id, connection_config=self.config, skip_health_check=True
+                ),
+            )
         return sandbox.handle
 
     def destroy(self, sandbox: Sandbox) -> None:
@@ -295,14 +327,8 @@ class OpenSandboxProvider(Provider):
             _again_while(
                 lambda e: isinstance(e, NotReady),
                 DESTROY_RETRY_S,
-                lambda: self._api(
-                    "DELETE", f"/sandboxes/{_seg(sandbox.id)}", "destroy", (204, 200)
-                ),
+                lambda: self._call("destroy", lambda: self.manager.kill_sandbox(sandbox.id)),
             )
-
-    def _delete_quietly(self, sandbox_id: str) -> None:
-        with contextlib.suppress(Exception):  # best effort: cleanup by label catches the rest
-            self._api("DELETE", f"/sandboxes/{_seg(sandbox_id)}", "destroy", (204, 200))
 
     def is_gone(self, sandbox_id: str) -> bool:
         try:
@@ -312,27 +338,25 @@ class OpenSandboxProvider(Provider):
         return False
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
-        params = [("pageSize", "100")]
-        if label:
-            params.append(("metadata", f"{BATCH_KEY}={label}"))
+        from opensandbox.models.sandboxes import SandboxFilter
+
+        metadata = {BATCH_KEY: label} if label else None
         found, page = [], 1
         while True:
-            answer = self._list_page([*params, ("page", str(page))])
-            for item in answer.get("items") or []:
-                batch = (item.get("metadata") or {}).get(BATCH_KEY)
+            query = SandboxFilter(metadata=metadata, page=page, page_size=100)
+            answer = _again_while(
+                lambda e: e.code.endswith("SANDBOX_QUERY_FAILED"),
+                LIST_RETRY_S,
+                lambda q=query: self._call("list", lambda: self.manager.list_sandbox_infos(q)),
+            )
+            for info in answer.sandbox_infos:
+                batch = (info.metadata or {}).get(BATCH_KEY)
                 if batch is None or (label and batch != label):
                     continue
-                found.append(LiveSandbox(item["id"], batch, _parse_time(item.get("createdAt"))))
-            if not (answer.get("pagination") or {}).get("hasNextPage"):
+                found.append(LiveSandbox(info.id, batch, _utc(info.created_at)))
+            if not answer.pagination.has_next_page:
                 return found
             page += 1
-
-    def _list_page(self, params: list) -> dict:
-        return _again_while(
-            lambda e: e.code.endswith("SANDBOX_QUERY_FAILED"),
-            LIST_RETRY_S,
-            lambda: self._api("GET", "/sandboxes", "list", params=params).json(),
-        )
 
     # -- exec ---------------------------------------------------------------------------------
 
@@ -347,99 +371,65 @@ class OpenSandboxProvider(Provider):
     ) -> ExecResult:
         if not argv:
             raise ProviderError("exec needs a command", operation="exec")
-        endpoint = self._execd(sandbox)
+        from opensandbox.models.execd import RunCommandOpts
+
+        box = self._box(sandbox, "exec")
         command = shlex.join(argv)
         if stdin is not None:
             path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex}"
-            self._upload(endpoint, path, stdin, "exec")
+            self._write(box, path, stdin, "exec")
             command = f'{command} < {path}; status=$?; rm -f {path}; exit "$status"'
-        body = {
-            "command": command,
-            "cwd": workdir or WORKDIR,
-            "background": False,
-            "timeout": math.ceil((timeout + EXEC_BACKSTOP_S) * 1000),
-        }
-        if env:
-            body["envs"] = dict(env)
-        stream = _ExecStream(self.client, endpoint, body)
-        reader = threading.Thread(target=stream.run, name="opensandbox-exec", daemon=True)
+        opts = RunCommandOpts(
+            working_directory=workdir or WORKDIR,
+            timeout=timedelta(seconds=math.ceil(timeout + EXEC_BACKSTOP_S)),
+            envs=dict(env) if env else None,
+        )
+        run = _Command(box, command, opts)
+        reader = threading.Thread(target=run.run, name="opensandbox-exec", daemon=True)
         reader.start()
         reader.join(timeout)
         if reader.is_alive():
-            self._interrupt(endpoint, stream.command_id)
-            stream.hang_up()
+            run.interrupt()
             reader.join(5)
             raise ExecTimeout(
                 f"exec {argv[0]!r} did not return within {timeout:g}s; execd interrupted it",
                 operation="exec",
             )
-        return stream.result()
-
-    def _interrupt(self, endpoint: dict, command_id: str | None) -> None:
-        if not command_id:
-            return
-        with contextlib.suppress(httpx.HTTPError):  # the sandbox may be gone; timeout either way
-            self.client.delete(
-                f"{endpoint['url']}/command",
-                params={"id": command_id},
-                headers=endpoint["headers"],
-                timeout=10,
-            )
+        return run.result(self._secrets())
 
     # -- files --------------------------------------------------------------------------------
 
     def upload(self, sandbox: Sandbox, path: str, data: bytes) -> None:
-        self._upload(self._execd(sandbox), _absolute(path, "upload"), data, "upload")
+        self._write(self._box(sandbox, "upload"), _absolute(path, "upload"), data, "upload")
 
-    def _upload(self, endpoint: dict, path: str, data: bytes, operation: str) -> None:
-        metadata = json.dumps({"path": path, "mode": 644})
-        files = [
-            ("metadata", ("metadata", metadata.encode(), "application/json")),
-            ("file", (os.path.basename(path) or "file", data, "application/octet-stream")),
-        ]
-        self._execd_call(endpoint, "POST", "/files/upload", operation, files=files)
+    def _write(self, box, path: str, data: bytes, operation: str) -> None:
+        where = _execd_endpoint(box)
+        self._call(operation, lambda: box.files.write_file(path, data, mode=644), where)
 
     def download(self, sandbox: Sandbox, path: str) -> bytes:
         path = _absolute(path, "download")
-        answer = self._execd_call(
-            self._execd(sandbox), "GET", "/files/download", "download", params={"path": path}
-        )
-        return answer.content
-
-    def _execd_call(self, endpoint: dict, method: str, path: str, operation: str, **kwargs):
-        try:
-            response = self.client.request(
-                method, f"{endpoint['url']}{path}", headers=endpoint["headers"], **kwargs
-            )
-        except httpx.TransportError as exc:
-            raise _transport_error(operation, exc, endpoint["url"]) from exc
-        if response.status_code not in (200, 206):
-            secrets = (*self._secrets(), *endpoint["headers"].values())
-            raise error_for(operation, response.status_code, response.text, secrets=secrets)
-        return response
+        box = self._box(sandbox, "download")
+        return self._call("download", lambda: box.files.read_bytes(path), _execd_endpoint(box))
 
     # -- renew, pause, resume -----------------------------------------------------------------
 
     def renew(self, sandbox: Sandbox, seconds: float) -> datetime:
         """Move the sandbox's expiry to `seconds` from now; the server's new expiry."""
-        wanted = datetime.now(UTC) + timedelta(seconds=seconds)
-        answer = self._api(
-            "POST",
-            f"/sandboxes/{_seg(sandbox.id)}/renew-expiration",
-            "renew",
-            json={"expiresAt": wanted.isoformat().replace("+00:00", "Z")},
-        ).json()
-        return _parse_time(answer.get("expiresAt")) or wanted
+        answer = self._call(
+            "renew", lambda: self.manager.renew_sandbox(sandbox.id, timedelta(seconds=seconds))
+        )
+        return _utc(answer.expires_at) or datetime.now(UTC) + timedelta(seconds=seconds)
 
     def pause(self, sandbox: Sandbox) -> None:
         self._declared("pause")
-        self._api("POST", f"/sandboxes/{_seg(sandbox.id)}/pause", "pause", (202, 200, 204))
+        self._call("pause", lambda: self.manager.pause_sandbox(sandbox.id))
         self._wait_state(sandbox.id, "Paused", "pause")
 
     def resume(self, sandbox: Sandbox) -> None:
         self._declared("pause")
-        self._api("POST", f"/sandboxes/{_seg(sandbox.id)}/resume", "resume", (202, 200, 204))
+        self._call("resume", lambda: self.manager.resume_sandbox(sandbox.id))
         self._wait_state(sandbox.id, "Running", "resume")
+        sandbox.handle = None  # execd's endpoint may change across a pause (the SDK says so)
 
     def _declared(self, capability: str) -> None:
         capabilities = getattr(self.declaration, "capabilities", ()) or ()
@@ -450,52 +440,43 @@ class OpenSandboxProvider(Provider):
 
     def snapshot(self, sandbox: Sandbox) -> str:
         self._declared("snapshot")
-        answer = self._api(
-            "POST",
-            f"/sandboxes/{_seg(sandbox.id)}/snapshots",
-            "snapshot",
-            (202, 200, 201),
-            json={"name": sandbox.label},
-        ).json()
-        snapshot_id = answer.get("id") or ""
+        info = self._call(
+            "snapshot", lambda: self.manager.create_snapshot(sandbox.id, name=sandbox.label)
+        )
         deadline = time.monotonic() + STATE_WAIT_S
         while True:
-            status = answer.get("status") or {}
-            state = status.get("state", "")
-            if state == "Ready":
-                return snapshot_id
-            if state == "Failed" or time.monotonic() > deadline:
+            status = info.status
+            if status.state == "Ready":
+                return info.id
+            if status.state == "Failed" or time.monotonic() > deadline:
                 raise ProviderError(
-                    f"snapshot {snapshot_id}: {state or 'no state'} "
-                    f"({status.get('reason', '')}: {status.get('message', '')})",
+                    f"snapshot {info.id}: {status.state or 'no state'} "
+                    f"({status.reason or ''}: {status.message or ''})",
                     "snapshot",
-                    code=status.get("reason", ""),
+                    code=status.reason or "",
                 )
             time.sleep(STATE_POLL_S)
-            answer = self._api("GET", f"/snapshots/{_seg(snapshot_id)}", "snapshot").json()
+            info = self._call("snapshot", lambda i=info.id: self.manager.get_snapshot(i))
 
     def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
         self._declared("snapshot")
-        return self._create(spec, {"snapshotId": snapshot_id}, {"restored_from": snapshot_id})
+        return self._create(spec, {"snapshot_id": snapshot_id}, {"restored_from": snapshot_id})
 
     def delete_snapshot(self, snapshot_id: str) -> None:
-        try:
-            self._api("DELETE", f"/snapshots/{_seg(snapshot_id)}", "delete snapshot", (204, 200))
-        except SandboxGone:
-            return
+        with contextlib.suppress(SandboxGone):
+            self._call("delete snapshot", lambda: self.manager.delete_snapshot(snapshot_id))
 
     def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
         """Snapshots left behind (named with their batch label), for `bench cleanup`."""
-        params = [("pageSize", "200")] + ([("name", label)] if label else [])
+        from opensandbox.models.sandboxes import SnapshotFilter
+
         found, page = [], 1
         while True:
-            answer = self._api(
-                "GET", "/snapshots", "list snapshots", params=[*params, ("page", str(page))]
-            ).json()
-            for item in answer.get("items") or []:
-                created = _parse_time(item.get("createdAt"))
-                found.append(LiveSandbox(item["id"], item.get("name") or "", created))
-            if not (answer.get("pagination") or {}).get("hasNextPage"):
+            query = SnapshotFilter(name=label or None, page=page, page_size=200)
+            answer = self._call("list snapshots", lambda q=query: self.manager.list_snapshots(q))
+            for info in answer.snapshot_infos:
+                found.append(LiveSandbox(info.id, info.name or "", _utc(info.created_at)))
+            if not answer.pagination.has_next_page:
                 return found
             page += 1
 
@@ -560,9 +541,13 @@ class OpenSandboxProvider(Provider):
         return [(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))]
 
     def doctor(self) -> list[DoctorCheck]:
+        if self._problem:
+            return [DoctorCheck("sdk", False, self._problem)]
+        from opensandbox.models.sandboxes import SandboxFilter
+
         try:
-            response = self.client.get(f"{self.url}/health", timeout=5)
-        except httpx.HTTPError as exc:
+            self._call("list", lambda: self.manager.list_sandbox_infos(SandboxFilter(page_size=1)))
+        except NotReady as exc:
             hint = "set OPEN_SANDBOX_DOMAIN, or start one: "
             hint += "python -m runner.providers.opensandbox serve"
             if not self.configured:
@@ -574,113 +559,101 @@ class OpenSandboxProvider(Provider):
             return [
                 DoctorCheck("server", False, f"no OpenSandbox server at {self.url} ({exc}); {hint}")
             ]
-        checks = [DoctorCheck("server", response.status_code == 200, f"{self.url}/health")]
-        try:
-            self._api("GET", "/sandboxes", "list", params={"pageSize": "1"})
-            checks.append(DoctorCheck("api key", True, "the server accepts the key"))
-        except Exception as exc:  # noqa: BLE001 - reported, not raised
-            checks.append(DoctorCheck("api key", False, str(exc)))
-        return checks
+        except ProviderError as exc:
+            server = DoctorCheck("server", True, f"{self.url} answers (SDK {sdk_version()})")
+            return [server, DoctorCheck("api key", False, str(exc))]
+        return [
+            DoctorCheck("server", True, f"{self.url} answers (SDK {sdk_version()})"),
+            DoctorCheck("api key", True, "the server accepts the key"),
+        ]
 
 
-class _ExecStream:
-    """One POST /command, read to its end in a thread of its own (the caller times it out)."""
+class _Command:
+    """One `commands.run`, in a thread of its own (the caller times it out)."""
 
-    def __init__(self, client: httpx.Client, endpoint: dict, body: dict):
-        self.client, self.endpoint, self.body = client, endpoint, body
+    def __init__(self, box, command: str, opts):
+        self.box, self.command, self.opts = box, command, opts
         self.command_id: str | None = None
-        self.stdout: list[bytes] = []
-        self.stderr: list[bytes] = []
-        self.exit_code: int | None = None
+        self.execution: Any = None
         self.failure: Exception | None = None
-        self.events = 0
-        self._response: httpx.Response | None = None
 
     def run(self) -> None:
-        url = f"{self.endpoint['url']}/command"
+        from opensandbox.models.execd_sync import ExecutionHandlersSync
+
+        handlers = ExecutionHandlersSync(on_init=self._started)
         try:
-            with self.client.stream(
-                "POST",
-                url,
-                json=self.body,
-                headers=self.endpoint["headers"],
-                # The caller bounds the whole call; a quiet command sends pings meanwhile.
-                timeout=httpx.Timeout(None, connect=10.0),
-            ) as response:
-                self._response = response
-                if response.status_code != 200:
-                    response.read()
-                    self.failure = error_for(
-                        "exec",
-                        response.status_code,
-                        response.text,
-                        secrets=tuple(self.endpoint["headers"].values()),
-                    )
-                    return
-                for line in response.iter_lines():
-                    self._take(line)
-        except httpx.TransportError as exc:
-            if self.events:
-                self.failure = ProviderError(
-                    f"exec: the execd stream broke after {self.events} event(s): {exc}", "exec"
-                )
-            else:
-                self.failure = _transport_error("exec", exc, self.endpoint["url"])
+            self.execution = self.box.commands.run(self.command, opts=self.opts, handlers=handlers)
         except Exception as exc:  # noqa: BLE001 - handed to the caller's thread
             self.failure = exc
 
-    def _take(self, line: str) -> None:
-        line = line.strip()
-        if line.startswith("data:"):
-            line = line[5:].strip()
-        if not line:
-            return
-        try:
-            event = json.loads(line)
-        except ValueError:
-            message = f"exec: execd sent {line[:120]!r}, not a JSON event"
-            raise ProviderError(message, "exec") from None
-        self.events += 1
-        kind = event.get("type")
-        if kind == "init":
-            self.command_id = event.get("text")
-        elif kind == "stdout":
-            self.stdout.append(_bytes(event.get("text", "")))
-        elif kind == "stderr":
-            self.stderr.append(_bytes(event.get("text", "")))
-        elif kind == "execution_complete":
-            if self.exit_code is None:
-                self.exit_code = 0
-        elif kind == "error":
-            error = event.get("error") or {}
-            if error.get("ename") == "CommandExecError":
-                try:
-                    self.exit_code = int(str(error.get("evalue", "")).strip())
-                except ValueError:
-                    self.failure = ProviderError(
-                        f"exec: exit code {error.get('evalue')!r} is not a number", "exec"
-                    )
-            else:
-                self.failure = ProviderError(
-                    f"exec: execd error {error.get('ename')}: {error.get('evalue')}", "exec"
-                )
+    def _started(self, init) -> None:
+        self.command_id = init.id
 
-    def hang_up(self) -> None:
-        if self._response is not None:
-            with contextlib.suppress(Exception):
-                self._response.close()
+    def interrupt(self) -> None:
+        from opensandbox.exceptions import SandboxException
 
-    def result(self) -> ExecResult:
+        if self.command_id:
+            # The sandbox may be gone: a timeout either way.
+            with contextlib.suppress(SandboxException):
+                self.box.commands.interrupt(self.command_id)
+
+    def result(self, secrets: tuple) -> ExecResult:
+        from opensandbox.exceptions import SandboxException
+
+        where = _execd_endpoint(self.box)
+        if isinstance(self.failure, SandboxException):
+            failure = sdk_failure("exec", self.failure, where, secrets)
+            if self.command_id and isinstance(failure, NotReady):
+                # The stream broke after execd had started the command: not a readiness matter.
+                failure = ProviderError(f"exec: the execd stream broke: {failure}", "exec")
+            raise failure
         if self.failure is not None:
             raise self.failure
-        if self.exit_code is None:
-            raise ProviderError(
-                f"exec: the execd stream ended without an exit status ({self.events} event(s))",
-                "exec",
-            )
+        execution = self.execution
+        error = execution.error
+        if error is not None and error.name != "CommandExecError":
+            raise ProviderError(f"exec: execd error {error.name}: {error.value}", "exec")
+        if error is not None:
+            try:
+                exit_code = int(str(error.value).strip())
+            except ValueError:
+                raise ProviderError(
+                    f"exec: exit code {error.value!r} is not a number", "exec"
+                ) from None
+        elif execution.complete is not None:
+            exit_code = 0
+        else:
+            raise ProviderError("exec: the execd stream ended without an exit status", "exec")
         return ExecResult(
-            exit_code=self.exit_code, stdout=b"".join(self.stdout), stderr=b"".join(self.stderr)
+            exit_code=exit_code,
+            stdout=b"".join(_bytes(m.text) for m in execution.logs.stdout),
+            stderr=b"".join(_bytes(m.text) for m in execution.logs.stderr),
         )
+
+
+def sdk_failure(operation: str, exc, where: str, secrets: tuple) -> Exception:
+    """The adapter error for an exception of the SDK: an API answer by its status and body (as
+    errors.error_for classes them), a transport failure by its kind (refused or reset: NotReady),
+    anything else a ProviderError; the credentials removed from every message."""
+    from opensandbox.exceptions import SandboxApiException
+
+    status = getattr(exc, "status_code", None) if isinstance(exc, SandboxApiException) else None
+    if status:
+        body = exc.response_body
+        text = body.decode("utf-8", "replace") if body else str(exc)
+        return error_for(operation, status, text, secrets=secrets)
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, httpx.TransportError):
+        cause = cause.__cause__
+    if cause is not None:
+        return _transport_error(operation, cause, where, secrets)
+    return ProviderError(f"{operation}: {redact(str(exc), *secrets)[:500]}", operation)
+
+
+def _execd_endpoint(box) -> str:
+    """execd's address as the SDK resolved it at create (no lookup of its own)."""
+    service = box.commands
+    return str(getattr(getattr(service, "execd_endpoint", None), "endpoint", "") or "")
 
 
 def _bytes(text: str) -> bytes:
@@ -691,13 +664,14 @@ def _bytes(text: str) -> bytes:
         return text.encode("utf-8", "replace")
 
 
-def _transport_error(operation: str, exc: Exception, where: str) -> ProviderError:
+def _transport_error(operation: str, exc: Exception, where: str, secrets: tuple = ()):
     """Refused, reset or timed-out connections: not ready (the readiness check retries them)."""
+    text = redact(str(exc), *secrets)
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.RemoteProtocolError):
-        return NotReady(f"{operation}: {where}: {type(exc).__name__}: {exc}", operation)
+        return NotReady(f"{operation}: {where}: {type(exc).__name__}: {text}", operation)
     if isinstance(exc, httpx.ReadError | httpx.WriteError):
-        return NotReady(f"{operation}: {where}: connection reset: {exc}", operation)
-    return ProviderError(f"{operation}: {where}: {type(exc).__name__}: {exc}", operation)
+        return NotReady(f"{operation}: {where}: connection reset: {text}", operation)
+    return ProviderError(f"{operation}: {where}: {type(exc).__name__}: {text}", operation)
 
 
 def _absolute(path: str, operation: str) -> str:
@@ -708,15 +682,7 @@ def _absolute(path: str, operation: str) -> str:
     return path if path.startswith("/") else f"{WORKDIR}/{path}"
 
 
-def _seg(value: str) -> str:
-    return quote(str(value), safe="")
-
-
-def _parse_time(value) -> datetime | None:
-    if not value:
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
         return None
-    try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -2,9 +2,11 @@
 never shows in our messages, not even in part, and a malformed answer is a named provider
 failure, never a traceback or an endless loop."""
 
+import logging
+
 import pytest
 
-from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.base import ProviderError, Sandbox, SandboxSpec
 from runner.providers.fakes.server import FakeHTTPServer, Response
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
@@ -93,3 +95,25 @@ def test_daytona_sends_its_key_only_to_configured_origins(tmp_path):
         assert cloud.provider.exec(sandbox, ["true"], 10).exit_code == 0
         assert cloud.fake.toolbox.requests
         cloud.provider.destroy(sandbox)
+
+
+def test_opensandbox_keeps_an_echoed_key_out_of_the_sdks_log_records(caplog):
+    # OpenSandbox's SDK logs each failed call with the server's message (WARNING), and a failed
+    # command or file call with its traceback (ERROR): a server that echoes the key must not
+    # put it in a log line.
+    caplog.set_level(logging.DEBUG)
+    holder = {}
+
+    def app(request):
+        return Response.json(500, {"code": "BOOM", "message": f"rejected {holder['key']}"})
+
+    server, provider, holder["key"] = opensandbox_against(app)
+    try:
+        with pytest.raises(ProviderError):
+            provider.list_sandboxes("bb-x")
+        with pytest.raises(ProviderError):
+            provider.download(Sandbox(id="s1", label="bb-x"), "/app/x")
+    finally:
+        server.stop()
+    assert "BOOM" in caplog.text and "opensandbox" in caplog.text
+    assert not shows_part_of(caplog.text, holder["key"]), caplog.text

@@ -1,0 +1,207 @@
+"""The client time a provider's official SDK adds, beside a bare HTTP call to the same server.
+
+    python bench/bench_sdk_cost.py [--calls 200] [--creates 50]
+
+OpenSandbox: boxbench's execd (the daemon every OpenSandbox sandbox here runs) on loopback, and a
+loopback stand-in for the lifecycle API that answers create (202 Running) and the endpoint
+lookups at once, so what differs between the two columns is the client alone. Each operation is
+timed through the adapter, which calls the SDK (`opensandbox`), and through one httpx client
+sending what the adapter sent before it moved onto the SDK, on the same kind of transport (keep-
+alive, TCP_NODELAY), alternately call by call so both see the same moments of machine load:
+
+- create: SDK: POST /v1/sandboxes plus the endpoints of execd and of the egress sidecar (the SDK
+  resolves both before it returns); bare: the POST plus execd's endpoint;
+- exec: `true` through execd's POST /command, read to the stream's end;
+- file round trip: a 64 KiB upload (multipart) and its download.
+
+Prints lower medians and nearest-rank p95 in ms for each, and the added time: the median of the
+paired differences (SDK call minus the bare call next to it). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boxbench.settings")
+
+import django
+
+django.setup()
+
+import httpx  # noqa: E402
+
+from runner.providers import get_provider  # noqa: E402
+from runner.providers.base import SandboxSpec  # noqa: E402
+from runner.providers.fakes.server import FakeHTTPServer, Request, Response  # noqa: E402
+from runner.providers.opensandbox import local  # noqa: E402
+from runner.providers.opensandbox.adapter import NODELAY, sdk_version  # noqa: E402
+
+SPEC = SandboxSpec(cpus=1, memory_mib=512, label="bb-bench-sdk", lifetime_s=300, image="any")
+PAYLOAD = secrets.token_bytes(64 * 1024)
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * p // 100) - 1)]
+
+
+def timed(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def start_execd(directory: Path) -> tuple[subprocess.Popen, int]:
+    port = local.free_port()
+    env = {"EXECD_PORT": str(port), "EXECD_HOST": "127.0.0.1", "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        [sys.executable, str(local.EXECD_DIR / "execd.py")], cwd=directory, env=env
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process, port
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise SystemExit("execd did not start")
+
+
+def lifecycle_stand_in(execd_port: int) -> FakeHTTPServer:
+    """Answers as OpenSandbox's server does on the Docker runtime, without the engine."""
+    endpoint = {"endpoint": f"127.0.0.1:{execd_port}/proxy/{execd_port}"}
+
+    def app(request: Request) -> Response:
+        if request.method == "POST" and request.path == "/v1/sandboxes":
+            return Response.json(
+                202,
+                {
+                    "id": secrets.token_hex(8),
+                    "status": {"state": "Running"},
+                    "entrypoint": ["sleep", "infinity"],
+                    "createdAt": "2026-12-05T00:00:00Z",
+                    "expiresAt": "2026-12-05T01:00:00Z",
+                    "metadata": request.json().get("metadata") or {},
+                },
+            )
+        if request.method == "GET" and "/endpoints/" in request.path:
+            return Response.json(200, endpoint)
+        return Response.json(404, {"code": "NOT_FOUND", "message": request.path})
+
+    server = FakeHTTPServer(app, idle_timeout_s=300, name="opensandbox-lifecycle")
+    server.start()
+    return server
+
+
+class Bare:
+    """What the adapter sent before it called the SDK: one httpx client, the same transport."""
+
+    def __init__(self, api: str, execd: str, directory: Path):
+        limits = httpx.Limits(keepalive_expiry=300)
+        self.client = httpx.Client(
+            transport=httpx.HTTPTransport(limits=limits, socket_options=NODELAY),
+            timeout=30,
+            trust_env=False,
+        )
+        self.api, self.execd, self.directory = api, execd, directory
+
+    def create(self) -> None:
+        body = {
+            "image": {"uri": "any"},
+            "entrypoint": ["sleep", "infinity"],
+            "timeout": 300,
+            "resourceLimits": {"cpu": "1", "memory": "512Mi"},
+            "metadata": {"boxbench.batch": SPEC.label},
+        }
+        created = self.client.post(f"{self.api}/v1/sandboxes", json=body).json()
+        self.client.get(f"{self.api}/v1/sandboxes/{created['id']}/endpoints/44772").json()
+
+    def exec(self) -> None:
+        body = {"command": "true", "cwd": str(self.directory), "timeout": 35000}
+        with self.client.stream("POST", f"{self.execd}/command", json=body) as response:
+            events = [json.loads(line) for line in response.iter_lines() if line.strip()]
+        assert events[-1]["type"] == "execution_complete", events
+
+    def files(self) -> None:
+        path = str(self.directory / "bare.bin")
+        parts = [
+            ("metadata", ("metadata", json.dumps({"path": path, "mode": 644}).encode())),
+            ("file", ("bare.bin", PAYLOAD, "application/octet-stream")),
+        ]
+        self.client.post(f"{self.execd}/files/upload", files=parts).raise_for_status()
+        got = self.client.get(f"{self.execd}/files/download", params={"path": path})
+        assert got.content == PAYLOAD
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200, help="execs and file round trips")
+    parser.add_argument("--creates", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        execd, port = start_execd(directory)
+        api = lifecycle_stand_in(port)
+        try:
+            provider = get_provider("opensandbox", settings={"url": api.url, "api_key": "k"})
+            bare = Bare(api.url, f"http://127.0.0.1:{port}/proxy/{port}", directory)
+            sandbox = provider.create(SPEC)
+            path = str(directory / "sdk.bin")
+
+            def sdk_files():
+                provider.upload(sandbox, path, PAYLOAD)
+                assert provider.download(sandbox, path) == PAYLOAD
+
+            pairs = {
+                "create": (lambda: provider.create(SPEC), bare.create, args.creates),
+                "exec true": (
+                    lambda: provider.exec(sandbox, ["true"], 30, workdir=str(directory)),
+                    bare.exec,
+                    args.calls,
+                ),
+                "file 64 KiB": (sdk_files, bare.files, args.calls),
+            }
+            print(f"opensandbox SDK {sdk_version()}, httpx {httpx.__version__}; ms")
+            print(
+                f"{'operation':<12} {'n':>4} {'SDK median':>11} {'SDK p95':>8} "
+                f"{'bare median':>12} {'bare p95':>9} {'added median':>13}"
+            )
+            for name, (through_sdk, direct, count) in pairs.items():
+                through_sdk(), direct()  # warm connections and imports, untimed
+                sdk, plain, added = [], [], []
+                for i in range(count):
+                    first, second = (through_sdk, direct) if i % 2 else (direct, through_sdk)
+                    a, b = timed(first), timed(second)
+                    s, p = (a, b) if first is through_sdk else (b, a)
+                    sdk.append(s)
+                    plain.append(p)
+                    added.append(s - p)
+                print(
+                    f"{name:<12} {count:>4} {statistics.median_low(sdk):>11.2f} "
+                    f"{percentile(sdk, 95):>8.2f} {statistics.median_low(plain):>12.2f} "
+                    f"{percentile(plain, 95):>9.2f} {statistics.median_low(added):>13.2f}"
+                )
+        finally:
+            api.stop()
+            execd.kill()
+            execd.wait(5)
+
+
+if __name__ == "__main__":
+    import logging
+
+    logging.disable(logging.INFO)
+    main()
