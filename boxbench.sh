@@ -3,7 +3,8 @@
 #
 #   ./boxbench.sh run    install what is needed, run the default benchmark plan on the local
 #                        sandbox (and on Podman/Docker when available), then serve the dashboard
-#                        on http://127.0.0.1:8000
+#                        on http://127.0.0.1:8000 with gunicorn (boxbench/gunicorn_conf.py);
+#                        `run --dev` serves it with Django's development server instead
 #   ./boxbench.sh test   install what is needed and run the whole test suite, on SQLite and
 #                        again on PostgreSQL
 #
@@ -197,6 +198,12 @@ cmd_stop() {
 }
 
 cmd_run() {
+  local dev=0
+  case "${1:-}" in
+    --dev) dev=1 ;;
+    "") ;;
+    *) echo "usage: ./boxbench.sh run [--dev]" >&2; exit 2 ;;
+  esac
   mkdir -p "$VAR"
   echo $$ >"$VAR/run.pid"
   trap on_run_exit EXIT
@@ -232,7 +239,12 @@ cmd_run() {
     say "The run was not published (see above); its audit report is on its run page"
   fi
   say "Dashboard on http://127.0.0.1:8000 (log in as admin with the password in $VAR/admin-password)"
-  setsid "$PY" manage.py runserver 127.0.0.1:8000 --noreload &
+  if [ "$dev" = 1 ]; then
+    setsid "$PY" manage.py runserver 127.0.0.1:8000 --noreload &
+  else
+    # Access log in $VAR/dashboard-access.log; errors on this terminal.
+    setsid "$PY" -m gunicorn -c boxbench/gunicorn_conf.py &
+  fi
   echo $! >"$VAR/dashboard.pid"
   wait $!
 }
@@ -264,5 +276,5 @@ case "${1:-}" in
   run) shift; cmd_run "$@" ;;
   stop) shift; cmd_stop ;;
   test) shift; cmd_test "$@" ;;
-  *) echo "usage: ./boxbench.sh run | ./boxbench.sh stop | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
+  *) echo "usage: ./boxbench.sh run [--dev] | ./boxbench.sh stop | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
 esac
