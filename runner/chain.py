@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from boxbench.models import Run, RunStatus, Trial, TrialState
-from runner import adapters, fault, outage, rules, runs, store
+from runner import adapters, fault, outage, rules, runs, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import Limits, run_trial
@@ -41,6 +41,9 @@ from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 log = logging.getLogger(__name__)
 
 REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
+# Confirming a leftover of an earlier run gone before this run starts: every 50 ms, for at least
+# 5 s, on real time (nothing is measured here, and it runs once per chain).
+LEFTOVER_GONE_POLL = waiting.every(0.05)
 
 
 def refillable(trial: Trial) -> bool:
@@ -590,12 +593,9 @@ def update_chain(run_id, provider: str, **changes) -> None:
 
 
 def wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + max(timeout_s, 5.0)
-    while not provider.is_gone(sandbox_id):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return waiting.poll_until(
+        lambda: provider.is_gone(sandbox_id), max(timeout_s, 5.0), LEFTOVER_GONE_POLL
+    )
 
 
 def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 5.0) -> Endpoint:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from runner import clock, fault, outage
+from runner import clock, fault, outage, waiting
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -72,14 +72,16 @@ echo "provider_region=${MODAL_REGION:-}"
 """
 
 
-@dataclass(frozen=True)
-class Timer:
-    """The time the lifecycle's waits read and spend: the readiness backoff, the grace for a
-    create still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once,
-    so they do not wait; measurements and the watchdogs always use real time."""
-
-    monotonic: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
+# The time the lifecycle's waits read and spend: the readiness backoff, the grace for a create
+# still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once, so they
+# do not wait; measurements and the watchdogs always use real time.
+Timer = waiting.Clock
+# Confirming a destroyed sandbox gone: asked at once, then after 5 ms doubling up to 0.5 s, so a
+# fast provider is confirmed within milliseconds and a slow one is not asked more than twice a
+# second.
+GONE_BACKOFF = waiting.Backoff(first_s=0.005, factor=2, cap_s=0.5)
+# A create still in flight when the trial ended is looked at every 10 ms, within its grace.
+LATE_CREATE_POLL = waiting.every(0.01)
 
 
 @dataclass(frozen=True)
@@ -615,29 +617,34 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
     or started by a procedure that was cut short) is waited for, and its sandbox destroyed too.
     """
     done: set[int] = set()
-    grace_ends = None
-    while True:
-        with ctx._lock:
-            todo = [e for e in ctx._sandboxes if id(e) not in done]
-            creating = ctx._creating
-        for entry in todo:
-            done.add(id(entry))
-            _clean_entry(ctx, entry, result, limits)
-        if todo:
-            continue
-        if not creating:
-            break
-        grace_ends = grace_ends or limits.timer.monotonic() + limits.late_create_grace_s
-        if limits.timer.monotonic() > grace_ends:
-            result.cleanup_verified = False
-            cause = (
-                f"cleanup not verified: {creating} create call(s) still running "
-                f"{limits.late_create_grace_s:g} s after the trial ended"
-            )
-            result.fail(Outcome.PROVIDER_FAILURE, "provider", cause)
-            result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
-            break
-        limits.timer.sleep(0.01)
+    creating = 0
+
+    def no_create_in_flight() -> bool:
+        """Clean every sandbox not cleaned yet, again until none is new; True if no create is
+        still running."""
+        nonlocal creating
+        while True:
+            with ctx._lock:
+                todo = [e for e in ctx._sandboxes if id(e) not in done]
+                creating = ctx._creating
+            if not todo:
+                return not creating
+            for entry in todo:
+                done.add(id(entry))
+                _clean_entry(ctx, entry, result, limits)
+
+    # The grace starts once every sandbox known so far is cleaned; a sandbox that a late create
+    # returns within it is cleaned too.
+    if not no_create_in_flight() and not waiting.poll_until(
+        no_create_in_flight, limits.late_create_grace_s, LATE_CREATE_POLL, limits.timer
+    ):
+        result.cleanup_verified = False
+        cause = (
+            f"cleanup not verified: {creating} create call(s) still running "
+            f"{limits.late_create_grace_s:g} s after the trial ended"
+        )
+        result.fail(Outcome.PROVIDER_FAILURE, "provider", cause)
+        result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
     result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
 
 
@@ -710,18 +717,13 @@ def destroy_entry(provider, entry: dict, limit_s: float) -> float:
 
 
 def _wait_gone(provider, sandbox_id: str, timeout_s: float, timer: Timer) -> bool:
-    deadline = timer.monotonic() + timeout_s
-    wait = 0.005
-    while True:
+    def gone() -> bool:
         try:
-            if provider.is_gone(sandbox_id):
-                return True
+            return provider.is_gone(sandbox_id)
         except Exception:  # noqa: BLE001 - an error is not a confirmation; keep asking
-            pass
-        if timer.monotonic() > deadline:
             return False
-        timer.sleep(wait)
-        wait = min(wait * 2, 0.5)
+
+    return waiting.poll_until(gone, timeout_s, GONE_BACKOFF, timer)
 
 
 def probe_placement(ctx: LifecycleContext) -> dict:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from runner import waiting
+
 # errno values of a connection that could not be made or was cut by the other side. A timeout
 # without an errno (socket.timeout on a read) is not among them: the backend may be working.
 UNREACHABLE_ERRNOS = {
@@ -95,6 +97,10 @@ class WaitPolicy:
     factor: float = 2.0
     cap_s: float = 15.0
 
+    @property
+    def backoff(self) -> waiting.Backoff:
+        return waiting.Backoff(self.first_s, self.factor, self.cap_s)
+
 
 @dataclass
 class Wait:
@@ -122,13 +128,13 @@ def wait_for_backend(
     waiting has passed. `abandon()` names a reason to stop waiting (checked before each probe)."""
     wait = Wait(reason=reason, started_at=time.time())
     started = monotonic()
-    pause = policy.first_s
-    while True:
+    # Its own loop, not waiting.poll_until: it pauses first (a create was just refused), never
+    # sleeps past the bound, and keeps each probe as evidence.
+    for pause in policy.backoff.pauses():
         left = policy.bound_s - (monotonic() - started)
         if left <= 0:
             break
         sleep(min(pause, left))
-        pause = min(pause * policy.factor, policy.cap_s)
         wait.waited_s = round(monotonic() - started, 3)
         wait.abandoned = abandon()
         if wait.abandoned:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from runner import waiting
 from runner.benchmarks.base import ProviderFailure
 from runner.providers.base import NotReady, Sandbox
 
@@ -22,6 +23,10 @@ class ReadinessPolicy:
     cap_s: float = 0.200
     jitter: float = 0.20
     deadline_s: float = 10.0
+
+    @property
+    def backoff(self) -> waiting.Backoff:
+        return waiting.Backoff(self.first_wait_s, self.factor, self.cap_s, self.jitter)
 
 
 class ReadinessFailed(ProviderFailure):
@@ -43,11 +48,11 @@ def readiness_check(
 
     The evidence is also attached to the exception (`.evidence`) so a failed check keeps it.
     """
-    rng = rng or random.Random()
+    pauses = policy.backoff.pauses(rng or random.Random())
     attempts: list[dict] = []
     evidence: dict = {"attempts": attempts, "tti_ms": None}
     first = monotonic()
-    wait = policy.first_wait_s
+    # Its own loop, not waiting.retry_while: every attempt, and the pause after it, is evidence.
     while True:
         started = monotonic()
         attempt: dict = {"at_ms": round((started - first) * 1000, 3)}
@@ -68,7 +73,7 @@ def readiness_check(
             attempt.update(result="error", exit_code=result.exit_code)
             _fail_readiness(evidence, f"readiness check: `true` exited {result.exit_code}")
         attempt["duration_ms"] = _ms(monotonic() - started)
-        pause = wait * rng.uniform(1 - policy.jitter, 1 + policy.jitter)
+        pause = next(pauses)
         attempt["wait_ms"] = _ms(pause)
         if monotonic() + pause - first > policy.deadline_s:
             _fail_readiness(
@@ -77,7 +82,6 @@ def readiness_check(
                 f"{len(attempts)} not-ready answers",
             )
         sleep(pause)
-        wait = min(wait * policy.factor, policy.cap_s)
 
 
 def _fail_readiness(evidence: dict, cause: str):

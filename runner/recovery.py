@@ -39,10 +39,10 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connections
 
-from runner import adapters, runs, store
+from runner import adapters, runs, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
-from runner.lifecycle import EvidenceRecord, TrialResult
+from runner.lifecycle import GONE_BACKOFF, EvidenceRecord, TrialResult
 from runner.outcomes import Outcome
 
 log = logging.getLogger(__name__)
@@ -286,14 +286,7 @@ def elsewhere(orphan: Orphan) -> bool:
 
 
 def _wait_gone(provider, sandbox_id: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
-    deadline = time.monotonic() + timeout_s
-    wait = 0.005
-    while not provider.is_gone(sandbox_id):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(wait)
-        wait = min(wait * 2, 0.5)
-    return True
+    return waiting.poll_until(lambda: provider.is_gone(sandbox_id), timeout_s, GONE_BACKOFF)
 
 
 def _flatten(batches: dict) -> list[str]:

@@ -15,6 +15,7 @@ evidence in one transaction, and only while it is still running: no half-written
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +52,7 @@ from boxbench.models import (
     Unit,
     UnsuccessfulCount,
 )
+from runner import waiting
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
 from runner.outcomes import Outcome
@@ -58,8 +60,8 @@ from runner.outcomes import Outcome
 log = logging.getLogger(__name__)
 # Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.
 DB_DOWN = (OperationalError, InterfaceError)
-FIRST_WAIT_S = 0.25
-MAX_WAIT_S = 5.0
+# Through a database outage: 0.25 s doubling up to 5 s, for up to RUNNER_DB_RETRY_S in all.
+DB_BACKOFF = waiting.Backoff(first_s=0.25, factor=2, cap_s=5.0)
 # Tests replace it to pass time without waiting.
 sleep = time.sleep
 
@@ -71,31 +73,34 @@ class TrialNotRunning(Exception):
 def retrying(func):
     """Retry `func` through a database outage of up to RUNNER_DB_RETRY_S seconds."""
 
+    def outside_a_transaction(exc: BaseException) -> bool:
+        return not connections[DEFAULT_DB_ALIAS].in_atomic_block
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        deadline = time.monotonic() + settings.RUNNER_DB_RETRY_S
-        wait = FIRST_WAIT_S
-        attempt = 1
-        while True:
-            try:
-                return func(*args, **kwargs)
-            except DB_DOWN as exc:
-                connection = connections[DEFAULT_DB_ALIAS]
-                if connection.in_atomic_block or time.monotonic() + wait > deadline:
-                    raise
-                log.warning(
-                    "database unavailable in %s (attempt %d): %s; retrying in %.2f s",
-                    func.__name__,
-                    attempt,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                    wait,
-                )
-                # Drop the broken connection: Django opens a new one on the next query.
-                with suppress(DB_DOWN):
-                    connection.close()
-                sleep(wait)
-                wait = min(wait * 2, MAX_WAIT_S)
-                attempt += 1
+        attempts = itertools.count(1)
+
+        def reconnect(exc: BaseException, pause: float) -> None:
+            log.warning(
+                "database unavailable in %s (attempt %d): %s; retrying in %.2f s",
+                func.__name__,
+                next(attempts),
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                pause,
+            )
+            # Drop the broken connection: Django opens a new one on the next query.
+            with suppress(*DB_DOWN):
+                connections[DEFAULT_DB_ALIAS].close()
+
+        return waiting.retry_while(
+            outside_a_transaction,
+            lambda: func(*args, **kwargs),
+            settings.RUNNER_DB_RETRY_S,
+            DB_BACKOFF,
+            waiting.Clock(sleep=lambda seconds: sleep(seconds)),
+            errors=DB_DOWN,
+            on_retry=reconnect,
+        )
 
     return wrapper
 
