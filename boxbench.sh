@@ -220,12 +220,14 @@ cmd_run() {
   "$PY" manage.py migrate -v0
   "$PY" manage.py collectstatic --noinput -v0
   ensure_admin
-  "$PY" manage.py bench doctor || true
+  # The image first, so that the doctor checks what the run will use (a first run would
+  # otherwise report the image missing, then build it).
   local providers=local
   if [ -n "${DOCKER_HOST:-}" ]; then
     say "Preparing the standard image for the docker provider (once; cached under var/)"
     if "$PY" manage.py bench image prepare; then providers=local,docker; fi
   fi
+  "$PY" manage.py bench doctor || true
   say "Removing sandboxes that earlier runs left behind"
   "$PY" manage.py bench recover || true
   "$PY" manage.py bench cleanup --max-age 0 || true

@@ -1,5 +1,8 @@
 """`bench doctor`: what each provider needs and whether it is there; the database, the queue,
-the page cache, free disk."""
+the page cache, free disk.
+
+Each line is PASS, FAIL, or SKIP for an optional provider nobody configured (nothing was checked;
+the line says what would enable it). Only FAIL fails the command."""
 
 import shutil
 
@@ -24,10 +27,10 @@ def add_arguments(parser):
 def handle(options, out):
     failures = 0
 
-    def report(section, name, ok, detail):
+    def report(section, name, ok, detail, verdict=None):
         nonlocal failures
         failures += not ok
-        out.write(f"{'PASS' if ok else 'FAIL'} {section:<9} {name:<14} {detail}")
+        out.write(f"{verdict or ('PASS' if ok else 'FAIL')} {section:<9} {name:<14} {detail}")
 
     try:
         declarations = load_all()
@@ -43,7 +46,7 @@ def handle(options, out):
             report("provider", slug, False, f"{type(exc).__name__}: {exc}")
             continue
         for check in checks:
-            report("provider", f"{slug}:{check.name}", check.ok, check.detail)
+            report("provider", f"{slug}:{check.name}", check.ok, check.detail, check.verdict)
     for name, ok, detail in (database_check(), queue_check(), cache_check()):
         report("service", name, ok, detail)
     for path in (settings.VAR_DIR, settings.LOCAL_SANDBOX_ROOT):

@@ -402,7 +402,7 @@ class AgentCoreProvider(Provider):
     def doctor(self) -> list[DoctorCheck]:
         if self._problem:
             name = "sdk" if self._problem == SDK_MISSING else "credentials"
-            return [DoctorCheck(name, True, self._problem)]
+            return [DoctorCheck.not_configured(name, self._problem)]
         started = time.monotonic()
         try:
             client = self._client()

@@ -300,7 +300,7 @@ class AppleContainerProvider(Provider):
     def doctor(self) -> list[DoctorCheck]:
         if self._problem:
             name = "platform" if self._problem.startswith("not available") else "cli"
-            return [DoctorCheck(name, True, self._problem)]
+            return [DoctorCheck.not_configured(name, self._problem)]
         try:
             version = self._run("doctor", ["--version"]).stdout.decode(errors="replace").strip()
             status = self._run("doctor", ["system", "status"]).stdout.decode(errors="replace")

@@ -86,6 +86,17 @@ class DoctorCheck:
     name: str
     ok: bool
     detail: str
+    # Nothing was checked: an optional provider nobody configured. `detail` says what setting
+    # or install would enable it; doctor prints SKIP and counts no failure.
+    skipped: bool = False
+
+    @classmethod
+    def not_configured(cls, name: str, enable: str) -> DoctorCheck:
+        return cls(name, True, enable, skipped=True)
+
+    @property
+    def verdict(self) -> str:
+        return "SKIP" if self.skipped else "PASS" if self.ok else "FAIL"
 
 
 class Provider(ABC):

@@ -545,6 +545,12 @@ class DockerProvider(Provider):
     def doctor(self) -> list[DoctorCheck]:
         try:
             url = self.base_url()
+        except ProviderError as exc:
+            if self.settings.get("host") or os.environ.get(self.host_variable):
+                return [DoctorCheck("engine", False, str(exc))]  # named, and wrong
+            # No engine named and none found: nothing to check on a machine without one.
+            return [DoctorCheck.not_configured("engine", str(exc))]
+        try:
             version = self._call("doctor", lambda: self.api.version())
             info = self._call("doctor", lambda: self.api.info())
         except ProviderError as exc:
@@ -619,7 +625,9 @@ class RemoteDockerProvider(DockerProvider):
     def doctor(self) -> list[DoctorCheck]:
         if not (self.settings.get("host") or os.environ.get(self.host_variable)):
             # Nothing to check: a remote engine is optional and this one is not configured.
-            return [DoctorCheck("engine", True, f"not configured (set {self.host_variable})")]
+            return [
+                DoctorCheck.not_configured("engine", f"not configured (set {self.host_variable})")
+            ]
         return super().doctor()
 
     def tls_config(self, url: str) -> docker.tls.TLSConfig | bool:

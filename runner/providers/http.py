@@ -119,7 +119,7 @@ class HTTPProvider(Provider):
         problem = self.configuration_problem()
         if problem:
             # An optional provider without an account is no fault of this machine.
-            return [DoctorCheck("credentials", True, problem)]
+            return [DoctorCheck.not_configured("credentials", problem)]
         started = time.monotonic()
         try:
             self._doctor_probe()

@@ -351,7 +351,7 @@ class ModalProvider(Provider):
     def doctor(self) -> list[DoctorCheck]:
         if self._problem:
             name = "sdk" if self._problem == SDK_MISSING else "credentials"
-            return [DoctorCheck(name, True, self._problem)]
+            return [DoctorCheck.not_configured(name, self._problem)]
         started = time.monotonic()
         try:
             self._call("doctor", lambda: self.client.hello())

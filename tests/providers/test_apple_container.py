@@ -174,7 +174,7 @@ def test_it_is_refused_on_linux_before_the_run_and_doctor_says_why(db, monkeypat
         plan.plan_run("refused", benchmarks=["create"], providers=["apple-container"])
     out = io.StringIO()
     call_command("bench", "doctor", "--provider", "apple-container", stdout=out)
-    assert "PASS provider  apple-container:platform not available on this system" in out.getvalue()
+    assert "SKIP provider  apple-container:platform not available on this system" in out.getvalue()
 
 
 def test_on_a_mac_without_the_tool_it_says_how_to_install_it(tmp_path):

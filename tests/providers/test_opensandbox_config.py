@@ -53,14 +53,14 @@ def test_doctor_says_how_to_start_a_server_when_none_answers(clean_env):
     assert not check.ok and "python -m runner.providers.opensandbox serve" in check.detail
 
 
-def test_doctor_passes_an_opensandbox_nobody_configured(clean_env, monkeypatch):
+def test_doctor_skips_an_opensandbox_nobody_configured(clean_env, monkeypatch):
     # As for the cloud providers: nothing named, nothing to fail; the hint is still given.
     from runner.providers.opensandbox import adapter
 
     clean_env.delenv("OPEN_SANDBOX_DOMAIN", raising=False)
     monkeypatch.setattr(adapter, "DEFAULT_DOMAIN", "127.0.0.1:9")
     [check] = get_provider("opensandbox").doctor()
-    assert check.ok and check.detail.startswith("not configured")
+    assert check.verdict == "SKIP" and check.detail.startswith("not configured")
     assert "python -m runner.providers.opensandbox serve" in check.detail
 
 

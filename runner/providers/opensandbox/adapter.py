@@ -542,6 +542,8 @@ class OpenSandboxProvider(Provider):
 
     def doctor(self) -> list[DoctorCheck]:
         if self._problem:
+            if not self.configured:
+                return [DoctorCheck.not_configured("sdk", self._problem)]
             return [DoctorCheck("sdk", False, self._problem)]
         from opensandbox.models.sandboxes import SandboxFilter
 
@@ -554,7 +556,9 @@ class OpenSandboxProvider(Provider):
                 # Nobody asked for OpenSandbox: as for the cloud providers, not configured is
                 # not a failure; a server that was named and does not answer is.
                 return [
-                    DoctorCheck("server", True, f"not configured (no server at {self.url}; {hint})")
+                    DoctorCheck.not_configured(
+                        "server", f"not configured (no server at {self.url}; {hint})"
+                    )
                 ]
             return [
                 DoctorCheck("server", False, f"no OpenSandbox server at {self.url} ({exc}); {hint}")
