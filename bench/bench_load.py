@@ -253,6 +253,8 @@ def main():
             ("unit page", f"/benchmarks/deepswe/units/{unit}/", visitor),
             ("unit page, staff", f"/benchmarks/deepswe/units/{unit}/", staff),
             ("provider /providers/alpha/", "/providers/alpha/", visitor),
+            ("compare alpha vs bravo", "/compare/?a=alpha&b=bravo", visitor),
+            ("compare CSV", "/compare.csv?a=alpha&b=bravo", visitor),
             ("run /runs/<id>/", f"/runs/{run_id}/", visitor),
             ("run /runs/<id>/, staff", f"/runs/{run_id}/", staff),
             ("benchmark CSV", "/benchmarks/deepswe.csv", visitor),

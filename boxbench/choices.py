@@ -80,3 +80,4 @@ class Scope(models.TextChoices):
     UNIT = "unit", "Unit"  # benchmark slug, unit slug
     PROVIDER = "provider", "Provider"  # provider slug
     RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
+    COMPARE = "compare", "Compare"  # provider slug a, provider slug b

@@ -4,7 +4,7 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import downloads, ops, pages, runs
+from boxbench.views import compare, downloads, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
@@ -19,6 +19,8 @@ urlpatterns = [
         name="unit-csv",
     ),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
+    path("compare/", cached(compare.compare), name="compare"),
+    path("compare.csv", cached(compare.compare_csv), name="compare-csv"),
     path("runs/<uuid:run_id>/", cached(runs.run_page), name="run"),
     path("runs/<uuid:run_id>/progress.json", runs.progress_json, name="run-progress"),
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),

@@ -46,6 +46,8 @@ class Board:
     runs: dict[str, Run]  # provider slug -> the run its numbers come from
     summary: shapes.BenchmarkPage
     units: list[shapes.UnitPage]
+    # What the comparisons resample: (unit id, provider id) -> its trials' values.
+    cells: dict[tuple[int, int], Cell] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,7 +148,7 @@ def benchmark_board(
         }
         for unit in units
     ]
-    return Board(benchmark, runs, _summary_page(build, unit_pages), unit_pages)
+    return Board(benchmark, runs, _summary_page(build, unit_pages), unit_pages, cells)
 
 
 def _series(by_provider: dict[int, Run], providers: dict[int, Provider]) -> dict:

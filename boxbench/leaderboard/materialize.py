@@ -5,6 +5,7 @@ from __future__ import annotations
 from boxbench import holdbacks
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import benchmark_board
+from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import leaderboard_sources
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope, aggregate_key
@@ -41,6 +42,9 @@ def materialize() -> int:
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
+    # Every pair of providers, both orders: few providers, and a page read is then one row.
+    for (a, b), data in compare_pages(boards, providers).items():
+        rows.append(_page(Scope.COMPARE, a, b, data=data))
     Aggregate.objects.replace_all(rows)
     return len(rows)
 
@@ -52,6 +56,7 @@ SHAPES = {
     Scope.UNIT: shapes.UnitPage,
     Scope.PROVIDER: shapes.ProviderPage,
     Scope.RUN: shapes.RunPage,
+    Scope.COMPARE: shapes.ComparePage,
 }
 
 

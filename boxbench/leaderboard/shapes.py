@@ -333,6 +333,47 @@ class ProviderPage(ProviderInfo):
     results: list[ProviderResult]
 
 
+# -- the comparison of two providers ----------------------------------------------------------
+
+
+class CompareRow(TypedDict):
+    """One benchmark, unit and series (the main metric, or one stage) both providers published
+    (stats.compare.Comparison, with its verdict in words)."""
+
+    benchmark: str
+    benchmark_title: str
+    unit: str
+    unit_title: str
+    stage: str  # "" for the benchmark's main metric
+    measure_unit: str
+    lower_is_better: bool
+    n_a: int
+    n_b: int
+    median_a: float | None
+    median_b: float | None
+    ratio: float | None  # median_b / median_a
+    ci_low: float | None
+    ci_high: float | None
+    detectable_percent: float | None
+    verdict: str  # a, b, none, not_comparable
+    reason: str
+    text: str
+    run_a: str
+    run_b: str
+
+
+class CompareSummary(TypedDict):
+    counts: dict[str, int]
+    text: str
+
+
+class ComparePage(TypedDict):
+    a: ProviderInfo
+    b: ProviderInfo
+    summary: CompareSummary
+    rows: list[CompareRow]
+
+
 # -- the run page -------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from boxbench.views import tables
 from boxbench.views.access import aggregate, chosen_view, visible_run
 
 
-def _csv_response(table: tables.Table, filename: str) -> HttpResponse:
+def csv_response(table: tables.Table, filename: str) -> HttpResponse:
     buffer = io.StringIO()
     writer = safecsv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)
@@ -22,21 +22,21 @@ def _csv_response(table: tables.Table, filename: str) -> HttpResponse:
 
 
 def overview_csv(request):
-    return _csv_response(tables.score_table(aggregate(Scope.OVERVIEW)), "scores.csv")
+    return csv_response(tables.score_table(aggregate(Scope.OVERVIEW)), "scores.csv")
 
 
 def benchmark_csv(request, slug):
     data = aggregate(Scope.BENCHMARK, slug)
     if chosen_view(request, data) == "cost":
-        return _csv_response(tables.benchmark_cost_table(data), f"{slug}-cost.csv")
-    return _csv_response(tables.benchmark_table(data), f"{slug}.csv")
+        return csv_response(tables.benchmark_cost_table(data), f"{slug}-cost.csv")
+    return csv_response(tables.benchmark_table(data), f"{slug}.csv")
 
 
 def unit_csv(request, slug, unit_slug):
     data = aggregate(Scope.UNIT, slug, unit_slug)
     if chosen_view(request, data) == "cost":
-        return _csv_response(tables.unit_cost_table(data), f"{slug}-{unit_slug}-cost.csv")
-    return _csv_response(tables.unit_table(data), f"{slug}-{unit_slug}.csv")
+        return csv_response(tables.unit_cost_table(data), f"{slug}-{unit_slug}-cost.csv")
+    return csv_response(tables.unit_table(data), f"{slug}-{unit_slug}.csv")
 
 
 def raw_form(request) -> str:

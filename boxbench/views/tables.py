@@ -3,7 +3,7 @@ page and its CSV download (same rows, same formatting)."""
 
 from dataclasses import dataclass, field
 
-from boxbench.leaderboard.shapes import BenchmarkPage, OverviewPage, UnitPage
+from boxbench.leaderboard.shapes import BenchmarkPage, ComparePage, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, score, usd
 
 # Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
@@ -236,3 +236,34 @@ def score_table(overview: OverviewPage) -> Table:
                 ]
             )  # fmt: skip
     return Table(columns, rows)
+
+
+def compare_table(page: ComparePage) -> Table:
+    """Two providers side by side: per benchmark, unit and series, both medians, the ratio b/a
+    with its 95 % interval, the detectable difference and the verdict."""
+    columns = [
+        "benchmark", "unit", "series", "measure unit", "n a", "n b", "median a", "median b",
+        "ratio b/a", "ratio ci_low", "ratio ci_high", "detectable difference (%)", "verdict",
+        "run a", "run b",
+    ]  # fmt: skip
+    rows = [
+        [
+            r["benchmark"], r["unit"], r["stage"] or "total", r["measure_unit"], str(r["n_a"]),
+            str(r["n_b"]), num(r["median_a"]), num(r["median_b"]), ratio(r["ratio"]),
+            ratio(r["ci_low"]), ratio(r["ci_high"]), num(r["detectable_percent"]), r["text"],
+            r["run_a"], r["run_b"],
+        ]
+        for r in page["rows"]
+    ]  # fmt: skip
+    blank = {
+        "ratio b/a": "Not comparable: the verdict says why.",
+        "ratio ci_low": "Not comparable: the verdict says why.",
+        "ratio ci_high": "Not comparable: the verdict says why.",
+        "detectable difference (%)": "Not comparable, or too few trials (or no spread) for "
+        "any difference to be detectable.",
+    }
+    return Table(columns, rows, blank)
+
+
+def ratio(value) -> str:
+    return "" if value is None else f"{value:.4f}"

@@ -119,6 +119,10 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
     raise AssertionError(f"no value for {kwarg} of route {name}: add one to tests/web/personas.py")
 
 
+# Routes whose page is chosen in the query string: the query that names a real page.
+QUERIES = {"compare": "?a=local&b=docker", "compare-csv": "?a=local&b=docker"}
+
+
 def urls(world: World) -> list[tuple[str, str]]:
     """(key, URL) for every named route, once per choice of real object."""
     out = []
@@ -131,7 +135,8 @@ def urls(world: World) -> list[tuple[str, str]]:
                 for choice, value in kwarg_choices(world, name, kwarg)
             ]
         for label, values in combos:
-            out.append((f"{name} {label}".strip(), reverse(name, kwargs=values)))
+            url = reverse(name, kwargs=values) + QUERIES.get(name, "")
+            out.append((f"{name} {label}".strip(), url))
     return out
 
 

@@ -126,8 +126,8 @@ def test_it_returns_404_for_csv_of_something_unpublished(client, imported_run):
 
 
 def test_it_defuses_a_table_cell_that_starts_with_a_tab():
-    from boxbench.views.downloads import _csv_response
+    from boxbench.views.downloads import csv_response
     from boxbench.views.tables import Table
 
-    response = _csv_response(Table(["name", "cause"], [["a", "\t=1+1"], ["b", "\r@x"]]), "t.csv")
+    response = csv_response(Table(["name", "cause"], [["a", "\t=1+1"], ["b", "\r@x"]]), "t.csv")
     assert response.content.decode() == "name,cause\na,'\t=1+1\nb,'\r@x\n"

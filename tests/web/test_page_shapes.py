@@ -51,6 +51,8 @@ def page_urls() -> list[str]:
             urls.append(reverse("provider", args=parts))
         elif row.scope == Scope.RUN:
             urls.append(reverse("run", args=parts))
+        elif row.scope == Scope.COMPARE:
+            urls.append(reverse("compare") + f"?a={parts[0]}&b={parts[1]}")
     return urls
 
 

@@ -23,7 +23,9 @@ HOSTILE = [
     "%FF%FE",  # not UTF-8
     "1e308",
 ]
-QUERY_PARAMS = ["page", "provider", "unit", "open", "p", "q", "o", "e", "_to_field", "next"]
+QUERY_PARAMS = [
+    "page", "provider", "unit", "open", "a", "b", "p", "q", "o", "e", "_to_field", "next",
+]  # fmt: skip
 
 
 def hostile_queries(addresses) -> list[tuple[str, str]]:
@@ -36,7 +38,8 @@ def hostile_queries(addresses) -> list[tuple[str, str]]:
         key, url = addresses[k % len(addresses)]
         param = QUERY_PARAMS[k % len(QUERY_PARAMS)]
         value = HOSTILE[(k // len(QUERY_PARAMS)) % len(HOSTILE)]
-        out.append((f"{key} ?{param}={value[:20]}", f"{url}?{param}={value}"))
+        joined = "&" if "?" in url else "?"
+        out.append((f"{key} ?{param}={value[:20]}", f"{url}{joined}{param}={value}"))
     return out
 
 

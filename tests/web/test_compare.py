@@ -1,0 +1,212 @@
+"""Two providers compared (/compare/?a=&b= and its CSV): the verdicts recomputed independently
+from the public raw data with plain numpy and scipy, the page and its download, and bad input."""
+
+import csv
+import io
+import json
+import math
+from collections import defaultdict
+from itertools import permutations
+
+import numpy as np
+import pytest
+from scipy import optimize
+from scipy import stats as scipy_stats
+
+from boxbench import publishing
+from boxbench.models import Aggregate, Scope, Trial
+from boxbench.rawdata import PUBLIC, export_jsonl
+from tests.support.web import explain_failures
+
+pytestmark = pytest.mark.django_db
+
+
+def lower_median(values):
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def exact_median_draws(values, u):
+    """Resampled lower medians from their exact law: P(median <= x_(j)) is the chance that at
+    least ceil(n/2) of n draws land on the j smallest values."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = x.size
+    cdf = np.array([scipy_stats.binom.sf((n + 1) // 2 - 1, n, j / n) for j in range(1, n + 1)])
+    cdf[-1] = 1.0
+    return x[np.minimum(np.searchsorted(np.maximum.accumulate(cdf), u, side="right"), n - 1)]
+
+
+def detectable_percent(a, b):
+    """Cohen's d a two-sided t-test reaches with 80 % power at 5 % on group sizes scaled by the
+    rank test's efficiency 3/pi, solved with scipy's noncentral t, times the pooled robust
+    sigma, over the medians' geometric mean."""
+    n1, n2 = len(a) * 3 / math.pi, len(b) * 3 / math.pi
+    df = n1 + n2 - 2
+    crit = scipy_stats.t.ppf(0.975, df)
+
+    def short_of_power(d):
+        nc = d * math.sqrt(n1 * n2 / (n1 + n2))
+        reached = scipy_stats.nct.sf(crit, df, nc) + scipy_stats.nct.cdf(-crit, df, nc)
+        return (1.0 if math.isnan(reached) else reached) - 0.8  # nan: far past any doubt
+
+    d = optimize.brentq(short_of_power, 1e-6, 5, xtol=1e-12)
+    mad = scipy_stats.median_abs_deviation
+    sigma = math.sqrt((mad(a, scale="normal") ** 2 + mad(b, scale="normal") ** 2) / 2)
+    return 100 * d * sigma / math.sqrt(lower_median(a) * lower_median(b))
+
+
+def recompute(text: str) -> dict:
+    """{(a, b): {(benchmark, unit, series): (verdict, ratio, ci_low, ci_high, detectable)}} from
+    the public file alone."""
+    header, *lines = (json.loads(line) for line in text.splitlines()[:-1])
+    benchmarks = {b["slug"]: b for b in header["benchmarks"]}
+    markers = {p["slug"]: p["region_marker"] for p in header["providers"]}
+    series = defaultdict(list)
+    for t in sorted((t for t in lines if t["type"] == "trial"), key=lambda t: t["seq"]):
+        b = benchmarks[t["benchmark"]]
+        series[(t["benchmark"], t["unit"], "", t["provider"])].append(t["metrics"][b["metric"]])
+        for stage, value in t["stages"].items():
+            series[(t["benchmark"], t["unit"], stage, t["provider"])].append(value)
+    rng = np.random.default_rng(0)
+    first, second = rng.random(10000), rng.random(10000)
+    found = defaultdict(dict)
+    for a, b in permutations(sorted({key[3] for key in series}), 2):
+        for (slug, unit, stage, provider), values_a in series.items():
+            values_b = series.get((slug, unit, stage, b))
+            if provider != a or not values_b:
+                continue
+            # Ranked: successes across the benchmark's units reach its floor.
+            units = [u["slug"] for u in benchmarks[slug]["units"]]
+            ranked = all(
+                sum(len(series.get((slug, u, "", p), [])) for u in units)
+                >= benchmarks[slug]["ranking_floor"]
+                for p in (a, b)
+            )
+            if markers[a] != markers[b] or not ranked:
+                found[(a, b)][(slug, unit, stage)] = ("not_comparable", None, None, None, None)
+                continue
+            # The slug that sorts first draws from the first uniforms.
+            u_a, u_b = (first, second) if a < b else (second, first)
+            ratios = np.sort(exact_median_draws(values_b, u_b) / exact_median_draws(values_a, u_a))
+            low, high = float(ratios[250 - 1]), float(ratios[9750 - 1])
+            if a > b:  # the page flips its partner's interval rather than redraw
+                back = np.sort(1 / ratios)
+                low, high = 1 / float(back[9750 - 1]), 1 / float(back[250 - 1])
+            lower = stage or benchmarks[slug]["direction"] == "lower"
+            if low > 1:
+                verdict = "a" if lower else "b"
+            elif high < 1:
+                verdict = "b" if lower else "a"
+            else:
+                verdict = "none"
+            ratio = lower_median(values_b) / lower_median(values_a)
+            detectable = detectable_percent(values_a, values_b)
+            found[(a, b)][(slug, unit, stage)] = (verdict, ratio, low, high, detectable)
+    return found
+
+
+def docker_cpu_like_local(run):
+    """Docker's CPU trials take Local's values in reverse order: the same distribution, so no
+    difference may be claimed."""
+    local = Trial.objects.filter(run=run, provider__slug="local", benchmark__slug="cpu")
+    values = [t.metrics["total"] for t in local.order_by("seq")][::-1]
+    docker = Trial.objects.filter(run=run, provider__slug="docker", benchmark__slug="cpu")
+    for trial, value in zip(docker.order_by("seq"), values, strict=True):
+        trial.metrics = {**trial.metrics, "total": value}
+        trial.save(update_fields=["metrics"])
+
+
+@pytest.fixture
+def compared_run(imported_run):
+    docker_cpu_like_local(imported_run)
+    explain_failures(imported_run)
+    return publishing.publish(imported_run)
+
+
+def test_the_verdicts_agree_with_a_recomputation_from_the_public_raw_data(compared_run):
+    expected = recompute("".join(export_jsonl(compared_run, PUBLIC)))
+    verdicts = defaultdict(int)
+    for (a, b), rows in expected.items():
+        page = Aggregate.objects.page(Scope.COMPARE, a, b)
+        published = {(r["benchmark"], r["unit"], r["stage"]): r for r in page["rows"]}
+        assert set(published) == set(rows), (a, b)
+        for key, (verdict, ratio, low, high, detectable) in rows.items():
+            row = published[key]
+            assert row["verdict"] == verdict, (a, b, key, row["text"])
+            verdicts[verdict] += 1
+            if verdict == "not_comparable":
+                assert row["ratio"] is None and row["reason"]
+                continue
+            assert row["ratio"] == pytest.approx(ratio, rel=1e-12), (a, b, key)
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-12)
+            # statsmodels solves for d to about six digits.
+            assert row["detectable_percent"] == pytest.approx(detectable, rel=1e-4)
+        assert page["summary"]["counts"] == {
+            v: sum(r["verdict"] == v for r in page["rows"])
+            for v in ("a", "b", "none", "not_comparable")
+        }
+    # Every verdict occurs: Local ahead of Docker, the CPU copy undecided, Boat (timed from
+    # another region) never compared.
+    assert verdicts["a"] and verdicts["b"] and verdicts["none"] and verdicts["not_comparable"]
+
+
+def test_the_compare_page_shows_the_summary_rows_and_a_permalink(client, compared_run):
+    page = client.get("/compare/?a=local&b=docker").content.decode()
+    data = Aggregate.objects.page(Scope.COMPARE, "local", "docker")
+    assert data["summary"]["text"] in page
+    assert 'id="permalink" href="/compare/?a=local&amp;b=docker"' in page
+    cpu = next(r for r in data["rows"] if r["benchmark"] == "cpu" and not r["stage"])
+    assert cpu["text"].startswith("no difference larger than")
+    create = next(r for r in data["rows"] if r["benchmark"] == "create" and not r["stage"])
+    assert create["text"].startswith("Local sandbox faster by ")
+    for row in data["rows"]:
+        assert row["text"] in page
+
+
+def test_the_csv_holds_the_pages_rows(client, compared_run):
+    response = client.get("/compare.csv?a=docker&b=local")
+    assert response["Content-Disposition"] == 'attachment; filename="compare-docker-local.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    data = Aggregate.objects.page(Scope.COMPARE, "docker", "local")
+    assert [(r["benchmark"], r["unit"], r["verdict"]) for r in rows] == [
+        (r["benchmark"], r["unit"], r["text"]) for r in data["rows"]
+    ]
+
+
+def test_swapping_a_and_b_inverts_the_ratio_and_keeps_the_verdicts(compared_run):
+    one = Aggregate.objects.page(Scope.COMPARE, "local", "docker")["rows"]
+    other = Aggregate.objects.page(Scope.COMPARE, "docker", "local")["rows"]
+    swap = {"a": "b", "b": "a"}
+    for mine, theirs in zip(one, other, strict=True):
+        assert swap.get(mine["verdict"], mine["verdict"]) == theirs["verdict"]
+        assert mine["text"] == theirs["text"]
+        if mine["ratio"] is not None:
+            assert mine["ratio"] == pytest.approx(1 / theirs["ratio"])
+            assert mine["ci_low"] == pytest.approx(1 / theirs["ci_high"])
+
+
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ("?a=local", 404),  # one provider
+        ("?b=local", 404),
+        ("?a=local&b=local", 404),  # the same one twice
+        ("?a=local&b=nobody", 404),  # nothing published for it
+        ("?a=%00&b=local", 400),  # a control character: the middleware's answer
+    ],
+)
+def test_a_bad_pair_is_refused_without_a_server_error(client, compared_run, query, status):
+    for path in ("/compare/", "/compare.csv"):
+        assert client.get(path + query).status_code == status, (path, query)
+
+
+def test_the_csv_needs_a_pair(client, compared_run):
+    assert client.get("/compare.csv").status_code == 404
+
+
+def test_without_a_pair_the_page_offers_the_published_providers(client, compared_run):
+    page = client.get("/compare/").content.decode()
+    assert page.count('<select name="a">') == 1
+    for slug in ("local", "docker", "boat"):
+        assert f'<option value="{slug}"' in page
+    assert 'value="tiny"' not in page  # refused everywhere: nothing to compare
