@@ -3,18 +3,22 @@
 Usage: .venv/bin/python bench/bench_replay.py [--commands 300] [--repeats 5] [--unit SLUG]
 
 Runs in a temporary directory on this machine (runner/traces/record.py, HostDirectory), so only
-the replay script's own work is measured: two guest clock readings, the watchdog messages of the
-per-command limit, the record line, and the exit-code check per command. Three timings of the same
-commands, interleaved run by run so that all three see the same load:
+the replay script's own work is measured: two guest clock readings, the spec's per-command limit
+(`timeout --kill-after=5s LIMIT` around each command, inside its measured span), the record line,
+and the exit-code check per command. Four timings of the same commands, interleaved run by run so
+that all four see the same load:
 
 - replay: the benchmark's replay script (runner/traces/replay.py), span from the first command's
   start reading to the last command's end reading;
+- no limit: the same script without the per-command limit (`replay_script(limit=False)`), the
+  same span: the difference is what the spec's `timeout` adds to the measured span;
 - direct: a plain script running each command as `bash -c CMD` (what an agent's bash tool does);
 - inline: the commands written straight into one script (no process per command at all).
 
 It prints the median of `--repeats` runs of a synthetic trace of `--commands` no-op commands (`:`)
 and of a real trace unit (--unit): the ms the replay adds per command beside `bash -c` per command
-(the reference) from the same runs, and their ratio, with `uptime`'s load. Nothing is asserted.
+(the reference) from the same runs, and their ratio, the ms the limit adds per command, with
+`uptime`'s load. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -57,13 +61,13 @@ def measure(trace, repeats: int) -> dict[str, float]:
     quoted = [replay.bash_quote(c.command) for c in trace.commands]
     direct = "".join(f"bash -c {q} < /dev/null >> /dev/null 2>&1\n" for q in quoted)
     inline = "".join(f"{{ {c.command}\n}} < /dev/null >> /dev/null 2>&1\n" for c in trace.commands)
-    timings: dict[str, list[float]] = {"replay": [], "direct": [], "inline": []}
+    timings: dict[str, list[float]] = {"replay": [], "no limit": [], "direct": [], "inline": []}
     for _ in range(repeats):
         for name in timings:
             directory = HostDirectory()
             try:
-                if name == "replay":
-                    run = directory.run(trace, recording=False)
+                if name in ("replay", "no limit"):
+                    run = directory.run(trace, recording=False, limit=name == "replay")
                     records = run.parsed()
                     verdict = replay.judge(trace, records)
                     if verdict.outcome != "success":
@@ -92,7 +96,7 @@ def report(label: str, trace, figures: dict[str, float]) -> None:
     k = len(trace.commands)
     print(f"{label}: {k} commands, median of runs, load {_load()}")
     for name, value in figures.items():
-        print(f"  {name:<7} {value:10.1f} ms  ({value / k:.3f} ms per command)")
+        print(f"  {name:<8} {value:10.1f} ms  ({value / k:.3f} ms per command)")
     direct = figures["direct"] / k
     added = (figures["replay"] - figures["direct"]) / k
     added_inline = (figures["replay"] - figures["inline"]) / k
@@ -101,6 +105,11 @@ def report(label: str, trace, figures: dict[str, float]) -> None:
         f"(replay / bash -c = {figures['replay'] / figures['direct']:.2f})"
     )
     print(f"  replay adds {added_inline:.3f} ms per command over inline commands")
+    limit = (figures["replay"] - figures["no limit"]) / k
+    print(
+        f"  the limit (timeout --kill-after=5s) adds {limit:.3f} ms per command to the measured "
+        f"span over the same replay without it at {figures['no limit'] / k:.3f} ms per command"
+    )
 
 
 def _load() -> str:

@@ -8,10 +8,11 @@ results cannot be mistaken for the reference set's.
 Per trial, untimed: upload the unit's pinned archive, unpack it into /app as a git repository with a
 fixed identity (runner/traces/replay.py, prepare_script), upload the loopback deny proxy. Timed:
 one background script that starts the proxy, then runs every command in /app between two guest
-clock readings under the per-command limit (TERM to its process group, KILL 5 s later). Then the
-records are read back, the patch digest checked, and the Failures table applied. Tool time (sum
-of command runtimes) is the main metric; the per-stage sums (Read, Write, Install, Build, Test) are
-the stacked bar's stages.
+clock readings as `timeout --kill-after=5s LIMIT bash -c CMD` (the spec's per-command limit, inside
+the measured span). Then the records are read back, the patch digest checked, and the Failures
+table applied: a command the limit stopped ends the trial, excluded while the sandbox still
+answers `true`, a provider failure once it does not. Tool time (sum of command runtimes) is the
+main metric; the per-stage sums (Read, Write, Install, Build, Test) are the stacked bar's stages.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SLUG = "deepswe-boxbench"
 TRIALS = 20
 REPLAY_LIMIT_S = 600.0  # "Command replay: 10 min"
 PREPARE_LIMIT_S = 300.0
+POST_TIMEOUT_CHECK_S = 30.0
 # The one-line form of what the description says, carried by the benchmark's CSV downloads.
 NOT_THE_REFERENCE = (
     "boxbench's own units on pinned PyPI sources, not the reference DeepSWE set: "
@@ -120,13 +122,13 @@ def run(ctx: TrialContext) -> None:
                 [c.index, c.exit_code, round(c.wall_ms, 3), round(c.uptime_ms, 3)]
                 for c in records.commands
             ],
+            "timeout": records.timeout.evidence() if records.timeout else None,
         },
     )
     if verdict.outcome != Outcome.SUCCESS:
         _output_tail(ctx)
     if verdict.timed_out:
-        # Excluded only while the sandbox still answers; ctx.exec raises ProviderFailure if not.
-        ctx.exec(["/bin/true"], timeout=30)
+        _after_timeout(ctx, verdict.cause)
     if verdict.outcome == Outcome.EXCLUDED:
         raise Excluded(verdict.cause)
     if verdict.outcome == Outcome.PROVIDER_FAILURE:
@@ -138,6 +140,18 @@ def run(ctx: TrialContext) -> None:
     ctx.record("tool_time", verdict.tool_time_ms, clock="guest", gate="pass")
     for stage, value in verdict.stage_ms.items():
         ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
+
+
+def _after_timeout(ctx: TrialContext, cause: str) -> None:
+    """The spec's post-timeout check: excluded only while the sandbox still answers."""
+    try:
+        answer = ctx.exec(["/bin/true"], timeout=POST_TIMEOUT_CHECK_S)
+    except ProviderFailure as exc:
+        raise ProviderFailure(f"{cause}; then the sandbox stopped answering: {exc}") from None
+    if answer.exit_code != 0:
+        raise ProviderFailure(
+            f"{cause}; then the sandbox's post-timeout check `true` exited {answer.exit_code}"
+        )
 
 
 def _trace(ctx: TrialContext):

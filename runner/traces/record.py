@@ -171,14 +171,17 @@ class HostDirectory:
         self._bash(replay.prepare_script(trace, str(archive), str(self.workdir)), 120)
         shutil.copyfile(DENYPROXY, self.workdir / replay.PROXY_SCRIPT)
 
-    def run(self, trace: Trace, recording: bool, timeout: float = 1800) -> ScriptRun:
+    def run(
+        self, trace: Trace, recording: bool, timeout: float = 1800, limit: bool = True
+    ) -> ScriptRun:
+        """`limit=False` only for the reference without the per-command limit (replay_script)."""
         self.prepare(trace)
         key = replay.new_key()
         key_file = self.workdir / replay.KEY_FILE
         key_file.touch(mode=0o600)
         key_file.write_text(key)
         script = replay.replay_script(
-            trace, str(self.workdir), recording=recording, home=str(self.home)
+            trace, str(self.workdir), recording=recording, home=str(self.home), limit=limit
         )
         result = self._bash(script, timeout, check=False)
         records, output = self._read(replay.RECORDS), self._read(replay.OUTPUT_LOG)

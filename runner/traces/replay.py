@@ -2,8 +2,8 @@
 
 Pure functions, no Django and no sandbox: `prepare_script` unpacks the pinned archive into a git
 repository (untimed), `replay_script` is the one background script that starts the loopback deny
-proxy (untimed) and runs every command in /app between two guest clock readings under the
-per-command limit (one watchdog per replay, not `timeout` per command: see _RUN_FUNCTION), and
+proxy (untimed) and runs every command in /app between two guest clock readings under the spec's
+per-command limit, `timeout --kill-after=5s LIMIT` inside the measured span (see _RUN_FUNCTION), and
 `parse_records` / `judge` turn what that script wrote into an outcome with per-command runtimes and
 per-stage sums. Every record is sealed with a per-trial key the commands never see (`seal`,
 docs/traces.md), so a command that rewrites the records makes a benchmark error, not a number.
@@ -32,19 +32,18 @@ STATE_DIR = ".git/boxbench"
 RECORDS = f"{STATE_DIR}/records"
 OUTPUT_LOG = f"{STATE_DIR}/output.log"
 PROXY_SCRIPT = f"{STATE_DIR}/denyproxy.py"
-WATCHDOG_IN = f"{STATE_DIR}/watchdog.in"
-WATCHDOG_OUT = f"{STATE_DIR}/watchdog.out"
-TIMEOUT_MARK = f"{STATE_DIR}/timeout"  # TIMEOUT_MARK.<index> once the limit stopped a command
 # The trial's seal key: put here just before the replay, read and removed by the script before
 # its first command, so no replayed command can read it (see seal()).
 KEY_FILE = f"{STATE_DIR}/key"
 FIRST_SEAL = "start"
 MIN_LIMIT_S = 180  # "at least three minutes or three times the original recorded step duration"
-KILL_AFTER_S = 5  # as `timeout --kill-after=5s`: KILL the process group 5 s after TERM
+KILL_AFTER_S = 5  # `timeout --kill-after=5s`: KILL the process group 5 s after TERM
 # Caches whose presence depends on the sandbox's Python settings, not on the commands.
 GIT_EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/")
-# The exit code recorded for a command the limit stopped, whatever it exited with (as `timeout`).
+# The exit code recorded for a command the limit stopped: `timeout`'s own, whether it ended the
+# command with TERM (124) or had to KILL it (137, which `timeout` gets by killing itself too).
 TIMEOUT_EXIT = 124
+TIMEOUT_KILLED = 137
 SETUP_FAILED = 90
 HOME = "/tmp/boxbench-home"
 
@@ -61,6 +60,18 @@ class CommandRun:
         return gate(self.wall_ms, self.uptime_ms)
 
 
+@dataclass(frozen=True)
+class CommandTimeout:
+    """A command the per-command limit stopped: which one, its limit, and `timeout`'s status."""
+
+    index: int
+    limit_s: int
+    status: int  # 124 (ended by TERM) or 137 (KILL, 5 s later)
+
+    def evidence(self) -> dict:
+        return {"command": self.index, "limit_s": self.limit_s, "timeout_status": self.status}
+
+
 @dataclass
 class ReplayRecords:
     """What the replay script wrote, in order; `done` only once the digest matched."""
@@ -68,6 +79,7 @@ class ReplayRecords:
     commands: list[CommandRun] = field(default_factory=list)
     proxy_port: int | None = None
     mismatch: tuple[int, int, int] | None = None  # (index, got, expected)
+    timeout: CommandTimeout | None = None  # the first command the limit stopped
     digest: str | None = None
     digest_mismatch: bool = False
     setup_error: str = ""
@@ -130,22 +142,21 @@ git commit -q -m 'boxbench: {trace.slug}'
 
 
 # No EXIT trap of our own: the guest clock wrapper around this script owns that trap, so every
-# way out goes through __bb_end, which stops the deny proxy and the watchdog first.
+# way out goes through __bb_end, which stops the deny proxy first.
 # __bb_clocks takes a wall reading between two /proc/uptime reads and keeps it only when both
 # reads show the same 10 ms tick: on a busy host the shell can be descheduled between two reads
 # for tens of milliseconds (seen here: 110 ms at load 9 on 2 cores), which would make the uptime
 # span exceed the wall span and fail the clock gate with no clock step. Five tries, then the last.
 #
-# The per-command limit costs no process per command (`timeout` per command added about 1 ms):
-# the script runs with job control (`set -m`), so each `bash -c` is born in its own process
-# group, and one watchdog per replay, started before the first command, reads
-# "INDEX PGID DEADLINE_US" on WATCHDOG_IN as each command starts; the next line (the next
-# command, "idle" before the digest, or "exit") says the command ended, so a command costs the
-# watchdog one wake-up. At the deadline it creates TIMEOUT_MARK.INDEX (before any signal, so the
-# script sees the mark once the command is gone), sends TERM and CONT to the whole group as
-# `timeout` does, sends KILL KILL_AFTER_S later if any process of the group is left, then answers
-# "killed INDEX" on WATCHDOG_OUT. A command that ends just as its limit passes may be marked after
-# the script has moved on: the script then skips that stale "killed" line.
+# The per-command limit is the spec's own: each command runs as
+# `timeout --kill-after=5s LIMITs bash -c CMD` between the two readings, so the measured span is
+# the spec's (the `timeout` process included, nothing else of the limit). `timeout` puts itself
+# and the command in a process group of their own, sends TERM to the group at the limit and KILL
+# 5 s later, and exits 124 (137 once it had to KILL). Whether the limit stopped the command is
+# decided after the end reading, outside the span: the status is 124 or 137 and the command ran
+# at least its limit by either clock (a command that exits 124 or is killed sooner did not time
+# out). A timeout writes __TIMEOUT INDEX LIMIT STATUS after the command's record and ends the
+# replay, whatever exit code the trace recorded; a recording replay carries on.
 _RUN_FUNCTION = r"""__bb_put() {
   local seal
   seal=$(printf '%s %s %s' "$__bb_key" "$__bb_seal" "$1" | sha256sum) || __bb_end SETUP_FAILED
@@ -154,7 +165,6 @@ _RUN_FUNCTION = r"""__bb_put() {
 }
 __bb_end() {
   [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
-  if [ -n "${__bb_dog:-}" ]; then printf 'exit\n' >&5; wait "$__bb_dog" 2> /dev/null; fi
   exit "$1"
 }
 __bb_clocks() {
@@ -165,50 +175,34 @@ __bb_clocks() {
   done
   __bb_u=${__bb_u%% *}
 }
-__bb_watchdog() {
-  local index pgid deadline left next=
-  unset __bb_key
-  while :; do
-    if [ -z "$next" ]; then read -r next || return 0; fi
-    case $next in exit) return 0 ;; idle) next=; continue ;; esac
-    set -- $next; index=$1 pgid=$2 deadline=$3 next=
-    while :; do
-      left=$(( deadline - ${EPOCHREALTIME/[.,]/} ))
-      (( left > 0 )) || break
-      printf -v left '%d.%06d' $(( left / 1000000 )) $(( left % 1000000 ))
-      read -r -t "$left" next && continue 2
-      next=
-    done
-    : > "TIMEOUT_MARK.$index"
-    kill -TERM -- "-$pgid" 2> /dev/null; kill -CONT -- "-$pgid" 2> /dev/null
-    deadline=$(( deadline + KILL_AFTER_S * 1000000 ))
-    while kill -0 -- "-$pgid" 2> /dev/null; do
-      if (( ${EPOCHREALTIME/[.,]/} >= deadline )); then
-        kill -KILL -- "-$pgid" 2> /dev/null; break
-      fi
-      sleep 0.05
-    done
-    printf 'killed %s\n' "$index"
-  done
-}
 __bb_run() {
-  local u0 w0 rc pid line
+  local u0 w0 rc
   __bb_clocks; u0=$__bb_u; w0=$__bb_w
-  bash -c "$4" < /dev/null >&4 2>&4 3>&- 4>&- 5>&- 6>&- &
-  pid=$!
-  printf '%s %s %s\n' "$1" "$pid" "$(( ${w0/[.,]/} + $3 * 1000000 ))" >&5
-  wait "$pid" 2> /dev/null
+  LIMIT_PREFIXbash -c "$4" < /dev/null >&4 2>&4 3>&- 4>&-
   rc=$?
   __bb_clocks
-  if [ -e "TIMEOUT_MARK.$1" ]; then
-    rc=TIMEOUT_EXIT
-    while read -r -u 6 line && [ "$line" != "killed $1" ]; do :; done
-  fi
-  __bb_put "__CMD $1 $rc $w0 $__bb_w $u0 $__bb_u"
+TIMEOUT_CHECK  __bb_put "__CMD $1 $rc $w0 $__bb_w $u0 $__bb_u"
   if [ "$2" != any ] && [ "$rc" != "$2" ]; then
     __bb_put "__MISMATCH $1 $rc $2"; __bb_end 3
   fi
 }
+"""
+_LIMIT_PREFIX = 'timeout --kill-after=KILL_AFTER_Ss "$3s" '
+_TIMEOUT_CHECK = r"""  if (( rc == TIMEOUT_EXIT || rc == TIMEOUT_KILLED )) && {
+    (( ${__bb_w/[.,]/} - ${w0/[.,]/} >= $3 * 1000000 )) ||
+    (( 10#${__bb_u/[.,]/} - 10#${u0/[.,]/} >= $3 * 100 - 1 )); }; then
+    __bb_put "__CMD $1 TIMEOUT_EXIT $w0 $__bb_w $u0 $__bb_u"
+    __bb_put "__TIMEOUT $1 $3 $rc"
+    [ "$2" = any ] || __bb_end 3
+    return 0
+  fi
+"""
+# Untimed, before the first command: an image without a `timeout` that takes --kill-after cannot
+# run the spec's limit, which is the benchmark's problem, not the provider's.
+_LIMIT_CHECK = f"""if ! timeout --kill-after={KILL_AFTER_S}s 5s true < /dev/null >&4 2>&4; then
+  __bb_put '__SETUP the per-command limit needs timeout --kill-after={KILL_AFTER_S}s: it fails here'
+  __bb_end {SETUP_FAILED}
+fi
 """
 
 
@@ -218,12 +212,15 @@ def replay_script(
     proxy: bool = True,
     recording: bool = False,
     home: str = HOME,
+    limit: bool = True,
 ) -> str:
     """The one background script: proxy, every command timed in order, then the patch digest.
 
     `recording` replays a new session once to learn its exit codes and digest: no command's exit
     code is checked and the digest is written, not compared. HOME is set outside the working
-    directory, so caches that tools write there never reach the patch digest.
+    directory, so caches that tools write there never reach the patch digest. `limit=False`
+    drops the per-command limit (`timeout`) and nothing else: only the reference that
+    bench/bench_replay.py and the tests compare the limited replay with, never a trial.
     """
     head = f"""cd {workdir} || exit {SETUP_FAILED}
 exec 3>> {RECORDS} 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
@@ -250,21 +247,14 @@ export PIP_INDEX_URL=$__bb_url/simple/ ALL_PROXY=$__bb_url all_proxy=$__bb_url
 unset NO_PROXY no_proxy
 __bb_put "__PROXY $__bb_port"
 """
-    head += f"""rm -f {WATCHDOG_IN} {WATCHDOG_OUT} {TIMEOUT_MARK}.*
-if ! mkfifo {WATCHDOG_IN} {WATCHDOG_OUT} || ! exec 5<> {WATCHDOG_IN} 6<> {WATCHDOG_OUT}; then
-  __bb_put '__SETUP the watchdog could not start'; __bb_end {SETUP_FAILED}
-fi
-__bb_watchdog <&5 >&6 2>&4 3>&- 4>&- 5>&- 6>&- &
-__bb_dog=$!
-set -m
-"""
-    lines = [_run_function(), head]
+    if limit:
+        head += _LIMIT_CHECK
+    lines = [_run_function(limit), head]
     for index, command in enumerate(trace.commands):
-        limit = command_limit_s(command.duration_ms)
+        limit_s = command_limit_s(command.duration_ms)
         expected = "any" if recording else command.exit_code
         quoted = bash_quote(command.command)
-        lines.append(f"__bb_run {index} {expected} {limit} {quoted}\n")
-    lines.append("printf 'idle\\n' >&5\n")
+        lines.append(f"__bb_run {index} {expected} {limit_s} {quoted}\n")
     lines.append(digest_snippet('__bb_put "__DIGEST $__bb_digest"\n'))
     if not recording:
         lines.append(
@@ -275,10 +265,12 @@ set -m
     return "".join(lines)
 
 
-def _run_function() -> str:
+def _run_function(limit: bool = True) -> str:
     return (
-        _RUN_FUNCTION.replace("TIMEOUT_MARK", TIMEOUT_MARK)
+        _RUN_FUNCTION.replace("LIMIT_PREFIX", _LIMIT_PREFIX if limit else "")
+        .replace("TIMEOUT_CHECK", _TIMEOUT_CHECK if limit else "")
         .replace("TIMEOUT_EXIT", str(TIMEOUT_EXIT))
+        .replace("TIMEOUT_KILLED", str(TIMEOUT_KILLED))
         .replace("KILL_AFTER_S", str(KILL_AFTER_S))
         .replace("SETUP_FAILED", str(SETUP_FAILED))
     )
@@ -345,6 +337,12 @@ def parse_records(text: str, key: str) -> ReplayRecords:
                         uptime_ms=float((u1 - u0) * 1000),
                     )
                 )
+            elif tag == "__TIMEOUT" and len(parts) == 4:
+                index, limit_s, status = (int(p) for p in parts[1:])
+                if status not in (TIMEOUT_EXIT, TIMEOUT_KILLED) or limit_s <= 0:
+                    raise ValueError("not a timeout's limit and status")
+                if records.timeout is None:
+                    records.timeout = CommandTimeout(index, limit_s, status)
             elif tag == "__PROXY" and len(parts) == 2:
                 records.proxy_port = int(parts[1])
             elif tag == "__MISMATCH" and parts[1:] == ["digest"]:
@@ -378,22 +376,24 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
     expected_indices = list(range(len(records.commands)))
     if [c.index for c in records.commands] != expected_indices:
         return Verdict(Outcome.BENCHMARK_ERROR, "replay records are out of order")
+    if records.timeout is not None:
+        stopped = records.timeout
+        if stopped.index >= len(trace.commands):
+            return Verdict(Outcome.BENCHMARK_ERROR, f"replay records: no command {stopped.index}")
+        how = "TERM" if stopped.status == TIMEOUT_EXIT else f"KILL {KILL_AFTER_S} s after TERM"
+        return Verdict(
+            Outcome.EXCLUDED,
+            f"command {stopped.index} timed out: its limit of {stopped.limit_s} s passed and "
+            f"timeout --kill-after={KILL_AFTER_S}s stopped it ({how}, exit {TIMEOUT_EXIT}): "
+            f"{_short(trace.commands[stopped.index].command)}",
+            timed_out=True,
+        )
     if records.mismatch is not None:
         index, got, expected = records.mismatch
-        command = trace.commands[index]
-        limit_ms = command_limit_s(command.duration_ms) * 1000
-        ran = records.commands[index].wall_ms if index < len(records.commands) else 0.0
-        if got == TIMEOUT_EXIT and ran >= limit_ms - 50:
-            return Verdict(
-                Outcome.EXCLUDED,
-                f"command {index} timed out after {limit_ms / 1000:.0f} s (exit {got}): "
-                f"{_short(command.command)}",
-                timed_out=True,
-            )
         return Verdict(
             Outcome.EXCLUDED,
             f"command {index} exited {got}, the trace recorded {expected}: "
-            f"{_short(command.command)}",
+            f"{_short(trace.commands[index].command)}",
         )
     if records.digest_mismatch:
         return Verdict(

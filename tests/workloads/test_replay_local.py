@@ -16,6 +16,7 @@ from runner import clock, lifecycle
 from runner.benchmarks import deepswe
 from runner.traces import replay
 from runner.traces.format import Command, load_trace
+from tests.runner.faults import FaultyProvider
 
 FAST = lifecycle.Limits(
     readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
@@ -89,6 +90,40 @@ def test_it_excludes_a_trial_when_a_command_exits_differently(local, monkeypatch
     result = _trial(local, _unit())
     assert result.outcome == "excluded"
     assert "command 0 exited 0, the trace recorded 7" in result.cause
+
+
+def _with_a_stuck_command(monkeypatch):
+    """The unit with a second command that overruns its limit (shortened to 1 s here)."""
+    monkeypatch.setattr(replay, "MIN_LIMIT_S", 1)
+    trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
+    stuck = Command("sleep 60 & echo child $!; sleep 60", 0, 0.0)
+    changed = replace(trace, commands=(trace.commands[0], stuck, *trace.commands[1:]))
+    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+
+
+def test_a_command_over_its_limit_excludes_the_trial_naming_the_command_and_limit(
+    local, monkeypatch
+):
+    _with_a_stuck_command(monkeypatch)
+    result = _trial(local, _unit())
+    assert (result.outcome, result.owner) == ("excluded", "trace")
+    assert result.cause.startswith("command 1 timed out: its limit of 1 s passed")
+    replayed = next(e.data for e in result.evidence if e.kind == "replay")
+    assert replayed["timeout"] == {"command": 1, "limit_s": 1, "timeout_status": 124}
+    # The first failed step ends the trial: nothing after the stuck command ran or was timed.
+    assert [c[1] for c in replayed["commands"]] == [0, replay.TIMEOUT_EXIT]
+    assert not [m for m in result.measurements if m.clock == "guest"]
+    # The sandbox answered the post-timeout check, and is destroyed and confirmed gone.
+    assert result.cleanup_verified and local.list_sandboxes() == []
+
+
+def test_a_sandbox_that_stops_answering_after_a_timeout_is_a_provider_failure(local, monkeypatch):
+    _with_a_stuck_command(monkeypatch)
+    result = _trial(FaultyProvider(local, hang_on="/bin/true"), _unit())
+    assert (result.outcome, result.owner) == ("provider_failure", "provider")
+    assert result.cause.startswith("command 1 timed out: its limit of 1 s passed")
+    assert "then the sandbox stopped answering" in result.cause
+    assert result.cleanup_verified and local.list_sandboxes() == []
 
 
 def test_a_command_that_forges_the_replay_records_makes_a_benchmark_error(local, monkeypatch):

@@ -165,12 +165,29 @@ def test_it_excludes_a_trial_whose_command_exits_differently():
     assert "command 2 exited 2, the trace recorded 0" in verdict.cause
 
 
-def test_it_excludes_a_timed_out_command_and_asks_for_a_liveness_check():
+def test_it_excludes_a_timed_out_command_naming_it_and_its_limit_and_asks_for_a_check():
     trace = load_trace(SIX)
-    lines = ["__CMD 0 124 1700000000.0 1700000180.5 10.00 190.50", "__MISMATCH 0 124 0"]
-    text = replay.seal_lines(KEY, lines)
-    verdict = replay.judge(trace, parse(text))
+    lines = ["__CMD 0 124 1700000000.0 1700000185.5 10.00 195.50", "__TIMEOUT 0 180 137"]
+    records = parse(replay.seal_lines(KEY, lines))
+    assert records.timeout == replay.CommandTimeout(index=0, limit_s=180, status=137)
+    verdict = replay.judge(trace, records)
     assert (verdict.outcome, verdict.timed_out) == ("excluded", True)
+    assert verdict.cause.startswith("command 0 timed out: its limit of 180 s passed")
+    assert "KILL 5 s after TERM, exit 124" in verdict.cause
+
+
+def test_a_command_that_exits_124_by_itself_is_an_exit_mismatch_not_a_timeout():
+    trace = load_trace(SIX)
+    text = replay.seal_lines(KEY, _lines([124], ["__MISMATCH 0 124 0"]))
+    verdict = replay.judge(trace, parse(text))
+    assert (verdict.outcome, verdict.timed_out) == ("excluded", False)
+    assert "command 0 exited 124, the trace recorded 0" in verdict.cause
+
+
+@pytest.mark.parametrize("record", ["__TIMEOUT 0 180 1", "__TIMEOUT 0 0 124", "__TIMEOUT 0 x 124"])
+def test_a_timeout_record_that_is_not_a_timeouts_makes_a_parse_error(record):
+    with pytest.raises(ValueError, match="replay records line 2: cannot parse"):
+        parse(replay.seal_lines(KEY, ["__CMD 0 124 1.0 2.0 1.00 2.00", record]))
 
 
 def test_it_excludes_a_mismatched_patch_digest():
