@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from runner import waiting
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -51,6 +52,8 @@ SYNC_LIMIT_S = 60.0  # above this a command runs with runAsync: no HTTP call wai
 STARTED = "started"
 FAILED = {"error", "build_failed"}
 CREATE_LIMIT_S = 300.0
+# A background command's status: after 50 ms, then 1.5 times longer each time, at most 1 s apart.
+COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
 
 
 class DaytonaProvider(HTTPProvider):
@@ -135,28 +138,38 @@ class DaytonaProvider(HTTPProvider):
         }
         dto = self._api("POST", "/sandbox", "create", json=body).json()
         sandbox_id = dto["id"]
-        deadline = time.monotonic() + CREATE_LIMIT_S
-        wait = self.poll_interval_s
-        while dto.get("state") != STARTED:
-            if dto.get("state") in FAILED:
+        latest = [dto]
+
+        def started() -> bool:
+            state = latest[0].get("state")
+            if state in FAILED:
                 with contextlib.suppress(ProviderError):
                     self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 404))
                 raise ProviderError(
-                    f"daytona create: sandbox {sandbox_id} reached state {dto['state']}: "
-                    f"{dto.get('errorReason') or 'no reason given'}",
+                    f"daytona create: sandbox {sandbox_id} reached state {state}: "
+                    f"{latest[0].get('errorReason') or 'no reason given'}",
                     operation="create",
-                    code=dto["state"],
+                    code=state,
                 )
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"daytona create: {sandbox_id} not started after {CREATE_LIMIT_S:g} s "
-                    f"(state {dto.get('state')})",
-                    operation="create",
-                    code="create_timeout",
-                )
-            time.sleep(wait)
-            wait = min(wait * 1.1, 1.0)
-            dto = self._api("GET", f"/sandbox/{sandbox_id}", "create").json()
+            return state == STARTED
+
+        def asked_again() -> bool:
+            latest[0] = self._api("GET", f"/sandbox/{sandbox_id}", "create").json()
+            return started()
+
+        # The SDK's backoff: from poll_interval_s, 1.1 times longer each time, at most 1 s apart.
+        poll = waiting.Backoff(first_s=self.poll_interval_s, factor=1.1, cap_s=1.0)
+        # The answer to the POST is the first look: the next comes after a pause.
+        if not (
+            started() or waiting.poll_until(asked_again, CREATE_LIMIT_S, poll, ask_first=False)
+        ):
+            raise ProviderError(
+                f"daytona create: {sandbox_id} not started after {CREATE_LIMIT_S:g} s "
+                f"(state {latest[0].get('state')})",
+                operation="create",
+                code="create_timeout",
+            )
+        dto = latest[0]
         try:
             toolbox = self._toolbox_url(dto, "create")
         except ProviderError:
@@ -242,22 +255,23 @@ class DaytonaProvider(HTTPProvider):
         )
 
     def _await(self, sandbox, path, command_id, deadline, timeout) -> dict:
-        wait = 0.05
-        while True:
-            status = self._toolbox(sandbox, "GET", f"{path}/command/{command_id}", "exec").json()
-            if status.get("exitCode") is not None:
-                logs = self._toolbox(
-                    sandbox, "GET", f"{path}/command/{command_id}/logs", "exec"
-                ).json()
-                return {"exitCode": status["exitCode"], **logs}
-            if time.monotonic() > deadline:
-                self._drop_session(sandbox)
-                raise ExecTimeout(
-                    f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
-                    operation="exec",
-                )
-            time.sleep(wait)
-            wait = min(wait * 1.5, 1.0)
+        status: dict = {}
+
+        def exited() -> bool:
+            status.clear()
+            status.update(
+                self._toolbox(sandbox, "GET", f"{path}/command/{command_id}", "exec").json()
+            )
+            return status.get("exitCode") is not None
+
+        if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
+            logs = self._toolbox(sandbox, "GET", f"{path}/command/{command_id}/logs", "exec").json()
+            return {"exitCode": status["exitCode"], **logs}
+        self._drop_session(sandbox)
+        raise ExecTimeout(
+            f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
+            operation="exec",
+        )
 
     def upload(self, sandbox, path, data) -> None:
         self._toolbox(

@@ -41,6 +41,7 @@ import paramiko
 import requests.exceptions
 from docker.types import Ulimit
 
+from runner import waiting
 from runner.images.build import ImageError, Recipe, load_recipe, read_pin
 from runner.providers.base import (
     DoctorCheck,
@@ -78,6 +79,12 @@ DEFAULT_NPROC = 4096
 CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
 # Requests other than a running exec give up after this long; exec waits follow their own timeout.
 API_TIMEOUT_S = 120
+# An exec's output can end a moment before the engine records its exit code: asked every 10 ms
+# for up to 2 s (it was 100 asks, which a loaded engine could stretch well past one second).
+EXIT_CODE_POLL = waiting.every(0.01)
+EXIT_CODE_WAIT_S = 2.0
+# A container being removed (auto-remove raced a destroy) is asked after every 20 ms.
+REMOVAL_POLL = waiting.every(0.02)
 MIN_FREE_BYTES = 5 * 1024**3
 NOT_READY_STATUS = {502, 503, 504}
 # Written by `./boxbench.sh run` (relative to BOXBENCH_VAR_DIR): the engine socket it started.
@@ -413,11 +420,15 @@ class DockerProvider(Provider):
 
     def _exit_code(self, exec_id: str) -> int:
         # The output can end a moment before the engine records the exit code.
-        for _ in range(100):
-            info = self._call("exec", lambda: self.api.exec_inspect(exec_id))
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
-            time.sleep(0.01)
+        info: dict = {}
+
+        def recorded() -> bool:
+            info.clear()
+            info.update(self._call("exec", lambda: self.api.exec_inspect(exec_id)))
+            return not info.get("Running") and info.get("ExitCode") is not None
+
+        if waiting.poll_until(recorded, EXIT_CODE_WAIT_S, EXIT_CODE_POLL):
+            return int(info["ExitCode"])
         raise ProviderError(f"exec {exec_id[:12]}: the engine never reported an exit code", "exec")
 
     def _kill_exec(self, container_id: str, marker: str) -> None:
@@ -492,14 +503,11 @@ class DockerProvider(Provider):
         return [_live(c) for c in found if _kind(c) == "sandbox"]
 
     def _wait_gone(self, container_id: str, operation: str, within_s: float = 30.0) -> None:
-        deadline = time.monotonic() + within_s
-        while not self.is_gone(container_id):
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"{operation}: container {container_id[:12]} still exists after {within_s:g}s",
-                    operation=operation,
-                )
-            time.sleep(0.02)
+        if not waiting.poll_until(lambda: self.is_gone(container_id), within_s, REMOVAL_POLL):
+            raise ProviderError(
+                f"{operation}: container {container_id[:12]} still exists after {within_s:g}s",
+                operation=operation,
+            )
 
     def _remove_quietly(self, container_id: str) -> None:
         # Best effort: cleanup by label catches what this misses.

@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 
 import httpx
 
+from runner import waiting
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -59,6 +60,8 @@ RUNNING = "running"
 FAILED = {"failed", "aborted"}
 GONE = {"stopped", "failed", "aborted"}
 CREATE_LIMIT_S = 300.0
+# A background command's status: after 50 ms, then 1.5 times longer each time, at most 1 s apart.
+COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
 MIB_PER_VCPU = 2048  # Vercel fixes memory at 2 GB per vCPU
 RUNTIME = "python3.13"
 
@@ -175,27 +178,37 @@ class VercelProvider(HTTPProvider):
         sandbox_id = dto["id"]
         created_at = datetime.now(UTC)
         self.ledger.created(sandbox_id, spec.label, created_at, spec.lifetime_s)
-        deadline = time.monotonic() + CREATE_LIMIT_S
-        wait = self.poll_interval_s
-        while dto.get("status") != RUNNING:
-            if dto.get("status") in FAILED or dto.get("status") in GONE:
+        latest = [dto]
+
+        def running() -> bool:
+            status = latest[0].get("status")
+            if status in FAILED or status in GONE:
                 raise ProviderError(
-                    f"vercel create: sandbox {sandbox_id} reached status {dto['status']}",
+                    f"vercel create: sandbox {sandbox_id} reached status {status}",
                     operation="create",
-                    code=dto["status"],
+                    code=status,
                 )
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProviderError):
-                    self._call("POST", f"/v1/sandboxes/{sandbox_id}/stop", "create")
-                raise ProviderError(
-                    f"vercel create: {sandbox_id} not running after {CREATE_LIMIT_S:g} s "
-                    f"(status {dto.get('status')})",
-                    operation="create",
-                    code="create_timeout",
-                )
-            time.sleep(wait)
-            wait = min(wait * 1.5, 1.0)
-            dto = self._box(sandbox_id, "create").json()["sandbox"]
+            return status == RUNNING
+
+        def asked_again() -> bool:
+            latest[0] = self._box(sandbox_id, "create").json()["sandbox"]
+            return running()
+
+        # Polled from poll_interval_s, 1.5 times longer each time, at most 1 s apart.
+        poll = waiting.Backoff(first_s=self.poll_interval_s, factor=1.5, cap_s=1.0)
+        # The answer to the POST is the first look: the next comes after a pause.
+        if not (
+            running() or waiting.poll_until(asked_again, CREATE_LIMIT_S, poll, ask_first=False)
+        ):
+            with contextlib.suppress(ProviderError):
+                self._call("POST", f"/v1/sandboxes/{sandbox_id}/stop", "create")
+            raise ProviderError(
+                f"vercel create: {sandbox_id} not running after {CREATE_LIMIT_S:g} s "
+                f"(status {latest[0].get('status')})",
+                operation="create",
+                code="create_timeout",
+            )
+        dto = latest[0]
         return Sandbox(
             id=sandbox_id,
             label=spec.label,
@@ -288,20 +301,21 @@ class VercelProvider(HTTPProvider):
             response.close()
 
     def _await(self, sandbox, command_id, deadline, timeout) -> int:
-        wait = 0.05
         path = f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}"
-        while True:
-            command = self._call("GET", path, "exec", data_plane=True).json()["command"]
-            if command.get("exitCode") is not None:
-                return int(command["exitCode"])
-            if time.monotonic() > deadline:
-                self._kill(sandbox, command_id)
-                raise ExecTimeout(
-                    f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
-                    operation="exec",
-                )
-            time.sleep(wait)
-            wait = min(wait * 1.5, 1.0)
+        command: dict = {}
+
+        def exited() -> bool:
+            command.clear()
+            command.update(self._call("GET", path, "exec", data_plane=True).json()["command"])
+            return command.get("exitCode") is not None
+
+        if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
+            return int(command["exitCode"])
+        self._kill(sandbox, command_id)
+        raise ExecTimeout(
+            f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
+            operation="exec",
+        )
 
     def _kill(self, sandbox, command_id) -> None:
         with contextlib.suppress(ProviderError):

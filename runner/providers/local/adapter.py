@@ -21,6 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runner import waiting
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -53,6 +54,9 @@ HEADER = struct.Struct("!I")
 SHM_MIB = 64  # /dev/shm, as Docker's default
 START_TIMEOUT_S = 30.0
 GONE_TIMEOUT_S = 10.0
+# Killing a sandbox's processes and removing its cgroups: again every 5 ms, since the kernel
+# tears a killed process down within milliseconds.
+KILL_POLL = waiting.every(0.005)
 
 
 class LocalProvider(Provider):
@@ -386,27 +390,28 @@ class LocalProvider(Provider):
             known[meta["pid"]] = meta.get("pid_start")
         deadline = time.monotonic() + GONE_TIMEOUT_S
         search = not meta.get("pid")
-        while True:
+        alive: list[int] = []
+
+        def all_dead() -> bool:
             for found in _processes_of(directory, cgroups, by_command_line=search):
                 if found not in known:
                     # No start time: already gone, and its pid may be reused by now.
                     started = _start_time(found)
                     if started is not None:
                         known[found] = started
-            alive = [process for process, started in known.items() if _alive(process, started)]
-            if not alive:
-                break
-            if time.monotonic() > deadline:
-                states = ", ".join(f"{p} ({_state(p)})" for p in alive[:10])
-                raise ProviderError(
-                    f"sandbox {meta['id']}: process(es) {states} still alive "
-                    f"{GONE_TIMEOUT_S:g} s after SIGKILL",
-                    operation="destroy",
-                )
+            alive[:] = [process for process, started in known.items() if _alive(process, started)]
             for process in alive:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process, signal.SIGKILL)
-            time.sleep(0.005)
+            return not alive
+
+        if not waiting.poll_until(all_dead, GONE_TIMEOUT_S, KILL_POLL):
+            states = ", ".join(f"{p} ({_state(p)})" for p in alive[:10])
+            raise ProviderError(
+                f"sandbox {meta['id']}: process(es) {states} still alive "
+                f"{GONE_TIMEOUT_S:g} s after SIGKILL",
+                operation="destroy",
+            )
         for cgroup in cgroups:
             remove_cgroup(cgroup, deadline, on_busy=_kill_members)
         shutil.rmtree(directory, ignore_errors=True)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner import waiting
 from runner.providers.base import ProviderError
 
 CFS_PERIOD_US = 100_000
@@ -17,6 +18,9 @@ CFS_PERIOD_US = 100_000
 PIDS_MAX = 1024
 CONTROLLERS = ("cpu", "memory", "pids")
 LIMIT_KEYS = {"cpu": "cpus", "memory": "memory", "pids": "pids"}
+# A busy cgroup is tried again every 5 ms: the kernel frees it within milliseconds of its last
+# process dying.
+RMDIR_POLL = waiting.every(0.005)
 
 
 def _own_cgroups() -> dict[str, Path]:
@@ -121,20 +125,28 @@ def join_cgroups_prefix(cgroups: list[Path]) -> list[str]:
 
 
 def remove_cgroup(path: Path, deadline: float, on_busy=None) -> None:
-    """Remove an emptied cgroup; `on_busy(path)` runs each time it is still busy (a process
-    that joined it late is killed there)."""
-    while path.exists():
+    """Remove an emptied cgroup by `deadline` (monotonic); `on_busy(path)` runs each time it is
+    still busy (a process that joined it late is killed there)."""
+    busy: list[OSError] = []
+
+    def removed() -> bool:
+        busy.clear()
         try:
             path.rmdir()
+        except FileNotFoundError:
+            return True
         except OSError as exc:
             # EBUSY until the kernel has finished tearing down the processes inside.
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"cannot remove cgroup {path}: {exc.strerror}", operation="destroy"
-                ) from None
+            busy.append(exc)
             if on_busy is not None:
                 on_busy(path)
-            time.sleep(0.005)
+            return False
+        return True
+
+    if not waiting.poll_until(removed, deadline - time.monotonic(), RMDIR_POLL):
+        raise ProviderError(
+            f"cannot remove cgroup {path}: {busy[0].strerror}", operation="destroy"
+        ) from None
 
 
 def describe_limits(facts: dict) -> str:

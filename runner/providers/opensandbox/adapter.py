@@ -49,7 +49,6 @@ import os
 import shlex
 import socket
 import threading
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,6 +56,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from runner import waiting
 from runner.images.build import ImageError, load_recipe, read_pin
 from runner.providers.base import (
     DoctorCheck,
@@ -81,7 +81,8 @@ MIN_TTL_S = 60  # the server refuses a timeout below 60 s (422)
 DEFAULT_DOMAIN = "127.0.0.1:8080"
 API_TIMEOUT_S = 120.0
 KEEPALIVE_S = 300.0  # idle connections stay open up to 5 min
-STATE_POLL_S = 0.1
+# A sandbox or snapshot on its way to a state is asked every 0.1 s, for up to 2 min.
+STATE_POLL = waiting.every(0.1)
 STATE_WAIT_S = 120.0
 EXEC_BACKSTOP_S = 5.0  # execd kills a command this long after the adapter's own timeout
 HELPER_PREFIX = "sandbox-execd-"
@@ -92,24 +93,19 @@ HELPER_KIND = "opensandbox-execd"
 DESTROY_RETRY_S = 60.0
 # A listing that met a container deleted while the server inspected it is asked again this long.
 LIST_RETRY_S = 5.0
+# Both are tried again after 0.25 s, doubling up to 2 s.
+RETRY_BACKOFF = waiting.Backoff(first_s=0.25, factor=2, cap_s=2.0)
 SDK_MISSING = (
     "the opensandbox package is not installed: pip install -r requirements-opensandbox.txt"
 )
 
 
-def _again_while(retryable, within_s: float, call):
-    """`call()`, called again with backoff (0.25 s doubling to 2 s) while it raises a
-    ProviderError that `retryable` accepts, for at most `within_s`; then that error."""
-    deadline = time.monotonic() + within_s
-    wait = 0.25
-    while True:
-        try:
-            return call()
-        except ProviderError as exc:
-            if not retryable(exc) or time.monotonic() + wait > deadline:
-                raise
-        time.sleep(wait)
-        wait = min(wait * 2, 2.0)
+def _not_ready(error: BaseException) -> bool:
+    return isinstance(error, NotReady)
+
+
+def _query_failed(error: BaseException) -> bool:
+    return isinstance(error, ProviderError) and error.code.endswith("SANDBOX_QUERY_FAILED")
 
 
 def credential(name: str, settings_value: str = "") -> str:
@@ -287,12 +283,11 @@ class OpenSandboxProvider(Provider):
         return self._call(operation, lambda: self.manager.get_sandbox_info(sandbox_id))
 
     def _wait_state(self, sandbox_id: str, wanted: str, operation: str):
-        deadline = time.monotonic() + STATE_WAIT_S
-        while True:
-            info = self.get(sandbox_id, operation)
+        latest: list = [None]
+
+        def reached() -> bool:
+            latest[0] = info = self.get(sandbox_id, operation)
             status = info.status
-            if status.state == wanted:
-                return info
             if status.state in ("Failed", "Terminated"):
                 raise ProviderError(
                     f"{operation}: sandbox {sandbox_id} is {status.state} "
@@ -300,13 +295,15 @@ class OpenSandboxProvider(Provider):
                     operation,
                     code=status.reason or "",
                 )
-            if time.monotonic() > deadline:
-                raise ProviderError(
-                    f"{operation}: sandbox {sandbox_id} still {status.state} after "
-                    f"{STATE_WAIT_S:g}s",
-                    operation,
-                )
-            time.sleep(STATE_POLL_S)
+            return status.state == wanted
+
+        if not waiting.poll_until(reached, STATE_WAIT_S, STATE_POLL):
+            raise ProviderError(
+                f"{operation}: sandbox {sandbox_id} still {latest[0].status.state} after "
+                f"{STATE_WAIT_S:g}s",
+                operation,
+            )
+        return latest[0]
 
     def _box(self, sandbox: Sandbox, operation: str):
         """The SDK's handle of a sandbox; a sandbox known only by its id (a listing's) is
@@ -324,10 +321,12 @@ class OpenSandboxProvider(Provider):
 
     def destroy(self, sandbox: Sandbox) -> None:
         with contextlib.suppress(SandboxGone):  # its TTL got there first
-            _again_while(
-                lambda e: isinstance(e, NotReady),
-                DESTROY_RETRY_S,
+            waiting.retry_while(
+                _not_ready,
                 lambda: self._call("destroy", lambda: self.manager.kill_sandbox(sandbox.id)),
+                DESTROY_RETRY_S,
+                RETRY_BACKOFF,
+                errors=(ProviderError,),
             )
 
     def is_gone(self, sandbox_id: str) -> bool:
@@ -344,11 +343,7 @@ class OpenSandboxProvider(Provider):
         found, page = [], 1
         while True:
             query = SandboxFilter(metadata=metadata, page=page, page_size=100)
-            answer = _again_while(
-                lambda e: e.code.endswith("SANDBOX_QUERY_FAILED"),
-                LIST_RETRY_S,
-                lambda q=query: self._call("list", lambda: self.manager.list_sandbox_infos(q)),
-            )
+            answer = self._list_page(query)
             for info in answer.sandbox_infos:
                 batch = (info.metadata or {}).get(BATCH_KEY)
                 if batch is None or (label and batch != label):
@@ -357,6 +352,15 @@ class OpenSandboxProvider(Provider):
             if not answer.pagination.has_next_page:
                 return found
             page += 1
+
+    def _list_page(self, query):
+        return waiting.retry_while(
+            _query_failed,
+            lambda: self._call("list", lambda: self.manager.list_sandbox_infos(query)),
+            LIST_RETRY_S,
+            RETRY_BACKOFF,
+            errors=(ProviderError,),
+        )
 
     # -- exec ---------------------------------------------------------------------------------
 
@@ -443,20 +447,21 @@ class OpenSandboxProvider(Provider):
         info = self._call(
             "snapshot", lambda: self.manager.create_snapshot(sandbox.id, name=sandbox.label)
         )
-        deadline = time.monotonic() + STATE_WAIT_S
-        while True:
-            status = info.status
-            if status.state == "Ready":
-                return info.id
-            if status.state == "Failed" or time.monotonic() > deadline:
-                raise ProviderError(
-                    f"snapshot {info.id}: {status.state or 'no state'} "
-                    f"({status.reason or ''}: {status.message or ''})",
-                    "snapshot",
-                    code=status.reason or "",
-                )
-            time.sleep(STATE_POLL_S)
-            info = self._call("snapshot", lambda i=info.id: self.manager.get_snapshot(i))
+        latest = [info]
+
+        def ready() -> bool:
+            if latest[0].status.state == "Failed":
+                raise _snapshot_failed(latest[0])
+            return latest[0].status.state == "Ready"
+
+        def asked_again() -> bool:
+            latest[0] = self._call("snapshot", lambda: self.manager.get_snapshot(info.id))
+            return ready()
+
+        # The answer to the create is the first look: the next comes after a pause.
+        if ready() or waiting.poll_until(asked_again, STATE_WAIT_S, STATE_POLL, ask_first=False):
+            return info.id
+        raise _snapshot_failed(latest[0])
 
     def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
         self._declared("snapshot")
@@ -684,6 +689,16 @@ def _absolute(path: str, operation: str) -> str:
     if path.endswith("/"):
         raise ProviderError(f"{operation}: {path!r} names a directory, not a file", operation)
     return path if path.startswith("/") else f"{WORKDIR}/{path}"
+
+
+def _snapshot_failed(info) -> ProviderError:
+    status = info.status
+    return ProviderError(
+        f"snapshot {info.id}: {status.state or 'no state'} "
+        f"({status.reason or ''}: {status.message or ''})",
+        "snapshot",
+        code=status.reason or "",
+    )
 
 
 def _utc(value: datetime | None) -> datetime | None:

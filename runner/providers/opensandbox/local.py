@@ -27,13 +27,14 @@ import signal
 import subprocess
 import sys
 import tarfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.errors
 import httpx
+
+from runner import waiting
 
 EXECD_DIR = Path(__file__).resolve().parent / "execd"
 EXECD_REPOSITORY = "boxbench-opensandbox-execd"
@@ -42,6 +43,10 @@ EXECD_KIND = "opensandbox-execd"
 # Below the hard limits a Podman service inherits here (nofile 20000); nproc 65536 still failed.
 ULIMITS = ("nofile=8192:8192", "nproc=4096:4096")
 SERVER_BINARY = "opensandbox-server"
+# Starting the stack: the Podman service's socket is tried every 0.1 s, the server's /health
+# (a heavier request) every 0.2 s.
+PODMAN_POLL = waiting.every(0.1)
+SERVER_POLL = waiting.every(0.2)
 
 
 class LocalStackError(Exception):
@@ -90,13 +95,14 @@ def start_podman(directory: Path, within_s: float = 30.0) -> tuple[Process, str]
         )
     process = Process(popen, log)
     url = f"unix://{socket_path}"
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if popen.poll() is not None:
             raise LocalStackError(f"podman system service exited {popen.returncode}: {_tail(log)}")
-        if socket_path.exists() and _engine_pings(url):
-            return process, url
-        time.sleep(0.1)
+        return socket_path.exists() and _engine_pings(url)
+
+    if waiting.poll_until(answers, within_s, PODMAN_POLL):
+        return process, url
     process.stop()
     raise LocalStackError(
         f"podman system service did not answer within {within_s:g}s: {_tail(log)}"
@@ -244,16 +250,17 @@ def start_server(
         )
     process = Process(popen, log)
     url = f"http://127.0.0.1:{port}/health"
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         if popen.poll() is not None:
             raise LocalStackError(f"opensandbox-server exited {popen.returncode}: {_tail(log)}")
         try:
-            if httpx.get(url, timeout=2, trust_env=False).status_code == 200:
-                return process
+            return httpx.get(url, timeout=2, trust_env=False).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
+            return False
+
+    if waiting.poll_until(healthy, within_s, SERVER_POLL):
+        return process
     process.stop()
     raise LocalStackError(f"opensandbox-server did not answer within {within_s:g}s: {_tail(log)}")
 
