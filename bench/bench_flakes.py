@@ -129,18 +129,27 @@ def main() -> int:
         started = time.monotonic()
         with open(keep / f"output-{repetition}.txt", "wb") as out:
             status = subprocess.run(
-                command, cwd=ROOT, env=environment(args.database_url), stdout=out,
-                stderr=subprocess.STDOUT, check=False,
-            ).returncode  # fmt: skip
+                command,
+                cwd=ROOT,
+                env=environment(args.database_url),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+            ).returncode
         walls.append(time.monotonic() - started)
         if not report.exists():
-            print(f"repetition {repetition}: pytest exited {status} without a report "
-                  f"(see {keep}/output-{repetition}.txt)")  # fmt: skip
+            print(
+                f"repetition {repetition}: pytest exited {status} without a report "
+                f"(see {keep}/output-{repetition}.txt)"
+            )
             return 2
         cases = read_report(report, repetition, tallies)
         bad = sum(repetition in t.failed_in for t in tallies.values())
-        print(f"repetition {repetition}: {cases} tests, {bad} failed or errored, "
-              f"{walls[-1]:.0f} s (first repetition {walls[0]:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"repetition {repetition}: {cases} tests, {bad} failed or errored, "
+            f"{walls[-1]:.0f} s (first repetition {walls[0]:.0f} s)",
+            flush=True,
+        )
 
     print()
     print(f"{'pass rate':>9}  {'passed':>6}/{'ran':<4} test")
@@ -160,8 +169,10 @@ def main() -> int:
     never = sorted(name for name, tally in tallies.items() if not tally.ran)
     ran = sum(1 for t in tallies.values() if t.ran)
     print()
-    print(f"{ran} tests ran: {ran - flaky} passed every time, {flaky} did not; "
-          f"{len(never)} skipped every time")  # fmt: skip
+    print(
+        f"{ran} tests ran: {ran - flaky} passed every time, {flaky} did not; "
+        f"{len(never)} skipped every time"
+    )
     for name in never:
         print(f"  skipped: {name}")
     print(f"wall time per repetition: min {min(walls):.0f} s, max {max(walls):.0f} s")

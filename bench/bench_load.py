@@ -113,9 +113,13 @@ print(session.session_key)
 def django_script(script: str, env: dict, *args: str) -> str:
     env = dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings")
     done = subprocess.run(
-        [sys.executable, "-c", script, *args], cwd=ROOT, env=env, check=True,
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -140,9 +144,13 @@ def fill(url: str, trials: int) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")
     done = subprocess.run(
-        [sys.executable, "-c", PUBLISH], cwd=ROOT, env=env, check=True, capture_output=True,
+        [sys.executable, "-c", PUBLISH],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
         text=True,
-    )  # fmt: skip
+    )
     print(done.stdout.splitlines()[0], flush=True)
     return done.stdout.splitlines()[-1]
 
@@ -152,8 +160,10 @@ def latency(url: str, seconds: int, connections: int, headers: list[str]) -> dic
     threads = min(2, connections)
     out = subprocess.run(
         ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", *flags, url],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise SystemExit(f"{url}: {errors.group(1)} error responses under load")
@@ -187,16 +197,22 @@ def main():
     parser.add_argument("--threads", type=int, default=4, help="Threads per worker.")
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
     parser.add_argument("--redis", default="", help="BOXBENCH_CACHE_URL: the page cache's Redis.")
-    parser.add_argument("--only", default="", help="Measure only pages whose names contain one "
-                        "of these comma-separated words.")  # fmt: skip
+    parser.add_argument(
+        "--only",
+        default="",
+        help="Measure only pages whose names contain one of these comma-separated words.",
+    )
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian package wrk)")
     token = secrets.token_urlsafe(24)
     env = dict(
-        os.environ, DATABASE_URL=args.database_url, DEBUG="0", BOXBENCH_METRICS_TOKEN=token,
+        os.environ,
+        DATABASE_URL=args.database_url,
+        DEBUG="0",
+        BOXBENCH_METRICS_TOKEN=token,
         BOXBENCH_CACHE_URL=args.redis,
-    )  # fmt: skip
+    )
     # gunicorn with DEBUG off refuses the development key.
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     if not args.reuse:
@@ -213,26 +229,48 @@ def main():
             conn.execute("ANALYZE")
     run_id = django_script(
         "import django; django.setup();"
-        "from boxbench.models import Run; print(Run.objects.get(name='load-test').id)", env,
-    )  # fmt: skip
+        "from boxbench.models import Run; print(Run.objects.get(name='load-test').id)",
+        env,
+    )
     staff = [f"Cookie: sessionid={django_script(STAFF_SESSION, env)}"]
     static_root = tempfile.mkdtemp(prefix="boxbench-static-")
     env["STATIC_ROOT"] = static_root
     subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env,
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=env,
         check=True,
-    )  # fmt: skip
+    )
     subprocess.run(
-        [sys.executable, "-c", "import django; django.setup();"
-         "from django.core.cache import cache; cache.clear()"],
-        cwd=ROOT, env=dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings"), check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup();from django.core.cache import cache; cache.clear()",
+        ],
+        cwd=ROOT,
+        env=dict(env, DJANGO_SETTINGS_MODULE="boxbench.settings"),
+        check=True,
+    )
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{PORT}",
-         "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads),
-         "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "boxbench.wsgi",
+            "-b",
+            f"127.0.0.1:{PORT}",
+            "-w",
+            str(args.workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(args.threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{PORT}"
     try:
         for _ in range(100):

@@ -76,7 +76,7 @@ def synthetic_run(providers=30, benchmarks=30, trials=20, seed=1) -> pd.DataFram
             "provider": np.repeat([f"p{k:02d}" for k in range(providers)], benchmarks * trials),
             "benchmark": np.tile(
                 np.repeat([f"b{k:02d}" for k in range(benchmarks)], trials), providers
-            ),  # fmt: skip
+            ),
             "trial_id": np.arange(size),
             "value": base * rng.lognormal(0, 0.05, size),
             "seq": i,

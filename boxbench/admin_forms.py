@@ -104,9 +104,12 @@ class AuditResolutionForm(forms.ModelForm):
         data = super().clean()
         if all(data.get(k) for k in ("run", "provider", "benchmark", "check_name", "kind")):
             problem = publishing.resolution_problem(
-                data["run"], data["provider"].slug, data["benchmark"].slug, data["check_name"],
+                data["run"],
+                data["provider"].slug,
+                data["benchmark"].slug,
+                data["check_name"],
                 data["kind"],
-            )  # fmt: skip
+            )
             if problem:
                 raise forms.ValidationError(problem)
         if data.get("kind") == models.ResolutionKind.RERUN and not data.get("rerun"):

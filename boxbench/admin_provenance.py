@@ -97,9 +97,13 @@ class RecordedRunDeletion:
         for run in runs:
             log.warning(
                 "run %s (%s) deleted by %s: status %s, published %s, %d trials",
-                run.id, run.name, request.user.get_username(), run.status, run.published,
+                run.id,
+                run.name,
+                request.user.get_username(),
+                run.status,
+                run.published,
                 run.trials.count(),
-            )  # fmt: skip
+            )
 
     def _after(self, runs):
         if any(run.published for run in runs):

@@ -42,15 +42,57 @@ def audit_frame(run: Run) -> pd.DataFrame:
     facts = {}
     values: dict = {}
     flags: dict = {}
-    for (trial_id, provider, benchmark, unit, metric, direction, builds, seq, rnd, batch, started,
-         ended, in_flight, placement, host_load, metrics) in trials.values_list(
-        "id", "provider__slug", "benchmark__slug", "unit_id", "benchmark__metric",
-        "benchmark__direction", "benchmark__steps_include_create_or_build", "seq", "round",
-        "batch", "started_at", "ended_at", "in_flight", "placement", "host_load", "metrics",
-    ):  # fmt: skip
+    for (
+        trial_id,
+        provider,
+        benchmark,
+        unit,
+        metric,
+        direction,
+        builds,
+        seq,
+        rnd,
+        batch,
+        started,
+        ended,
+        in_flight,
+        placement,
+        host_load,
+        metrics,
+    ) in trials.values_list(
+        "id",
+        "provider__slug",
+        "benchmark__slug",
+        "unit_id",
+        "benchmark__metric",
+        "benchmark__direction",
+        "benchmark__steps_include_create_or_build",
+        "seq",
+        "round",
+        "batch",
+        "started_at",
+        "ended_at",
+        "in_flight",
+        "placement",
+        "host_load",
+        "metrics",
+    ):
         known = {**(placement or {}), **(host_load or {})}
-        facts[trial_id] = (provider, benchmark, unit, metric, direction, builds, seq, rnd, batch,
-                           started, ended, in_flight, known)  # fmt: skip
+        facts[trial_id] = (
+            provider,
+            benchmark,
+            unit,
+            metric,
+            direction,
+            builds,
+            seq,
+            rnd,
+            batch,
+            started,
+            ended,
+            in_flight,
+            known,
+        )
         found = {
             name: float(metrics[name])
             for name in stats_audit.FLAGS
@@ -62,8 +104,21 @@ def audit_frame(run: Run) -> pd.DataFrame:
             values[trial_id] = metrics[metric]
     records = []
     for trial_id, value in values.items():
-        (provider, benchmark, unit, _, direction, builds, seq, rnd, batch, started, ended,
-         in_flight, known) = facts[trial_id]  # fmt: skip
+        (
+            provider,
+            benchmark,
+            unit,
+            _,
+            direction,
+            builds,
+            seq,
+            rnd,
+            batch,
+            started,
+            ended,
+            in_flight,
+            known,
+        ) = facts[trial_id]
         record = {
             "provider": provider,
             "benchmark": benchmark,
@@ -98,9 +153,10 @@ def _seconds(moment) -> float:
 
 # Facts read from a trial's placement and host load; the flags come from its measurements.
 AUDIT_FACTS = tuple(
-    f for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
+    f
+    for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
     if f not in ("round", "started_at", "ended_at", "round_first_end", "in_flight")
-)  # fmt: skip
+)
 
 
 def _normalize_multi_unit(frame: pd.DataFrame) -> pd.DataFrame:

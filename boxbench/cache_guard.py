@@ -113,8 +113,13 @@ def _failed(place: str, exc: Exception) -> None:
             "the shared cache (%s) failed: %s: %s; pages are rendered uncached while it fails "
             "(it is asked again every %g s; %d failure(s) since the last report, the next "
             "report in %g s at the earliest)",
-            place, type(exc).__name__, exc, RETRY_AFTER_S, count, LOG_EVERY_S,
-        )  # fmt: skip
+            place,
+            type(exc).__name__,
+            exc,
+            RETRY_AFTER_S,
+            count,
+            LOG_EVERY_S,
+        )
 
 
 class GuardedRedisCache(Guarded, RedisCache):

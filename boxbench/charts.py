@@ -9,9 +9,17 @@ from boxbench.templatetags.boxbench_format import num, usd
 
 # Providers: one colour each, the same on every chart (see provider_colour).
 PALETTE = [
-    "#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#EECA3B", "#9D755D",
-    "#FF9DA6", "#BAB0AC",
-]  # fmt: skip
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#B279A2",
+    "#E45756",
+    "#72B7B2",
+    "#EECA3B",
+    "#9D755D",
+    "#FF9DA6",
+    "#BAB0AC",
+]
 # Stages: a separate, muted palette, so a stage segment is never mistaken for a provider.
 STAGE_PALETTE = ["#8DA0CB", "#FC8D62", "#66C2A5", "#E78AC3", "#A6D854", "#FFD92F", "#E5C494"]
 FONT = {"family": "system-ui, sans-serif", "size": 13}

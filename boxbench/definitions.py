@@ -13,14 +13,37 @@ from __future__ import annotations
 from boxbench.models import Benchmark, Provider, Unit
 
 PROVIDER_FIELDS = (
-    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
-    "declaration_digest", "pricing", "pricing_digest",
-)  # fmt: skip
+    "slug",
+    "name",
+    "adapter",
+    "region",
+    "region_marker",
+    "region_note",
+    "declaration",
+    "declaration_digest",
+    "pricing",
+    "pricing_digest",
+)
 BENCHMARK_FIELDS = (
-    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
-    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
-    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
-)  # fmt: skip
+    "slug",
+    "version",
+    "title",
+    "description",
+    "section",
+    "metric",
+    "unit",
+    "direction",
+    "statistic",
+    "clock",
+    "cpus",
+    "memory_mib",
+    "trials_per_unit",
+    "ranking_floor",
+    "required_capabilities",
+    "stage_names",
+    "charted",
+    "steps_include_create_or_build",
+)
 UNIT_FIELDS = ("slug", "title", "definition", "digest")
 # Shown by digest rather than in full: the whole declaration would drown the message.
 _BY_DIGEST = {"declaration": "declaration_digest", "pricing": "pricing_digest"}

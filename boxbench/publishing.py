@@ -149,9 +149,12 @@ def apply_resolution(resolution: AuditResolution) -> int:
     """
     run = resolution.run
     problem = resolution_problem(
-        run, resolution.provider.slug, resolution.benchmark.slug, resolution.check_name,
+        run,
+        resolution.provider.slug,
+        resolution.benchmark.slug,
+        resolution.check_name,
         resolution.kind,
-    )  # fmt: skip
+    )
     if problem:
         raise PublishRefused(problem)
     excluded = 0
@@ -201,10 +204,16 @@ def resolve_failing(
                 raise PublishRefused(f"unknown provider or benchmark in {provider}/{benchmark}")
             excluded += apply_resolution(
                 AuditResolution(
-                    run=run, provider=providers[provider], benchmark=benchmarks[benchmark],
-                    check_name=check, kind=kind, note=note, rerun=rerun, actor=actor,
+                    run=run,
+                    provider=providers[provider],
+                    benchmark=benchmarks[benchmark],
+                    check_name=check,
+                    kind=kind,
+                    note=note,
+                    rerun=rerun,
+                    actor=actor,
                 )
-            )  # fmt: skip
+            )
     return excluded
 
 

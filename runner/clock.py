@@ -151,9 +151,15 @@ def poll_command(tag: str, wait_s: float) -> list[str]:
         "[[ -n $state && $state != Z* && $state != X* ]] && exit 1; exit 2"
     )
     return [
-        "/bin/bash", "-c", script, "poll", paths["fifo"], paths["rc"], f"{wait_s:g}",
+        "/bin/bash",
+        "-c",
+        script,
+        "poll",
+        paths["fifo"],
+        paths["rc"],
+        f"{wait_s:g}",
         paths["pid"],
-    ]  # fmt: skip
+    ]
 
 
 def _single_quote(text: str) -> str:

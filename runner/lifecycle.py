@@ -263,9 +263,13 @@ class LifecycleContext(TrialContext):
                 self._creating -= 1
                 if call.error is None:
                     self._sandboxes.append(
-                        {"sandbox": call.value, "destroyed": False, "held_from": held_from,
-                         "spec": spec}
-                    )  # fmt: skip
+                        {
+                            "sandbox": call.value,
+                            "destroyed": False,
+                            "held_from": held_from,
+                            "spec": spec,
+                        }
+                    )
 
         limit = self.definition.create_timeout_s
         try:
@@ -302,9 +306,12 @@ class LifecycleContext(TrialContext):
         try:
             timer = self._limits.timer
             evidence = readiness_check(
-                self.provider, sandbox, self._limits.readiness,
-                sleep=timer.sleep, monotonic=timer.monotonic,
-            )  # fmt: skip
+                self.provider,
+                sandbox,
+                self._limits.readiness,
+                sleep=timer.sleep,
+                monotonic=timer.monotonic,
+            )
         except ReadinessFailed as exc:
             self.evidence("readiness", {"sandbox": sandbox.id, **exc.evidence})
             raise

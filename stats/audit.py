@@ -486,8 +486,12 @@ def check_host_saturated(pair: Pair) -> Finding:
         return finding
     # The spec's share: saturated trials over all of the pair's trials.
     share = n_hot / pair.value.size
-    details = {"hot": n_hot, "cool": n_cool, "saturated_share": share,
-               "shares_job_host": pair.shares_job_host}  # fmt: skip
+    details = {
+        "hot": n_hot,
+        "cool": n_cool,
+        "saturated_share": share,
+        "shares_job_host": pair.shares_job_host,
+    }
     if share >= cfg.saturated_share:
         reason = f"saturated share {share:.2f} >= {cfg.saturated_share} (fails without a test)"
         return Finding("host_saturated", share, verdict="fail", reason=reason, details=details)

@@ -49,11 +49,22 @@ def summarize(samples: Samples, method: Method) -> dict:
     values = samples.values
     row: dict[str, Any] = {
         "n": int(values.size),
-        "median": None, "ci_low": None, "ci_high": None, "tail": None, "tail_kind": None,
-        "mean": None, "mean_cost_usd": None, "cost_ci_low": None, "cost_ci_high": None,
-        "stage_medians": {}, "segments": [], "scale": None,
-        "stage_costs": None, "distribution": None, "derived": {},
-    }  # fmt: skip
+        "median": None,
+        "ci_low": None,
+        "ci_high": None,
+        "tail": None,
+        "tail_kind": None,
+        "mean": None,
+        "mean_cost_usd": None,
+        "cost_ci_low": None,
+        "cost_ci_high": None,
+        "stage_medians": {},
+        "segments": [],
+        "scale": None,
+        "stage_costs": None,
+        "distribution": None,
+        "derived": {},
+    }
     if values.size == 0:
         return row
     lower = method.lower_is_better

@@ -73,9 +73,14 @@ def _resolve(run, options, out):
     if options["kind"] == ResolutionKind.RERUN and rerun is None:
         raise CommandError("--kind rerun needs --rerun RUN naming the run that re-ran the pair")
     resolution = AuditResolution(
-        run=run, provider=provider, benchmark=benchmark, check_name=parts[2],
-        kind=options["kind"], note=options["note"], rerun=rerun,
-    )  # fmt: skip
+        run=run,
+        provider=provider,
+        benchmark=benchmark,
+        check_name=parts[2],
+        kind=options["kind"],
+        note=options["note"],
+        rerun=rerun,
+    )
     try:
         excluded = publishing.apply_resolution(resolution)
     except publishing.PublishRefused as exc:
@@ -90,8 +95,11 @@ def _resolve_failing(run, options, out):
         raise CommandError("--resolve-failing needs --kind and a --note saying why")
     if run.audit_report is None:
         raise CommandError(f"run {run.id} has no audit report yet: run `bench audit {run.id}`")
-    wanted = {"check": options.get("check"), "provider": options.get("provider"),
-              "benchmark": options.get("benchmark")}  # fmt: skip
+    wanted = {
+        "check": options.get("check"),
+        "provider": options.get("provider"),
+        "benchmark": options.get("benchmark"),
+    }
     chosen = [
         (provider, benchmark, check)
         for provider, benchmark, check in holdbacks.unresolved_failures(run)

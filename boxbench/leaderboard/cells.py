@@ -54,13 +54,20 @@ def load_trials(benchmark: Benchmark, by_provider: dict[int, Run]):
     rows = list(
         Trial.objects.filter(_cells_q(by_provider), benchmark=benchmark, state=TrialState.DONE)
         .values_list(
-            "id", "unit_id", "provider_id", "outcome", "cost_usd", "replaces_id", "cut_short",
-            "metrics", "stages",
+            "id",
+            "unit_id",
+            "provider_id",
+            "outcome",
+            "cost_usd",
+            "replaces_id",
+            "cut_short",
+            "metrics",
+            "stages",
         )
         # Execution order: the bootstrap draws indices into the values, so their order is part
         # of the published interval (docs/methodology.md).
         .order_by("run_id", "seq")
-    )  # fmt: skip
+    )
     trials = pd.DataFrame.from_records(
         [row[:7] for row in rows],
         columns=["trial", "unit", "provider", "outcome", "cost_usd", "replaces", "cut_short"],
@@ -111,9 +118,10 @@ def group_cells(benchmark, trials, measurements, stages) -> dict[tuple[int, int]
     size = len(trials)
     position = {trial: i for i, trial in enumerate(trials["trial"])}
     row = np.fromiter(
-        (position.get(t, -1) for t in measurements["trial"]), dtype=np.int64,
+        (position.get(t, -1) for t in measurements["trial"]),
+        dtype=np.int64,
         count=len(measurements),
-    )  # fmt: skip
+    )
     kind = measurements["kind"].to_numpy(dtype=object)
     name = measurements["name"].to_numpy(dtype=object)
     value = measurements["value"].to_numpy(dtype=float, na_value=np.nan)

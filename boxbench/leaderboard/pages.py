@@ -33,9 +33,10 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
                 )
             else:
                 results.append(
-                    scores.UnitResult(benchmark.section, benchmark.slug, unit["unit"], medians,
-                                      lower)
-                )  # fmt: skip
+                    scores.UnitResult(
+                        benchmark.section, benchmark.slug, unit["unit"], medians, lower
+                    )
+                )
     tree = scores.score_tree(results).to_dict()
     workloads = [b for b in boards if b.benchmark.section == Section.WORKLOAD]
     composite = {}
@@ -89,11 +90,23 @@ def provider_page(
                     {
                         "unit": unit["unit"],
                         "unit_title": unit["unit_title"],
-                        **{k: row[k] for k in ("rank", "label", "meaning", "n", "median",
-                                               "ci_low", "ci_high", "tail", "tail_kind",
-                                               "mean")},
+                        **{
+                            k: row[k]
+                            for k in (
+                                "rank",
+                                "label",
+                                "meaning",
+                                "n",
+                                "median",
+                                "ci_low",
+                                "ci_high",
+                                "tail",
+                                "tail_kind",
+                                "mean",
+                            )
+                        },
                     }
-                )  # fmt: skip
+                )
         results.append(
             {
                 "benchmark": board.benchmark.slug,

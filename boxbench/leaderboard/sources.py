@@ -102,8 +102,12 @@ def other_series(
         slug = providers[provider_id].slug
         kind, region = job_host_series(by_id[run_id], slug)
         if (kind, region) != series:
-            entry = {"provider": slug, "run": str(run_id), "job_host_type": kind,
-                     "job_host_region": region}  # fmt: skip
+            entry = {
+                "provider": slug,
+                "run": str(run_id),
+                "job_host_type": kind,
+                "job_host_region": region,
+            }
             if entry not in out:
                 out.append(entry)
     return sorted(out, key=lambda e: (e["provider"], e["run"]))

@@ -100,7 +100,7 @@ def unfill(apps, schema_editor):
                         trial_id=trial_id, run_id=run, seq=seq, kind=kind, name=name,
                         value=value, unit=unit, clock=clock, clock_gate=gated.get(name, ""),
                     )
-                )  # fmt: skip
+                )
         if len(batch) >= BATCH:
             Measurement.objects.bulk_create(batch)
             batch = []

@@ -26,10 +26,18 @@ def _structs():
     from boxbench.rawdata import schema
 
     return [
-        schema.Header, schema.RunInfo, schema.BenchmarkEntry, schema.UnitEntry,
-        schema.MeasurementDecls, schema.MeasurementDecl, schema.ProviderEntry,
-        schema.TrialLine, schema.ClockGates, schema.CountsLine, schema.Trailer,
-    ]  # fmt: skip
+        schema.Header,
+        schema.RunInfo,
+        schema.BenchmarkEntry,
+        schema.UnitEntry,
+        schema.MeasurementDecls,
+        schema.MeasurementDecl,
+        schema.ProviderEntry,
+        schema.TrialLine,
+        schema.ClockGates,
+        schema.CountsLine,
+        schema.Trailer,
+    ]
 
 
 def _pattern_name(pattern: str) -> str:

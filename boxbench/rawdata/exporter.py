@@ -43,10 +43,29 @@ from boxbench.rawdata.schema import FORMS, FULL, PUBLIC, SCHEMA_VERSION
 PAGE = 5000
 CHUNK_BYTES = 256 * 1024
 CSV_COLUMNS = (
-    "run", "benchmark", "unit", "provider", "trial", "round", "seq", "attempt", "replaces",
-    "batch", "outcome", "owner", "cause", "job_host", "started_at", "ended_at", "in_flight",
-    "cost_usd", "placement", "host_load", "metrics", "stages",
-)  # fmt: skip
+    "run",
+    "benchmark",
+    "unit",
+    "provider",
+    "trial",
+    "round",
+    "seq",
+    "attempt",
+    "replaces",
+    "batch",
+    "outcome",
+    "owner",
+    "cause",
+    "job_host",
+    "started_at",
+    "ended_at",
+    "in_flight",
+    "cost_usd",
+    "placement",
+    "host_load",
+    "metrics",
+    "stages",
+)
 
 ENCODER = msgspec.json.Encoder(order="sorted")
 METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
@@ -255,9 +274,12 @@ def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Itera
     }
     if postgres:
         sql = TRIAL_SQL.format(
-            uuid="::text", json="::text", started=PG_TIME.format("t.started_at"),
-            ended=PG_TIME.format("t.ended_at"), only=only,
-        )  # fmt: skip
+            uuid="::text",
+            json="::text",
+            started=PG_TIME.format("t.started_at"),
+            ended=PG_TIME.format("t.ended_at"),
+            only=only,
+        )
         run_id = run.id
     else:
         sql = TRIAL_SQL.format(
@@ -341,21 +363,59 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
     stages_of, gates_of = _JsonCache(limit=64, decode=_values), _JsonCache(limit=64)
     check = None if seen is None else seen.check
     for row in trials:
-        (tid, benchmark, unit, provider, round_, seq, attempt, replaces, batch, outcome, owner,
-         cause, job_host, started, ended, in_flight, placement, host_load, cost, metrics, stages,
-         gates) = row  # fmt: skip
+        (
+            tid,
+            benchmark,
+            unit,
+            provider,
+            round_,
+            seq,
+            attempt,
+            replaces,
+            batch,
+            outcome,
+            owner,
+            cause,
+            job_host,
+            started,
+            ended,
+            in_flight,
+            placement,
+            host_load,
+            cost,
+            metrics,
+            stages,
+            gates,
+        ) = row
         metrics = _values(metrics) if isinstance(metrics, str) else metrics
         stages = stages_of(stages)
         if check is not None:
             check(benchmark, metrics, stages, benchmarks[benchmark])
         yield TrialRecord(
-            benchmarks[benchmark], versions[benchmark], units[unit], providers[provider],
-            as_uuid(tid), round_, seq, attempt, as_uuid(replaces) if links else None, batch,
-            outcome, owner, cause,
-            job_host, as_time(started), as_time(ended), in_flight, placement_of(placement),
-            host_load_of(host_load), metrics, stages, cost,
+            benchmarks[benchmark],
+            versions[benchmark],
+            units[unit],
+            providers[provider],
+            as_uuid(tid),
+            round_,
+            seq,
+            attempt,
+            as_uuid(replaces) if links else None,
+            batch,
+            outcome,
+            owner,
+            cause,
+            job_host,
+            as_time(started),
+            as_time(ended),
+            in_flight,
+            placement_of(placement),
+            host_load_of(host_load),
+            metrics,
+            stages,
+            cost,
             None if gates is None else gates_of(gates),
-        )  # fmt: skip
+        )
 
 
 def iter_jsonl_bytes(run: Run, form: str = PUBLIC) -> Iterator[bytes]:
@@ -406,13 +466,29 @@ def csv_row(run_id: str, record: TrialRecord) -> list:
         return "" if value is None else value
 
     return [
-        run_id, record.benchmark, record.unit, record.provider, record.trial, record.round,
-        record.seq, record.attempt, blank(record.replaces), record.batch, record.outcome,
-        record.owner, record.cause, record.job_host, blank(record.started_at),
-        blank(record.ended_at), blank(record.in_flight), blank(record.cost_usd),
-        _dumps(record.placement), _dumps(record.host_load), _dumps(record.metrics),
+        run_id,
+        record.benchmark,
+        record.unit,
+        record.provider,
+        record.trial,
+        record.round,
+        record.seq,
+        record.attempt,
+        blank(record.replaces),
+        record.batch,
+        record.outcome,
+        record.owner,
+        record.cause,
+        record.job_host,
+        blank(record.started_at),
+        blank(record.ended_at),
+        blank(record.in_flight),
+        blank(record.cost_usd),
+        _dumps(record.placement),
+        _dumps(record.host_load),
+        _dumps(record.metrics),
         _dumps(record.stages),
-    ]  # fmt: skip
+    ]
 
 
 def export_csv(run: Run, form: str = PUBLIC) -> Iterator[str]:

@@ -54,14 +54,37 @@ from runner.manifest import Manifest, ManifestError
 METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
 
 BENCHMARK_FIELDS = (
-    "slug", "version", "title", "description", "section", "metric", "unit", "direction",
-    "statistic", "clock", "cpus", "memory_mib", "trials_per_unit", "ranking_floor",
-    "required_capabilities", "stage_names", "charted", "steps_include_create_or_build",
-)  # fmt: skip
+    "slug",
+    "version",
+    "title",
+    "description",
+    "section",
+    "metric",
+    "unit",
+    "direction",
+    "statistic",
+    "clock",
+    "cpus",
+    "memory_mib",
+    "trials_per_unit",
+    "ranking_floor",
+    "required_capabilities",
+    "stage_names",
+    "charted",
+    "steps_include_create_or_build",
+)
 PROVIDER_FIELDS = (
-    "slug", "name", "adapter", "region", "region_marker", "region_note", "declaration",
-    "declaration_digest", "pricing", "pricing_digest",
-)  # fmt: skip
+    "slug",
+    "name",
+    "adapter",
+    "region",
+    "region_marker",
+    "region_note",
+    "declaration",
+    "declaration_digest",
+    "pricing",
+    "pricing_digest",
+)
 UNIT_FIELDS = ("slug", "title", "definition", "digest")
 
 V1_WARNING = (
@@ -301,14 +324,20 @@ def _store_definitions(source: str, header: Header):
         benchmarks[(entry.slug, entry.version)] = _benchmark(i, entry)
     MeasurementName.objects.bulk_create(
         MeasurementName(
-            run=run, benchmark_id=benchmarks[(entry.slug, entry.version)].id, kind=kind,
-            name=name, unit=declared.unit, clock=declared.clock,
+            run=run,
+            benchmark_id=benchmarks[(entry.slug, entry.version)].id,
+            kind=kind,
+            name=name,
+            unit=declared.unit,
+            clock=declared.clock,
         )
         for entry in header.benchmarks
-        for kind, names in ((METRIC, entry.measurements.metrics),
-                            (STAGE, entry.measurements.stages))
+        for kind, names in (
+            (METRIC, entry.measurements.metrics),
+            (STAGE, entry.measurements.stages),
+        )
         for name, declared in names.items()
-    )  # fmt: skip
+    )
     references = {
         Provider._meta.db_table: list(providers.values()),
         Benchmark._meta.db_table: [b.id for b in benchmarks.values()],

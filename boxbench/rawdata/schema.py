@@ -239,10 +239,12 @@ class CountsLine(Struct, tag_field="type", tag="counts"):
     unit: slug(Unit, "slug", "A unit of that benchmark in the header.")
     provider: slug(Provider, "slug", "A provider of the header.")
     outcomes: described(
-        dict[Literal[UNSUCCESSFUL], integer(UnsuccessfulCount, "unreplaced_provider_failures", "",
-                                            minimum=1)],
+        dict[
+            Literal[UNSUCCESSFUL],
+            integer(UnsuccessfulCount, "unreplaced_provider_failures", "", minimum=1),
+        ],
         "Outcome → number of trials; at least one outcome.",
-    )  # fmt: skip
+    )
     unreplaced_provider_failures: integer(
         UnsuccessfulCount,
         "unreplaced_provider_failures",

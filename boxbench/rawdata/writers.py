@@ -28,17 +28,42 @@ from boxbench.rawdata.schema import TrialLine
 BATCH = 5000
 
 TRIAL_COLUMNS = (
-    "id", "run_id", "benchmark_id", "unit_id", "provider_id", "round", "seq", "attempt",
-    "replaces_id", "batch", "state", "outcome", "owner", "cause", "job_host", "started_at",
-    "ended_at", "in_flight", "placement", "host_load", "cost_usd", "cut_short", "metrics",
-    "stages", "clock_gates",
-)  # fmt: skip
+    "id",
+    "run_id",
+    "benchmark_id",
+    "unit_id",
+    "provider_id",
+    "round",
+    "seq",
+    "attempt",
+    "replaces_id",
+    "batch",
+    "state",
+    "outcome",
+    "owner",
+    "cause",
+    "job_host",
+    "started_at",
+    "ended_at",
+    "in_flight",
+    "placement",
+    "host_load",
+    "cost_usd",
+    "cut_short",
+    "metrics",
+    "stages",
+    "clock_gates",
+)
 
 # The format's name for a column, to name the field of a database error.
 FIELDS = {
-    "id": "trial", "trial_id": "trial", "benchmark_id": "benchmark", "unit_id": "unit",
-    "provider_id": "provider", "replaces_id": "replaces",
-}  # fmt: skip
+    "id": "trial",
+    "trial_id": "trial",
+    "benchmark_id": "benchmark",
+    "unit_id": "unit",
+    "provider_id": "provider",
+    "replaces_id": "replaces",
+}
 
 _encode = msgspec.json.Encoder().encode
 DONE = TrialState.DONE.value
@@ -82,22 +107,43 @@ class Writer:
         if trial.clock_gates is not None:  # the checks kept only gates of the trial's values
             gates = {
                 group: gated
-                for group, gated in (("metrics", trial.clock_gates.metrics),
-                                     ("stages", trial.clock_gates.stages))
+                for group, gated in (
+                    ("metrics", trial.clock_gates.metrics),
+                    ("stages", trial.clock_gates.stages),
+                )
                 if gated
-            } or None  # fmt: skip
+            } or None
         self.trials.append(
             (
-                tid, self.run_id, benchmark.id, unit_id, provider_id, trial.round, trial.seq,
-                trial.attempt, replaces, trial.batch, DONE, trial.outcome, trial.owner,
-                trial.cause, trial.job_host, moment(trial.started_at), moment(trial.ended_at),
-                trial.in_flight, json(trial.placement), json(trial.host_load), trial.cost_usd,
+                tid,
+                self.run_id,
+                benchmark.id,
+                unit_id,
+                provider_id,
+                trial.round,
+                trial.seq,
+                trial.attempt,
+                replaces,
+                trial.batch,
+                DONE,
+                trial.outcome,
+                trial.owner,
+                trial.cause,
+                trial.job_host,
+                moment(trial.started_at),
+                moment(trial.ended_at),
+                trial.in_flight,
+                json(trial.placement),
+                json(trial.host_load),
+                trial.cost_usd,
                 # Not a field of the format: a trial cut short says so in its cause, as the
                 # runner writes it (runner.lifecycle.CUT_SHORT).
-                trial.cause.startswith("cut short: "), json(metrics), json(stages),
+                trial.cause.startswith("cut short: "),
+                json(metrics),
+                json(stages),
                 None if gates is None else json(gates),
             )
-        )  # fmt: skip
+        )
         self.trial_lines.append(number)
         self.measurement_count += len(metrics) + len(stages)
         if len(self.trials) >= BATCH:

@@ -106,18 +106,28 @@ def benchmark_cost_table(summary: BenchmarkPage) -> Table:
     summary = cost_ordered(summary)
     stages = summary["stages"]
     columns = [
-        "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
+        "provider",
+        "cost rank",
+        "label",
+        "workload cost (USD)",
+        "substituted units",
+        "n",
+        "units",
         *[f"{stage} cost (USD)" for stage in stages],
-    ]  # fmt: skip
+    ]
     rows = [
         [
-            r["provider"], _rank(r.get("cost_rank")), r.get("cost_label", r["label"]) or "",
-            usd(r["workload_cost_usd"]), " ".join(r.get("cost_substituted_units", [])),
-            str(r["n"]), _scope(summary),
+            r["provider"],
+            _rank(r.get("cost_rank")),
+            r.get("cost_label", r["label"]) or "",
+            usd(r["workload_cost_usd"]),
+            " ".join(r.get("cost_substituted_units", [])),
+            str(r["n"]),
+            _scope(summary),
             *[usd((r.get("stage_costs") or {}).get(stage)) for stage in stages],
         ]
         for r in summary["rows"]
-    ]  # fmt: skip
+    ]
     blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
     return _noted(Table(columns, rows, blank), summary)
 
@@ -125,18 +135,35 @@ def benchmark_cost_table(summary: BenchmarkPage) -> Table:
 def unit_table(unit: UnitPage) -> Table:
     stages = unit["stages"]
     columns = [
-        "provider", "rank", "label", "n", "median", "ci_low", "ci_high", "tail", "tail kind",
-        "mean", *[f"{stage} median" for stage in stages],
-    ]  # fmt: skip
+        "provider",
+        "rank",
+        "label",
+        "n",
+        "median",
+        "ci_low",
+        "ci_high",
+        "tail",
+        "tail kind",
+        "mean",
+        *[f"{stage} median" for stage in stages],
+    ]
     rows = []
     for r in unit["rows"]:
         rows.append(
             [
-                r["provider"], _rank(r["rank"]), r["label"] or "", str(r["n"]), num(r["median"]),
-                num(r["ci_low"]), num(r["ci_high"]), num(r["tail"]), r["tail_kind"] or "",
-                num(r["mean"]), *[num(r["stage_medians"].get(stage)) for stage in stages],
+                r["provider"],
+                _rank(r["rank"]),
+                r["label"] or "",
+                str(r["n"]),
+                num(r["median"]),
+                num(r["ci_low"]),
+                num(r["ci_high"]),
+                num(r["tail"]),
+                r["tail_kind"] or "",
+                num(r["mean"]),
+                *[num(r["stage_medians"].get(stage)) for stage in stages],
             ]
-        )  # fmt: skip
+        )
     blank = {**BLANK, **{f"{stage} median": BLANK["stage median"] for stage in stages}}
     return _noted(Table(columns, rows, blank), unit)
 
@@ -146,19 +173,30 @@ def unit_cost_table(unit: UnitPage) -> Table:
     figures the bar's labels show), ranked lower first."""
     stages = unit["stages"]
     columns = [
-        "provider", "rank", "label", "n", "mean cost per success (USD)", "cost ci_low (USD)",
-        "cost ci_high (USD)", *[f"{stage} cost (USD)" for stage in stages],
-    ]  # fmt: skip
+        "provider",
+        "rank",
+        "label",
+        "n",
+        "mean cost per success (USD)",
+        "cost ci_low (USD)",
+        "cost ci_high (USD)",
+        *[f"{stage} cost (USD)" for stage in stages],
+    ]
     rows = []
     for r in unit["cost_rows"]:
         costs = {s["stage"]: s["cost"] for s in (r["stage_costs"] or {}).get("segments", [])}
         rows.append(
             [
-                r["provider"], _rank(r["rank"]), r["label"] or "", str(r["n"]),
-                usd(r["mean_cost_usd"]), usd(r.get("cost_ci_low")), usd(r.get("cost_ci_high")),
+                r["provider"],
+                _rank(r["rank"]),
+                r["label"] or "",
+                str(r["n"]),
+                usd(r["mean_cost_usd"]),
+                usd(r.get("cost_ci_low")),
+                usd(r.get("cost_ci_high")),
                 *[usd(costs.get(stage)) for stage in stages],
             ]
-        )  # fmt: skip
+        )
     blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
     return _noted(Table(columns, rows, blank), unit)
 
@@ -224,17 +262,32 @@ def score_rows(overview: OverviewPage) -> list[dict]:
 
 def score_table(overview: OverviewPage) -> Table:
     columns = [
-        "level", "node", "label", "provider", "score", "rank", "run", "image digest", "units",
-    ]  # fmt: skip
+        "level",
+        "node",
+        "label",
+        "provider",
+        "score",
+        "rank",
+        "run",
+        "image digest",
+        "units",
+    ]
     rows = []
     for node in score_rows(overview):
         for provider, value, rank in node["ranking"]:
             rows.append(
                 [
-                    node["level"], node["path"], node["label"], provider, score(value),
-                    str(rank), node["run"], node["image_digest"], node["units"],
+                    node["level"],
+                    node["path"],
+                    node["label"],
+                    provider,
+                    score(value),
+                    str(rank),
+                    node["run"],
+                    node["image_digest"],
+                    node["units"],
                 ]
-            )  # fmt: skip
+            )
     return Table(columns, rows)
 
 

@@ -29,9 +29,17 @@ PIN_PATH = IMAGES_DIR / "standard.sha256"
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _RECIPE_KEYS = {
-    "name", "suite", "variant", "mirror", "source_date_epoch", "packages", "empty_dirs", "drop",
-    "make_dirs", "config",
-}  # fmt: skip
+    "name",
+    "suite",
+    "variant",
+    "mirror",
+    "source_date_epoch",
+    "packages",
+    "empty_dirs",
+    "drop",
+    "make_dirs",
+    "config",
+}
 
 
 class ImageError(Exception):

@@ -83,8 +83,10 @@ def prepare_image(provider, cache_dir: str | Path, rebuild=False, repin=False, l
     status = provider.image_status(recipe, digest)
     imported = status is None
     if imported:
-        log(f"importing {tarball.name} ({tarball.stat().st_size / 1024**2:.0f} MiB) as "
-            f"{recipe.tag(digest)} on {provider.base_url()}")  # fmt: skip
+        log(
+            f"importing {tarball.name} ({tarball.stat().st_size / 1024**2:.0f} MiB) as "
+            f"{recipe.tag(digest)} on {provider.base_url()}"
+        )
         provider.import_image(recipe, tarball, digest)
         status = provider.image_status(recipe, digest)
         if status is None:

@@ -42,9 +42,14 @@ class Ledger:
     def created(self, sandbox_id: str, label: str, created_at: datetime, lifetime_s: float) -> None:
         expires = created_at.timestamp() + lifetime_s
         self._append(
-            {"event": "created", "id": sandbox_id, "label": label,
-             "at": created_at.isoformat(), "expires_at": expires}
-        )  # fmt: skip
+            {
+                "event": "created",
+                "id": sandbox_id,
+                "label": label,
+                "at": created_at.isoformat(),
+                "expires_at": expires,
+            }
+        )
 
     def stopped(self, sandbox_id: str) -> None:
         self._append({"event": "stopped", "id": sandbox_id, "at": datetime.now(UTC).isoformat()})

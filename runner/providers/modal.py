@@ -150,12 +150,20 @@ class ModalProvider(Provider):
         except (errors.AuthError, errors.PermissionDeniedError) as exc:
             text = self._text(operation, exc)
             raise CredentialsRejected(text, operation, "unauthorized") from None
-        except (errors.SandboxTimeoutError, errors.SandboxTerminatedError,
-                errors.ConflictError) as exc:  # fmt: skip
+        except (
+            errors.SandboxTimeoutError,
+            errors.SandboxTerminatedError,
+            errors.ConflictError,
+        ) as exc:
             text = self._text(operation, exc, "the sandbox has ended")
             raise ProviderError(text, operation, "sandbox_gone") from None
-        except (errors.ServiceError, errors.InternalError, errors.ConnectionError,
-                ConnectionError, OSError) as exc:  # fmt: skip
+        except (
+            errors.ServiceError,
+            errors.InternalError,
+            errors.ConnectionError,
+            ConnectionError,
+            OSError,
+        ) as exc:
             # After the SDK's own retries. On the data plane, an unreachable worker is a
             # sandbox not ready (yet), as for the HTTP adapters.
             kind = NotReady if data_plane else ProviderError
@@ -186,8 +194,10 @@ class ModalProvider(Provider):
     def _app_and_image(self, operation: str):
         if self._app is None:
             modal = _sdk()
-            app = self._call(operation, lambda: modal.App.lookup(
-                self.app_name, create_if_missing=True, client=self.client))  # fmt: skip
+            app = self._call(
+                operation,
+                lambda: modal.App.lookup(self.app_name, create_if_missing=True, client=self.client),
+            )
             # Built (looked up, on Modal: pulled once per account) here, outside any timed
             # create: the account check lists sandboxes before the chain's first trial.
             image = modal.Image.from_registry(self.image_ref)
@@ -228,11 +238,20 @@ class ModalProvider(Provider):
         created_at = datetime.now(UTC)
         cores = spec.cpus / 2  # Modal's unit is a physical core: two vCPU
         tags = {BATCH_TAG: spec.label, CREATED_TAG: created_at.isoformat(timespec="seconds")}
-        box = self._call("create", lambda: modal.Sandbox.create(
-            app=app, image=image, tags=tags, timeout=max(1, math.ceil(spec.lifetime_s)),
-            cpu=(cores, cores), memory=(spec.memory_mib, spec.memory_mib),
-            block_network=not spec.network, workdir=WORKDIR, client=self.client,
-        ))  # fmt: skip
+        box = self._call(
+            "create",
+            lambda: modal.Sandbox.create(
+                app=app,
+                image=image,
+                tags=tags,
+                timeout=max(1, math.ceil(spec.lifetime_s)),
+                cpu=(cores, cores),
+                memory=(spec.memory_mib, spec.memory_mib),
+                block_network=not spec.network,
+                workdir=WORKDIR,
+                client=self.client,
+            ),
+        )
         return Sandbox(
             id=box.object_id,
             label=spec.label,
@@ -254,8 +273,9 @@ class ModalProvider(Provider):
         limit = max(1, math.ceil(timeout))  # Modal's exec timeout is whole seconds
 
         def start():
-            return box.exec(*argv, timeout=limit, workdir=workdir, env=dict(env) if env else None,
-                            text=False)  # fmt: skip
+            return box.exec(
+                *argv, timeout=limit, workdir=workdir, env=dict(env) if env else None, text=False
+            )
 
         started = _Started(lambda: self._call("exec", start, data_plane=True))
         process = started.result(deadline - time.monotonic())
@@ -336,10 +356,13 @@ class ModalProvider(Provider):
             found = []
             for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=self.client):
                 tags = box.get_tags()
-                found.append(LiveSandbox(
-                    id=box.object_id, label=tags.get(BATCH_TAG, ""),
-                    created_at=_timestamp(tags.get(CREATED_TAG)),
-                ))  # fmt: skip
+                found.append(
+                    LiveSandbox(
+                        id=box.object_id,
+                        label=tags.get(BATCH_TAG, ""),
+                        created_at=_timestamp(tags.get(CREATED_TAG)),
+                    )
+                )
             return found
 
         return self._call("list", listing)
@@ -361,10 +384,14 @@ class ModalProvider(Provider):
         elapsed = (time.monotonic() - started) * 1000
         return [
             DoctorCheck("credentials", True, "MODAL_TOKEN_ID, MODAL_TOKEN_SECRET set"),
-            DoctorCheck("api", True, f"{self.server_url} answered hello and app lookup in "
-                        f"{elapsed:.0f} ms (app {self.app_name}, {app.app_id})"),
+            DoctorCheck(
+                "api",
+                True,
+                f"{self.server_url} answered hello and app lookup in "
+                f"{elapsed:.0f} ms (app {self.app_name}, {app.app_id})",
+            ),
             DoctorCheck("image", True, f"{self.image_ref} (BOXBENCH_MODAL_IMAGE)"),
-        ]  # fmt: skip
+        ]
 
 
 class _Started:

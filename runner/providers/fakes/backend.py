@@ -105,8 +105,14 @@ class Backend:
                     raise Busy(f"rate limit of {self.create_rate_per_s:g} creates/s exceeded", 1)
             self._last_create = now
 
-    def reserve(self, lifetime_s: float, label: str = "", metadata: dict | None = None,
-                cpus: int = 2, memory_mib: int = 4096) -> Box:  # fmt: skip
+    def reserve(
+        self,
+        lifetime_s: float,
+        label: str = "",
+        metadata: dict | None = None,
+        cpus: int = 2,
+        memory_mib: int = 4096,
+    ) -> Box:
         """A new box record, not yet backed by a local sandbox (see start)."""
         box = Box(
             id=f"{self.prefix}{uuid.uuid4().hex[:18]}",
@@ -127,9 +133,12 @@ class Backend:
         """Make the local sandbox behind `box`; on failure the box is marked failed and raised."""
         lifetime = max(1.0, box.expires_at - time.time()) + LOCAL_MARGIN_S
         spec = SandboxSpec(
-            cpus=box.cpus, memory_mib=box.memory_mib, label=f"fake-{box.label}"[:60],
-            lifetime_s=lifetime, network=network,
-        )  # fmt: skip
+            cpus=box.cpus,
+            memory_mib=box.memory_mib,
+            label=f"fake-{box.label}"[:60],
+            lifetime_s=lifetime,
+            network=network,
+        )
         try:
             box.local = self.local.create(spec)
         except ProviderError:
@@ -183,9 +192,10 @@ class Backend:
             now = time.time()
             with self._lock:
                 expired = [
-                    b for b in self.boxes.values()
+                    b
+                    for b in self.boxes.values()
                     if b.state in ("running", "creating") and now >= b.expires_at
-                ]  # fmt: skip
+                ]
             for box in expired:
                 self._retire(box, "expired")
 
@@ -201,8 +211,16 @@ class Backend:
     def ready(self, box: Box) -> bool:
         return box.state == "running" and box.local is not None and time.monotonic() >= box.ready_at
 
-    def spawn(self, box: Box, argv: list[str], *, env=None, workdir=None,
-              stdin: bool = False, timeout_s: float = 3600.0) -> FakeProcess:  # fmt: skip
+    def spawn(
+        self,
+        box: Box,
+        argv: list[str],
+        *,
+        env=None,
+        workdir=None,
+        stdin: bool = False,
+        timeout_s: float = 3600.0,
+    ) -> FakeProcess:
         """Start argv in a thread; its number can be signalled. With stdin, it waits for the
         input to be closed first (the fake feeds the whole input at once)."""
         number = next(self._numbers)
@@ -222,9 +240,13 @@ class Backend:
                 if local is None or process.killed:
                     raise ProviderError("the sandbox is gone")
                 process.result = self.local.exec(
-                    local, wrapped, timeout=timeout_s, stdin=bytes(process.stdin) or None,
-                    workdir=workdir, env=env,
-                )  # fmt: skip
+                    local,
+                    wrapped,
+                    timeout=timeout_s,
+                    stdin=bytes(process.stdin) or None,
+                    workdir=workdir,
+                    env=env,
+                )
             except ProviderError as exc:
                 process.error = str(exc)
             finally:
@@ -243,8 +265,16 @@ class Backend:
         with contextlib.suppress(ProviderError):
             self.local.exec(box.local, ["/bin/bash", "-c", script + " 2>/dev/null; true"], 10)
 
-    def run(self, box: Box, argv: list[str], timeout_s: float, *, env=None, workdir=None,
-            stdin: bytes | None = None) -> ExecResult:  # fmt: skip
+    def run(
+        self,
+        box: Box,
+        argv: list[str],
+        timeout_s: float,
+        *,
+        env=None,
+        workdir=None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
         if box.local is None:
             raise ProviderError("the sandbox is gone")
         return self.local.exec(box.local, argv, timeout_s, stdin=stdin, workdir=workdir, env=env)

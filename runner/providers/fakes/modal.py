@@ -71,8 +71,15 @@ class RpcFaults:
         self._items: list[RpcFault] = []
         self._lock = threading.Lock()
 
-    def add(self, method: str, status: Status | None = None, *, times: int = 1,
-            message: str = "injected fault", delay_s: float = 0.0) -> None:  # fmt: skip
+    def add(
+        self,
+        method: str,
+        status: Status | None = None,
+        *,
+        times: int = 1,
+        message: str = "injected fault",
+        delay_s: float = 0.0,
+    ) -> None:
         with self._lock:
             self._items.append(RpcFault(method, times, status, message, delay_s))
 
@@ -123,12 +130,23 @@ def _refuse(name: str):
 
 
 class ControlPlane(_Unimplemented, ModalClientBase):
-    served = frozenset({
-        "ClientHello", "AuthTokenGet", "EnvironmentGetOrCreate", "AppGetOrCreate",
-        "ImageGetOrCreate", "SandboxCreateV2",
-        "SandboxGetTaskIdV2", "SandboxGetCommandRouterAccess", "SandboxWaitV2", "SandboxListV2",
-        "SandboxTagsGetV2", "SandboxTagsSetV2", "SandboxTerminateV2",
-    })  # fmt: skip
+    served = frozenset(
+        {
+            "ClientHello",
+            "AuthTokenGet",
+            "EnvironmentGetOrCreate",
+            "AppGetOrCreate",
+            "ImageGetOrCreate",
+            "SandboxCreateV2",
+            "SandboxGetTaskIdV2",
+            "SandboxGetCommandRouterAccess",
+            "SandboxWaitV2",
+            "SandboxListV2",
+            "SandboxTagsGetV2",
+            "SandboxTagsSetV2",
+            "SandboxTerminateV2",
+        }
+    )
 
     def __init__(self, fake: ModalFake):
         self.fake = fake
@@ -136,8 +154,10 @@ class ControlPlane(_Unimplemented, ModalClientBase):
     async def _begin(self, stream: Stream, method: str):
         await self.fake.before(method, stream)
         headers: dict = dict(stream.metadata or {})
-        if (headers.get("x-modal-token-id") != self.fake.token_id
-                or headers.get("x-modal-token-secret") != self.fake.token_secret):  # fmt: skip
+        if (
+            headers.get("x-modal-token-id") != self.fake.token_id
+            or headers.get("x-modal-token-secret") != self.fake.token_secret
+        ):
             raise GRPCError(Status.UNAUTHENTICATED, "Token missing or invalid")
         return await stream.recv_message()
 
@@ -175,8 +195,11 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         key = request.image.SerializeToString(deterministic=True)
         image_id = self.fake.images.setdefault(key, f"im-{secrets.token_hex(11)}")
         result = GENERIC(status=GENERIC.GENERIC_STATUS_SUCCESS)
-        await stream.send_message(api_pb2.ImageGetOrCreateResponse(image_id=image_id,
-                                  result=result, metadata=api_pb2.ImageMetadata()))  # fmt: skip
+        await stream.send_message(
+            api_pb2.ImageGetOrCreateResponse(
+                image_id=image_id, result=result, metadata=api_pb2.ImageMetadata()
+            )
+        )
 
     async def SandboxCreateV2(self, stream):  # noqa: N802
         request = await self._begin(stream, "SandboxCreateV2")
@@ -194,18 +217,27 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             raise GRPCError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
         resources = definition.resources
         box = self.fake.backend.reserve(
-            timeout, cpus=max(1, round(resources.milli_cpu / 1000)) * 2,
+            timeout,
+            cpus=max(1, round(resources.milli_cpu / 1000)) * 2,
             memory_mib=resources.memory_mb or 128,
-        )  # fmt: skip
+        )
         tags = {t.tag_name: t.tag_value for t in request.tags}
         # `block_network=True` reaches the server as network access BLOCKED; an allowlist is
         # served as open (the local sandbox has the network or has none).
         blocked = api_pb2.NetworkAccess.NetworkAccessType.BLOCKED
         network = definition.network_access.network_access_type != blocked
-        box.extra.update(app_id=request.app_id, tags=tags, timeout=timeout, task_id="",
-                         jwt=_jwt(box.id, 3600), result=None, commands={},
-                         milli_cpu=resources.milli_cpu, memory_mb=resources.memory_mb,
-                         network=network)  # fmt: skip
+        box.extra.update(
+            app_id=request.app_id,
+            tags=tags,
+            timeout=timeout,
+            task_id="",
+            jwt=_jwt(box.id, 3600),
+            result=None,
+            commands={},
+            milli_cpu=resources.milli_cpu,
+            memory_mb=resources.memory_mb,
+            network=network,
+        )
         self.fake.records[box.id] = box
         threading.Thread(target=self.fake.provision, args=(box, network), daemon=True).start()
         await stream.send_message(
@@ -255,17 +287,26 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         for box in sorted(self.fake.records.values(), key=lambda b: b.created_at, reverse=True):
             created = box.created_at.timestamp()
             finished = self.fake.result(box) is not None
-            if (created >= before or (finished and not request.include_finished)
-                    or (request.app_id and box.extra["app_id"] != request.app_id)
-                    or any(box.extra["tags"].get(k) != v for k, v in wanted.items())):  # fmt: skip
+            if (
+                created >= before
+                or (finished and not request.include_finished)
+                or (request.app_id and box.extra["app_id"] != request.app_id)
+                or any(box.extra["tags"].get(k) != v for k, v in wanted.items())
+            ):
                 continue
-            found.append(api_pb2.SandboxInfo(
-                id=box.id, created_at=created, app_id=box.extra["app_id"],
-                tags=[api_pb2.SandboxTag(tag_name=k, tag_value=v)
-                      for k, v in box.extra["tags"].items()],
-                timeout_secs=box.extra["timeout"],
-                task_info=api_pb2.TaskInfo(id=box.extra["task_id"], sandbox_id=box.id),
-            ))  # fmt: skip
+            found.append(
+                api_pb2.SandboxInfo(
+                    id=box.id,
+                    created_at=created,
+                    app_id=box.extra["app_id"],
+                    tags=[
+                        api_pb2.SandboxTag(tag_name=k, tag_value=v)
+                        for k, v in box.extra["tags"].items()
+                    ],
+                    timeout_secs=box.extra["timeout"],
+                    task_info=api_pb2.TaskInfo(id=box.extra["task_id"], sandbox_id=box.id),
+                )
+            )
             if len(found) == 100:  # the service's page size; the client asks again, older
                 break
         await stream.send_message(api_pb2.SandboxListResponse(sandboxes=found))
@@ -290,8 +331,9 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         box = self._box(request.sandbox_id)
         existing = self.fake.result(box)
         if existing is None:
-            box.extra["result"] = GENERIC(status=GENERIC.GENERIC_STATUS_TERMINATED,
-                                          exception="Sandbox terminated")  # fmt: skip
+            box.extra["result"] = GENERIC(
+                status=GENERIC.GENERIC_STATUS_TERMINATED, exception="Sandbox terminated"
+            )
             await asyncio.to_thread(self.fake.backend.stop, box)
         response = api_pb2.SandboxTerminateResponse()
         if existing is not None:
@@ -300,8 +342,9 @@ class ControlPlane(_Unimplemented, ModalClientBase):
 
 
 class CommandRouter(_Unimplemented, TaskCommandRouterBase):
-    served = frozenset({"TaskExecStart", "TaskExecStdinWrite", "TaskExecStdioRead",
-                        "TaskExecWait", "TaskExecPoll"})  # fmt: skip
+    served = frozenset(
+        {"TaskExecStart", "TaskExecStdinWrite", "TaskExecStdioRead", "TaskExecWait", "TaskExecPoll"}
+    )
 
     def __init__(self, fake: ModalFake):
         self.fake = fake
@@ -334,9 +377,13 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
         for source in request.secret_sources:
             env.update(source.env.contents)
         process = self.fake.backend.spawn(
-            box, list(request.command_args), env=env or None, workdir=request.workdir or None,
-            stdin=True, timeout_s=request.timeout_secs or 24 * 3600,
-        )  # fmt: skip
+            box,
+            list(request.command_args),
+            env=env or None,
+            workdir=request.workdir or None,
+            stdin=True,
+            timeout_s=request.timeout_secs or 24 * 3600,
+        )
         box.extra["commands"][request.exec_id] = process
         await stream.send_message(sr_pb2.TaskExecStartResponse())
 
@@ -359,8 +406,9 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
             stdout = request.file_descriptor == sr_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
             data = result.stdout if stdout else result.stderr
         for at in range(request.offset, len(data), STDIO_CHUNK):
-            await stream.send_message(sr_pb2.TaskExecStdioReadResponse(
-                data=data[at : at + STDIO_CHUNK]))  # fmt: skip
+            await stream.send_message(
+                sr_pb2.TaskExecStdioReadResponse(data=data[at : at + STDIO_CHUNK])
+            )
 
     def _exit(self, process, response_type):
         if process.result is not None and not process.killed:
@@ -385,8 +433,14 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
 
 
 class ModalFake:
-    def __init__(self, root: str | Path, *, create_delay_s: float = 0.2,
-                 max_concurrent: int = 20, create_rate_per_s: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        create_delay_s: float = 0.2,
+        max_concurrent: int = 20,
+        create_rate_per_s: float | None = None,
+    ):
         self.token_id = "ak-" + secrets.token_hex(10)
         self.token_secret = "as-" + secrets.token_hex(16)
         self.root = Path(root)
@@ -447,8 +501,11 @@ class ModalFake:
         self.backend.close()
 
     def adapter_settings(self) -> dict:
-        return {"server_url": self.url, "token_id": self.token_id,
-                "token_secret": self.token_secret}  # fmt: skip
+        return {
+            "server_url": self.url,
+            "token_id": self.token_id,
+            "token_secret": self.token_secret,
+        }
 
     # -- state shared by both services -----------------------------------------------------------
 
@@ -472,14 +529,16 @@ class ModalFake:
         failure, self.fail_next_create = self.fail_next_create, False
         if failure:
             box.state = "failed"
-            box.extra["result"] = GENERIC(status=GENERIC.GENERIC_STATUS_FAILURE,
-                                          exception="Sandbox failed to start")  # fmt: skip
+            box.extra["result"] = GENERIC(
+                status=GENERIC.GENERIC_STATUS_FAILURE, exception="Sandbox failed to start"
+            )
             return
         try:
             self.backend.start(box, network=network)
         except ProviderError as exc:
-            box.extra["result"] = GENERIC(status=GENERIC.GENERIC_STATUS_FAILURE,
-                                          exception=f"Sandbox failed to start: {exc}")  # fmt: skip
+            box.extra["result"] = GENERIC(
+                status=GENERIC.GENERIC_STATUS_FAILURE, exception=f"Sandbox failed to start: {exc}"
+            )
             return
         # A V2 task id: `ta-` and the kind marker `V` at the end, as the client tells them apart.
         task_id = f"ta-{secrets.token_hex(11)}V"
@@ -500,8 +559,9 @@ class ModalFake:
     def result(self, box: Box) -> api_pb2.GenericResult | None:
         """The sandbox's final result, or None while it is scheduled or running."""
         if box.extra.get("result") is None and box.state == "expired":
-            box.extra["result"] = GENERIC(status=GENERIC.GENERIC_STATUS_TIMEOUT,
-                                          exception="Sandbox timed out")  # fmt: skip
+            box.extra["result"] = GENERIC(
+                status=GENERIC.GENERIC_STATUS_TIMEOUT, exception="Sandbox timed out"
+            )
         return box.extra.get("result")
 
 
