@@ -59,8 +59,24 @@ def test_trace_record_refuses_a_slug_that_is_not_a_folder_name_before_writing(tm
     before = sorted(p for p in tmp_path.rglob("*"))
     with pytest.raises(CommandError, match="--slug must be 3 to 80 lowercase letters"):
         call_command(
-            "bench", "trace", "record", str(session), "--archive", str(archive), "--slug", slug,
-            "--title", "t", "--stratum", "edit-loop", "--source", "https://example.org/r.tgz",
-            "--on", "host", "--out", str(out_root), "--force",
-        )  # fmt: skip
+            "bench",
+            "trace",
+            "record",
+            str(session),
+            "--archive",
+            str(archive),
+            "--slug",
+            slug,
+            "--title",
+            "t",
+            "--stratum",
+            "edit-loop",
+            "--source",
+            "https://example.org/r.tgz",
+            "--on",
+            "host",
+            "--out",
+            str(out_root),
+            "--force",
+        )
     assert sorted(p for p in tmp_path.rglob("*")) == before

@@ -53,9 +53,12 @@ def test_it_fails_check_deploy_on_the_development_key(tmp_path):
 def serve(env) -> subprocess.CompletedProcess:
     """Load the WSGI application as runserver and gunicorn do."""
     return subprocess.run(
-        [sys.executable, "-c", "import boxbench.wsgi"], cwd=ROOT, env=env, capture_output=True,
+        [sys.executable, "-c", "import boxbench.wsgi"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
         text=True,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,10 +124,21 @@ def test_gunicorn_answers_head_without_a_body_and_405_to_options_and_trace(tmp_p
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     with open(tmp_path / "gunicorn.log", "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{port}",
-             "--workers", "1"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "boxbench.wsgi",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 30
         while True:

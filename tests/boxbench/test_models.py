@@ -23,9 +23,12 @@ pytestmark = pytest.mark.django_db
 def cell():
     provider = Provider.objects.create(slug="local", name="Local", adapter="local")
     benchmark = Benchmark.objects.create(
-        slug="create", title="Create", section="sandbox_operations", metric="create_ms",
+        slug="create",
+        title="Create",
+        section="sandbox_operations",
+        metric="create_ms",
         clock="job_host",
-    )  # fmt: skip
+    )
     unit = Unit.objects.create(benchmark=benchmark, slug="default")
     run = Run.objects.create(name="r")
     return run, benchmark, unit, provider

@@ -22,8 +22,12 @@ SHOW = (
 
 
 def cache_of(tmp_path, **env) -> subprocess.CompletedProcess:
-    base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "BOXBENCH_VAR_DIR": str(tmp_path),
-            "DJANGO_SETTINGS_MODULE": "boxbench.settings"}  # fmt: skip
+    base = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "BOXBENCH_VAR_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "boxbench.settings",
+    }
     return subprocess.run(
         [sys.executable, "-c", SHOW], cwd=ROOT, env={**base, **env}, capture_output=True, text=True
     )

@@ -275,9 +275,13 @@ def test_the_header_declares_every_name_the_run_stored_in_both_forms(
         trial.save(update_fields=["metrics"])
     for benchmark_id in {trial.benchmark_id for trial in failed}:
         MeasurementName.objects.create(
-            run=run, benchmark_id=benchmark_id, kind="metric", name="before_failing",
-            unit="s", clock="job_host",
-        )  # fmt: skip
+            run=run,
+            benchmark_id=benchmark_id,
+            kind="metric",
+            name="before_failing",
+            unit="s",
+            clock="job_host",
+        )
     texts = {form: export_text(run, form) for form in (FULL, PUBLIC)}
     for form in (FULL, PUBLIC):
         header = json.loads(texts[form].splitlines()[0])
@@ -331,8 +335,12 @@ def test_the_tally_counts_an_imported_run_and_keeps_counting_after(tmp_path, syn
     assert tally() == expected
     model = Trial.objects.filter(run=run).first()
     Trial.objects.create(
-        run=run, benchmark_id=model.benchmark_id, unit_id=model.unit_id,
-        provider_id=model.provider_id, round=1, seq=None,
-    )  # fmt: skip
+        run=run,
+        benchmark_id=model.benchmark_id,
+        unit_id=model.unit_id,
+        provider_id=model.provider_id,
+        round=1,
+        seq=None,
+    )
     key = (model.provider_id, "queued", "")
     assert tally() == {**expected, key: expected.get(key, 0) + 1}

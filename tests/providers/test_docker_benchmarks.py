@@ -67,17 +67,30 @@ def test_it_declares_exactly_the_optional_operations_the_adapter_implements(slug
 @pytest.mark.parametrize("slug", ["docker", "remote-docker"])
 def test_it_refuses_fork_on_container_providers_with_r401(slug):
     fork = BenchmarkDefinition(
-        slug="fork", title="Fork", section="sandbox_operations", metric="fork_ms", unit="ms",
-        direction="lower", clock="job_host", required_capabilities=("exec", "snapshot", "fork"),
-    )  # fmt: skip
+        slug="fork",
+        title="Fork",
+        section="sandbox_operations",
+        metric="fork_ms",
+        unit="ms",
+        direction="lower",
+        clock="job_host",
+        required_capabilities=("exec", "snapshot", "fork"),
+    )
     [refusal] = refusals(get_declaration(slug), fork, concurrency=1)
     assert (refusal.code, refusal.missing, refusal.label) == ("R401", "fork", "Not Supported")
 
 
 def test_it_refuses_a_machine_size_the_declaration_does_not_offer_with_r402():
     huge = BenchmarkDefinition(
-        slug="huge", title="Huge", section="machine_performance", metric="x", unit="ms",
-        direction="lower", clock="guest", cpus=64, memory_mib=262144,
-    )  # fmt: skip
+        slug="huge",
+        title="Huge",
+        section="machine_performance",
+        metric="x",
+        unit="ms",
+        direction="lower",
+        clock="guest",
+        cpus=64,
+        memory_mib=262144,
+    )
     [refusal] = refusals(get_declaration("docker"), huge, concurrency=1)
     assert refusal.code == "R402"

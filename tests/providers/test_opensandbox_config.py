@@ -67,8 +67,12 @@ def test_doctor_skips_an_opensandbox_nobody_configured(clean_env, monkeypatch):
 def test_the_declaration_lists_what_the_adapter_implements():
     declaration = get_declaration("opensandbox")
     assert set(declaration.capabilities) == {
-        "exec", "file_transfer", "custom_images", "snapshot", "pause",
-    }  # fmt: skip
+        "exec",
+        "file_transfer",
+        "custom_images",
+        "snapshot",
+        "pause",
+    }
     assert declaration.pricing["provider_sourced"] is False
     assert "no provider-sourced cost" in declaration.pricing["source"]
 
@@ -110,6 +114,7 @@ def test_error_answers_map_to_adapter_errors(status, kind, owner_at_create):
 
 def test_validation_errors_name_the_field():
     assert error_body(BODIES[422]) == (
-        "VALIDATION_ERROR", "timeout: Input should be greater than or equal to 60",
-    )  # fmt: skip
+        "VALIDATION_ERROR",
+        "timeout: Input should be greater than or equal to 60",
+    )
     assert error_body("<html>bad gateway</html>") == ("", "<html>bad gateway</html>")

@@ -43,9 +43,19 @@ def test_a_demo_run_on_a_server_of_its_own_completes_and_is_never_published(
     # tests' live sandboxes (the restart tests' bystanders, say): the account is busy by design.
     with pytest.raises(CommandError, match="demo run"):
         call_command(
-            "bench", "run", "--demo", "--provider", "opensandbox", "--benchmark", "create",
-            "--trials", "2", "--publish", "--allow-busy-account", stdout=out,
-        )  # fmt: skip
+            "bench",
+            "run",
+            "--demo",
+            "--provider",
+            "opensandbox",
+            "--benchmark",
+            "create",
+            "--trials",
+            "2",
+            "--publish",
+            "--allow-busy-account",
+            stdout=out,
+        )
     run = Run.objects.get()
     assert run.status == "completed" and not run.published
     assert run.manifest["demo"]["providers"] == ["opensandbox"]

@@ -111,9 +111,13 @@ def test_exec_keeps_bytes_exact_and_passes_stdin_workdir_and_env(execd, provider
     result = run(provider, port, ["cat"], 10, stdin=payload)
     assert result.stdout == payload
     where = run(
-        provider, port, ["sh", "-c", 'pwd; echo "$GREETING"'], 10, workdir=str(tmp_path),
+        provider,
+        port,
+        ["sh", "-c", 'pwd; echo "$GREETING"'],
+        10,
+        workdir=str(tmp_path),
         env={"GREETING": "it's here"},
-    )  # fmt: skip
+    )
     assert where.stdout == f"{tmp_path}\nit's here\n".encode()
 
 
@@ -185,9 +189,10 @@ def test_files_upload_and_download_exactly(execd, provider, tmp_path):
     assert target.read_bytes() == data
     assert provider.download(sandbox_at(provider, port), str(target)) == data
     ranged = httpx.get(
-        f"http://127.0.0.1:{port}/files/download", params={"path": str(target)},
+        f"http://127.0.0.1:{port}/files/download",
+        params={"path": str(target)},
         headers={"Range": "bytes=2-5"},
-    )  # fmt: skip
+    )
     assert ranged.status_code == 206 and ranged.content == data[2:6]
     with pytest.raises(SandboxGone, match="FILE_NOT_FOUND"):
         provider.download(sandbox_at(provider, port), str(tmp_path / "missing"))

@@ -26,10 +26,23 @@ def openssl(*args, cwd):
 def make_ca(directory, name):
     directory.mkdir()
     openssl(
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj", f"/CN={name}",
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        f"/CN={name}",
         cwd=directory,
-    )  # fmt: skip
+    )
     return directory
 
 
@@ -37,14 +50,38 @@ def issue(ca, directory, subject, extension):
     directory.mkdir()
     (directory / "ext.cnf").write_text(extension + "\n")
     openssl(
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "key.pem", "-out", "req.csr", "-subj", f"/CN={subject}", cwd=directory,
-    )  # fmt: skip
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "req.csr",
+        "-subj",
+        f"/CN={subject}",
+        cwd=directory,
+    )
     openssl(
-        "x509", "-req", "-in", "req.csr", "-CA", str(ca / "ca.pem"), "-CAkey",
-        str(ca / "ca-key.pem"), "-CAcreateserial", "-out", "cert.pem", "-days", "2",
-        "-extfile", "ext.cnf", cwd=directory,
-    )  # fmt: skip
+        "x509",
+        "-req",
+        "-in",
+        "req.csr",
+        "-CA",
+        str(ca / "ca.pem"),
+        "-CAkey",
+        str(ca / "ca-key.pem"),
+        "-CAcreateserial",
+        "-out",
+        "cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        cwd=directory,
+    )
     (directory / "ca.pem").write_bytes((ca / "ca.pem").read_bytes())
     return directory
 

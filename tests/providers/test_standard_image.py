@@ -51,9 +51,20 @@ def test_it_sorts_entries_clamps_mtimes_and_writes_numeric_owners(tmp_path):
         members = tar.getmembers()
     names = [m.name for m in members]
     assert names == [
-        "a.txt", "b.txt", "etc", "proc", "sub", "sub/a-link.txt", "sub/a-symlink", "sub/c.txt",
-        "var", "var/lib", "var/lib/dpkg", "var/lib/dpkg/status", "var/log",
-    ]  # fmt: skip
+        "a.txt",
+        "b.txt",
+        "etc",
+        "proc",
+        "sub",
+        "sub/a-link.txt",
+        "sub/a-symlink",
+        "sub/c.txt",
+        "var",
+        "var/lib",
+        "var/lib/dpkg",
+        "var/lib/dpkg/status",
+        "var/log",
+    ]
     by_name = {m.name: m for m in members}
     assert by_name["a.txt"].mtime == EPOCH - 5  # older times are kept
     hard_linked = {"a.txt", "sub/a-link.txt"}

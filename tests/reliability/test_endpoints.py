@@ -54,15 +54,28 @@ def test_it_answers_503_with_the_reason_when_the_database_is_unreachable(
 ):
     port = free_port()
     env = {
-        **os.environ, "DATABASE_URL": database_url, "BOXBENCH_VAR_DIR": str(tmp_path),
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "BOXBENCH_VAR_DIR": str(tmp_path),
         "BOXBENCH_METRICS_TOKEN": TOKEN,
-    }  # fmt: skip
+    }
     with open(tmp_path / "gunicorn.log", "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "boxbench.wsgi", "-b", f"127.0.0.1:{port}",
-             "--workers", "1"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "boxbench.wsgi",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -116,9 +116,12 @@ def test_it_never_lets_a_unit_take_more_than_twice_n_attempts():
 
 def test_it_bills_increments_minimums_and_per_sandbox_fees():
     pricing = {
-        "per_vcpu_second": 0.01, "per_gib_second": 0.001, "per_sandbox": 0.5,
-        "billing_increment_s": 1, "minimum_s": 60,
-    }  # fmt: skip
+        "per_vcpu_second": 0.01,
+        "per_gib_second": 0.001,
+        "per_sandbox": 0.5,
+        "billing_increment_s": 1,
+        "minimum_s": 60,
+    }
     assert trial_cost_usd(pricing, 2, 4096, 10.2) == pytest.approx(60 * (0.02 + 0.004) + 0.5)
     assert trial_cost_usd(pricing, 2, 4096, 61.1) == pytest.approx(62 * 0.024 + 0.5)
     assert trial_cost_usd({}, 2, 4096, 10) is None

@@ -133,11 +133,27 @@ def syscall_numbers(names):
 
 def test_its_seccomp_filter_refuses_keyrings_bpf_io_uring_mounts_and_modules(local):
     refused = [
-        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-        "io_uring_setup", "io_uring_enter", "io_uring_register", "mount", "umount2",
-        "init_module", "finit_module", "delete_module", "kexec_load", "unshare", "setns",
-        "pivot_root", "open_by_handle_at", "fsopen",
-    ]  # fmt: skip
+        "keyctl",
+        "add_key",
+        "request_key",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "mount",
+        "umount2",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "kexec_load",
+        "unshare",
+        "setns",
+        "pivot_root",
+        "open_by_handle_at",
+        "fsopen",
+    ]
     numbers = syscall_numbers([*refused, "clone3", "getpid"])
     probe = f"""
 import ctypes, json

@@ -111,8 +111,9 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
 
     opensandbox = provenance.adapter_version("opensandbox")["clients"]
     assert opensandbox == {
-        "opensandbox": metadata.version("opensandbox"), "httpx": metadata.version("httpx"),
-    }  # fmt: skip
+        "opensandbox": metadata.version("opensandbox"),
+        "httpx": metadata.version("httpx"),
+    }
 
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):

@@ -109,9 +109,13 @@ def wait(clock, back_at: float, bound_s=90.0, abandon=lambda: None) -> outage.Wa
         return None if clock.now >= back_at else "connection refused (NotReady: list)"
 
     return outage.wait_for_backend(
-        check, "connection refused", outage.WaitPolicy(bound_s=bound_s),
-        sleep=clock.sleep, monotonic=clock.monotonic, abandon=abandon,
-    )  # fmt: skip
+        check,
+        "connection refused",
+        outage.WaitPolicy(bound_s=bound_s),
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        abandon=abandon,
+    )
 
 
 def test_it_waits_with_backoff_until_the_backend_answers():
@@ -141,8 +145,11 @@ def test_a_cancelled_run_ends_the_wait_instead_of_its_next_probe():
         clock, back_at=float("inf"), abandon=lambda: "cancelled" if clock.now > 5 else None
     )
     assert (result.back, result.abandoned, result.probes, result.waited_s) == (
-        False, "cancelled", 2, 7.0
-    )  # fmt: skip  # probes at 1 s and 3 s; cancelled by 7 s
+        False,
+        "cancelled",
+        2,
+        7.0,
+    )  # probes at 1 s and 3 s; cancelled by 7 s
 
 
 def test_the_gate_holds_the_other_workers_while_one_waits_and_stops_them_once_it_gave_up():

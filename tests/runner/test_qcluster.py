@@ -12,9 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def manage(*args, env, timeout):
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=timeout,
-    )  # fmt: skip
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_it_runs_and_publishes_a_plan_through_a_real_qcluster(tmp_path):
@@ -24,14 +28,30 @@ def test_it_runs_and_publishes_a_plan_through_a_real_qcluster(tmp_path):
     assert migrated.returncode == 0, migrated.stderr
     with open(tmp_path / "qcluster.log", "wb") as log:
         cluster = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         ran = manage(
-            "bench", "run", "--benchmark", "destroy,create", "--trials", "2", "--provider",
-            "local", "--concurrency", "1", "--wait", "--publish", env=env, timeout=600,
-        )  # fmt: skip
+            "bench",
+            "run",
+            "--benchmark",
+            "destroy,create",
+            "--trials",
+            "2",
+            "--provider",
+            "local",
+            "--concurrency",
+            "1",
+            "--wait",
+            "--publish",
+            env=env,
+            timeout=600,
+        )
     finally:
         os.killpg(cluster.pid, signal.SIGTERM)
         try:

@@ -37,9 +37,13 @@ class FakeClock:
 
 def check(provider, clock, seed=7):
     return readiness_check(
-        provider, None, ReadinessPolicy(), rng=random.Random(seed), sleep=clock.sleep,
+        provider,
+        None,
+        ReadinessPolicy(),
+        rng=random.Random(seed),
+        sleep=clock.sleep,
         monotonic=clock.monotonic,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

@@ -34,8 +34,16 @@ class FakeClock:
 def test_a_backoff_grows_by_its_factor_up_to_its_cap():
     pauses = Backoff(first_s=0.005, factor=2, cap_s=0.5).pauses()
     assert list(itertools.islice(pauses, 9)) == [
-        0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5
-    ]  # fmt: skip
+        0.005,
+        0.01,
+        0.02,
+        0.04,
+        0.08,
+        0.16,
+        0.32,
+        0.5,
+        0.5,
+    ]
 
 
 def test_every_gives_the_same_pause_each_time():
@@ -156,9 +164,13 @@ def test_retry_while_tells_on_retry_each_error_and_pause():
     fake = FakeClock()
     seen = []
     retry_while(
-        lambda e: True, FailsFor(2), 60, Backoff(1, 3), fake.clock,
+        lambda e: True,
+        FailsFor(2),
+        60,
+        Backoff(1, 3),
+        fake.clock,
         on_retry=lambda error, pause: seen.append((str(error), pause)),
-    )  # fmt: skip
+    )
     assert seen == [("refused", 1), ("refused", 3)]
 
 

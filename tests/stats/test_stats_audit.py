@@ -405,9 +405,14 @@ def test_stricter_settings_change_the_verdict_and_are_recorded():
     rng = np.random.default_rng(1)
     values = 100 * (1 + 0.02 * np.arange(30)) * rng.lognormal(0, 0.01, 30)
     frame = pd.DataFrame(
-        {"provider": "p", "benchmark": "b", "trial_id": range(30), "value": values,
-         "seq": range(30)}
-    )  # fmt: skip
+        {
+            "provider": "p",
+            "benchmark": "b",
+            "trial_id": range(30),
+            "value": values,
+            "seq": range(30),
+        }
+    )
     assert audit(frame)["pairs"][0]["checks"]["trend"]["verdict"] == "fail"
     lenient = AuditSettings(min_effect={**AuditSettings().min_effect, "trend": 1000.0})
     report = audit(frame, lenient)

@@ -151,9 +151,13 @@ def test_the_mean_interval_draws_the_same_resamples_as_scipy_with_nearest_rank_e
     x = np.arange(1, 42, dtype=float) ** 1.5
     means = est.bootstrap_means(x)
     scipy_means = sps.bootstrap(
-        (x,), np.mean, n_resamples=10_000, method="percentile",
-        rng=np.random.default_rng(0), vectorized=True,
-    ).bootstrap_distribution  # fmt: skip
+        (x,),
+        np.mean,
+        n_resamples=10_000,
+        method="percentile",
+        rng=np.random.default_rng(0),
+        vectorized=True,
+    ).bootstrap_distribution
     assert np.allclose(np.sort(means), np.sort(scipy_means), rtol=1e-12)
     ordered = np.sort(means)
     assert est.bootstrap_mean_ci(x) == (ordered[249], ordered[9749])

@@ -84,8 +84,14 @@ def test_it_serializes_a_status_with_the_display_text():
 
 @pytest.mark.parametrize(
     ("declared", "units", "planned", "floor"),
-    [(180, 10, 10, 180), (180, 10, 2, 36), (180, 10, 1, 18), (40, 3, 2, 27), (20, 1, 1, 20),
-     (180, 10, 12, 180)],
-)  # fmt: skip
+    [
+        (180, 10, 10, 180),
+        (180, 10, 2, 36),
+        (180, 10, 1, 18),
+        (40, 3, 2, 27),
+        (20, 1, 1, 20),
+        (180, 10, 12, 180),
+    ],
+)
 def test_a_subset_of_units_needs_the_declared_share_of_the_floor(declared, units, planned, floor):
     assert subset_floor(declared, units, planned) == floor

@@ -18,12 +18,20 @@ def test_it_summarizes_a_time_benchmark_with_its_interval_and_slowest_trial():
     assert (row["ci_low"], row["ci_high"]) == estimators.bootstrap_median_ci([5, 1, 3, 2, 4])
     assert row["ci_low"] <= 3 <= row["ci_high"]
     assert row["distribution"] == {
-        "min": 1, "p25": 2, "p50": 3, "p75": 4, "max": 5,
-        "points": [1, 2, 3, 4, 5], "points_shown": 5,
-    }  # fmt: skip
+        "min": 1,
+        "p25": 2,
+        "p50": 3,
+        "p75": 4,
+        "max": 5,
+        "points": [1, 2, 3, 4, 5],
+        "points_shown": 5,
+    }
     assert (row["stage_medians"], row["segments"], row["scale"], row["derived"]) == (
-        {}, [], None, {},
-    )  # fmt: skip
+        {},
+        [],
+        None,
+        {},
+    )
 
 
 def test_it_gives_no_interval_to_a_non_time_unit_and_takes_the_lowest_as_tail():
@@ -139,8 +147,12 @@ def test_it_ranks_rows_with_shared_ranks_and_orders_the_table():
     ]
     summary.rank_rows(rows, "median", lower=True)
     assert [(r["provider"], r["rank"], r["ranked"]) for r in rows] == [
-        ("a", 1, True), ("b", 1, True), ("c", 3, True), ("d", None, False), ("e", None, False),
-    ]  # fmt: skip
+        ("a", 1, True),
+        ("b", 1, True),
+        ("c", 3, True),
+        ("d", None, False),
+        ("e", None, False),
+    ]
 
 
 def test_higher_is_better_ranks_the_largest_first():

@@ -22,8 +22,15 @@ def own_redis(directory: Path, *config: str):
         pytest.skip("redis-server is not installed")
     socket = directory / "redis.sock"
     conf = directory / "redis.conf"
-    lines = ["port 0", f"unixsocket {socket}", "unixsocketperm 700", 'save ""', "appendonly no",
-             f"dir {directory}", *config]  # fmt: skip
+    lines = [
+        "port 0",
+        f"unixsocket {socket}",
+        "unixsocketperm 700",
+        'save ""',
+        "appendonly no",
+        f"dir {directory}",
+        *config,
+    ]
     conf.write_text("\n".join(lines) + "\n")
     server = subprocess.Popen(
         [REDIS_SERVER, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT

@@ -16,9 +16,16 @@ FAST = lifecycle.Limits(
 
 UNIT = UnitDefinition("default")
 DEFINITION = BenchmarkDefinition(
-    slug="probe", title="Probe", section="sandbox_operations", metric="echo_ms", unit="ms",
-    direction="lower", clock="guest", procedure_timeout_s=30, lifetime_s=120,
-)  # fmt: skip
+    slug="probe",
+    title="Probe",
+    section="sandbox_operations",
+    metric="echo_ms",
+    unit="ms",
+    direction="lower",
+    clock="guest",
+    procedure_timeout_s=30,
+    lifetime_s=120,
+)
 
 
 def echo(ctx):

@@ -26,9 +26,14 @@ from tests.web import factory
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 CSP_LISTENER = """
 window.cspViolations = [];

@@ -25,24 +25,41 @@ REFUSED = ("tiny", "Tiny Cloud")
 
 def _provider(slug, name, marker, sourced):
     return {
-        "slug": slug, "name": name, "adapter": slug, "region": "eu-west" if marker else "local",
+        "slug": slug,
+        "name": name,
+        "adapter": slug,
+        "region": "eu-west" if marker else "local",
         "region_marker": marker,
         "region_note": "Timed from the US job host: includes the transatlantic round trip."
-        if marker else "",
+        if marker
+        else "",
         "declaration": {"schema_version": 1, "provider": slug, "capabilities": ["exec"]},
         "declaration_digest": f"{slug:0<64}"[:64],
         "pricing": {"provider_sourced": sourced, "currency": "USD", "per_vcpu_second": 0.00001},
         "pricing_digest": "",
-    }  # fmt: skip
+    }
 
 
 def _benchmark(slug, title, section, direction, units, stages, metric_unit, floor):
     return {
-        "slug": slug, "version": "1", "title": title, "description": f"{title} benchmark.",
-        "section": section, "metric": "total", "unit": metric_unit, "direction": direction,
-        "statistic": "median", "clock": "job_host", "cpus": 2, "memory_mib": 4096,
-        "trials_per_unit": 20, "ranking_floor": floor, "required_capabilities": ["exec"],
-        "stage_names": stages, "charted": True, "steps_include_create_or_build": False,
+        "slug": slug,
+        "version": "1",
+        "title": title,
+        "description": f"{title} benchmark.",
+        "section": section,
+        "metric": "total",
+        "unit": metric_unit,
+        "direction": direction,
+        "statistic": "median",
+        "clock": "job_host",
+        "cpus": 2,
+        "memory_mib": 4096,
+        "trials_per_unit": 20,
+        "ranking_floor": floor,
+        "required_capabilities": ["exec"],
+        "stage_names": stages,
+        "charted": True,
+        "steps_include_create_or_build": False,
         "units": [
             {"slug": u, "title": u.replace("-", " ").title(), "definition": {}, "digest": ""}
             for u in units
@@ -51,16 +68,25 @@ def _benchmark(slug, title, section, direction, units, stages, metric_unit, floo
             "metrics": {"total": {"unit": metric_unit, "clock": "job_host"}},
             "stages": {s: {"unit": "ms", "clock": "guest"} for s in stages},
         },
-    }  # fmt: skip
+    }
 
 
 BENCHMARKS = [
-    _benchmark("deepswe", "DeepSWE replay", "workload", "lower",
-               ["trace-a", "trace-b", "trace-c"], STAGES["deepswe"], "ms", 40),
-    _benchmark("create", "Create", "sandbox_operations", "lower", ["create"], STAGES["create"],
-               "ms", 20),
+    _benchmark(
+        "deepswe",
+        "DeepSWE replay",
+        "workload",
+        "lower",
+        ["trace-a", "trace-b", "trace-c"],
+        STAGES["deepswe"],
+        "ms",
+        40,
+    ),
+    _benchmark(
+        "create", "Create", "sandbox_operations", "lower", ["create"], STAGES["create"], "ms", 20
+    ),
     _benchmark("cpu", "CPU", "machine_performance", "higher", ["cpu"], [], "ops/s", 20),
-]  # fmt: skip
+]
 
 
 def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
@@ -78,7 +104,7 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
             "created_at": "2026-11-01T00:00:00.000000Z",
             "started_at": "2026-11-01T00:00:00.000000Z",
             "ended_at": "2026-11-01T06:00:00.000000Z",
-        },  # fmt: skip
+        },
         "manifest": {
             "seed": 7,
             "image_digests": {"deepswe": "sha256:" + "ab" * 32, "standard": "sha256:" + "89" * 32},
@@ -91,7 +117,7 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
                     "message": "Tiny Cloud lacks the snapshot capability",
                 }
                 for b in BENCHMARKS
-            ],  # fmt: skip
+            ],
         },
         "audit_report": audit_report,
         "benchmarks": BENCHMARKS,
@@ -152,7 +178,7 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
                                 if ok and stages
                                 else {},
                             }
-                        )  # fmt: skip
+                        )
                     )
     return lines
 

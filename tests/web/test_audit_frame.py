@@ -44,10 +44,19 @@ def test_it_judges_host_saturated_for_the_provider_on_the_job_host_too(imported_
 @pytest.mark.django_db
 def test_round_start_closes_at_the_first_end_of_any_trial_of_the_round(imported_run):
     # A provider failure of docker's create ended first in its round: the frame says so.
-    failed = Trial.objects.get(run=imported_run, provider__slug="docker", benchmark__slug="create",
-                               outcome="provider_failure")  # fmt: skip
-    rnd = Trial.objects.filter(run=imported_run, provider__slug="docker", benchmark__slug="create",
-                               round=failed.round, outcome="success")  # fmt: skip
+    failed = Trial.objects.get(
+        run=imported_run,
+        provider__slug="docker",
+        benchmark__slug="create",
+        outcome="provider_failure",
+    )
+    rnd = Trial.objects.filter(
+        run=imported_run,
+        provider__slug="docker",
+        benchmark__slug="create",
+        round=failed.round,
+        outcome="success",
+    )
     first = min(t.started_at for t in rnd)
     failed.ended_at = first
     failed.save(update_fields=["ended_at"])

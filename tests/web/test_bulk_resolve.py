@@ -27,9 +27,15 @@ def recorded():
 def test_one_cli_call_resolves_every_failing_check(audited_run, capsys):
     failing = holdbacks.failing_checks(audited_run.audit_report)
     call_command(
-        "bench", "audit", audited_run.name, "--resolve-failing", "--kind", "explained",
-        "--note", "The job host was busy.",
-    )  # fmt: skip
+        "bench",
+        "audit",
+        audited_run.name,
+        "--resolve-failing",
+        "--kind",
+        "explained",
+        "--note",
+        "The job host was busy.",
+    )
     assert recorded() == set(failing)
     assert set(AuditResolution.objects.values_list("note", flat=True)) == {"The job host was busy."}
     out = capsys.readouterr().out
@@ -41,9 +47,19 @@ def test_one_cli_call_resolves_every_failing_check(audited_run, capsys):
 
 def test_the_cli_narrows_the_set_by_provider_and_check(audited_run, capsys):
     call_command(
-        "bench", "audit", audited_run.name, "--resolve-failing", "--check", "trend",
-        "--provider", "docker", "--kind", "explained", "--note", "busy host",
-    )  # fmt: skip
+        "bench",
+        "audit",
+        audited_run.name,
+        "--resolve-failing",
+        "--check",
+        "trend",
+        "--provider",
+        "docker",
+        "--kind",
+        "explained",
+        "--note",
+        "busy host",
+    )
     assert recorded() == {("docker", "create", "trend")}
     assert "still unresolved" in capsys.readouterr().out
 
@@ -52,18 +68,32 @@ def test_the_cli_records_nothing_when_one_of_them_cannot_be_resolved(audited_run
     # Excluding outliers resolves only the outliers check: nothing at all is recorded.
     with pytest.raises(CommandError, match="nothing recorded: only the outliers check"):
         call_command(
-            "bench", "audit", audited_run.name, "--resolve-failing", "--kind",
-            "outliers_excluded", "--note", "outliers",
-        )  # fmt: skip
+            "bench",
+            "audit",
+            audited_run.name,
+            "--resolve-failing",
+            "--kind",
+            "outliers_excluded",
+            "--note",
+            "outliers",
+        )
     assert not AuditResolution.objects.exists()
 
 
 def test_the_cli_says_when_no_failing_check_matches(audited_run):
     with pytest.raises(CommandError, match="no unresolved failing check"):
         call_command(
-            "bench", "audit", audited_run.name, "--resolve-failing", "--check", "nope",
-            "--kind", "explained", "--note", "n",
-        )  # fmt: skip
+            "bench",
+            "audit",
+            audited_run.name,
+            "--resolve-failing",
+            "--check",
+            "nope",
+            "--kind",
+            "explained",
+            "--note",
+            "n",
+        )
 
 
 @pytest.fixture

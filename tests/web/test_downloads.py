@@ -18,8 +18,14 @@ RAW_CSV = f"/runs/{factory.RUN_ID}/raw.csv"
 def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run):
     rows = rows_of(client.get("/benchmarks/deepswe.csv"))
     assert rows[0] == [
-        "provider", "rank", "label", "workload value", "substituted units", "n", "units"
-    ]  # fmt: skip
+        "provider",
+        "rank",
+        "label",
+        "workload value",
+        "substituted units",
+        "n",
+        "units",
+    ]
     assert rows == html_table(client.get("/benchmarks/deepswe/"), "benchmark-table")
     boat = next(r for r in rows if r[0] == "boat")
     assert boat[4] == "trace-c" and boat[5] == "40" and boat[6] == "all 3 units"
@@ -30,8 +36,17 @@ def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run
 def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published_run):
     rows = rows_of(client.get("/benchmarks/deepswe/units/trace-a.csv"))
     assert rows[0][:10] == [
-        "provider", "rank", "label", "n", "median", "ci_low", "ci_high", "tail", "tail kind", "mean"
-    ]  # fmt: skip
+        "provider",
+        "rank",
+        "label",
+        "n",
+        "median",
+        "ci_low",
+        "ci_high",
+        "tail",
+        "tail kind",
+        "mean",
+    ]
     assert rows[0][10:] == ["setup median", "replay median", "verify median"]
     assert rows == html_table(client.get("/benchmarks/deepswe/units/trace-a/"), "unit-table")
     local = rows[1]
@@ -42,8 +57,16 @@ def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published
 def test_it_downloads_the_score_tree(client, published_run):
     rows = rows_of(client.get("/scores.csv"))
     assert rows[0] == [
-        "level", "node", "label", "provider", "score", "rank", "run", "image digest", "units"
-    ]  # fmt: skip
+        "level",
+        "node",
+        "label",
+        "provider",
+        "score",
+        "rank",
+        "run",
+        "image digest",
+        "units",
+    ]
     overall = [r for r in rows if r[0] == "overall"]
     assert overall[0][3:6] == ["local", "100.0", "1"]
     assert {r[3] for r in overall} == {"local", "docker", "boat"}
@@ -86,10 +109,16 @@ def test_the_public_raw_data_holds_successes_and_counts_only(client, published_r
     assert all(t["replaces"] is None for t in trials)
     counts = [line for line in lines if line["type"] == "counts"]
     assert counts == [
-        {"type": "counts", "benchmark": "create", "benchmark_version": "1", "unit": "create",
-         "provider": "docker", "outcomes": {"provider_failure": 1},
-         "unreplaced_provider_failures": 1}
-    ]  # fmt: skip
+        {
+            "type": "counts",
+            "benchmark": "create",
+            "benchmark_version": "1",
+            "unit": "create",
+            "provider": "docker",
+            "outcomes": {"provider_failure": 1},
+            "unreplaced_provider_failures": 1,
+        }
+    ]
     raw_csv = streamed(client.get(f"/runs/{factory.RUN_ID}/raw.csv"))
     assert "provider_failure" not in raw_csv and "HTTP 503" not in raw_csv
     assert len(rows_of_text(raw_csv)) - 1 == len(trials)

@@ -111,14 +111,20 @@ def test_a_page_is_stored_unchanged_once_it_matches_its_shape():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ({"units": 2, "of": 10, "subset": True}, "a page does not match UnitScope: Object "
-         "missing required field `text`"),
-        ({"units": "2", "of": 10, "subset": True, "text": ""}, "Expected `int`, got `str` - "
-         "at `$.units`"),
-        ({"units": 2, "of": 10, "subset": True, "text": "", "share": 0.2}, "a page has keys "
-         "UnitScope does not declare: $.share"),
+        (
+            {"units": 2, "of": 10, "subset": True},
+            "a page does not match UnitScope: Object missing required field `text`",
+        ),
+        (
+            {"units": "2", "of": 10, "subset": True, "text": ""},
+            "Expected `int`, got `str` - at `$.units`",
+        ),
+        (
+            {"units": 2, "of": 10, "subset": True, "text": "", "share": 0.2},
+            "a page has keys UnitScope does not declare: $.share",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_page_with_a_missing_mistyped_or_undeclared_key_is_refused_by_name(data, message):
     with pytest.raises(shapes.ShapeError) as refused:
         shapes.check(shapes.UnitScope, data, "a page")
@@ -127,11 +133,28 @@ def test_a_page_with_a_missing_mistyped_or_undeclared_key_is_refused_by_name(dat
 
 def test_an_undeclared_key_deep_in_a_page_is_named_by_its_path():
     overview = {
-        "tree": {"key": "overall", "level": "overall", "label": "", "scores": {}, "ranks": {},
-                 "children": [{"key": "s", "level": "section", "label": "", "scores": {},
-                               "ranks": {}, "children": [], "weight": 1}]},
-        "providers": {}, "benchmarks": {}, "composites": {},
-    }  # fmt: skip
+        "tree": {
+            "key": "overall",
+            "level": "overall",
+            "label": "",
+            "scores": {},
+            "ranks": {},
+            "children": [
+                {
+                    "key": "s",
+                    "level": "section",
+                    "label": "",
+                    "scores": {},
+                    "ranks": {},
+                    "children": [],
+                    "weight": 1,
+                }
+            ],
+        },
+        "providers": {},
+        "benchmarks": {},
+        "composites": {},
+    }
     with pytest.raises(shapes.ShapeError, match=r"\$\.tree\.children\[0\]\.weight"):
         shapes.check(shapes.OverviewPage, overview, "the overview")
 
@@ -156,7 +179,11 @@ def test_the_views_read_the_shapes_without_loading_pandas_or_scipy():
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "boxbench.settings"}
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+    )
     assert done.stdout.strip() == "[]"

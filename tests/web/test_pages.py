@@ -101,9 +101,12 @@ def test_it_shows_a_single_unit_benchmark_as_a_bar_chart_of_the_metric(client, p
 def test_it_precomputes_every_derived_view(client, published_run):
     response = client.get("/benchmarks/create/")
     derived = json.loads(
-        re.search(r'id="derived-data" type="application/json">(.*?)</script>',
-                  response.content.decode(), re.S).group(1)
-    )  # fmt: skip
+        re.search(
+            r'id="derived-data" type="application/json">(.*?)</script>',
+            response.content.decode(),
+            re.S,
+        ).group(1)
+    )
     assert derived["stages"] == ["create", "ready"]
     views = derived["rows"][0]["views"]
     assert set(views) == {"create", "ready", "create+ready"}
@@ -169,9 +172,19 @@ def test_a_providers_unit_label_says_what_it_means(client, published_run):
     assert f'<td title="{MEANINGS[Label.NOT_MEASURED]}">Not Measured</td>' in page
 
 
-@pytest.mark.parametrize("path", ["/", "/benchmarks/deepswe/", "/benchmarks/deepswe/units/trace-a/",
-                                  "/providers/local/", "/benchmarks/deepswe.csv", "/scores.csv",
-                                  "/benchmarks/deepswe/units/trace-a.csv", RUN_URL])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/benchmarks/deepswe/",
+        "/benchmarks/deepswe/units/trace-a/",
+        "/providers/local/",
+        "/benchmarks/deepswe.csv",
+        "/scores.csv",
+        "/benchmarks/deepswe/units/trace-a.csv",
+        RUN_URL,
+    ],
+)
 def test_it_serves_each_page_in_three_queries_or_fewer(client, published_run, path, page_queries):
     # A unit page numbers its trials in a fourth: one pass over the run's seqs for the page
     # (TrialQuerySet.positions), where a count per row read a 1M-trial run 100 times.
@@ -349,10 +362,13 @@ def test_it_caps_a_large_units_distribution_chart_well_under_200_kb():
 
     rng = np.random.default_rng(7)
     rows = [
-        {"provider_name": f"Provider {i}", "region_marker": "EU" if i % 2 else "",
-         "distribution": summary.distribution(rng.lognormal(7, 0.5, 50_000))}
+        {
+            "provider_name": f"Provider {i}",
+            "region_marker": "EU" if i % 2 else "",
+            "distribution": summary.distribution(rng.lognormal(7, 0.5, 50_000)),
+        }
         for i in range(len(charts.PALETTE))
-    ]  # fmt: skip
+    ]
     chart = charts.distribution({"rows": rows, "metric": "tool_time_ms", "measure_unit": "ms"})
     points = [t for t in chart["data"] if t["type"] == "scatter"]
     assert len(points) == len(rows)

@@ -50,8 +50,10 @@ def test_it_publishes_passing_pairs_and_holds_back_the_failing_ones(imported_run
     assert {r["provider"] for r in deepswe["rows"] if r["ranked"]} == {"local", "docker", "boat"}
     held = Aggregate.objects.page(Scope.RUN, imported_run.id)["held_back"]
     assert [(p["provider"], p["benchmark"]) for p in held] == [
-        ("boat", "create"), ("docker", "create"), ("local", "create")
-    ]  # fmt: skip
+        ("boat", "create"),
+        ("docker", "create"),
+        ("local", "create"),
+    ]
 
 
 def test_a_publication_asks_once_which_pairs_are_held_back(imported_run, monkeypatch):
@@ -73,11 +75,15 @@ def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_ru
 def resolve(run, provider, check="trend", kind="explained", rerun=None):
     return publishing.apply_resolution(
         AuditResolution(
-            run=run, provider=Provider.objects.get(slug=provider),
-            benchmark=Benchmark.objects.get(slug="create"), check_name=check, kind=kind,
-            note="for the test", rerun=rerun,
+            run=run,
+            provider=Provider.objects.get(slug=provider),
+            benchmark=Benchmark.objects.get(slug="create"),
+            check_name=check,
+            kind=kind,
+            note="for the test",
+            rerun=rerun,
         )
-    )  # fmt: skip
+    )
 
 
 def ranked_on_create() -> list[str]:
@@ -119,9 +125,13 @@ def test_a_published_runs_trials_are_never_rewritten_by_an_outlier_exclusion(imp
     publishing.publish(imported_run)
     report = dict(imported_run.audit_report)
     victim = Trial.objects.filter(run=imported_run, outcome="success").first()
-    pair = {"provider": "local", "benchmark": "create", "verdict": "fail",
-            "excluded_trials": [{"trial_id": str(victim.id), "value": 1.0, "reason": "r"}],
-            "checks": {"outliers": {"verdict": "fail"}}}  # fmt: skip
+    pair = {
+        "provider": "local",
+        "benchmark": "create",
+        "verdict": "fail",
+        "excluded_trials": [{"trial_id": str(victim.id), "value": 1.0, "reason": "r"}],
+        "checks": {"outliers": {"verdict": "fail"}},
+    }
     Run.objects.filter(id=imported_run.id).update(
         audit_report={**report, "pairs": [*report["pairs"], pair]}
     )
@@ -141,10 +151,18 @@ def rerun_of_docker_create(name, minutes):
     at = timezone.now() + timedelta(minutes=minutes)
     for i, value in enumerate(values):
         Trial.objects.create(
-            run=run, benchmark=create, unit=create.units.get(), provider=docker, round=1 + i % 4,
-            seq=i + 1, state="done", outcome="success", started_at=at, ended_at=at,
+            run=run,
+            benchmark=create,
+            unit=create.units.get(),
+            provider=docker,
+            round=1 + i % 4,
+            seq=i + 1,
+            state="done",
+            outcome="success",
+            started_at=at,
+            ended_at=at,
             metrics={"total": float(value)},
-        )  # fmt: skip
+        )
     MeasurementName.objects.create(
         run=run, benchmark=create, kind="metric", name="total", unit="ms", clock="job_host"
     )
@@ -164,9 +182,10 @@ def test_a_pair_resolved_by_a_rerun_publishes_from_the_rerun_only(imported_run):
     assert held[0]["provider"] == "docker" and "only the re-run publishes it" in str(held)
     publishing.publish(rerun)
     docker = next(
-        r for r in Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
+        r
+        for r in Aggregate.objects.page(Scope.BENCHMARK, "create")["rows"]
         if r["provider"] == "docker"
-    )  # fmt: skip
+    )
     assert docker["run"] == str(rerun.id) and docker["n"] == 20
 
 
@@ -192,8 +211,12 @@ def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
     imported_run.refresh_from_db()
     assert imported_run.published and imported_run.published_at
     assert set(Aggregate.objects.values_list("scope", flat=True)) == {
-        "overview", "benchmark", "unit", "provider", "run"
-    }  # fmt: skip
+        "overview",
+        "benchmark",
+        "unit",
+        "provider",
+        "run",
+    }
     assert "Published run" in capsys.readouterr().out
 
 
@@ -232,9 +255,13 @@ def test_the_publishing_workflow_loads_without_pandas_or_scipy():
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "boxbench.settings"}
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -250,9 +277,16 @@ def test_it_refuses_a_second_publication_and_an_unfinished_run(published_run, im
 def test_it_records_a_resolution_from_the_command_line(imported_run, capsys):
     publishing.run_audit(imported_run)
     call_command(
-        "bench", "audit", imported_run.name, "--resolve", "docker/create/trend",
-        "--kind", "explained", "--note", "Units run in order.",
-    )  # fmt: skip
+        "bench",
+        "audit",
+        imported_run.name,
+        "--resolve",
+        "docker/create/trend",
+        "--kind",
+        "explained",
+        "--note",
+        "Units run in order.",
+    )
     resolution = AuditResolution.objects.get(run=imported_run, provider__slug="docker")
     assert resolution.check_name == "trend" and resolution.note == "Units run in order."
 
@@ -261,9 +295,16 @@ def test_it_refuses_to_resolve_a_check_that_did_not_fail(imported_run):
     publishing.run_audit(imported_run)
     with pytest.raises(CommandError, match="did not fail the audit"):
         call_command(
-            "bench", "audit", imported_run.name, "--resolve", "docker/cpu/trend",
-            "--kind", "explained", "--note", "nothing to explain",
-        )  # fmt: skip
+            "bench",
+            "audit",
+            imported_run.name,
+            "--resolve",
+            "docker/cpu/trend",
+            "--kind",
+            "explained",
+            "--note",
+            "nothing to explain",
+        )
     assert not AuditResolution.objects.exists()
 
 
@@ -275,22 +316,35 @@ def test_it_excludes_the_audits_outlier_trials_when_resolving_outliers(imported_
         "q_level": 0.05,
         "pairs": [
             {
-                "provider": "local", "benchmark": "create", "n": 20, "verdict": "fail",
+                "provider": "local",
+                "benchmark": "create",
+                "n": 20,
+                "verdict": "fail",
                 "detectable_effect": {"unbounded": True},
                 "excluded_trials": [
                     {"trial_id": str(victim.id), "value": 1.0, "reason": "isolated better side"}
                 ],
-                "checks": {"outliers": {"verdict": "fail", "effect": 1, "p": None, "q": None,
-                                        "reason": "1 better-side value excluded"}},
+                "checks": {
+                    "outliers": {
+                        "verdict": "fail",
+                        "effect": 1,
+                        "p": None,
+                        "q": None,
+                        "reason": "1 better-side value excluded",
+                    }
+                },
             }
         ],
-    }  # fmt: skip
+    }
     imported_run.save()
     resolution = AuditResolution(
-        run=imported_run, provider=Provider.objects.get(slug="local"),
-        benchmark=Benchmark.objects.get(slug="create"), check_name="outliers",
-        kind="outliers_excluded", note="Excluded by the objective rule.",
-    )  # fmt: skip
+        run=imported_run,
+        provider=Provider.objects.get(slug="local"),
+        benchmark=Benchmark.objects.get(slug="create"),
+        check_name="outliers",
+        kind="outliers_excluded",
+        note="Excluded by the objective rule.",
+    )
     assert publishing.apply_resolution(resolution) == 1
     victim.refresh_from_db()
     assert victim.outcome == Outcome.EXCLUDED
@@ -358,8 +412,13 @@ def test_a_re_audit_applies_the_settings_the_run_was_audited_with(imported_run, 
 
 
 def test_a_re_audit_of_a_report_without_settings_says_which_it_could_not_restore(imported_run):
-    imported_run.audit_report = {"schema_version": 1, "q_level": 0.01, "min_successes": 15,
-                                 "families": {}, "pairs": []}  # fmt: skip
+    imported_run.audit_report = {
+        "schema_version": 1,
+        "q_level": 0.01,
+        "min_successes": 15,
+        "families": {},
+        "pairs": [],
+    }
     imported_run.save()
     report = publishing.run_audit(imported_run)
     assert report["settings"]["q_level"] == 0.01

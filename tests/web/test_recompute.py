@@ -294,8 +294,13 @@ def competition_ranks(scores: dict[str, float]) -> dict[str, int]:
 
 
 def node(key, level, scores, children=()):
-    return {"key": key, "level": level, "scores": scores, "ranks": competition_ranks(scores),
-            "children": list(children)}  # fmt: skip
+    return {
+        "key": key,
+        "level": level,
+        "scores": scores,
+        "ranks": competition_ranks(scores),
+        "children": list(children),
+    }
 
 
 def expected_tree(raw: Raw) -> dict:

@@ -47,16 +47,33 @@ def add_trials(run, benchmark, unit, provider, metrics, seq_from, state=TrialSta
     trials = []
     for offset, values in enumerate(metrics):
         trial = Trial.objects.create(
-            run=run, benchmark=benchmark, unit=unit, provider=provider, round=1 + offset % 4,
-            seq=seq_from + offset, state=state,
+            run=run,
+            benchmark=benchmark,
+            unit=unit,
+            provider=provider,
+            round=1 + offset % 4,
+            seq=seq_from + offset,
+            state=state,
             outcome="success" if state == TrialState.DONE else "",
-            started_at=timezone.now(), ended_at=timezone.now(), cost_usd=0.001, metrics=values,
-        )  # fmt: skip
+            started_at=timezone.now(),
+            ended_at=timezone.now(),
+            cost_usd=0.001,
+            metrics=values,
+        )
         MeasurementName.objects.bulk_create(
-            (MeasurementName(run=run, benchmark=benchmark, kind="metric", name=name, unit="ms",
-                             clock="job_host") for name in values),
+            (
+                MeasurementName(
+                    run=run,
+                    benchmark=benchmark,
+                    kind="metric",
+                    name=name,
+                    unit="ms",
+                    clock="job_host",
+                )
+                for name in values
+            ),
             ignore_conflicts=True,
-        )  # fmt: skip
+        )
         trials.append(trial)
     return trials
 
@@ -99,9 +116,14 @@ def test_it_ranks_a_unit_with_few_successes_once_the_workload_reaches_its_floor(
 
 def test_it_publishes_the_pooled_median_and_its_whole_trial_interval(imported_run):
     benchmark = Benchmark.objects.create(
-        slug="latency-per-call", title="Latency per Call", section="sandbox_operations",
-        metric="latency_ms", unit="ms", statistic="pooled_median", clock="job_host",
-    )  # fmt: skip
+        slug="latency-per-call",
+        title="Latency per Call",
+        section="sandbox_operations",
+        metric="latency_ms",
+        unit="ms",
+        statistic="pooled_median",
+        clock="job_host",
+    )
     unit = Unit.objects.create(benchmark=benchmark, slug="true")
     rng = np.random.default_rng(11)
     calls = [rng.lognormal(3, 0.4, 5) * (1 + 0.5 * (k % 3)) for k in range(20)]
@@ -123,9 +145,14 @@ def test_it_publishes_the_pooled_median_and_its_whole_trial_interval(imported_ru
 
 def test_below_twenty_trials_the_pooled_tail_is_the_worst_trials_median_call(client, imported_run):
     benchmark = Benchmark.objects.create(
-        slug="latency-per-call", title="Latency per Call", section="sandbox_operations",
-        metric="latency_ms", unit="ms", statistic="pooled_median", clock="job_host",
-    )  # fmt: skip
+        slug="latency-per-call",
+        title="Latency per Call",
+        section="sandbox_operations",
+        metric="latency_ms",
+        unit="ms",
+        statistic="pooled_median",
+        clock="job_host",
+    )
     unit = Unit.objects.create(benchmark=benchmark, slug="true")
     # Twelve trials of five calls; trial 3 has one very slow call but a typical median.
     calls = [np.array([10.0, 11.0, 12.0, 13.0, 14.0]) + k for k in range(12)]
@@ -231,9 +258,7 @@ def test_a_run_over_some_units_is_published_as_that_subset(client, imported_run)
     Trial.objects.filter(run=imported_run, unit__slug="trace-b", provider__slug="boat").delete()
     publish(imported_run)
     summary = Aggregate.objects.get(scope="benchmark", key="deepswe").data
-    assert summary["unit_scope"] == {
-        "units": 2, "of": 3, "subset": True, "text": "2 of 3 units"
-    }  # fmt: skip
+    assert summary["unit_scope"] == {"units": 2, "of": 3, "subset": True, "text": "2 of 3 units"}
     # ceil(40 x 2 / 3) = 27: the declared share per unit, so boat's 20 (trace-a only) are too few.
     assert summary_row("deepswe", "local")["ranking_floor"] == 27
     assert summary_row("deepswe", "local")["ranked"]
@@ -254,9 +279,11 @@ def test_a_run_over_some_units_is_published_as_that_subset(client, imported_run)
 
 def later_run(name, manifest=None):
     return Run.objects.create(
-        name=name, status="completed", manifest=manifest or {},
+        name=name,
+        status="completed",
+        manifest=manifest or {},
         created_at=timezone.now() + timedelta(minutes=1),
-    )  # fmt: skip
+    )
 
 
 FAST_DOCKER = [
@@ -293,15 +320,23 @@ def test_it_shows_each_providers_trials_from_its_own_run(client, published_run):
 
 def test_it_refuses_to_publish_a_run_without_a_successful_trial(published_run):
     refusal = {
-        "provider": "boat", "benchmark": "cpu", "code": "R402",
-        "missing": "64 vCPU / 262144 MiB", "message": "no such size",
-    }  # fmt: skip
+        "provider": "boat",
+        "benchmark": "cpu",
+        "code": "R402",
+        "missing": "64 vCPU / 262144 MiB",
+        "message": "no such size",
+    }
     empty = later_run("refusals-only", {"refusals": [refusal]})
     cpu = Benchmark.objects.get(slug="cpu")
     add_trials(
-        empty, cpu, cpu.units.get(), Provider.objects.get(slug="local"), [{}], 1,
+        empty,
+        cpu,
+        cpu.units.get(),
+        Provider.objects.get(slug="local"),
+        [{}],
+        1,
         state=TrialState.CANCELLED,
-    )  # fmt: skip
+    )
     with pytest.raises(publishing.PublishRefused, match="has no successful trial"):
         publishing.publish(empty)
     empty.refresh_from_db()
@@ -348,8 +383,16 @@ def test_a_provider_without_a_result_in_a_derived_view_reads_not_displayed(impor
 def test_it_never_combines_runs_timed_from_job_hosts_of_another_region(client, published_run):
     # docker's pair is re-run from a job host in another region: a separate series, so the board
     # keeps every provider's numbers from the fixture's series and names the other run.
-    manifest = {"providers": {"docker": {"job_host": "far-host", "seq_base": 0,
-                "job_host_type": "c7i.xlarge", "job_host_region": "eu-west-1"}}}  # fmt: skip
+    manifest = {
+        "providers": {
+            "docker": {
+                "job_host": "far-host",
+                "seq_base": 0,
+                "job_host_type": "c7i.xlarge",
+                "job_host_region": "eu-west-1",
+            }
+        }
+    }
     rerun = later_run("docker-create-eu", manifest)
     create = Benchmark.objects.get(slug="create")
     docker = Provider.objects.get(slug="docker")
@@ -358,9 +401,14 @@ def test_it_never_combines_runs_timed_from_job_hosts_of_another_region(client, p
     assert summary_row("create", "docker")["run"] == str(published_run.id)
     summary = Aggregate.objects.get(scope="benchmark", key="create").data
     assert [s["run"] for s in summary["sources"]] == [str(published_run.id)]
-    assert summary["other_series"] == [{"provider": "docker", "run": str(rerun.id),
-                                        "job_host_type": "c7i.xlarge",
-                                        "job_host_region": "eu-west-1"}]  # fmt: skip
+    assert summary["other_series"] == [
+        {
+            "provider": "docker",
+            "run": str(rerun.id),
+            "job_host_type": "c7i.xlarge",
+            "job_host_region": "eu-west-1",
+        }
+    ]
     page = client.get("/benchmarks/create/").content.decode()
     assert "Not combined with these results" in page and "eu-west-1" in page
     # The same region and type as the fixture's (not recorded) would have been combined.

@@ -105,8 +105,10 @@ def test_the_cost_view_ranks_by_cost_and_labels_a_unit_a_provider_never_ran(publ
     assert rows["tiny"]["label"] == "Not Supported"  # refused by the planner
     boat = cost_rows("deepswe/trace-c")["boat"]
     assert (boat["label"], boat["stage_costs"], boat["mean_cost_usd"]) == (
-        "Not Measured", None, None
-    )  # fmt: skip
+        "Not Measured",
+        None,
+        None,
+    )
     # The Time view's rows do not repeat the stage costs.
     time_rows = Aggregate.objects.get(scope="unit", key="deepswe/trace-a").data["rows"]
     assert all("stage_costs" not in r for r in time_rows)
@@ -167,9 +169,17 @@ def test_the_cost_views_csv_is_the_table_on_the_page(client, imported_run):
     publish(imported_run)
     rows = csv_rows(client.get("/benchmarks/deepswe/units/trace-a.csv?view=cost"))
     assert rows[0] == [
-        "provider", "rank", "label", "n", "mean cost per success (USD)", "cost ci_low (USD)",
-        "cost ci_high (USD)", "setup cost (USD)", "replay cost (USD)", "verify cost (USD)",
-    ]  # fmt: skip
+        "provider",
+        "rank",
+        "label",
+        "n",
+        "mean cost per success (USD)",
+        "cost ci_low (USD)",
+        "cost ci_high (USD)",
+        "setup cost (USD)",
+        "replay cost (USD)",
+        "verify cost (USD)",
+    ]
     page = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
     assert rows == html_table(page, "unit-table")
     by_provider = {r[0]: r for r in rows[1:]}
@@ -193,9 +203,17 @@ def test_the_all_view_of_the_cost_view_shows_the_workload_cost(client, published
     assert chart["data"][0]["x"] == [costs["local"], costs["boat"], costs["docker"]]
     rows = csv_rows(client.get("/benchmarks/deepswe.csv?view=cost"))
     assert rows[0] == [
-        "provider", "cost rank", "label", "workload cost (USD)", "substituted units", "n", "units",
-        "setup cost (USD)", "replay cost (USD)", "verify cost (USD)",
-    ]  # fmt: skip
+        "provider",
+        "cost rank",
+        "label",
+        "workload cost (USD)",
+        "substituted units",
+        "n",
+        "units",
+        "setup cost (USD)",
+        "replay cost (USD)",
+        "verify cost (USD)",
+    ]
     assert rows == html_table(response, "benchmark-table")
     assert [r[:2] for r in rows[1:]] == [
         ["local", "1"],

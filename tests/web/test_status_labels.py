@@ -114,9 +114,14 @@ def test_each_label_reaches_the_page_from_stored_data(
 
 def test_every_label_has_its_case_above():
     assert {case[3] for case in CASES} == {
-        "Not Ranked", "Provider Failures", "Not Offered", "Account Limit", "Not Supported",
-        "Not Measured", "Not Displayed",
-    }  # fmt: skip
+        "Not Ranked",
+        "Provider Failures",
+        "Not Offered",
+        "Account Limit",
+        "Not Supported",
+        "Not Measured",
+        "Not Displayed",
+    }
 
 
 def test_a_ranked_bar_with_unreplaced_failures_is_labelled_provider_failures(client, imported_run):

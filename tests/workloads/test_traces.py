@@ -263,28 +263,43 @@ def test_it_reads_the_bash_calls_of_an_anthropic_trajectory():
             "content": [
                 {"type": "text", "text": "Let me look."},
                 {"type": "tool_use", "id": "1", "name": "bash", "input": {"command": "ls"}},
-                {"type": "tool_use", "id": "2", "name": "str_replace_based_edit_tool",
-                 "input": {"command": "view", "path": "/app/x"}},
+                {
+                    "type": "tool_use",
+                    "id": "2",
+                    "name": "str_replace_based_edit_tool",
+                    "input": {"command": "view", "path": "/app/x"},
+                },
             ],
         },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "1", "content": "x"}]},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "3", "name": "bash", "input": {"restart": True}},
-            {"type": "tool_use", "id": "4", "name": "bash", "input": {"command": "pytest -q"}},
-        ]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "3", "name": "bash", "input": {"restart": True}},
+                {"type": "tool_use", "id": "4", "name": "bash", "input": {"command": "pytest -q"}},
+            ],
+        },
+    ]
     assert read_session(json.dumps({"messages": messages})) == ["ls", "pytest -q"]
 
 
 def test_it_reads_the_bash_calls_of_an_openai_trajectory():
     messages = [
-        {"role": "assistant", "tool_calls": [
-            {"type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
-            {"type": "function",
-             "function": {"name": "shell", "arguments": '{"cmd": ["git", "diff"]}'}},
-        ]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                },
+                {
+                    "type": "function",
+                    "function": {"name": "shell", "arguments": '{"cmd": ["git", "diff"]}'},
+                },
+            ],
+        },
         {"type": "function_call", "name": "execute_bash", "arguments": '{"command": "make"}'},
-    ]  # fmt: skip
+    ]
     assert read_session(json.dumps(messages), "trajectory") == ["ls", "git diff", "make"]
 
 

@@ -56,8 +56,10 @@ def test_an_unconfigured_provider_is_refused_before_the_run_and_shown_by_doctor(
     assert f"{slug}:credentials" in out.getvalue() and "not configured" in out.getvalue()
 
 
-@pytest.mark.parametrize("slug, variable", [("e2b", "E2B_API_KEY"), ("daytona", "DAYTONA_API_KEY"),
-                                            ("vercel", "VERCEL_TOKEN")])  # fmt: skip
+@pytest.mark.parametrize(
+    "slug, variable",
+    [("e2b", "E2B_API_KEY"), ("daytona", "DAYTONA_API_KEY"), ("vercel", "VERCEL_TOKEN")],
+)
 def test_an_unconfigured_adapter_refuses_every_call_before_sending_it(
     slug, variable, monkeypatch, tmp_path
 ):
@@ -116,9 +118,18 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
     out = io.StringIO()
     with pytest.raises(CommandError, match="demo run against loopback fakes"):
         call_command(
-            "bench", "run", "--demo", "--provider", "e2b,daytona,vercel,modal", "--benchmark",
-            "create,file-upload", "--trials", "1", "--publish", stdout=out,
-        )  # fmt: skip
+            "bench",
+            "run",
+            "--demo",
+            "--provider",
+            "e2b,daytona,vercel,modal",
+            "--benchmark",
+            "create,file-upload",
+            "--trials",
+            "1",
+            "--publish",
+            stdout=out,
+        )
     run = Run.objects.get()
     assert run.status == "completed" and not run.published
     assert run.manifest["demo"]["providers"] == ["daytona", "e2b", "modal", "vercel"]
@@ -236,9 +247,10 @@ def test_modal_is_refused_without_its_tokens_or_its_sdk(monkeypatch, db):
     monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-x" * 4)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        modal_adapter.importlib.util, "find_spec",
+        modal_adapter.importlib.util,
+        "find_spec",
         lambda name, *a: None if name == "modal" else real_find_spec(name, *a),
-    )  # fmt: skip
+    )
     assert unavailable(["modal"]) == [f"modal: {modal_adapter.SDK_MISSING}"]
     with pytest.raises(plan.PlanError, match="modal package is not installed"):
         plan.plan_run("refused", benchmarks=["create"], providers=["modal"])

@@ -225,8 +225,12 @@ def check_connect(exchanges, proto: dict) -> list[str]:
 
 
 def test_the_validator_catches_drift():
-    schemas = {"S": {"required": ["id"], "properties": {"id": {"type": "string"},
-               "n": {"type": "integer", "minimum": 1}}}}  # fmt: skip
+    schemas = {
+        "S": {
+            "required": ["id"],
+            "properties": {"id": {"type": "string"}, "n": {"type": "integer", "minimum": 1}},
+        }
+    }
     assert validate({"id": "x", "n": 2}, {"$ref": "#/S"}, schemas) == []
     assert validate({"n": 0, "extra": 1}, {"$ref": "#/S"}, schemas) == [
         "body: required field 'id' missing",

@@ -137,8 +137,9 @@ def test_a_sandbox_that_is_never_scheduled_is_a_provider_failure(tmp_path):
     with running_modal(tmp_path, create_delay_s=600) as found:
         limits = lifecycle.Limits(
             readiness=lifecycle.ReadinessPolicy(attempt_timeout_s=1.0, deadline_s=2.0),
-            poll_interval_s=0.05, gone_timeout_s=5.0,
-        )  # fmt: skip
+            poll_interval_s=0.05,
+            gone_timeout_s=5.0,
+        )
         result = run(found, None, benchmark="create", limits=limits)
         assert (result.outcome, result.owner) == ("provider_failure", "provider")
         assert "had not started" in result.cause and result.cleanup_verified
