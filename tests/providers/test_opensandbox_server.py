@@ -14,11 +14,13 @@ import pytest
 from django.core.management import call_command
 from opensandbox.sync.sandbox import SandboxSync
 
+from boxbench.cli import cleanup as cleanup_command
 from runner import clock, lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
 from runner.providers.base import ExecTimeout, ProviderError, SandboxSpec
 from runner.providers.opensandbox import local
+from runner.providers.opensandbox.adapter import BATCH_KEY
 from runner.providers.opensandbox.errors import (
     CredentialsRejected,
     RequestRejected,
@@ -239,10 +241,19 @@ def test_a_failed_create_leaves_an_execd_helper_that_cleanup_sweeps(
     # An execd image without `tail`: the server's helper container cannot start, the create
     # fails with 503, and the server leaves the helper behind in state Created.
     api = docker.APIClient(base_url=opensandbox_stack.docker_host, version="1.41")
-    broken = f"{local.EXECD_REPOSITORY}:broken-{uuid.uuid4().hex[:8]}"
+    tag = f"broken-{uuid.uuid4().hex[:8]}"
+    broken = f"{local.EXECD_REPOSITORY}:{tag}"
+    # The engine's storage is the machine's, shared with every other Podman service here (a run
+    # beside the tests, another test process): its helpers carry a batch label of this test's
+    # own, and the sweep below touches only that label, never another's sandboxes or helpers.
+    ours = f"boxbench-opensandbox-execd-{tag}"
     container = api.create_container(opensandbox_stack.execd_image, command=["true"])["Id"]
-    api.commit(container, repository=broken.split(":")[0], tag=broken.split(":")[1],
-               changes=['ENTRYPOINT ["/no/such/program"]'])  # fmt: skip
+    api.commit(
+        container,
+        repository=local.EXECD_REPOSITORY,
+        tag=tag,
+        changes=['ENTRYPOINT ["/no/such/program"]', f'LABEL {BATCH_KEY}="{ours}"'],
+    )
     api.remove_container(container, force=True)
     port = local.free_port()
     config = local.server_config(tmp_path, port, "k", broken)
@@ -251,23 +262,26 @@ def test_a_failed_create_leaves_an_execd_helper_that_cleanup_sweeps(
         failing = provider_for(opensandbox_stack, url=f"127.0.0.1:{port}", api_key="k")
         with pytest.raises(ProviderError, match="DOCKER::SANDBOX_EXECD_START_FAILED"):
             failing.create(spec(os_label))
-        strays = failing.list_strays()
-        assert strays and all(s.label == local.EXECD_BATCH for s in strays)
+        strays = [s for s in failing.list_strays() if s.label == ours]
+        assert strays
         names = {
             c["Names"][0].lstrip("/")
-            for c in api.containers(all=True, filters={"id": strays[0].id})
+            for stray in strays
+            for c in api.containers(all=True, filters={"id": stray.id})
         }
-        assert all(name.startswith("sandbox-execd-") for name in names)
+        assert names and all(name.startswith("sandbox-execd-") for name in names)
     finally:
         server.stop()
 
     monkeypatch.setenv("OPEN_SANDBOX_DOMAIN", opensandbox_stack.url)
     monkeypatch.setenv("OPEN_SANDBOX_API_KEY", opensandbox_stack.api_key)
     monkeypatch.setenv("BOXBENCH_OPENSANDBOX_DOCKER_HOST", opensandbox_stack.docker_host)
+    monkeypatch.setattr(cleanup_command, "OUR_LABELS", (ours,))
     out = io.StringIO()
     call_command("bench", "cleanup", "--provider", "opensandbox", "--max-age", "0", stdout=out)
-    assert f"removed opensandbox {strays[0].id}" in out.getvalue()
-    assert failing.list_strays() == []
+    for stray in strays:
+        assert f"removed opensandbox {stray.id} label={ours}" in out.getvalue()
+    assert [s for s in failing.list_strays() if s.label == ours] == []
     api.remove_image(broken, force=True)
     api.close()
 
