@@ -102,7 +102,12 @@ def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
     assert {t.job_host for t in trials if t.state == TrialState.DONE} == {"host-b"}
     cut = [t for t in trials if t.cut_short]
     assert len(cut) == 1  # the trial the kill interrupted, ended once and never run again
-    assert all(t.outcome == Outcome.SUCCESS for t in trials if not t.cut_short)
+    unsuccessful = [
+        (t.pk, t.outcome, t.owner, t.cause)
+        for t in trials
+        if not t.cut_short and t.outcome != Outcome.SUCCESS
+    ]
+    assert unsuccessful == [], f"see {tmp_path}/host-*.log"
     assert len(trials) == 4  # nothing ran twice, nothing was refilled after an unknown outcome
     assert Trial.objects.filter(run=run, state=TrialState.RUNNING).count() == 0
     # host-a served its own queue (its recovery schedule) and never a step of host-b's chain.
