@@ -60,8 +60,9 @@ class AnswerLimits:
         )
 
     def exec_answer_bytes(self) -> int:
-        """An answer that carries a command's stdout and stderr inside a JSON document."""
-        return 2 * self.output_bytes + self.answer_bytes
+        """An answer that carries a command's stdout and stderr inside a JSON document: room
+        for both, for JSON's escapes and for a combined copy some providers add."""
+        return 4 * self.output_bytes + self.answer_bytes
 
 
 def _positive(settings: Mapping, key: str, default: int) -> int:

@@ -16,6 +16,9 @@ from collections.abc import Iterable, Iterator
 END_STREAM = 0x02
 _HEADER = struct.Struct(">BI")
 STREAM_CONTENT_TYPE = "application/connect+json"
+# The largest envelope a reader accepts: envd sends output in small chunks, so a length past this
+# is a broken or hostile stream, refused before its bytes are gathered.
+MAX_ENVELOPE = 16 * 1024 * 1024
 
 # Connect error codes and the HTTP status a unary error carries (protocol spec, "Error Codes").
 HTTP_STATUS = {
@@ -40,13 +43,17 @@ def end_stream(error: dict | None = None) -> bytes:
     return envelope({"error": error} if error else {}, END_STREAM)
 
 
-def read_envelopes(chunks: Iterable[bytes]) -> Iterator[tuple[int, dict]]:
+def read_envelopes(
+    chunks: Iterable[bytes], max_length: int = MAX_ENVELOPE
+) -> Iterator[tuple[int, dict]]:
     """(flags, message) for each envelope in a byte stream that arrives in arbitrary chunks."""
     buffer = b""
     for chunk in chunks:
         buffer += chunk
         while len(buffer) >= _HEADER.size:
             flags, length = _HEADER.unpack_from(buffer)
+            if length > max_length:
+                raise FramingError(f"an envelope announces {length} bytes, past {max_length}")
             if len(buffer) < _HEADER.size + length:
                 break
             payload = buffer[_HEADER.size : _HEADER.size + length]

@@ -33,8 +33,10 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 
 from runner import waiting
+from runner.providers.answers import TOO_LARGE, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -44,7 +46,7 @@ from runner.providers.base import (
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.http import HTTPProvider, status_error, transport_error
+from runner.providers.http import HTTPProvider, send, status_error, transport_error
 
 BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
@@ -54,6 +56,30 @@ FAILED = {"error", "build_failed"}
 CREATE_LIMIT_S = 300.0
 # A background command's status: after 50 ms, then 1.5 times longer each time, at most 1 s apart.
 COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
+
+
+# The answers the adapter reads (Daytona's SandboxDto and the toolbox's session answers); anything
+# else in them is ignored.
+class _Sandbox(msgspec.Struct):
+    id: str
+    state: str = ""
+    error_reason: str | None = msgspec.field(name="errorReason", default=None)
+    toolbox_proxy_url: str | None = msgspec.field(name="toolboxProxyUrl", default=None)
+    snapshot: str | None = None
+    target: str | None = None
+    cpu: float | None = None
+    memory: float | None = None
+    labels: dict[str, str] | None = None
+    created_at: str | None = msgspec.field(name="createdAt", default=None)
+
+
+class _Outcome(msgspec.Struct):
+    """A session command's answer: its exit code and output, or (run async) its id."""
+
+    cmd_id: str | None = msgspec.field(name="cmdId", default=None)
+    exit_code: int | None = msgspec.field(name="exitCode", default=None)
+    stdout: str | None = None
+    stderr: str | None = None
 
 
 class DaytonaProvider(HTTPProvider):
@@ -73,11 +99,19 @@ class DaytonaProvider(HTTPProvider):
         toolbox = self._url("toolbox_url", "DAYTONA_TOOLBOX_URL", "")
         self.key_origins = {_origin(self.api_url)} | ({_origin(toolbox)} if toolbox else set())
 
-    def _call(self, method, url, operation, ok=(200,), data_plane=False, **kwargs):
+    def _reader(self, operation: str) -> Reader:
+        return Reader("daytona", operation, (self._key,))
+
+    def _call(
+        self, method, url, operation, ok=(200,), data_plane=False, cap=None, setting="", **kwargs
+    ):
         self._refuse_if_unconfigured(operation)
         headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
+        reader, cap = self._reader(operation), cap or self.limits.answer_bytes
         try:
-            response = self.client.request(method, url, headers=headers, **kwargs)
+            response = send(
+                self.client, method, url, reader, cap, setting=setting, headers=headers, **kwargs
+            )
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
@@ -91,20 +125,42 @@ class DaytonaProvider(HTTPProvider):
     def _api(self, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
         return self._call(method, self.api_url + path, operation, ok, **kwargs)
 
+    def _sandbox(self, method, path, operation, **kwargs) -> _Sandbox:
+        answer = self._api(method, path, operation, **kwargs).content
+        return self._reader(operation).json(answer, _Sandbox, "the sandbox answer")
+
     def _toolbox(self, sandbox, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
         base = self._handle(sandbox)["toolbox"]
         return self._call(method, f"{base}/{sandbox.id}{path}", operation, ok, True, **kwargs)
 
+    def _command(self, sandbox, method, path, **kwargs) -> _Outcome:
+        """A session command's answer, its output within max_output_mib."""
+        limits = self.limits
+        response = self._toolbox(
+            sandbox, method, path, "exec", cap=limits.exec_answer_bytes(),
+            setting="max_output_mib", **kwargs,
+        )  # fmt: skip
+        reader = self._reader("exec")
+        outcome = reader.json(response.content, _Outcome, "the command answer")
+        for stream in ("stdout", "stderr"):
+            if len((getattr(outcome, stream) or "").encode()) > limits.output_bytes:
+                raise reader.fail(
+                    f"the command's {stream} is larger than the cap of {limits.output_bytes} "
+                    "bytes; setting max_output_mib",
+                    TOO_LARGE,
+                )
+        return outcome
+
     def _handle(self, sandbox: Sandbox) -> dict:
         if not isinstance(sandbox.handle, dict) or not sandbox.handle.get("toolbox"):
-            dto = self._api("GET", f"/sandbox/{sandbox.id}", "exec").json()
+            dto = self._sandbox("GET", f"/sandbox/{sandbox.id}", "exec")
             sandbox.handle = {"toolbox": self._toolbox_url(dto, "exec"), "session": None}
         return sandbox.handle
 
-    def _toolbox_url(self, dto, operation: str) -> str:
+    def _toolbox_url(self, dto: _Sandbox, operation: str) -> str:
         """The answer's toolboxProxyUrl, refused unless its origin is one the key may go to."""
-        url = dto.get("toolboxProxyUrl") if isinstance(dto, dict) else None
-        if not isinstance(url, str) or not url:
+        url = dto.toolbox_proxy_url
+        if not url:
             raise ProviderError(
                 f"daytona {operation}: the sandbox answer has no toolboxProxyUrl", operation
             )
@@ -136,25 +192,25 @@ class DaytonaProvider(HTTPProvider):
             "autoStopInterval": max(1, math.ceil(spec.lifetime_s / 60)),
             "autoDeleteInterval": 0,
         }
-        dto = self._api("POST", "/sandbox", "create", json=body).json()
-        sandbox_id = dto["id"]
+        dto = self._sandbox("POST", "/sandbox", "create", json=body)
+        sandbox_id = dto.id
         latest = [dto]
 
         def started() -> bool:
-            state = latest[0].get("state")
+            state = latest[0].state
             if state in FAILED:
                 with contextlib.suppress(ProviderError):
                     self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 404))
                 raise ProviderError(
                     f"daytona create: sandbox {sandbox_id} reached state {state}: "
-                    f"{latest[0].get('errorReason') or 'no reason given'}",
+                    f"{latest[0].error_reason or 'no reason given'}",
                     operation="create",
                     code=state,
                 )
             return state == STARTED
 
         def asked_again() -> bool:
-            latest[0] = self._api("GET", f"/sandbox/{sandbox_id}", "create").json()
+            latest[0] = self._sandbox("GET", f"/sandbox/{sandbox_id}", "create")
             return started()
 
         # The SDK's backoff: from poll_interval_s, 1.1 times longer each time, at most 1 s apart.
@@ -165,7 +221,7 @@ class DaytonaProvider(HTTPProvider):
         ):
             raise ProviderError(
                 f"daytona create: {sandbox_id} not started after {CREATE_LIMIT_S:g} s "
-                f"(state {latest[0].get('state')})",
+                f"(state {latest[0].state})",
                 operation="create",
                 code="create_timeout",
             )
@@ -181,10 +237,10 @@ class DaytonaProvider(HTTPProvider):
             label=spec.label,
             created_at=datetime.now(UTC),
             facts={
-                "snapshot": dto.get("snapshot"),
-                "target": dto.get("target"),
-                "cpu": dto.get("cpu"),
-                "memory_gib": dto.get("memory"),
+                "snapshot": dto.snapshot,
+                "target": dto.target,
+                "cpu": dto.cpu,
+                "memory_gib": dto.memory,
                 "enforced": {"cpus": True, "memory": True},
             },
             handle={"toolbox": toolbox, "session": None},
@@ -232,8 +288,8 @@ class DaytonaProvider(HTTPProvider):
         path = f"/process/session/{session}"
         run_async = timeout > SYNC_LIMIT_S
         try:
-            response = self._toolbox(
-                sandbox, "POST", f"{path}/exec", "exec", ok=(200, 202),
+            outcome = self._command(
+                sandbox, "POST", f"{path}/exec", ok=(200, 202),
                 json={"command": command, "runAsync": run_async},
                 timeout=httpx.Timeout(timeout + 1.0 if not run_async else 30.0, connect=10.0),
             )  # fmt: skip
@@ -244,29 +300,32 @@ class DaytonaProvider(HTTPProvider):
                     f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
                     operation="exec",
                 ) from None
+            if exc.code == TOO_LARGE:
+                self._drop_session(sandbox)  # the command may still be writing
             raise
-        outcome = response.json()
-        if "exitCode" not in outcome:
-            outcome = self._await(sandbox, path, outcome["cmdId"], deadline, timeout)
+        if outcome.exit_code is None:
+            if not outcome.cmd_id:
+                raise self._reader("exec").fail(
+                    "the command answer has neither `exitCode` nor `cmdId`"
+                )
+            outcome = self._await(sandbox, path, outcome.cmd_id, deadline, timeout)
         return ExecResult(
-            int(outcome["exitCode"]),
-            (outcome.get("stdout") or "").encode(),
-            (outcome.get("stderr") or "").encode(),
+            int(outcome.exit_code or 0),
+            (outcome.stdout or "").encode(),
+            (outcome.stderr or "").encode(),
         )
 
-    def _await(self, sandbox, path, command_id, deadline, timeout) -> dict:
-        status: dict = {}
+    def _await(self, sandbox, path, command_id, deadline, timeout) -> _Outcome:
+        status: list[_Outcome] = []
 
         def exited() -> bool:
-            status.clear()
-            status.update(
-                self._toolbox(sandbox, "GET", f"{path}/command/{command_id}", "exec").json()
-            )
-            return status.get("exitCode") is not None
+            status[:] = [self._command(sandbox, "GET", f"{path}/command/{command_id}")]
+            return status[0].exit_code is not None
 
         if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
-            logs = self._toolbox(sandbox, "GET", f"{path}/command/{command_id}/logs", "exec").json()
-            return {"exitCode": status["exitCode"], **logs}
+            logs = self._command(sandbox, "GET", f"{path}/command/{command_id}/logs")
+            logs.exit_code = status[0].exit_code
+            return logs
         self._drop_session(sandbox)
         raise ExecTimeout(
             f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
@@ -281,30 +340,32 @@ class DaytonaProvider(HTTPProvider):
 
     def download(self, sandbox, path) -> bytes:
         return self._toolbox(
-            sandbox, "GET", "/files/download", "download", params={"path": path}
-        ).content
+            sandbox, "GET", "/files/download", "download", params={"path": path},
+            cap=self.limits.download_bytes, setting="max_download_mib",
+        ).content  # fmt: skip
 
     def destroy(self, sandbox) -> None:
         self._api("DELETE", f"/sandbox/{sandbox.id}", "destroy", ok=(200, 204, 404))
 
     def is_gone(self, sandbox_id: str) -> bool:
         response = self._api("GET", f"/sandbox/{sandbox_id}", "is_gone", ok=(200, 404))
-        return response.status_code == 404 or response.json().get("state") == "destroyed"
+        if response.status_code == 404:
+            return True
+        reader = self._reader("is_gone")
+        return reader.json(response.content, _Sandbox, "the sandbox answer").state == "destroyed"
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
         params = {"labels": _json({BATCH_KEY: label})} if label is not None else {}
         found = []
-        for item in self._api("GET", "/sandbox", "list", params=params).json():
-            if item.get("state") in ("destroyed", "destroying"):
+        answer = self._api("GET", "/sandbox", "list", params=params).content
+        for item in self._reader("list").json(answer, list[_Sandbox], "the sandbox list"):
+            if item.state in ("destroyed", "destroying"):
                 continue
-            created = item.get("createdAt")
             found.append(
                 LiveSandbox(
-                    id=item["id"],
-                    label=(item.get("labels") or {}).get(BATCH_KEY, ""),
-                    created_at=datetime.fromisoformat(created.replace("Z", "+00:00"))
-                    if created
-                    else None,
+                    id=item.id,
+                    label=(item.labels or {}).get(BATCH_KEY, ""),
+                    created_at=_timestamp(item.created_at),
                 )
             )
         return found
@@ -320,6 +381,13 @@ def _origin(url: str) -> str:
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def _timestamp(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
 
 
 def _json(value) -> str:

@@ -21,6 +21,7 @@ boxbench's standard image (default boxbench-standard).
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import math
 import time
@@ -28,8 +29,10 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 import httpx
+import msgspec
 
 from runner.providers import connect
+from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -44,6 +47,8 @@ from runner.providers.http import (
     DETAIL_CHARS,
     HTTPProvider,
     host_port,
+    read_capped,
+    send,
     status_error,
     transport_error,
 )
@@ -53,6 +58,50 @@ BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
 KEEPALIVE_S = 5  # envd sends a keepalive event this often while a command runs
 MIN_ENVD = (0, 1, 0)
+
+
+# The answers the adapter reads (spec/openapi.yml; envd's process.proto in protojson, where a
+# field at its default value is left out). Anything else in them is ignored.
+class _Created(msgspec.Struct):
+    sandbox_id: str = msgspec.field(name="sandboxID")
+    template_id: str = msgspec.field(name="templateID", default="")
+    envd_version: str = msgspec.field(name="envdVersion", default="")
+    envd_access_token: str | None = msgspec.field(name="envdAccessToken", default=None)
+
+
+class _Detail(msgspec.Struct):
+    envd_access_token: str | None = msgspec.field(name="envdAccessToken", default=None)
+
+
+class _Listed(msgspec.Struct):
+    sandbox_id: str = msgspec.field(name="sandboxID")
+    metadata: dict[str, str] | None = None
+    started_at: str | None = msgspec.field(name="startedAt", default=None)
+
+
+class _Start(msgspec.Struct):
+    pid: int
+
+
+class _Data(msgspec.Struct):
+    stdout: str = ""
+    stderr: str = ""
+
+
+class _End(msgspec.Struct):
+    exit_code: int = msgspec.field(name="exitCode", default=0)
+    exited: bool = False
+    error: str | None = None
+
+
+class _Event(msgspec.Struct):
+    start: _Start | None = None
+    data: _Data | None = None
+    end: _End | None = None
+
+
+class _Message(msgspec.Struct):
+    event: _Event = msgspec.field(default_factory=_Event)
 
 
 class E2BProvider(HTTPProvider):
@@ -68,11 +117,17 @@ class E2BProvider(HTTPProvider):
 
     # -- plumbing ---------------------------------------------------------------------------------
 
+    def _reader(self, operation: str, *secrets: str | None) -> Reader:
+        return Reader("e2b", operation, (self._key, *secrets))
+
     def _api(self, method: str, path: str, operation: str, ok=(200,), **kwargs) -> httpx.Response:
         self._refuse_if_unconfigured(operation)
         headers = {"X-API-Key": self._key, **kwargs.pop("headers", {})}
         try:
-            response = self.client.request(method, self.api_url + path, headers=headers, **kwargs)
+            response = send(
+                self.client, method, self.api_url + path, self._reader(operation),
+                self.limits.answer_bytes, headers=headers, **kwargs,
+            )  # fmt: skip
         except httpx.HTTPError as exc:
             raise transport_error(exc, "e2b", operation, secrets=(self._key,)) from None
         if response.status_code not in ok:
@@ -90,17 +145,23 @@ class E2BProvider(HTTPProvider):
     def _token(self, sandbox: Sandbox) -> str:
         handle = sandbox.handle if isinstance(sandbox.handle, dict) else {}
         if not handle.get("token"):
-            detail = self._api("GET", f"/sandboxes/{sandbox.id}", "exec").json()
-            handle = {"token": detail.get("envdAccessToken", "")}
+            answer = self._api("GET", f"/sandboxes/{sandbox.id}", "exec").content
+            detail = self._reader("exec").json(answer, _Detail, "the sandbox answer")
+            handle = {"token": detail.envd_access_token or ""}
             sandbox.handle = handle
         return handle["token"]
 
-    def _envd(self, method, path, sandbox, operation, ok=(200,), **kwargs) -> httpx.Response:
+    def _envd(
+        self, method, path, sandbox, operation, ok=(200,), cap=None, what="the answer", **kwargs
+    ) -> httpx.Response:
         headers = {**self._envd_headers(sandbox), **kwargs.pop("headers", {})}
+        reader = self._reader(operation, headers["X-Access-Token"])
+        setting = "max_download_mib" if cap else ""
         try:
-            response = self.client.request(
-                method, self.sandbox_url + path, headers=headers, **kwargs
-            )
+            response = send(
+                self.client, method, self.sandbox_url + path, reader,
+                cap or self.limits.answer_bytes, what, setting, headers=headers, **kwargs,
+            )  # fmt: skip
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc,
@@ -136,22 +197,23 @@ class E2BProvider(HTTPProvider):
             "allow_internet_access": spec.network,
             "autoPause": False,
         }
-        created = self._api("POST", "/sandboxes", "create", ok=(201,), json=body).json()
+        answer = self._api("POST", "/sandboxes", "create", ok=(201,), json=body).content
+        created = self._reader("create").json(answer, _Created)
         sandbox = Sandbox(
-            id=created["sandboxID"],
+            id=created.sandbox_id,
             label=spec.label,
             created_at=datetime.now(UTC),
             facts={
-                "template": created.get("templateID", self.template),
-                "envd_version": created.get("envdVersion", ""),
+                "template": created.template_id or self.template,
+                "envd_version": created.envd_version,
                 "enforced": {"cpus": True, "memory": True},
             },
-            handle={"token": created.get("envdAccessToken") or ""},
+            handle={"token": created.envd_access_token or ""},
         )
-        if _version(created.get("envdVersion", "")) < MIN_ENVD:
+        if _version(created.envd_version) < MIN_ENVD:
             self.destroy(sandbox)
             raise ProviderError(
-                f"e2b create: envd {created.get('envdVersion')!r} is older than 0.1.0",
+                f"e2b create: envd {created.envd_version!r} is older than 0.1.0",
                 operation="create",
                 code="old_envd",
             )
@@ -178,7 +240,10 @@ class E2BProvider(HTTPProvider):
         deadline = time.monotonic() + timeout
         # A read waits at most until the deadline, and never longer than three keepalives.
         read_s = max(0.05, min(timeout, 3 * KEEPALIVE_S))
-        stdout, stderr = bytearray(), bytearray()
+        reader = self._reader("exec", headers["X-Access-Token"])
+        cap = self.limits.output_bytes
+        stdout = Capped(reader, cap, "the command's stdout", "max_output_mib")
+        stderr = Capped(reader, cap, "the command's stderr", "max_output_mib")
         pid = None
         result: ExecResult | None = None
         ended = False
@@ -191,46 +256,45 @@ class E2BProvider(HTTPProvider):
                 timeout=httpx.Timeout(read_s, connect=10.0),
             ) as response:
                 if response.status_code != 200:
-                    response.read()
+                    answer = read_capped(response, reader, self.limits.answer_bytes)
                     raise status_error(
-                        response, "e2b", "exec", data_plane=True,
+                        answer, "e2b", "exec", data_plane=True,
                         secrets=(self._key, headers["X-Access-Token"]),
                     )  # fmt: skip
                 for flags, message in connect.read_envelopes(response.iter_bytes()):
                     if flags & connect.END_STREAM:
                         error = message.get("error")
                         if error:
-                            said = f"{error.get('code')}: {error.get('message', '')}"
+                            said = str(error)
+                            if isinstance(error, dict):
+                                said = f"{error.get('code')}: {error.get('message', '')}"
                             said = redact(said, self._key, headers["X-Access-Token"])
                             raise ProviderError(
                                 f"e2b exec: envd ended the stream: {said[:DETAIL_CHARS]}",
                                 operation="exec",
-                                code=str(error.get("code", "")),
+                                code=str(isinstance(error, dict) and error.get("code") or ""),
                             )
                         ended = True  # read on to the end of the body: the connection stays warm
                         continue
-                    event = (message.get("event") or {}) if isinstance(message, dict) else {}
-                    if "start" in event:
-                        pid = event["start"].get("pid")
+                    event = reader.convert(message, _Message, "an envd event").event
+                    if event.start is not None:
+                        pid = event.start.pid
                         if stdin is not None:
                             self._feed(sandbox, pid, stdin)
-                    elif "data" in event:
-                        data = event["data"]
-                        if "stdout" in data:
-                            stdout += base64.b64decode(data["stdout"])
-                        if "stderr" in data:
-                            stderr += base64.b64decode(data["stderr"])
-                    elif "end" in event:
-                        end = event["end"]
-                        if end.get("error"):
-                            said = redact(str(end["error"]), self._key, headers["X-Access-Token"])
+                    elif event.data is not None:
+                        stdout.add(_base64(reader, event.data.stdout))
+                        stderr.add(_base64(reader, event.data.stderr))
+                    elif event.end is not None:
+                        end = event.end
+                        if end.error:
+                            said = redact(end.error, self._key, headers["X-Access-Token"])
                             raise ProviderError(
                                 f"e2b exec: {said[:DETAIL_CHARS]}", "exec", code="exec_error"
                             )
-                        exit_code = int(end.get("exitCode", 0))
-                        if not end.get("exited", False) and exit_code == 0:
+                        exit_code = end.exit_code
+                        if not end.exited and exit_code == 0:
                             exit_code = -1  # ended by a signal: no exit code
-                        result = ExecResult(exit_code, bytes(stdout), bytes(stderr))
+                        result = ExecResult(exit_code, bytes(stdout.data), bytes(stderr.data))
                     if time.monotonic() > deadline:
                         raise _Overdue()
                 if not ended:
@@ -252,7 +316,14 @@ class E2BProvider(HTTPProvider):
                 f"e2b exec: envd sent nothing for {read_s:g} s (no keepalive)", operation="exec"
             ) from None
         except connect.FramingError as exc:
-            raise ProviderError(f"e2b exec: malformed Connect stream: {exc}", "exec") from None
+            self._kill(sandbox, pid)
+            raise ProviderError(
+                f"e2b exec: malformed Connect stream: {exc}", "exec", code=BAD_ANSWER
+            ) from None
+        except ProviderError as exc:
+            if exc.code == TOO_LARGE:
+                self._kill(sandbox, pid)  # the command may still be writing
+            raise
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc,
@@ -294,7 +365,10 @@ class E2BProvider(HTTPProvider):
         )  # fmt: skip
 
     def download(self, sandbox, path) -> bytes:
-        return self._envd("GET", f"/files?path={quote(path)}", sandbox, "download").content
+        return self._envd(
+            "GET", f"/files?path={quote(path)}", sandbox, "download",
+            cap=self.limits.download_bytes, what=f"the file {path}",
+        ).content  # fmt: skip
 
     def destroy(self, sandbox) -> None:
         self._api("DELETE", f"/sandboxes/{sandbox.id}", "destroy", ok=(204, 404))
@@ -308,21 +382,21 @@ class E2BProvider(HTTPProvider):
         if label is not None:
             params["metadata"] = f"{quote(BATCH_KEY, safe='')}={quote(label, safe='')}"
         found, token = [], None
+        reader = self._reader("list")
+        listing = Listing(reader, self.limits.pages)
         while True:
             page = dict(params, **({"nextToken": token} if token else {}))
             response = self._api("GET", "/v2/sandboxes", "list", params=page)
-            for item in response.json():
-                metadata = item.get("metadata") or {}
-                started = item.get("startedAt")
+            for item in reader.json(response.content, list[_Listed], "the sandbox list"):
                 found.append(
                     LiveSandbox(
-                        id=item["sandboxID"],
-                        label=metadata.get(BATCH_KEY, ""),
-                        created_at=_timestamp(started),
+                        id=item.sandbox_id,
+                        label=(item.metadata or {}).get(BATCH_KEY, ""),
+                        created_at=_timestamp(item.started_at),
                     )
                 )
             token = response.headers.get("X-Next-Token")
-            if not token:
+            if not listing.more(token):
                 return found
 
     def endpoints(self) -> list[tuple[str, int]]:
@@ -337,6 +411,13 @@ class E2BProvider(HTTPProvider):
 
 class _Overdue(Exception):
     pass
+
+
+def _base64(reader: Reader, text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise reader.fail(f"envd sent output that is not base64: {reader.preview(text)}") from None
 
 
 def _version(text: str) -> tuple[int, ...]:

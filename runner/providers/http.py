@@ -156,9 +156,20 @@ def send(
     to the caller, which maps them as before."""
     response = client.send(client.build_request(method, url, **kwargs), stream=True)
     try:
-        body = read_body(response, reader, cap, what, setting)
+        return read_capped(response, reader, cap, what, setting)
     finally:
         response.close()
+
+
+def read_capped(
+    response: httpx.Response, reader: Reader, cap: int, what: str = "the answer", setting: str = ""
+) -> httpx.Response:
+    """A streamed response read into memory, at most `cap` bytes of body (Content-Length is
+    trusted only to fail early, never to size a buffer): the same answer, body read."""
+    capped = Capped(reader, cap, what, setting)
+    declared = response.headers.get("Content-Length", "")
+    capped.announced(int(declared) if declared.strip().isdigit() else None)
+    body = capped.read(response.iter_bytes())
     headers = [
         (name, value)
         for name, value in response.headers.multi_items()
@@ -167,17 +178,6 @@ def send(
     return httpx.Response(
         response.status_code, headers=headers, content=body, request=response.request
     )
-
-
-def read_body(
-    response: httpx.Response, reader: Reader, cap: int, what: str = "the answer", setting: str = ""
-) -> bytes:
-    """A streamed response's body, at most `cap` bytes (Content-Length is trusted only to fail
-    early, never to size a buffer)."""
-    capped = Capped(reader, cap, what, setting)
-    declared = response.headers.get("Content-Length", "")
-    capped.announced(int(declared) if declared.strip().isdigit() else None)
-    return capped.read(response.iter_bytes())
 
 
 def host_port(url: str) -> tuple[str, int]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import json
 import logging
 import math
 import tarfile
@@ -39,8 +38,10 @@ import uuid
 from datetime import UTC, datetime
 
 import httpx
+import msgspec
 
 from runner import waiting
+from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -51,7 +52,7 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.providers.credentials import redact
-from runner.providers.http import HTTPProvider, status_error, transport_error
+from runner.providers.http import HTTPProvider, read_capped, send, status_error, transport_error
 from runner.providers.ledger import Ledger
 
 WORKDIR = "/app"
@@ -64,6 +65,39 @@ CREATE_LIMIT_S = 300.0
 COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
 MIB_PER_VCPU = 2048  # Vercel fixes memory at 2 GB per vCPU
 RUNTIME = "python3.13"
+
+
+# The answers the adapter reads (the api-client's schemas); anything else in them is ignored.
+class _Box(msgspec.Struct):
+    id: str
+    status: str = ""
+    region: str | None = None
+    runtime: str | None = None
+    vcpus: float | None = None
+    memory: float | None = None
+
+
+class _BoxAnswer(msgspec.Struct):
+    sandbox: _Box
+
+
+class _Command(msgspec.Struct):
+    id: str
+    exit_code: int | None = msgspec.field(name="exitCode", default=None)
+
+
+class _CommandAnswer(msgspec.Struct):
+    command: _Command
+
+
+class _LogError(msgspec.Struct):
+    code: str | int | None = None
+    message: str | None = None
+
+
+class _LogLine(msgspec.Struct):
+    stream: str = ""
+    data: str | _LogError | None = None
 
 
 class _RedactURLs(logging.Filter):
@@ -120,7 +154,13 @@ class VercelProvider(HTTPProvider):
     def _secrets(self) -> tuple:
         return (self._key, self._team)
 
-    def _request(self, method, path, operation, data_plane=False, stream=False, **kwargs):
+    def _reader(self, operation: str) -> Reader:
+        return Reader("vercel", operation, self._secrets())
+
+    def _request(
+        self, method, path, operation, data_plane=False, stream=False, cap=None, setting="",
+        **kwargs,
+    ):  # fmt: skip
         self._refuse_if_unconfigured(operation)
         headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
         params = {"teamId": self._team, **kwargs.pop("params", {})}
@@ -131,7 +171,11 @@ class VercelProvider(HTTPProvider):
                     method, url, headers=headers, params=params, **kwargs
                 )
                 return self.client.send(request, stream=True)
-            return self.client.request(method, url, headers=headers, params=params, **kwargs)
+            return send(
+                self.client, method, url, self._reader(operation),
+                cap or self.limits.answer_bytes, setting=setting,
+                headers=headers, params=params, **kwargs,
+            )  # fmt: skip
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
@@ -144,6 +188,9 @@ class VercelProvider(HTTPProvider):
                 response, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
             )
         return response
+
+    def _read(self, response: httpx.Response, kind, operation: str):
+        return self._reader(operation).json(response.content, kind)
 
     def _box(self, sandbox_id: str, operation: str, ok=(200,)) -> httpx.Response:
         return self._call("GET", f"/v1/sandboxes/{sandbox_id}", operation, ok)
@@ -174,14 +221,15 @@ class VercelProvider(HTTPProvider):
         }
         if self.base_snapshot:
             body["source"] = {"type": "snapshot", "snapshotId": self.base_snapshot}
-        dto = self._call("POST", "/v1/sandboxes", "create", json=body).json()["sandbox"]
-        sandbox_id = dto["id"]
+        created = self._call("POST", "/v1/sandboxes", "create", json=body)
+        dto = self._read(created, _BoxAnswer, "create").sandbox
+        sandbox_id = dto.id
         created_at = datetime.now(UTC)
         self.ledger.created(sandbox_id, spec.label, created_at, spec.lifetime_s)
         latest = [dto]
 
         def running() -> bool:
-            status = latest[0].get("status")
+            status = latest[0].status
             if status in FAILED or status in GONE:
                 raise ProviderError(
                     f"vercel create: sandbox {sandbox_id} reached status {status}",
@@ -191,7 +239,7 @@ class VercelProvider(HTTPProvider):
             return status == RUNNING
 
         def asked_again() -> bool:
-            latest[0] = self._box(sandbox_id, "create").json()["sandbox"]
+            latest[0] = self._read(self._box(sandbox_id, "create"), _BoxAnswer, "create").sandbox
             return running()
 
         # Polled from poll_interval_s, 1.5 times longer each time, at most 1 s apart.
@@ -204,7 +252,7 @@ class VercelProvider(HTTPProvider):
                 self._call("POST", f"/v1/sandboxes/{sandbox_id}/stop", "create")
             raise ProviderError(
                 f"vercel create: {sandbox_id} not running after {CREATE_LIMIT_S:g} s "
-                f"(status {latest[0].get('status')})",
+                f"(status {latest[0].status})",
                 operation="create",
                 code="create_timeout",
             )
@@ -214,10 +262,10 @@ class VercelProvider(HTTPProvider):
             label=spec.label,
             created_at=created_at,
             facts={
-                "region": dto.get("region"),
-                "runtime": dto.get("runtime"),
-                "cpus": dto.get("vcpus"),
-                "memory_mib": dto.get("memory"),
+                "region": dto.region,
+                "runtime": dto.runtime,
+                "cpus": dto.vcpus,
+                "memory_mib": dto.memory,
                 "enforced": {"cpus": True, "memory": True},
             },
         )
@@ -244,7 +292,7 @@ class VercelProvider(HTTPProvider):
             command_id, exit_code = self._run_waiting(sandbox, path, body, timeout)
         else:
             response = self._call("POST", path, "exec", data_plane=True, json=body)
-            command_id = response.json()["command"]["id"]
+            command_id = self._read(response, _CommandAnswer, "exec").command.id
             exit_code = self._await(sandbox, command_id, deadline, timeout)
         stdout, stderr = self._logs(sandbox, command_id)
         return ExecResult(exit_code, stdout, stderr)
@@ -256,28 +304,29 @@ class VercelProvider(HTTPProvider):
             timeout=httpx.Timeout(timeout + 1.0, connect=10.0),
         )  # fmt: skip
         command_id = None
+        reader = self._reader("exec")
         try:
             if response.status_code != 200:
-                response.read()
+                answer = read_capped(response, reader, self.limits.answer_bytes)
                 raise status_error(
-                    response, "vercel", "exec", data_plane=True, secrets=self._secrets()
+                    answer, "vercel", "exec", data_plane=True, secrets=self._secrets()
                 )
             if response.headers.get("content-type") != "application/x-ndjson":
                 raise ProviderError(
                     "vercel exec: expected a stream of command data (application/x-ndjson)",
                     operation="exec",
+                    code=BAD_ANSWER,
                 )
-            lines = response.iter_lines()
-            first = json.loads(next(lines))
-            command_id = first["command"]["id"]
+            lines = _lines(response.iter_bytes(), Capped(reader, self.limits.answer_bytes,
+                                                         "the command stream"))  # fmt: skip
+            command_id = reader.json(next(lines), _CommandAnswer, "the command stream").command.id
             exit_code = None
             # Read to the end even after the exit code: closing a stream that is not drained
             # closes its connection, and the next call would pay for a new one.
             for line in lines:
                 if line.strip() and exit_code is None:
-                    finished = json.loads(line)["command"]
-                    if finished.get("exitCode") is not None:
-                        exit_code = int(finished["exitCode"])
+                    finished = reader.json(line, _CommandAnswer, "the command stream").command
+                    exit_code = finished.exit_code
             if exit_code is not None:
                 return command_id, exit_code
             raise ProviderError(
@@ -291,7 +340,7 @@ class VercelProvider(HTTPProvider):
                 f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
                 operation="exec",
             ) from None
-        except (httpx.HTTPError, StopIteration, ValueError, KeyError) as exc:
+        except (httpx.HTTPError, StopIteration) as exc:
             raise ProviderError(
                 f"vercel exec: the command stream broke off: {type(exc).__name__}",
                 operation="exec",
@@ -302,15 +351,15 @@ class VercelProvider(HTTPProvider):
 
     def _await(self, sandbox, command_id, deadline, timeout) -> int:
         path = f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}"
-        command: dict = {}
+        command: list[_Command] = []
 
         def exited() -> bool:
-            command.clear()
-            command.update(self._call("GET", path, "exec", data_plane=True).json()["command"])
-            return command.get("exitCode") is not None
+            answer = self._call("GET", path, "exec", data_plane=True)
+            command[:] = [self._read(answer, _CommandAnswer, "exec").command]
+            return command[0].exit_code is not None
 
         if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
-            return int(command["exitCode"])
+            return int(command[0].exit_code or 0)
         self._kill(sandbox, command_id)
         raise ExecTimeout(
             f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
@@ -323,24 +372,37 @@ class VercelProvider(HTTPProvider):
                        json={"signal": 9})  # fmt: skip
 
     def _logs(self, sandbox, command_id) -> tuple[bytes, bytes]:
-        response = self._call(
-            "GET", f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs", "exec", data_plane=True
-        )
-        out = {"stdout": bytearray(), "stderr": bytearray()}
-        for line in response.text.splitlines():
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            if item.get("stream") == "error":
-                data = item.get("data") or {}
-                raise ProviderError(
-                    f"vercel exec: log stream error {data.get('code')}: {data.get('message')}",
-                    operation="exec",
-                    code=str(data.get("code") or "stream_error"),
-                )
-            if item.get("stream") in out:
-                out[item["stream"]] += item.get("data", "").encode()
-        return bytes(out["stdout"]), bytes(out["stderr"])
+        limits, reader = self.limits, self._reader("exec")
+        try:
+            response = self._call(
+                "GET", f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs", "exec",
+                data_plane=True, cap=limits.exec_answer_bytes(), setting="max_output_mib",
+            )  # fmt: skip
+            out = {
+                stream: Capped(reader, limits.output_bytes, f"the command's {stream}",
+                               "max_output_mib")
+                for stream in ("stdout", "stderr")
+            }  # fmt: skip
+            for line in response.content.splitlines():
+                if not line.strip():
+                    continue
+                item = reader.json(line, _LogLine, "a log line")
+                if item.stream == "error":
+                    error = item.data if isinstance(item.data, _LogError) else _LogError()
+                    raise ProviderError(
+                        f"vercel exec: log stream error {error.code}: {error.message}",
+                        operation="exec",
+                        code=str(error.code or "stream_error"),
+                    )
+                if item.stream in out:
+                    if not isinstance(item.data, str):
+                        raise reader.fail(f"a {item.stream} log line's `data` is not a string")
+                    out[item.stream].add(item.data.encode())
+        except ProviderError as exc:
+            if exc.code == TOO_LARGE:
+                self._kill(sandbox, command_id)  # the command may still be writing
+            raise
+        return bytes(out["stdout"].data), bytes(out["stderr"].data)
 
     def upload(self, sandbox, path, data) -> None:
         buffer = io.BytesIO()
@@ -357,20 +419,23 @@ class VercelProvider(HTTPProvider):
     def download(self, sandbox, path) -> bytes:
         return self._call(
             "POST", f"/v1/sandboxes/{sandbox.id}/fs/read", "download", data_plane=True,
-            json={"path": path},
+            json={"path": path}, cap=self.limits.download_bytes, setting="max_download_mib",
         ).content  # fmt: skip
 
     def destroy(self, sandbox) -> None:
         response = self._call("POST", f"/v1/sandboxes/{sandbox.id}/stop", "destroy", ok=(200, 404))
-        if response.status_code == 404 or response.json()["sandbox"].get("status") in GONE:
+        if response.status_code == 404 or self._status(response, "destroy") in GONE:
             self.ledger.stopped(sandbox.id)
 
     def is_gone(self, sandbox_id: str) -> bool:
         response = self._box(sandbox_id, "is_gone", ok=(200, 404))
-        gone = response.status_code == 404 or response.json()["sandbox"].get("status") in GONE
+        gone = response.status_code == 404 or self._status(response, "is_gone") in GONE
         if gone:
             self.ledger.stopped(sandbox_id)
         return gone
+
+    def _status(self, response: httpx.Response, operation: str) -> str:
+        return self._read(response, _BoxAnswer, operation).sandbox.status
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
         """The ledger's sandboxes not yet confirmed stopped, each checked with the API (one the
@@ -403,3 +468,15 @@ class VercelProvider(HTTPProvider):
                 or f"runtime {RUNTIME} (BOXBENCH_VERCEL_SNAPSHOT unset)",
             ),  # fmt: skip
         ]
+
+
+def _lines(chunks, capped: Capped):
+    """The lines of an ndjson stream as they arrive, all of it within `capped`'s cap."""
+    pending = b""
+    for chunk in chunks:
+        capped.add(chunk)
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from complete
+    if pending:
+        yield pending

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from runner import lifecycle
-from runner.benchmarks.base import BenchmarkError
+from runner.benchmarks.base import BenchmarkError, ProviderFailure
 from runner.providers import REGISTRY, get_provider
 from runner.providers.base import CredentialsRejected, Provider, ProviderError, SandboxSpec
 from tests.providers.cloud.helpers import running_fake
@@ -48,6 +48,12 @@ class Subject:
     with_credential: Callable[[str], Provider] | None = None
     # Whether the provider's refusal can carry the text we plant (only the fakes can).
     echoes: bool = False
+    # The adapter with more settings (the answer bounds: max_pages, max_download_mib...);
+    # None for an adapter that reads no provider's answers.
+    with_settings: Callable[[dict], Provider] | None = None
+    # Make the backend answer as a hostile provider would (runner/providers/fakes/hostile.py);
+    # None where nothing can be told to (a real engine).
+    hostile: Callable[[str], None] | None = None
 
 
 SUBJECTS: dict[str, tuple[Callable, tuple]] = {}  # adapter key -> (subject factory, marks)
@@ -111,6 +117,7 @@ def _http_subject(slug):
                 slug, cloud.provider, f"bb-contract-{uuid.uuid4().hex[:8]}",
                 secrets=(cloud.fake.api_key,), fail_next_create=fail_next_create,
                 with_credential=lambda key: cloud.adapter(**{setting: key}), echoes=True,
+                with_settings=lambda more: cloud.adapter(**more), hostile=cloud.fake.hostile,
             )  # fmt: skip
 
     return factory
@@ -299,3 +306,112 @@ def test_a_credential_the_provider_refuses_is_ours(adapter, caplog):
 
 def test_every_registered_adapter_keeps_the_contract_or_is_named_as_left_out():
     assert sorted(REGISTRY) == sorted([*SUBJECTS, *LEFT_OUT])
+
+
+# Answers each adapter reads as hostile input (runner/providers/answers.py): a command output or a
+# file past its cap, and the fakes' hostile modes, are named provider failures.
+MIB = 1024 * 1024
+BOUNDS = {"max_pages": 5, "max_download_mib": 1, "max_output_mib": 1}
+READS_NO_ANSWERS = {
+    "local": "its output comes from pipes of its own processes, not a provider's answers",
+    "apple-container": "its output comes from the local tool's pipes, not a provider's answers",
+}
+# Adapters whose answers are bounded in the commits that follow this one (issue 23, section 4).
+NOT_YET_BOUNDED = {
+    slug: "its answers are not bounded yet"
+    for slug in ("docker", "opensandbox", "modal", "agentcore")
+}
+HOSTILE_CODE = {
+    "endless_listing": "endless_listing",
+    "missing_id": "bad_answer",
+    "not_json": "bad_answer",
+    "oversized_download": "too_large",
+}
+# Modes that have nothing to act on in an adapter, and why.
+NOT_APPLICABLE = {
+    ("daytona", "endless_listing"): "Daytona's sandbox list is one answer, with no pages",
+    ("vercel", "endless_listing"): "the adapter lists from boxbench's own ledger (no labels)",
+}
+
+
+def bounded(adapter: Subject) -> Provider:
+    if adapter.with_settings is None:
+        reasons = READS_NO_ANSWERS | NOT_YET_BOUNDED
+        assert adapter.slug in reasons, f"{adapter.slug} says nothing of its bounds"
+        pytest.skip(reasons[adapter.slug])
+    return adapter.with_settings(BOUNDS)
+
+
+def assert_named(adapter: Subject, error: ProviderError, operation: str, code: str) -> None:
+    assert error.code == code and error.operation == operation, (error.code, str(error))
+    assert str(error).startswith(f"{adapter.slug} {operation}: "), str(error)
+    failure = lifecycle.adapter_failure(operation, error)
+    assert isinstance(failure, ProviderFailure) and shows_no_secret(adapter, failure.cause)
+
+
+def test_command_output_past_the_cap_is_a_named_provider_failure(adapter):
+    provider = bounded(adapter)
+    sandbox = create(provider, spec(adapter))
+    try:
+        lifecycle.readiness_check(provider, sandbox, FAST.readiness)
+        for stream in ("", " >&2"):
+            with pytest.raises(ProviderError, match="max_output_mib") as raised:
+                provider.exec(
+                    sandbox, ["/bin/sh", "-c", f"head -c {2 * MIB} /dev/zero{stream}"], 60
+                )
+            assert_named(adapter, raised.value, "exec", "too_large")
+        assert (
+            provider.exec(sandbox, ["/bin/sh", "-c", f"head -c {MIB} /dev/zero"], 60).exit_code == 0
+        )
+    finally:
+        provider.destroy(sandbox)
+
+
+def test_a_download_past_the_cap_is_a_named_provider_failure(adapter):
+    provider = bounded(adapter)
+    sandbox = create(provider, spec(adapter))
+    try:
+        lifecycle.readiness_check(provider, sandbox, FAST.readiness)
+        script = (
+            f"head -c {MIB + 1} /dev/urandom > /tmp/big.bin && "
+            f"head -c {MIB} /tmp/big.bin > /tmp/fits.bin"
+        )
+        assert provider.exec(sandbox, ["/bin/sh", "-c", script], 60).exit_code == 0
+        with pytest.raises(ProviderError, match="max_download_mib") as raised:
+            provider.download(sandbox, "/tmp/big.bin")
+        assert_named(adapter, raised.value, "download", "too_large")
+        assert len(provider.download(sandbox, "/tmp/fits.bin")) == MIB
+    finally:
+        provider.destroy(sandbox)
+
+
+@pytest.mark.parametrize("mode", HOSTILE_CODE)
+def test_a_hostile_answer_is_a_named_provider_failure(adapter, mode):
+    provider = bounded(adapter)
+    if (adapter.slug, mode) in NOT_APPLICABLE:
+        pytest.skip(NOT_APPLICABLE[adapter.slug, mode])
+    if adapter.hostile is None:
+        pytest.skip(f"{adapter.slug} runs against a real backend, which cannot be told to lie")
+    sandbox = create(provider, spec(adapter)) if mode == "oversized_download" else None
+    adapter.hostile(mode)
+    operation = {"endless_listing": "list", "oversized_download": "download"}.get(mode, "create")
+    try:
+        with pytest.raises(ProviderError) as raised:
+            if sandbox is not None:
+                provider.download(sandbox, "/tmp/anything")
+            elif operation == "list":
+                provider.list_sandboxes(adapter.label)
+            else:
+                provider.create(spec(adapter))
+    finally:
+        adapter.hostile("calm")
+        if sandbox is not None:
+            provider.destroy(sandbox)
+    assert_named(adapter, raised.value, operation, HOSTILE_CODE[mode])
+    said = {
+        "endless_listing": "within 5 pages",
+        "missing_id": "missing required field",
+        "not_json": "not JSON",
+        "oversized_download": "max_download_mib",
+    }[mode]
+    assert said in str(raised.value)

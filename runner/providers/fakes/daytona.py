@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.providers.base import ProviderError
+from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.e2b import _multipart_file
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
@@ -80,6 +81,22 @@ class DaytonaFake:
 
     def _authorized(self, request: Request) -> bool:
         return request.headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def hostile(self, mode: str) -> None:
+        """Answer as a broken or hostile Daytona would (fakes/hostile.py); its sandbox list has
+        no pages, so it has no endless listing."""
+        if mode == hostile.CALM:
+            self.api.faults.clear()
+            self.toolbox.faults.clear()
+        elif mode == "missing_id":
+            self.api.faults.add("POST", "^/api/sandbox$", status=200, body={"state": "started"})
+        elif mode == "not_json":
+            self.api.faults.add("POST", "^/api/sandbox$", answer=lambda r: hostile.html())
+        elif mode == "oversized_download":
+            self.toolbox.faults.add("GET", "/files/download$",
+                                    answer=lambda r: hostile.oversized_download())  # fmt: skip
+        else:
+            raise hostile.unknown(mode, "daytona")
 
     # -- API ------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runner.providers import connect
 from runner.providers.base import ProviderError
+from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
 
@@ -62,6 +63,24 @@ class E2BFake:
     def adapter_settings(self) -> dict:
         return {"api_url": self.api.url, "sandbox_url": self.proxy.url,
                 "api_key": self.api_key, "template": next(iter(self.templates))}  # fmt: skip
+
+    def hostile(self, mode: str) -> None:
+        """Answer as a broken or hostile E2B would (fakes/hostile.py)."""
+        if mode == hostile.CALM:
+            self.api.faults.clear()
+            self.proxy.faults.clear()
+        elif mode == "endless_listing":
+            self.api.faults.add("GET", "^/v2/sandboxes$", times=hostile.PAGES, answer=lambda r:
+                Response.json(200, [], {"X-Next-Token": hostile.fresh_token()}))  # fmt: skip
+        elif mode == "missing_id":
+            body = {"templateID": next(iter(self.templates)), "envdVersion": ENVD_VERSION}
+            self.api.faults.add("POST", "^/sandboxes$", status=201, body=body)
+        elif mode == "not_json":
+            self.api.faults.add("POST", "^/sandboxes$", answer=lambda r: hostile.html(201))
+        elif mode == "oversized_download":
+            self.proxy.faults.add("GET", "^/files$", answer=lambda r: hostile.oversized_download())
+        else:
+            raise hostile.unknown(mode, "e2b")
 
     # -- control plane -------------------------------------------------------------------------
 

@@ -61,7 +61,8 @@ class Response:
 class Fault:
     """One injected failure: the next `times` requests matching `method` and `path` (a regex
     searched in the path) get `status` with `body` and `headers`, or a connection `reset`, or
-    wait `delay_s` first and are then served normally."""
+    the Response `answer` makes for the request (a hostile answer: fakes/hostile.py), or wait
+    `delay_s` first and are then served normally."""
 
     method: str
     path: str
@@ -71,6 +72,7 @@ class Fault:
     headers: dict = field(default_factory=dict)
     reset: bool = False
     delay_s: float = 0.0
+    answer: Callable[[Request], Response] | None = None
 
 
 class Faults:
@@ -178,6 +180,9 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(fault.delay_s)
             if fault.reset:
                 self._reset()
+                return
+            if fault.answer is not None:
+                self._send(fault.answer(request))
                 return
             if fault.status is not None:
                 data = fault.body if fault.body is not None else {}

@@ -29,6 +29,7 @@ import uuid
 from pathlib import Path
 
 from runner.providers.base import ProviderError
+from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
@@ -83,6 +84,21 @@ class VercelFake:
         return {"api_url": self.api.url + "/api", "token": self.token, "team_id": self.team_id,
                 "project_id": self.project_id, "poll_interval_s": 0.02,
                 "ledger_dir": str(self.root / "ledgers")}  # fmt: skip
+
+    def hostile(self, mode: str) -> None:
+        """Answer as a broken or hostile Vercel would (fakes/hostile.py); the adapter lists from
+        its own ledger, so there is no listing to make endless."""
+        if mode == hostile.CALM:
+            self.api.faults.clear()
+        elif mode == "missing_id":
+            body = {"sandbox": {"status": "running", "region": "iad1"}}
+            self.api.faults.add("POST", "^/api/v1/sandboxes$", status=200, body=body)
+        elif mode == "not_json":
+            self.api.faults.add("POST", "^/api/v1/sandboxes$", answer=lambda r: hostile.html())
+        elif mode == "oversized_download":
+            self.api.faults.add("POST", "/fs/read$", answer=lambda r: hostile.oversized_download())
+        else:
+            raise hostile.unknown(mode, "vercel")
 
     # -- routing ---------------------------------------------------------------------------------
 
