@@ -8,20 +8,32 @@ from boxbench.views import compare, downloads, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
-    path("", cached(pages.overview), name="overview"),
+    path("", cached(pages.overview, params=("open",)), name="overview"),
     path("scores.csv", cached(downloads.overview_csv), name="overview-csv"),
-    path("benchmarks/<slug:slug>/", cached(pages.benchmark), name="benchmark"),
-    path("benchmarks/<slug:slug>.csv", cached(downloads.benchmark_csv), name="benchmark-csv"),
-    path("benchmarks/<slug:slug>/units/<slug:unit_slug>/", cached(pages.unit), name="unit"),
+    path(
+        "benchmarks/<slug:slug>/",
+        cached(pages.benchmark, params=("unit", "view"), client=("stages",)),
+        name="benchmark",
+    ),
+    path(
+        "benchmarks/<slug:slug>.csv",
+        cached(downloads.benchmark_csv, params=("view",)),
+        name="benchmark-csv",
+    ),
+    path(
+        "benchmarks/<slug:slug>/units/<slug:unit_slug>/",
+        cached(pages.unit, params=("provider", "page"), client=("stages",)),
+        name="unit",
+    ),
     path(
         "benchmarks/<slug:slug>/units/<slug:unit_slug>.csv",
-        cached(downloads.unit_csv),
+        cached(downloads.unit_csv, params=("view",)),
         name="unit-csv",
     ),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
-    path("compare/", cached(compare.compare), name="compare"),
-    path("compare.csv", cached(compare.compare_csv), name="compare-csv"),
-    path("runs/<uuid:run_id>/", cached(runs.run_page), name="run"),
+    path("compare/", cached(compare.compare, params=("a", "b")), name="compare"),
+    path("compare.csv", cached(compare.compare_csv, params=("a", "b")), name="compare-csv"),
+    path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),
     path("runs/<uuid:run_id>/progress.json", runs.progress_json, name="run-progress"),
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
     path("runs/<uuid:run_id>/raw.jsonl", downloads.raw_jsonl, name="run-raw-jsonl"),

@@ -24,6 +24,10 @@ publication) calls `uncached(response)`; a response that set a cookie or used a
 CSRF token is never stored either, since it is one visitor's. Nor is anything shown while the
 visitor has Django messages waiting (an admin action's confirmation): those pages are rendered
 for that visitor alone, neither read from nor written to the shared cache.
+
+The key holds the page's path and its known query parameters only, and a request with unknown,
+repeated or empty ones is redirected first (canonical.py): what a visitor adds to an address
+never adds an entry.
 """
 
 import functools
@@ -35,7 +39,7 @@ from django.http import HttpResponse
 
 from boxbench.models import Aggregate
 from boxbench.models.aggregates import VERSION_KEY, VERSION_TTL_S
-from boxbench.views import audience
+from boxbench.views import audience, canonical
 
 TIMEOUT_S = 24 * 3600
 
@@ -48,10 +52,12 @@ def publication_version() -> int:
     return version
 
 
-def page_key(request, reader: str, also: str = "") -> str:
+def page_key(request, reader: str, also: str = "", params: tuple[str, ...] = ()) -> str:
+    """The entry of this page: its path and its known parameters (canonical.key_query), never
+    the query string as sent."""
+    address = request.path + "?" + canonical.key_query(request, params)
     # Hashed: an address can be longer than any cache key may be (255 characters in the table).
-    address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
-    return f"page:{reader}:{address}{also}"
+    return f"page:{reader}:{hashlib.sha256(address.encode()).hexdigest()}{also}"
 
 
 def uncached(response):
@@ -75,16 +81,23 @@ def _has_messages(request) -> bool:
     return len(messages.get_messages(request)) > 0
 
 
-def per_publication(view, also=None):
+def per_publication(view, also=None, params: tuple[str, ...] = (), client: tuple[str, ...] = ()):
+    """Cache `view` per publication. `params` are the query parameters it reads, `client` those
+    only the page's script reads; a request with others is redirected (canonical.py)."""
+
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
+        if request.method in ("GET", "HEAD"):
+            moved = canonical.query_redirect(request, params, client)
+            if moved is not None:
+                return moved
         if request.method != "GET" or _has_messages(request):
             return view(request, *args, **kwargs)
         extra = f":{also(request)}" if also else ""
         reader, found = audience.of_with(
-            request, lambda reader: [VERSION_KEY, page_key(request, reader, extra)]
+            request, lambda reader: [VERSION_KEY, page_key(request, reader, extra, params)]
         )
-        key = page_key(request, reader, extra)
+        key = page_key(request, reader, extra, params)
         version = found.get(VERSION_KEY)
         if version is None:
             version = publication_version()
@@ -103,7 +116,8 @@ def per_publication(view, also=None):
                 response["Content-Type"],
                 response.get("Content-Disposition"),
             )
-            cache.set(page_key(request, audience.fresh(request), extra), entry, TIMEOUT_S)
+            key = page_key(request, audience.fresh(request), extra, params)
+            cache.set(key, entry, TIMEOUT_S)
         return response
 
     return wrapper

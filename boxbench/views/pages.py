@@ -20,7 +20,7 @@ from boxbench.models import (
     Scope,
     Trial,
 )
-from boxbench.views import tables
+from boxbench.views import canonical, tables
 from boxbench.views.access import aggregate, chosen_view
 from boxbench.views.awaiting import awaiting_runs
 from boxbench.views.cache import uncached
@@ -39,12 +39,18 @@ COMPOSITE_BLANKS = {
 
 def overview(request):
     data: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
+    if not data and "open" in request.GET:
+        return canonical.redirect(request, open=None)  # nothing to open yet
     context = {"overview": data}
     if not data and permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs()
     if data:
-        opened = {p for p in request.GET.get("open", "").split(",") if p}
         rows = tables.score_rows(data)
+        asked = request.GET.get("open", "")
+        wanted = canonical.open_rows(asked, [r["path"] for r in rows if r["level"] in OPENING])
+        if wanted != asked:
+            return canonical.redirect(request, open=wanted)
+        opened = {p for p in wanted.split(",") if p}
         columns = [p for p, _, _ in rows[0]["ranking"]]
         context["columns"] = [data["providers"].get(p, {"provider_name": p}) for p in columns]
         context["score_rows"] = _visible_rows(rows, columns, opened)
@@ -53,6 +59,10 @@ def overview(request):
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
         context["composite_blank_cost"] = any(r["cost"] is None for r in context["composite_rows"])
     return _awaiting_uncached(context, render(request, "boxbench/overview.html", context))
+
+
+# The overview's rows that open to show their children.
+OPENING = ("section", "benchmark")
 
 
 def _awaiting_uncached(context: dict, response):
@@ -140,6 +150,8 @@ def _benchmark_without_results(request, slug):
     known = list(Benchmark.objects.filter(slug=slug).order_by("-version"))
     if not known:
         raise Http404(f"no benchmark {slug!r}")
+    if "unit" in request.GET or "view" in request.GET:
+        return canonical.redirect(request, unit=None, view=None)  # no units or views to choose
     context = {"benchmark": known[0]}
     if permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs([b.id for b in known])
@@ -163,6 +175,8 @@ def _derived(unit: UnitPage) -> dict | None:
 def unit(request, slug, unit_slug):
     data: UnitPage = aggregate(Scope.UNIT, slug, unit_slug)
     provider = request.GET.get("provider", "")
+    if provider and provider not in {row["provider"] for row in data["rows"]}:
+        raise Http404(f"no provider {provider!r} has results on this unit")
     page = _page_number(request)
     # Unsuccessful trials, their owners, causes and replacement links are private evidence.
     evidence = permissions.may(request, permissions.VIEW_EVIDENCE)
@@ -187,11 +201,8 @@ def unit(request, slug, unit_slug):
 
 
 def _page_number(request) -> int:
-    try:
-        page = int(request.GET.get("page", "1"))
-    except ValueError:
-        raise Http404("page must be a whole number") from None
-    if not 1 <= page <= LAST_POSSIBLE_PAGE:
+    page = canonical.whole_number(request, "page")
+    if not page <= LAST_POSSIBLE_PAGE:
         raise Http404(f"page must be between 1 and the last page, not {page}")
     return page
 

@@ -26,6 +26,7 @@ from boxbench.models import (
     Trial,
 )
 from boxbench.permissions import CANCEL, VIEW_EVIDENCE, may
+from boxbench.views import canonical
 from boxbench.views.access import visible_run
 from boxbench.views.cache import uncached
 from runner import runs
@@ -36,6 +37,8 @@ VERDICT_ORDER = {"fail": 0, "note": 1, "pass": 2, "unassessed": 3}
 
 def run_page(request, run_id):
     run = visible_run(request, run_id)
+    if "evidence" in request.GET and not may(request, VIEW_EVIDENCE):
+        return canonical.redirect(request, evidence=None)  # no evidence pages for this reader
     # A published run's counts and resolutions never change: read them from its aggregate
     # rather than count a million trials per request.
     stored: RunPage | None = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
@@ -85,10 +88,10 @@ def _evidence_page(request, run):
         .order_by("trial__seq", "kind", "id")
     )
     pages = Paginator(found, EVIDENCE_PER_PAGE)
-    number = request.GET.get("evidence", "1")
-    if not number.isdigit() or not 1 <= int(number) <= max(pages.num_pages, 1):
-        raise Http404(f"no evidence page {number!r}")
-    page = pages.page(int(number))
+    number = canonical.whole_number(request, "evidence")
+    if number > max(pages.num_pages, 1):
+        raise Http404(f"no evidence page {number}")
+    page = pages.page(number)
     page.object_list = list(page.object_list)
     seqs = [e.trial.seq for e in page.object_list if e.trial.seq is not None]
     positions = Trial.objects.positions(run.id, seqs)

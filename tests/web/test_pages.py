@@ -49,7 +49,7 @@ def test_it_shows_the_score_tree_with_ranks_and_the_source_run(client, published
     assert 'data-path="sandbox_operations/create"' not in page
     # Closing a section also closes the benchmarks under it.
     assert 'href="?open=workload_time#score-tree" data-path="workload_time/deepswe"' in page
-    assert 'href="?open=#score-tree" data-path="workload_time"' in page
+    assert 'href="/#score-tree" data-path="workload_time"' in page
 
 
 def test_it_shows_the_all_view_with_substitution_notes_and_status_labels(client, published_run):
