@@ -40,6 +40,7 @@ def canonical_pages() -> list[str]:
         "/scores.csv",
         "/benchmarks/deepswe.csv",
         "/methodology/",
+        "/compare/?a=local&b=docker",
     ]
 
 
@@ -132,6 +133,7 @@ def test_unknown_repeated_and_empty_parameters_are_redirected(client, published_
         "/benchmarks/deepswe/units/trace-a/?page=1": "/benchmarks/deepswe/units/trace-a/",
         f"{RUN_URL}?evidence=2": RUN_URL,  # a visitor has no evidence pages
         "/providers/boat/?open=a": "/providers/boat/",
+        "/compare/?b=docker&a=local&a=boat": "/compare/?b=docker&a=local",
     }
     for asked, target in cases.items():
         response = client.get(asked)
