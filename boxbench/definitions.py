@@ -11,6 +11,7 @@ provider whose declaration or pricing changes takes a new slug.
 from __future__ import annotations
 
 from boxbench.models import Benchmark, Provider, Unit
+from runner import host_price
 
 PROVIDER_FIELDS = (
     "slug",
@@ -111,7 +112,18 @@ def ensure_provider(values: dict, origin: str) -> Provider:
         fields=PROVIDER_FIELDS,
         what=f"provider {values['slug']!r}",
         advice="stored declarations never change: give the changed declaration a new slug, or "
-        "use a database without this provider",
+        "use a database without this provider" + _host_price_advice(values["slug"]),
+    )
+
+
+def _host_price_advice(slug: str) -> str:
+    """A self-hosted provider's pricing changes with its host price setting."""
+    hint = host_price.setting_hint(slug)
+    if not hint:
+        return ""
+    return (
+        " (its pricing follows the host price the operator sets: keep the setting this database "
+        "was made with, or start from a fresh one)"
     )
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from runner import host_price
+
 DECLARATIONS_DIR = Path(__file__).resolve().parent / "declarations"
 SCHEMA_VERSION = 1
 CAPABILITIES = (
@@ -89,6 +91,14 @@ def load_declaration(path: str | Path) -> Declaration:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise DeclarationError(f"{path}: not valid YAML: {exc}") from None
+    if isinstance(raw, dict) and isinstance(raw.get("provider"), str):
+        # A self-hosted provider's machine, priced by the operator (runner/host_price.py).
+        try:
+            priced = host_price.declared_pricing(raw["provider"])
+        except host_price.HostPriceError as exc:
+            raise DeclarationError(f"{path}: {exc}") from None
+        if priced is not None:
+            raw = {**raw, "pricing": priced}
     return parse_declaration(raw, str(path))
 
 

@@ -82,6 +82,7 @@ class ProviderState:
     has_result_in_view: bool = True  # False when a filtered view holds none of its results
     view_needs_provider_cost: bool = False  # the All view of a multi-unit workload
     has_provider_cost: bool = False
+    cost_hint: str = ""  # what would give the provider a cost, said when its lack hides it
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,10 @@ def decide(state: ProviderState) -> Status:
     if not state.has_result_in_view:
         return _status(Label.NOT_DISPLAYED)
     if state.view_needs_provider_cost and not state.has_provider_cost:
-        return _status(Label.NOT_DISPLAYED)
+        status = _status(Label.NOT_DISPLAYED)
+        if state.cost_hint:
+            return Status(status.label, False, f"{status.meaning} {state.cost_hint}")
+        return status
     if state.successes < state.ranking_floor:
         explained = failures_explain_shortfall(
             state.successes, state.unreplaced_provider_failures, state.ranking_floor

@@ -23,6 +23,7 @@ from boxbench.leaderboard.sources import (
     unit_scope,
 )
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from runner import host_price
 from runner.benchmarks import deepswe
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
@@ -271,6 +272,8 @@ def provider_state(
     fault = known_fault(provider, benchmark)
     if flag == "known_fault":
         fault = fault or str(refusal.missing or refusal.message or "known fault")
+    if view.get("view_needs_provider_cost"):
+        view.setdefault("cost_hint", host_price.setting_hint(provider.slug))
     return labels.ProviderState(
         known_fault=fault,
         successes=successes,

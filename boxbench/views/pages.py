@@ -33,7 +33,9 @@ LAST_POSSIBLE_PAGE = 10_000_000
 COMPOSITE_BLANKS = {
     "blank_time": "No composite time: the provider lacks a ranked value on some workload.",
     "blank_cost": "No composite cost: it needs a provider-sourced cost on every workload, which "
-    "providers without pricing of their own (local, docker) do not have.",
+    "providers without pricing of their own (local, docker, remote-docker) have only once the "
+    "operator sets their host's price (BOXBENCH_HOST_PRICE_PER_HOUR, "
+    "BOXBENCH_REMOTE_DOCKER_PRICE_PER_HOUR).",
 }
 
 
