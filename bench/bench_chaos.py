@@ -82,7 +82,7 @@ def kill_case(url: str) -> None:
     import subprocess
 
     from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
-    from runner import tasks
+    from runner import steps
     from runner.declarations import get_declaration
     from runner.plan import plan_run
     from runner.providers.local import LocalProvider
@@ -113,7 +113,7 @@ def kill_case(url: str) -> None:
         return tool_running(local, "sysbench")
 
     run = plan_run("chaos C1", benchmarks=["cpu-single"], providers=["local"], trials=4, seed=1)
-    tasks.start_run(run)
+    steps.start_run(run)
     first = cluster("killed")
     wait(sysbench_running, 180, "sysbench")
     os.killpg(first.pid, signal.SIGKILL)
@@ -156,7 +156,7 @@ def restart_backend_case() -> None:
     from django.conf import settings
 
     from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
-    from runner import adapters, chain
+    from runner import adapters, steps
     from runner.plan import plan_run, run_prefix
     from runner.providers import get_provider
     from runner.providers.base import SandboxSpec
@@ -201,7 +201,7 @@ def restart_backend_case() -> None:
             seed=1, concurrency=1, allow_busy_account=True,
         )  # fmt: skip
         run.transition(RunStatus.RUNNING)
-        chain_thread = threading.Thread(target=chain.execute_chain, args=(run.pk, "opensandbox"))
+        chain_thread = threading.Thread(target=steps.execute_chain, args=(run.pk, "opensandbox"))
         chain_thread.start()
         prefix = run_prefix(run.pk)
         if not in_procedure.wait(300):

@@ -22,7 +22,7 @@ from boxbench.admin_forms import (
 )
 from boxbench.admin_provenance import FrozenOnceEnded, RecordedRunDeletion, frozen
 from boxbench.models import RunStatus
-from runner import runs, tasks
+from runner import runs, steps
 from runner.plan import PlanError, plan_run
 
 
@@ -139,7 +139,7 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
     def has_publish_permission(self, request):
         return permissions.may(request, permissions.PUBLISH)
 
-    # Starting, watching and cancelling runs (runner/plan.py, tasks.py and runs.py do the work).
+    # Starting, watching and cancelling runs (runner/plan.py, steps.py and runs.py do the work).
 
     def get_urls(self):
         start = self.admin_site.admin_view(self.start_view)
@@ -212,7 +212,7 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
             except PlanError as exc:
                 form.add_error(None, str(exc))
             else:
-                tasks.start_run(run)
+                steps.start_run(run)
                 refused = len(run.typed_manifest.refusals)
                 self.message_user(request, f"Run {run.name} started ({refused} pair(s) refused).")
                 return redirect("admin:boxbench_run_change", run.pk)

@@ -1,10 +1,13 @@
-"""Execute one provider's chain of trials of a planned run (common methodology, "Independence").
+"""One step of one provider's chain of a planned run (common methodology, "Independence").
 
-execute_chain(): one provider on one job host: the live-sandbox check, the network-path baseline,
-then each (benchmark, round) batch with `concurrency` workers, then top-up rounds until a stop
-condition holds. A worker starts its next trial only after the previous trial's sandboxes are
-confirmed gone. When the last chain ends, the run finishes (runner/runs.py) and its audit runs.
-Every read and write goes through runner/store.py.
+`Chain.step(number)` runs one step on this job host: step 0 is the start (the live-sandbox check
+with leftovers removed, the network-path baseline), then one step per (benchmark, round) batch of
+the shuffled order, each with its `parallel_trials` workers, then one per top-up batch until a
+stop condition holds. A worker starts its next trial only after the previous trial's sandboxes
+are confirmed gone. Which step comes next, and where the chain stands between steps, is
+runner/steps.py's business (the queue task, ChainProgress); this module never imports it. Why a
+chain stopped early is recorded in the manifest (`chains.<provider>.stopped` or `.error`). Every
+read and write goes through runner/store.py.
 """
 
 from __future__ import annotations
@@ -119,13 +122,12 @@ class Chain:
             self._finish()
             return None
         if number == 0:
-            self._set_chain_status("running")
             busy = self._check_account()
             if busy:
                 store.cancel_queued(
                     self.run, f"the chain did not start: {busy}", provider__slug=self.slug
                 )
-                self._update_chain(status="done", stopped=busy)
+                self._record_stop(stopped=busy)
                 return None
             self._network_baseline()
             self._record_job_host()
@@ -150,7 +152,10 @@ class Chain:
         halted = self.memory["halted"] = self.halted
         store.cancel_queued(self.run, f"the chain stopped: {halted}", provider__slug=self.slug)
         gone = self.backend.gave_up is not None and not self.backend.gave_up.abandoned
-        self._update_chain(**{"error" if gone else "stopped": halted})
+        if gone:
+            self._record_stop(error=halted)
+        else:
+            self._record_stop(stopped=halted)
 
     def memory_out(self) -> dict:
         """What the next step must know, kept in the database between steps."""
@@ -167,8 +172,6 @@ class Chain:
         if self._cancelled():
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
             runs.cleanup_run_sandboxes(self.run, [self.slug])
-        self._set_chain_status("done")
-        return None
 
     def _check_account(self) -> str | None:
         """Empty account verification before the chain starts: why it must not start, or None.
@@ -574,22 +577,11 @@ class Chain:
             self.run.pk, lambda m: m.create_spacing.__setitem__(self.slug, spacing)
         )
 
-    def _set_chain_status(self, status: str) -> None:
-        self._update_chain(status=status)
-
-    def _update_chain(self, **changes) -> None:
-        update_chain(self.run.pk, self.slug, **changes)
-
-
-def update_chain(run_id, provider: str, **changes) -> None:
-    """Set fields of a provider's chain state (status, stopped, error) in the run's manifest."""
-
-    def change(manifest: Manifest) -> None:
-        chain = manifest.chains[provider]
-        for name, value in changes.items():
-            setattr(chain, name, value)
-
-    store.update_manifest(run_id, change)
+    def _record_stop(self, stopped: str | None = None, error: str | None = None) -> None:
+        """Why the chain stopped early: its end record in the manifest (runs.chain_notes)."""
+        store.update_manifest(
+            self.run.pk, lambda m: m.stop_chain(self.slug, stopped=stopped, error=error)
+        )
 
 
 def wait_gone(provider, sandbox_id: str, timeout_s: float) -> bool:
@@ -615,11 +607,3 @@ def network_baseline(host: str, port: int, attempts: int = 10, timeout: float = 
         attempts=attempts,
         errors=errors[:3],
     )
-
-
-def execute_chain(run_id, provider_slug: str, *, inline: bool = False) -> None:
-    """Run one provider's chain to its end in this process, step after step (`bench run
-    --inline`, tests); the queue runs the same steps one task each (runner/steps.py)."""
-    from runner import steps
-
-    steps.run_inline(run_id, provider_slug, inline=inline)

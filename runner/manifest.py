@@ -9,7 +9,7 @@ every section defaults to empty, and only the keys present are checked.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
@@ -17,7 +17,6 @@ from runner.rules import Refusal
 
 MANIFEST_SCHEMA = 1
 
-ChainStatus = Literal["planned", "running", "done"]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
 
@@ -83,11 +82,12 @@ class AdapterVersion(msgspec.Struct):
     clients: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-class ChainState(msgspec.Struct, omit_defaults=True):
-    """A provider's chain: its shuffled (benchmark, round) order, status, and why it stopped."""
+class ChainPlan(msgspec.Struct, omit_defaults=True):
+    """A provider's chain: its shuffled (benchmark, round) order and, once it stopped early, why
+    (`stopped`: a refusal or unverified cleanup; `error`: a failure). Where a running chain
+    stands is not here but in its ChainProgress row (runner/steps.py), the one live state."""
 
     order: list[tuple[str, int]]
-    status: ChainStatus
     stopped: str | None = None
     error: str | None = None
 
@@ -192,7 +192,7 @@ class Manifest(msgspec.Struct):
     images: dict[str, ImageIdentity] = msgspec.field(default_factory=dict)
     benchmarks: dict[str, PlannedBenchmark] = msgspec.field(default_factory=dict)
     providers: dict[str, ProviderEntry] = msgspec.field(default_factory=dict)
-    chains: dict[str, ChainState] = msgspec.field(default_factory=dict)
+    chains: dict[str, ChainPlan] = msgspec.field(default_factory=dict)
     network_baselines: dict[str, NetworkBaseline] = msgspec.field(default_factory=dict)
     live_sandboxes: dict[str, dict[str, LiveCheck]] = msgspec.field(default_factory=dict)
     create_spacing: dict[str, CreateSpacing] = msgspec.field(default_factory=dict)
@@ -225,7 +225,7 @@ class Manifest(msgspec.Struct):
         try:
             return msgspec.convert(data, cls)
         except msgspec.ValidationError as exc:
-            # msgspec's message names the field's path, e.g. "at `$.chains[...].status`".
+            # msgspec's message names the field's path, e.g. "at `$.chains[...].order`".
             raise ManifestError(f"{where} is malformed: {exc}") from None
 
     def to_json(self) -> dict:
@@ -278,6 +278,14 @@ class Manifest(msgspec.Struct):
 
     def record_live(self, provider: str, moment: str, check: LiveCheck) -> None:
         self.live_sandboxes.setdefault(provider, {})[moment] = check
+
+    def stop_chain(self, provider: str, *, stopped: str | None = None, error: str | None = None):
+        """Record why a provider's chain stopped early: `stopped` or `error`, whichever is given."""
+        chain = self.chains[provider]
+        if stopped is not None:
+            chain.stopped = stopped
+        if error is not None:
+            chain.error = error
 
 
 def live_checks_from_json(data: Any, where: str) -> dict[str, dict[str, LiveCheck]]:

@@ -22,7 +22,7 @@ from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
 from runner.manifest import (
     AdapterVersion,
-    ChainState,
+    ChainPlan,
     CodeCommit,
     ImageIdentity,
     Manifest,
@@ -182,9 +182,7 @@ def plan_run(
         manifest.adapters[provider] = AdapterVersion(
             **provenance.adapter_version(declaration.adapter)
         )
-        manifest.chains[provider] = ChainState(
-            order=[tuple(block) for block in order], status="planned"
-        )
+        manifest.chains[provider] = ChainPlan(order=[tuple(block) for block in order])
         blocks = _blocks(run_id, provider, manifest.benchmarks, benchmark_rows, order)
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
     return store.create_run(run_id, name, manifest, actor, chains)

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connections
 
-from runner import adapters, runs, store, waiting
+from runner import adapters, runs, steps, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
 from runner.lifecycle import GONE_BACKOFF, EvidenceRecord, TrialResult
@@ -176,8 +176,6 @@ def resume_chains(now: datetime | None = None) -> list[str]:
     """Re-enqueue chain steps whose worker was lost (stale heartbeat) or whose task has waited
     in the queue past the orphan limit. The step's own claim makes a duplicate harmless, and
     its batch runs only what is still queued, so no trial runs twice."""
-    from runner import steps
-
     stale = (now or store.db_now()) - orphan_after()
     resumed = []
     for chain in store.lost_steps(stale, stale):

@@ -77,9 +77,7 @@ def finish_if_done(run_id, *, inline: bool = False) -> bool:
     `inline` runs the audit task in this process (`bench run --inline`: no queue serves it).
     """
     with store.locked_run(run_id) as run:
-        chains = run.typed_manifest.chains
-        chains_done = all(chain.status == "done" for chain in chains.values())
-        if not chains_done and run.status != RunStatus.CANCELLING:
+        if run.status != RunStatus.CANCELLING and not store.chains_done(run):
             return False
         if run.status == RunStatus.RUNNING:
             unfinished = store.unfinished_trials(run)

@@ -1,6 +1,13 @@
 """A provider's chain as a sequence of steps, one django-q2 task each, with its state in the
-database (ChainProgress), so a task's timeout bounds one batch, not a whole chain, and a chain
-whose worker was lost resumes from the step it was on.
+database (ChainProgress, the chain's one live state), so a task's timeout bounds one batch, not a
+whole chain, and a chain whose worker was lost resumes from the step it was on.
+
+The queue's entry points are here: `start_run` (the admin, `bench run`) and the task
+`chain_step`, enqueued by name (TASK), routed to the queue of its job host's cluster (Q_CLUSTER
+name = BOXBENCH_JOB_HOST), so with the Redis broker one qcluster per job host runs each
+provider's steps on its own machine. `execute_chain` runs a chain's steps in this process
+(`bench run --inline`, tests). The walk goes down: this module -> runner/chain.py (one step) ->
+runner/lifecycle.py (one trial) -> runner/store.py (its write); none of them imports this one.
 
 Steps (runner/chain.py `Chain.step`): 0 the start (empty account verification, network
 baseline), then one per (benchmark, round) batch of the shuffled order, then one per top-up
@@ -24,12 +31,13 @@ import logging
 from django.conf import settings
 from django_q.tasks import async_task
 
-from boxbench.models import ChainProgress, Run
+from boxbench.models import ChainProgress, Run, RunStatus
 from runner import runs, store
+from runner.chain import Chain
 from runner.declarations import get_declaration
 
 log = logging.getLogger(__name__)
-TASK = "runner.tasks.chain_step"
+TASK = "runner.steps.chain_step"  # the queue imports it by this name: keep it in step
 
 
 def cluster_for(job_host: str) -> str:
@@ -52,6 +60,12 @@ def lanes(run: Run) -> dict[str, list[str]]:
         if lane:
             found.setdefault(lane, []).append(slug)
     return found
+
+
+def start_run(run: Run) -> None:
+    """Move a planned run to running and enqueue the first step of each chain (or lane)."""
+    run.transition(RunStatus.RUNNING, note="started", actor=run.created_by)
+    start(run)
 
 
 def start(run: Run) -> None:
@@ -81,16 +95,26 @@ def enqueue(run_id, provider: str, step: int, job_host: str) -> None:
     )
 
 
-def run_step(run_id, provider: str, number: int, *, inline: bool = False) -> int | None:
-    """Claim and run step `number` of a chain; the next step's number, or None (done, or the
-    step was not this task's to run)."""
-    from runner.chain import Chain, update_chain
+def chain_step(run_id: str, provider: str, number: int) -> None:
+    """The queue task: run one step, then give the lane's next turn (or this chain's next
+    step) to its queue."""
+    progress = store.progress(run_id, provider)
+    if progress.step != number or progress.state != ChainProgress.QUEUED:
+        return  # a duplicate delivery: the step ran, or runs elsewhere
+    run_step(progress)
+    turn = store.queue_turn(run_id, progress.lane, after=provider)
+    if turn is not None:
+        enqueue(run_id, turn.provider, turn.step, turn.job_host)
 
+
+def run_step(progress: ChainProgress, *, inline: bool = False) -> int | None:
+    """Claim and run the step `progress` (as read) says is next; the next step's number, or None
+    (done, or the step was not this task's to run)."""
+    run_id, provider, number = progress.run_id, progress.provider, progress.step
     if not store.claim_step(run_id, provider, number):
         log.info("run %s chain %s step %s: not queued, nothing to do", run_id, provider, number)
         return None
-    memory = store.progress(run_id, provider).memory
-    chain = Chain(store.get_run(run_id), provider, memory)
+    chain = Chain(store.get_run(run_id), provider, progress.memory)
     try:
         with chain.heartbeat:
             following = chain.step(number)
@@ -100,7 +124,7 @@ def run_step(run_id, provider: str, number: int, *, inline: bool = False) -> int
         log.exception("chain %s of run %s failed at step %s", provider, run_id, number)
         error = f"{type(exc).__name__}: {exc}"
         try:
-            update_chain(run_id, provider, status="done", error=error)
+            store.update_manifest(run_id, lambda m: m.stop_chain(provider, error=error))
             store.end_step(run_id, provider, number, None, chain.memory)
         except store.DB_DOWN:
             pass  # the failure below is kept on disk and recorded once the database is back
@@ -112,20 +136,11 @@ def run_step(run_id, provider: str, number: int, *, inline: bool = False) -> int
     return following
 
 
-def chain_step(run_id: str, provider: str, number: int) -> None:
-    """The queue task: run one step, then give the lane's next turn (or this chain's next
-    step) to its queue."""
-    progress = store.progress(run_id, provider)
-    if progress.step != number or progress.state != ChainProgress.QUEUED:
-        return  # a duplicate delivery: the step ran, or runs elsewhere
-    run_step(run_id, provider, number)
-    turn = store.queue_turn(run_id, progress.lane, after=provider)
-    if turn is not None:
-        enqueue(run_id, turn.provider, turn.step, turn.job_host)
+def execute_chain(run_id, provider: str, *, inline: bool = False) -> None:
+    """Run one provider's chain to its end in this process, step after step (`bench run
+    --inline`, tests); the queue runs the same steps one task each (`chain_step`).
 
-
-def run_inline(run_id, provider: str, *, inline: bool = False) -> None:
-    """Every remaining step of one chain in this process (`bench run --inline`, tests)."""
+    `inline` also runs the audit in this process once the run ends (no queue serves it)."""
     run = store.get_run(run_id)
     info = run.typed_manifest.providers[provider]
     store.create_progress(run, [(provider, info.job_host, "", ChainProgress.QUEUED)])
@@ -135,7 +150,7 @@ def run_inline(run_id, provider: str, *, inline: bool = False) -> None:
             break
         if progress.state == ChainProgress.WAITING:
             store.set_queued(run_id, provider)
-        if run_step(run_id, provider, progress.step, inline=inline) is None:
+        if run_step(progress, inline=inline) is None:
             break
     # A chain that was done before this call (a redelivered task): the run may still be
     # waiting for it to say so.

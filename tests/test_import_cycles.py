@@ -10,10 +10,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("boxbench", "runner", "stats")
 
-# The chain knot (issue 24, point 1): runner.chain and runner.steps import each other. It is the
-# one circle left; remove this exception when the chain's state gets one home.
-KNOWN_CYCLES = {frozenset({"runner.chain", "runner.steps"})}
-
 
 def module_files(root: Path, rooms: tuple[str, ...]) -> dict[str, Path]:
     found = {}
@@ -82,14 +78,9 @@ def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
     return groups
 
 
-def test_no_import_cycle_in_boxbench_runner_or_stats_but_the_known_chain_knot():
+def test_no_import_cycle_in_boxbench_runner_or_stats():
     found = cycles(import_graph(ROOT, ROOMS))
-    assert {" <-> ".join(sorted(c)) for c in found - KNOWN_CYCLES} == set()
-
-
-def test_the_known_cycle_is_still_there_so_its_exception_is_not_stale():
-    # When the chain knot is opened, this fails: remove KNOWN_CYCLES' entry and this test.
-    assert cycles(import_graph(ROOT, ROOMS)) >= KNOWN_CYCLES
+    assert {" <-> ".join(sorted(c)) for c in found} == set()
 
 
 def test_it_finds_a_cycle_hidden_in_a_function_and_through_a_relative_import(tmp_path):

@@ -14,7 +14,7 @@ from tqdm import tqdm
 from boxbench import holdbacks, publishing
 from boxbench.cli.terminal import printable
 from boxbench.models import Run, RunStatus
-from runner import chain, named_plans, runs, store, tasks
+from runner import named_plans, runs, steps, store
 from runner.plan import PlanError, plan_run
 from runner.providers import demo
 
@@ -151,7 +151,7 @@ def _handle(options, out, demo_slugs=None):
         follow(run, out)
         worker.join()
     else:
-        tasks.start_run(run)
+        steps.start_run(run)
         if options.get("wait") or options.get("publish"):
             follow(run, out)
     run.refresh_from_db()
@@ -195,7 +195,7 @@ def _chain(run_id, slug):
     from django.db import connections
 
     try:
-        chain.execute_chain(run_id, slug, inline=True)
+        steps.execute_chain(run_id, slug, inline=True)
     except Exception:  # noqa: BLE001 - execute_chain logged it and failed the run
         pass
     finally:

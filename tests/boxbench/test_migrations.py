@@ -143,3 +143,52 @@ def test_measurements_move_into_their_trials_rows_and_back():
         assert _tally(apps, run) == before - 1
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+BEFORE_0013 = [("boxbench", "0012_trial_measurements")]
+AFTER_0013 = [("boxbench", "0013_manifest_chain_status")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chains_status_leaves_the_manifests_of_runs_planned_here_and_comes_back():
+    def chains(*states):
+        providers = "abc"[: len(states)]
+        return {
+            p: {"order": [["create", 1]], "status": s}
+            for p, s in zip(providers, states, strict=True)
+        }
+
+    apps = migrate(BEFORE_0013)
+    try:
+        Run, RunTransition, ChainProgress = _models(apps, "Run", "RunTransition", "ChainProgress")
+        planned = Run.objects.create(
+            id=uuid.uuid4(), name="planned here", status="running",
+            manifest={"seed": 1, "chains": chains("done", "running", "planned")},
+        )  # fmt: skip
+        ChainProgress.objects.create(run=planned, provider="a", job_host="h", state="done")
+        ChainProgress.objects.create(run=planned, provider="b", job_host="h", state="waiting")
+        given = {"seed": 2, "chains": chains("done")}
+        imported = Run.objects.create(
+            id=uuid.uuid4(), name="imported", status="completed", manifest=given
+        )
+        RunTransition.objects.create(
+            run=imported, from_status="planned", to_status="completed", note="imported from f"
+        )
+        bare = Run.objects.create(id=uuid.uuid4(), name="no chains", manifest={"seed": 3})
+
+        apps = migrate(AFTER_0013)
+        (Run,) = _models(apps, "Run")
+        assert Run.objects.get(pk=planned.pk).manifest == {
+            "seed": 1, "chains": {p: {"order": [["create", 1]]} for p in "abc"}
+        }  # fmt: skip
+        assert Run.objects.get(pk=imported.pk).manifest == given  # kept as the file gave it
+        assert Run.objects.get(pk=bare.pk).manifest == {"seed": 3}
+
+        apps = migrate(BEFORE_0013)
+        (Run,) = _models(apps, "Run")
+        assert Run.objects.get(pk=planned.pk).manifest["chains"] == chains(
+            "done", "running", "planned"
+        )
+        assert Run.objects.get(pk=imported.pk).manifest == given
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

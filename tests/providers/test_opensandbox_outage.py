@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from boxbench.models import Outcome, RunStatus
-from runner import adapters, chain
+from runner import adapters, chain, steps
 from runner.plan import plan_run, run_prefix
 from tests.support.providers import OPENSANDBOX_LIMITS as LIMITS
 from tests.support.providers import create
@@ -62,7 +62,7 @@ def test_a_run_waits_for_a_server_that_stays_away_and_completes(
     )  # fmt: skip
     run.transition(RunStatus.RUNNING)
 
-    chain.execute_chain(run.pk, "opensandbox")
+    steps.execute_chain(run.pk, "opensandbox")
 
     provider.comes_back.join(120)
     run.refresh_from_db()

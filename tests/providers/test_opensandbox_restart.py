@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from boxbench.models import Outcome, RunStatus
-from runner import adapters, chain
+from runner import adapters, chain, steps
 from runner.plan import plan_run, run_prefix
 from runner.providers.base import NotReady, Sandbox, SandboxSpec
 from runner.providers.opensandbox import adapter, local
@@ -124,7 +124,7 @@ def test_a_run_through_restarts_ends_its_affected_trial_honestly_and_leaves_noth
     )
     run.transition(RunStatus.RUNNING)
 
-    chain.execute_chain(run.pk, "opensandbox")
+    steps.execute_chain(run.pk, "opensandbox")
 
     run.refresh_from_db()
     assert server.restarts == 2 and provider.creates == 3 and provider.destroys_while_down == 1

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from boxbench.models import Outcome, RunStatus, Trial, TrialState
-from runner import chain, runs
+from runner import chain, runs, steps
 from runner.plan import plan_run
 from tests.runner.faults import BackendOutage
 
@@ -31,7 +31,7 @@ def run_with_outage(local, chain_provider, monkeypatch, skipped_time, down_s, co
         concurrency=concurrency,
     )  # fmt: skip
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
     return run, provider, running_during_probes
 
@@ -135,7 +135,7 @@ def test_a_wait_longer_than_the_orphan_limit_leaves_nothing_for_recovery(
         "outage", benchmarks=["create"], providers=["local"], trials=2, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
 
     [(waited, orphans, resumed)] = sweeps

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from boxbench.models import Outcome, RunStatus
-from runner import chain
+from runner import steps
 from runner.plan import plan_run
 from tests.runner.faults import FaultyProvider
 
@@ -86,7 +86,7 @@ def test_a_trial_measured_during_a_20_s_outage_is_kept_and_the_run_completes(
         "outage", benchmarks=["create"], providers=["local"], trials=3, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     # Its last writes could only land once connections were allowed again.
     waited = outage.over.is_set()
     outage.thread.join()

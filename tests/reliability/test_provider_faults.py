@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from boxbench import metrics
 from boxbench.models import Outcome, RunStatus, TrialState
-from runner import chain
+from runner import steps
 from runner.plan import plan_run
 from runner.providers.base import ProviderError
 from tests.runner.faults import FaultyProvider
@@ -44,7 +44,7 @@ def test_it_leaves_no_sandbox_after_one_cleanup_pass(chain_provider, local, monk
         "faults", benchmarks=["create"], providers=["local"], trials=4, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
 
     # Every trial failed: the run ends failed, saying so, never "completed" with no result.

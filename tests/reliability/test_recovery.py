@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
-from runner import chain, recovery, runs, store, tasks
+from runner import recovery, runs, steps, store
 from runner.lifecycle import TrialResult
 from runner.providers.base import SandboxSpec
 from tests.support.reliability import assert_recovered, claim, plan, tool_running, wait_for
@@ -63,7 +63,7 @@ def test_a_restarted_qcluster_recovers_the_killed_ones_trial_and_finishes_the_ru
     every other trial; nothing runs twice and nothing is left behind."""
     settings.RUNNER_ORPHAN_AFTER_S = 4
     run = plan("cpu-single", trials=2)  # sysbench runs 7 s: the kill lands mid-trial
-    tasks.start_run(run)
+    steps.start_run(run)
     worker_db.push()
     cluster = start_qcluster(worker_db, local, tmp_path, "killed")
     try:
@@ -97,7 +97,7 @@ def test_a_restarted_qcluster_recovers_the_killed_ones_trial_and_finishes_the_ru
     assert run.chain_progress.get().resumed == 1
     assert local.list_sandboxes() == []
     # django-q2 may hand the lost step's task out again: it must find nothing to do.
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     assert run.trials.count() == 2 and local.list_sandboxes() == []
 
 
@@ -209,7 +209,7 @@ def test_a_redelivered_chain_runs_what_is_queued_but_never_refills_the_unknown_o
     lost, queued = run.trials.order_by("seq")
     claim(lost, minutes_ago=60)
     recovery.recover_orphans()
-    chain.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
+    steps.execute_chain(run.pk, "local")  # django-q2 hands a lost task out again
     run.refresh_from_db()
     assert Trial.objects.get(pk=queued.pk).outcome == Outcome.SUCCESS
     assert not run.trials.filter(replaces=lost).exists()

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from boxbench.models import Outcome, RunStatus, Trial
-from runner import chain, lifecycle
+from runner import lifecycle, steps
 from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
 from runner.plan import plan_run
@@ -105,7 +105,7 @@ def test_a_write_that_fills_the_storage_is_a_provider_failure_refilled_then_noth
     )
     run.transition(RunStatus.RUNNING)
 
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
 
     run.refresh_from_db()
     trials = list(run.trials.order_by("seq"))

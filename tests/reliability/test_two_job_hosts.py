@@ -15,7 +15,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
-from runner import tasks
+from runner import steps
 from runner.plan import plan_run
 from tests.support.reliability import tool_running, wait_for
 
@@ -84,7 +84,7 @@ def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
     )  # fmt: skip
     host_a, host_b = qcluster("host-a", local, tmp_path), qcluster("host-b", local, tmp_path)
     try:
-        tasks.start_run(run)
+        steps.start_run(run)
         # host-b's cluster is killed mid-trial (sysbench running), then started again.
         wait_for(lambda: tool_running(local, "sysbench"), 120, "sysbench on host-b")
         kill(host_b)
@@ -111,6 +111,6 @@ def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
     assert len(trials) == 4  # nothing ran twice, nothing was refilled after an unknown outcome
     assert Trial.objects.filter(run=run, state=TrialState.RUNNING).count() == 0
     # host-a served its own queue (its recovery schedule) and never a step of host-b's chain.
-    assert "runner.tasks.chain_step" not in (tmp_path / "host-a.log").read_text()
-    assert "runner.tasks.chain_step" in (tmp_path / "host-b.log").read_text()
+    assert "runner.steps.chain_step" not in (tmp_path / "host-a.log").read_text()
+    assert "runner.steps.chain_step" in (tmp_path / "host-b.log").read_text()
     assert local.list_sandboxes() == []

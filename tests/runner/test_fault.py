@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from boxbench.models import Outcome, RunStatus, TrialState
-from runner import chain, fault
+from runner import fault, steps
 from runner.benchmarks.base import BenchmarkError
 from runner.plan import plan_run
 from tests.support.runner import DEFINITION, trial
@@ -143,7 +143,7 @@ def test_a_kill_from_outside_is_refilled_and_never_stops_the_unit(chain_provider
         "fault", benchmarks=["create"], providers=["local"], trials=3, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
     assert run.manifest["stopped_units"] == []
     killed = run.trials.get(outcome=Outcome.PROVIDER_FAILURE)
@@ -171,7 +171,7 @@ def test_a_job_host_failure_stops_the_unit_like_any_benchmark_error(chain_provid
         "fault", benchmarks=["create"], providers=["local"], trials=2, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
     assert run.manifest["stopped_units"] == [["local", "create", "default"]]
     failed = run.trials.get(outcome=Outcome.BENCHMARK_ERROR)

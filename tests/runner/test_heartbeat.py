@@ -9,7 +9,7 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from boxbench.models import Outcome, RunStatus, Trial, TrialState
-from runner import chain, store
+from runner import steps, store
 from runner.heartbeat import Heartbeat
 from runner.lifecycle import TrialResult
 from runner.plan import plan_run
@@ -88,7 +88,7 @@ def test_a_chain_writes_the_heartbeat_of_each_trial_it_runs(chain_provider, loca
     settings.RUNNER_HEARTBEAT_S = 0.05
     chain_provider(FaultyProvider(local, destroy_delay_s=0.5))
     run = plan(trials=1)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     trial = Trial.objects.get(run=run)
     assert trial.outcome == Outcome.SUCCESS
     # Claimed at started_at; beaten while destroy took its 0.5 s.
@@ -135,7 +135,7 @@ def test_a_result_written_during_a_database_outage_is_kept_and_the_chain_goes_on
 
     chain_provider(OutageOnFirstDestroy(local))
     run = plan(trials=3)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
     assert outage.failed > 0, "the outage never hit a query"
     assert run.status == RunStatus.COMPLETED

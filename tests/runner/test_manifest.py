@@ -5,7 +5,7 @@ import pytest
 
 from runner.manifest import (
     MANIFEST_SCHEMA,
-    ChainState,
+    ChainPlan,
     LiveCheck,
     Manifest,
     ManifestError,
@@ -25,16 +25,14 @@ def planned() -> Manifest:
     )
     manifest.benchmarks["create"] = PlannedBenchmark(trials_per_unit=20, units=["default"])
     manifest.providers["local"] = ProviderEntry(job_host="job-1", seq_base=0)
-    manifest.chains["local"] = ChainState(order=[("create", 1), ("create", 2)], status="planned")
+    manifest.chains["local"] = ChainPlan(order=[("create", 1), ("create", 2)])
     return manifest
 
 
 def test_it_writes_every_section_and_reads_it_back_unchanged():
     stored = planned().to_json()
     assert stored["schema_version"] == MANIFEST_SCHEMA
-    assert stored["chains"] == {
-        "local": {"order": [["create", 1], ["create", 2]], "status": "planned"}
-    }
+    assert stored["chains"] == {"local": {"order": [["create", 1], ["create", 2]]}}
     assert stored["stopped_units"] == [] and stored["topups"] == {}
     assert "batches_stopped_early" not in stored  # written once a batch stops early
     assert Manifest.from_json(stored) == planned()
@@ -47,7 +45,7 @@ def test_it_records_changes_in_the_shape_the_pages_read():
     manifest.stop_unit("local", "create", "default")  # once only
     manifest.record_live("local", "before_chain", LiveCheck(others=0, other_ids=[], own=0, at="t"))
     manifest.topups["local"] = TopUps(rounds=0, stopped="every unit reached its target")
-    manifest.chains["local"].stopped = "the run was cancelled"
+    manifest.stop_chain("local", stopped="the run was cancelled")
     stored = manifest.to_json()
     assert stored["stopped_units"] == [["local", "create", "default"]]
     assert stored["live_sandboxes"]["local"]["before_chain"] == {
@@ -63,8 +61,8 @@ def test_it_records_changes_in_the_shape_the_pages_read():
         ([], "must be a JSON object, not list"),
         ({"schema_version": 2}, "has schema_version 2; this version reads 1"),
         ({"seed": "seven"}, r"got `str` - at `\$.seed`"),
-        ({"chains": {"local": {"order": [["create", "one"]], "status": "planned"}}}, "order"),
-        ({"chains": {"local": {"order": [], "status": "sleeping"}}}, "status"),
+        ({"chains": {"local": {"order": [["create", "one"]]}}}, "order"),
+        ({"chains": {"local": {"order": [], "stopped": 5}}}, "stopped"),
         ({"benchmarks": {"create": {"trials_per_unit": 0}}}, ">= 1"),
         ({"benchmarks": {"create": {"trials_per_unit": True}}}, "got `bool`"),
         ({"refusals": [{"provider": "docker"}]}, "missing required field `benchmark`"),
@@ -80,3 +78,12 @@ def test_it_reads_an_imported_manifest_with_only_some_sections():
     assert manifest.plan is None and manifest.chains == {} and manifest.refusals == []
     assert manifest.digest_for("create") == "sha256:ab"
     assert manifest.planned_successes() is None
+
+
+def test_it_reads_a_chain_that_still_records_a_status_and_writes_it_back_without():
+    # Runs planned before ChainProgress became a chain's one state (and files exported from them)
+    # carry chains.<provider>.status; migration 0013 removed it from the runs planned here.
+    stored = {"chains": {"local": {"order": [["create", 1]], "status": "done", "error": "boom"}}}
+    manifest = Manifest.from_json(stored)
+    assert manifest.chains["local"] == ChainPlan(order=[("create", 1)], error="boom")
+    assert manifest.to_json()["chains"] == {"local": {"order": [["create", 1]], "error": "boom"}}

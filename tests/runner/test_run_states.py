@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from boxbench.models import Outcome, RunStatus, Trial, TrialState
-from runner import chain, recovery, runs, store
+from runner import recovery, runs, steps, store
 from runner.plan import plan_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +26,7 @@ def test_a_run_waits_for_its_last_running_trial_then_recovery_completes_it(chain
     run = plan(trials=2)
     lost, queued = run.trials.order_by("seq")
     assert store.claim_trial(lost.pk, "lost-host")
-    chain.execute_chain(run.pk, "local")  # runs the queued trial; the lost one still "runs"
+    steps.execute_chain(run.pk, "local")  # runs the queued trial; the lost one still "runs"
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING  # not completed while a trial is still running
     assert Trial.objects.get(pk=queued.pk).outcome == Outcome.SUCCESS
@@ -80,7 +80,7 @@ def test_the_next_run_destroys_boxbench_leftovers_and_refuses_only_foreign_sandb
     in_use = local.create(SandboxSpec(1, 512, busy.batch, 600))
 
     refused = plan(trials=1)
-    chain.execute_chain(refused.pk, "local")
+    steps.execute_chain(refused.pk, "local")
     refused.refresh_from_db()
     assert refused.manifest["leftovers"]["local"] == {
         "removed": [leftover.id],
@@ -96,7 +96,7 @@ def test_the_next_run_destroys_boxbench_leftovers_and_refuses_only_foreign_sandb
 
     Trial.objects.filter(pk=busy.pk).update(state=TrialState.CANCELLED)  # that trial has ended
     later = plan(trials=1)
-    chain.execute_chain(later.pk, "local")
+    steps.execute_chain(later.pk, "local")
     later.refresh_from_db()
     assert later.status == RunStatus.COMPLETED
     assert later.manifest["leftovers"]["local"]["removed"] == [in_use.id]

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from boxbench.leaderboard.sources import ranking_floor, unit_scope
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState, Unit
-from runner import chain, runs, store
+from runner import chain, runs, steps, store
 from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def start(run):
     run.transition(RunStatus.RUNNING)
-    chain.execute_chain(run.pk, "local")
+    steps.execute_chain(run.pk, "local")
     run.refresh_from_db()
     return run
 

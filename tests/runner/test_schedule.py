@@ -1,5 +1,6 @@
 """Chains as steps, one queue task each: providers sharing the job host take turns and never run
-at once; a duplicate task runs nothing; a lost step is resumed where it stopped."""
+at once; a duplicate task runs nothing; a lost step is resumed where it stopped; a chain's state
+is kept once (ChainProgress), and the queue's task names resolve."""
 
 import threading
 import time
@@ -7,9 +8,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from boxbench.models import ChainProgress, Outcome, RunStatus, TrialState
-from runner import chain, recovery, rules, steps, store, tasks
+from runner import chain, recovery, rules, runs, steps, store
 from runner.plan import plan_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,7 +72,7 @@ def test_providers_sharing_the_job_host_take_turns_and_never_run_at_once(
     )  # fmt: skip
     host = run.manifest["providers"]["local"]["job_host"]
     assert run.manifest["schedule"]["lanes"] == {f"host:{host}": ["docker", "local"]}
-    tasks.start_run(run)
+    steps.start_run(run)
     run.refresh_from_db()
 
     assert run.status == RunStatus.COMPLETED
@@ -90,8 +92,9 @@ def test_a_duplicate_or_late_step_task_runs_nothing(chain_provider, step_log):
     )
     run.transition(RunStatus.RUNNING)
     store.create_progress(run, [("local", "here", "", ChainProgress.QUEUED)])
-    assert steps.run_step(run.pk, "local", 0) == 1
-    assert steps.run_step(run.pk, "local", 0) is None  # delivered twice: not queued any more
+    queued = store.progress(run.pk, "local")
+    assert steps.run_step(queued) == 1
+    assert steps.run_step(queued) is None  # delivered twice: not queued any more
     steps.chain_step(str(run.pk), "local", 0)  # the task itself: nothing to do either
     assert [(p, n) for p, n, _, _ in log] == [("local", 0)]
 
@@ -105,7 +108,7 @@ def test_a_lost_step_is_resumed_where_it_stopped_and_runs_no_trial_twice(
     )
     run.transition(RunStatus.RUNNING)
     store.create_progress(run, [("local", "lost-host", "", ChainProgress.QUEUED)])
-    steps.run_step(run.pk, "local", 0)
+    steps.run_step(store.progress(run.pk, "local"))
     store.set_queued(run.pk, "local")
     # A worker took step 1, ran its trial, and died: the step is "running" with a stale heartbeat.
     assert store.claim_step(run.pk, "local", 1)
@@ -143,3 +146,29 @@ def test_recovery_leaves_a_live_step_and_a_fresh_queue_alone(chain_provider, set
     assert store.claim_step(run.pk, "local", 0)
     assert recovery.resume_chains() == []  # its heartbeat is fresh
     assert run.trials.get().state == TrialState.QUEUED
+
+
+def test_a_run_ends_when_every_planned_chain_is_done_as_its_progress_rows_say(chain_provider):
+    run = plan_run(
+        "two", benchmarks=["create"], providers=["docker", "local"], trials=1, seed=1,
+        concurrency=1,
+    )  # fmt: skip
+    run.transition(RunStatus.RUNNING)
+    steps.execute_chain(run.pk, "docker")
+    run.refresh_from_db()
+    # The local chain has not started (no ChainProgress row yet): the run waits for it.
+    assert run.status == RunStatus.RUNNING
+    assert not store.chains_done(run)
+    steps.execute_chain(run.pk, "local")
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    # The manifest keeps the plan and why a chain stopped, never where it stands.
+    assert all(set(c) == {"order"} for c in run.manifest["chains"].values())
+    states = ChainProgress.objects.filter(run=run).values_list("provider", "state")
+    assert sorted(states) == [("docker", "done"), ("local", "done")]
+
+
+def test_the_queue_task_names_resolve_to_their_functions():
+    # The queue imports a task by its name when it runs it: a rename fails here, not in a worker.
+    assert import_string(steps.TASK) is steps.chain_step
+    assert callable(import_string(runs.AUDIT_TASK))

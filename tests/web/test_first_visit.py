@@ -154,11 +154,8 @@ def _manifest() -> dict:
             "disk": {"trials_per_unit": 10, "units": ["disk"]},
         },
         "chains": {
-            "local": {
-                "order": [["create", 1], ["deepswe", 1], ["create", 2], ["disk", 1]],
-                "status": "planned",
-            },
-            "docker": {"order": [["deepswe", 1], ["create", 1]], "status": "planned"},
+            "local": {"order": [["create", 1], ["deepswe", 1], ["create", 2], ["disk", 1]]},
+            "docker": {"order": [["deepswe", 1], ["create", 1]]},
         },
     }
 

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from boxbench import publishing
 from boxbench.models import Evidence, Run, Trial
 from boxbench.rawdata import FULL, export_jsonl
-from runner import chain, lifecycle, plan
+from runner import chain, lifecycle, plan, steps
 from runner.benchmarks import all_benchmarks
 from runner.providers import agentcore, demo, get_provider, unavailable
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
@@ -467,7 +467,7 @@ def test_a_published_run_shows_the_missing_capability_as_not_supported_on_the_bo
     assert {provider for provider, _, _ in refused} == {"agentcore"}
     assert list(run_.manifest["providers"]) == ["local"]  # nothing of agentcore's is queued
     run_.transition(RunStatus.RUNNING, note="started by the test")
-    chain.execute_chain(run_.pk, "local", inline=True)
+    steps.execute_chain(run_.pk, "local", inline=True)
     run_.refresh_from_db()
     assert Trial.objects.filter(run=run_, outcome="success").count() == 1
     _resolve_failing_checks(run_)
