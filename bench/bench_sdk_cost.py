@@ -1,6 +1,6 @@
 """The client time a provider's official SDK adds, beside a bare HTTP call to the same server.
 
-    python bench/bench_sdk_cost.py [--calls 200] [--creates 50]
+    python bench/bench_sdk_cost.py [--calls 200] [--creates 50] [--provider opensandbox,e2b]
 
 OpenSandbox: boxbench's execd (the daemon every OpenSandbox sandbox here runs) on loopback, and a
 loopback stand-in for the lifecycle API that answers create (202 Running) and the endpoint
@@ -13,6 +13,12 @@ alive, TCP_NODELAY), alternately call by call so both see the same moments of ma
   resolves both before it returns); bare: the POST plus execd's endpoint;
 - exec: `true` through execd's POST /command, read to the stream's end;
 - file round trip: a 64 KiB upload (multipart) and its download.
+
+E2B: its loopback fake (runner/providers/fakes/e2b.py, commands run in local bubblewrap
+sandboxes), the adapter on E2B's SDK beside one httpx client sending what the adapter sent before
+the SDK: create is POST /v2/sandboxes; exec is envd's Connect stream `process.Process/Start` of
+`/bin/bash -l -c true` (the command the SDK sends for `true`, so the sandbox does the same work);
+the file round trip is envd's POST and GET /files.
 
 Prints lower medians and nearest-rank p95 in ms for each, and the added time: the median of the
 paired differences (SDK call minus the bare call next to it). Nothing is asserted.
@@ -43,12 +49,15 @@ django.setup()
 import httpx  # noqa: E402
 
 from runner.providers import get_provider  # noqa: E402
-from runner.providers.base import SandboxSpec  # noqa: E402
+from runner.providers.base import Sandbox, SandboxSpec  # noqa: E402
+from runner.providers.fakes import connect  # noqa: E402
+from runner.providers.fakes.e2b import E2BFake  # noqa: E402
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response  # noqa: E402
 from runner.providers.opensandbox import local  # noqa: E402
 from runner.providers.opensandbox.adapter import NODELAY, sdk_version  # noqa: E402
 
 SPEC = SandboxSpec(cpus=1, memory_mib=512, label="bb-bench-sdk", lifetime_s=300, image="any")
+E2B_SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-bench-sdk", lifetime_s=300)
 PAYLOAD = secrets.token_bytes(64 * 1024)
 
 
@@ -146,58 +155,163 @@ class Bare:
         assert got.content == PAYLOAD
 
 
+class BareE2B:
+    """What the e2b adapter sent before it called E2B's SDK."""
+
+    def __init__(self, settings: dict):
+        self.client = httpx.Client(timeout=30, trust_env=False)
+        self.settings = settings
+        self.token = ""
+        self.sandbox_id = ""
+
+    def create(self) -> None:
+        body = {
+            "templateID": self.settings["template"],
+            "timeout": 300,
+            "metadata": {"boxbench.batch": E2B_SPEC.label},
+            "allow_internet_access": False,
+            "autoPause": False,
+        }
+        headers = {"X-API-Key": self.settings["api_key"]}
+        answer = self.client.post(f"{self.settings['api_url']}/v2/sandboxes", json=body,
+                                  headers=headers)  # fmt: skip
+        created = answer.json()
+        if not self.sandbox_id:  # the first one serves exec and files
+            self.sandbox_id, self.token = created["sandboxID"], created["envdAccessToken"]
+
+    def _envd(self) -> dict:
+        return {"E2b-Sandbox-Id": self.sandbox_id, "E2b-Sandbox-Port": "49983",
+                "X-Access-Token": self.token}  # fmt: skip
+
+    def exec(self) -> None:
+        request = {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "true"], "envs": {},
+                               "cwd": "/app"}, "stdin": False}  # fmt: skip
+        headers = {**self._envd(), "Content-Type": connect.STREAM_CONTENT_TYPE,
+                   "Connect-Protocol-Version": "1", "Keepalive-Ping-Interval": "50"}  # fmt: skip
+        url = f"{self.settings['sandbox_url']}/process.Process/Start"
+        with self.client.stream(
+            "POST", url, content=connect.envelope(request), headers=headers
+        ) as response:
+            events = list(connect.read_envelopes(response.iter_bytes()))
+        assert any("end" in (m.get("event") or {}) for _, m in events), events
+
+    def files(self) -> None:
+        url = f"{self.settings['sandbox_url']}/files"
+        params = {"path": "/app/bare.bin"}
+        self.client.post(url, params=params, headers=self._envd(),
+                         files={"file": ("bare.bin", PAYLOAD)}).raise_for_status()  # fmt: skip
+        got = self.client.get(url, params=params, headers=self._envd())
+        assert got.content == PAYLOAD
+
+
+def opensandbox_pairs(directory: Path, args):
+    execd, port = start_execd(directory)
+    api = lifecycle_stand_in(port)
+    provider = get_provider("opensandbox", settings={"url": api.url, "api_key": "k"})
+    bare = Bare(api.url, f"http://127.0.0.1:{port}/proxy/{port}", directory)
+    sandbox = provider.create(SPEC)
+    path = str(directory / "sdk.bin")
+
+    def sdk_files():
+        provider.upload(sandbox, path, PAYLOAD)
+        assert provider.download(sandbox, path) == PAYLOAD
+
+    def stop():
+        api.stop()
+        execd.kill()
+        execd.wait(5)
+
+    pairs = {
+        "create": (lambda: provider.create(SPEC), bare.create, args.creates, None),
+        "exec true": (
+            lambda: provider.exec(sandbox, ["true"], 30, workdir=str(directory)),
+            bare.exec,
+            args.calls,
+            None,
+        ),
+        "file 64 KiB": (sdk_files, bare.files, args.calls, None),
+    }
+    return f"opensandbox SDK {sdk_version()}", pairs, stop
+
+
+def e2b_pairs(directory: Path, args):
+    from runner.providers.e2b import _installed
+
+    fake = E2BFake(directory).start()
+    settings = fake.adapter_settings()
+    provider = get_provider("e2b", settings=settings)
+    bare = BareE2B(settings)
+    created = []
+
+    def sdk_create():
+        created.append(provider.create(E2B_SPEC))
+
+    def bare_create():
+        bare.create()
+
+    def clear():
+        """Each create starts a sandbox in the fake (20 at most): end all but the first two."""
+        for sandbox in created[1:]:
+            provider.destroy(sandbox)
+        del created[1:]
+        for item in provider.list_sandboxes(E2B_SPEC.label):
+            if item.id not in (created[0].id, bare.sandbox_id):
+                provider.destroy(Sandbox(id=item.id, label=item.label))
+
+    sdk_create(), bare.create()  # the sandboxes that serve exec and files
+    sandbox = created[0]
+
+    def sdk_files():
+        provider.upload(sandbox, "/app/sdk.bin", PAYLOAD)
+        assert provider.download(sandbox, "/app/sdk.bin") == PAYLOAD
+
+    pairs = {
+        # Each create starts a bubblewrap sandbox in the fake: fewer of them.
+        "create": (sdk_create, bare_create, max(2, args.creates // 5), clear),
+        "exec true": (lambda: provider.exec(sandbox, ["true"], 30), bare.exec, args.calls, None),
+        "file 64 KiB": (sdk_files, bare.files, args.calls, None),
+    }
+    return f"e2b SDK {_installed('e2b')}", pairs, fake.stop
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200, help="execs and file round trips")
     parser.add_argument("--creates", type=int, default=50)
+    parser.add_argument("--provider", default="opensandbox,e2b")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        directory = Path(scratch)
-        execd, port = start_execd(directory)
-        api = lifecycle_stand_in(port)
-        try:
-            provider = get_provider("opensandbox", settings={"url": api.url, "api_key": "k"})
-            bare = Bare(api.url, f"http://127.0.0.1:{port}/proxy/{port}", directory)
-            sandbox = provider.create(SPEC)
-            path = str(directory / "sdk.bin")
-
-            def sdk_files():
-                provider.upload(sandbox, path, PAYLOAD)
-                assert provider.download(sandbox, path) == PAYLOAD
-
-            pairs = {
-                "create": (lambda: provider.create(SPEC), bare.create, args.creates),
-                "exec true": (
-                    lambda: provider.exec(sandbox, ["true"], 30, workdir=str(directory)),
-                    bare.exec,
-                    args.calls,
-                ),
-                "file 64 KiB": (sdk_files, bare.files, args.calls),
-            }
-            print(f"opensandbox SDK {sdk_version()}, httpx {httpx.__version__}; ms")
-            print(
-                f"{'operation':<12} {'n':>4} {'SDK median':>11} {'SDK p95':>8} "
-                f"{'bare median':>12} {'bare p95':>9} {'added median':>13}"
-            )
-            for name, (through_sdk, direct, count) in pairs.items():
-                through_sdk(), direct()  # warm connections and imports, untimed
-                sdk, plain, added = [], [], []
-                for i in range(count):
-                    first, second = (through_sdk, direct) if i % 2 else (direct, through_sdk)
-                    a, b = timed(first), timed(second)
-                    s, p = (a, b) if first is through_sdk else (b, a)
-                    sdk.append(s)
-                    plain.append(p)
-                    added.append(s - p)
-                print(
-                    f"{name:<12} {count:>4} {statistics.median_low(sdk):>11.2f} "
-                    f"{percentile(sdk, 95):>8.2f} {statistics.median_low(plain):>12.2f} "
-                    f"{percentile(plain, 95):>9.2f} {statistics.median_low(added):>13.2f}"
-                )
-        finally:
-            api.stop()
-            execd.kill()
-            execd.wait(5)
+    builders = {"opensandbox": opensandbox_pairs, "e2b": e2b_pairs}
+    print(f"httpx {httpx.__version__}; ms")
+    print(
+        f"{'provider':<12} {'operation':<12} {'n':>4} {'SDK median':>11} {'SDK p95':>8} "
+        f"{'bare median':>12} {'bare p95':>9} {'added median':>13}"
+    )
+    for slug in [s.strip() for s in args.provider.split(",") if s.strip()]:
+        with tempfile.TemporaryDirectory() as scratch:
+            title, pairs, stop = builders[slug](Path(scratch), args)
+            try:
+                print(title)
+                for name, (through_sdk, direct, count, after) in pairs.items():
+                    through_sdk(), direct()  # warm connections and imports, untimed
+                    if after:
+                        after()
+                    sdk, plain, added = [], [], []
+                    for i in range(count):
+                        first, second = (through_sdk, direct) if i % 2 else (direct, through_sdk)
+                        a, b = timed(first), timed(second)
+                        s, p = (a, b) if first is through_sdk else (b, a)
+                        sdk.append(s)
+                        plain.append(p)
+                        added.append(s - p)
+                        if after:
+                            after()
+                    print(
+                        f"{slug:<12} {name:<12} {count:>4} {statistics.median_low(sdk):>11.2f} "
+                        f"{percentile(sdk, 95):>8.2f} {statistics.median_low(plain):>12.2f} "
+                        f"{percentile(plain, 95):>9.2f} {statistics.median_low(added):>13.2f}"
+                    )
+            finally:
+                stop()
 
 
 if __name__ == "__main__":

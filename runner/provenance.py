@@ -20,7 +20,7 @@ from runner.providers import REGISTRY
 ROOT = Path(__file__).resolve().parent.parent
 CODE_PATHS = ("runner", "boxbench", "stats", "templates")  # what a dirty checkout would change
 # Modules every adapter runs through: a change there changes every adapter's behaviour.
-SHARED = ("runner.providers.base", "runner.providers.http", "runner.providers.connect")
+SHARED = ("runner.providers.base", "runner.providers.http", "runner.providers.sdk_logs")
 # The client libraries an adapter calls, by adapter key: the provider's SDK first, where it has
 # one, then the transport under it. A changed version is a changed adapter in the results series.
 CLIENTS = {
@@ -28,7 +28,7 @@ CLIENTS = {
     "docker": ("docker",),
     "remote-docker": ("docker", "paramiko"),
     "opensandbox": ("opensandbox", "httpx"),
-    "e2b": ("httpx",),
+    "e2b": ("e2b", "connectrpc", "pyqwest"),
     "daytona": ("httpx",),
     "vercel": ("httpx",),
     "modal": ("modal", "grpclib"),

@@ -1,17 +1,29 @@
-"""`e2b`: E2B Firecracker sandboxes, over E2B's REST control plane and each sandbox's envd.
+"""`e2b`: E2B Firecracker sandboxes, through E2B's official Python SDK (`e2b`, pinned in
+requirements-e2b.txt), unmodified.
 
-Control plane (spec/openapi.yml in e2b-dev/E2B), `X-API-Key`: POST /sandboxes (201 once the VM
-has booted; no cpu or memory fields: a template fixes its size), GET and DELETE
-/sandboxes/{id}, GET /v2/sandboxes filtered by metadata. Every sandbox carries the batch label as
-metadata `boxbench.batch` and a `timeout` (seconds) that E2B enforces: it is killed then, even if
-the runner crashed.
+The SDK is configured only through its documented settings, passed on every call: the API key,
+`api_url` and `sandbox_url` when set (else the SDK derives both from `domain`), `retries=0` and a
+request timeout. Its control plane is E2B's REST API (spec/openapi.yml in e2b-dev/E2B, `X-API-Key`:
+POST /v2/sandboxes, GET and DELETE /sandboxes/{id}, GET /v2/sandboxes by metadata); its data plane
+is envd on port 49983 behind the sandbox proxy, over Connect RPC in JSON (commands) and REST
+(files), authenticated by the sandbox's access token.
 
-Data plane: envd on port 49983 behind the sandbox proxy (`https://sandbox.<domain>`, routed by the
-`E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers), authenticated by the sandbox's
-`X-Access-Token`. Commands go through Connect RPC `process.Process/Start` (a server stream of
-start, data, keepalive and end events, framed by runner/providers/connect.py), stdin through
-`SendInput` and `CloseStdin`, a command past its time limit is killed with `SendSignal`; files
-through envd's `/files`.
+What the SDK would add on its own (docs/providers.md lists it): control-plane retries (3, on 429,
+502, 503, 504), off with `retries=0`; retries of a connection that could not be established
+(`E2B_CONNECTION_RETRIES`, default 3, read once when the SDK is first imported), set to 0 here
+before that import; a health probe of the sandbox after a command stream fails at the transport,
+kept (it only words the error); its connection pool, process-wide, idle connections kept 300 s.
+
+- create: `Sandbox.create` with the template, the lifetime as `timeout` (E2B kills the sandbox
+  then, even if the runner crashed), the batch label as metadata `boxbench.batch` and
+  `allow_internet_access` as the benchmark asks: one POST, answered once the VM has booted.
+- exec: `commands.run` in the background (the SDK runs the argv, shell-quoted, under `/bin/bash
+  -l -c`), stdin sent and closed, then `wait`; its `timeout` bounds the whole stream, after which
+  the command is killed (`commands.kill`, SIGKILL) and reported as ExecTimeout. The SDK hands
+  output over as text (UTF-8, invalid bytes replaced): exact bytes travel through files.
+- files: `files.write` and `files.read(format="bytes")`.
+- destroy: `Sandbox.kill`; gone once `get_info` answers not found. Listing: `Sandbox.list` by
+  metadata, running and paused, page by page.
 
 Configuration (docs/providers.md): E2B_API_KEY or E2B_API_KEY_FILE; E2B_DOMAIN (default
 e2b.app), or E2B_API_URL and E2B_SANDBOX_URL; BOXBENCH_E2B_TEMPLATE, the template built from
@@ -20,88 +32,51 @@ boxbench's standard image (default boxbench-standard).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import math
+import importlib.util
+import json
+import os
+import shlex
 import time
-from datetime import UTC, datetime
-from urllib.parse import quote
+from typing import Any
 
-import httpx
-import msgspec
-
-from runner.providers import connect
 from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
 from runner.providers.base import (
+    CredentialsRejected,
     DoctorCheck,
     ExecResult,
     ExecTimeout,
     LiveSandbox,
+    NotReady,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
 from runner.providers.credentials import redact
-from runner.providers.http import (
-    DETAIL_CHARS,
-    HTTPProvider,
-    host_port,
-    read_capped,
-    send,
-    status_error,
-    transport_error,
-)
+from runner.providers.http import DETAIL_CHARS, HTTPProvider, host_port
+from runner.providers.sdk_logs import redact_sdk_logs
 
-ENVD_PORT = 49983
 BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
-KEEPALIVE_S = 5  # envd sends a keepalive event this often while a command runs
-MIN_ENVD = (0, 1, 0)
+REQUEST_TIMEOUT_S = 60.0
+SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
 
 
-# The answers the adapter reads (spec/openapi.yml; envd's process.proto in protojson, where a
-# field at its default value is left out). Anything else in them is ignored.
-class _Created(msgspec.Struct):
-    sandbox_id: str = msgspec.field(name="sandboxID")
-    template_id: str = msgspec.field(name="templateID", default="")
-    envd_version: str = msgspec.field(name="envdVersion", default="")
-    envd_access_token: str | None = msgspec.field(name="envdAccessToken", default=None)
+def _sdk():
+    """The `e2b` package, imported on first use with its connection retries off: the SDK reads
+    E2B_CONNECTION_RETRIES once, when it is first imported."""
+    os.environ["E2B_CONNECTION_RETRIES"] = "0"
+    import e2b
+
+    return e2b
 
 
-class _Detail(msgspec.Struct):
-    envd_access_token: str | None = msgspec.field(name="envdAccessToken", default=None)
+def sdk_retries() -> int:
+    """The connection retries the imported SDK runs with (0 unless it was imported first
+    elsewhere with another E2B_CONNECTION_RETRIES)."""
+    from e2b.api import client_sync
 
-
-class _Listed(msgspec.Struct):
-    sandbox_id: str = msgspec.field(name="sandboxID")
-    metadata: dict[str, str] | None = None
-    started_at: str | None = msgspec.field(name="startedAt", default=None)
-
-
-class _Start(msgspec.Struct):
-    pid: int
-
-
-class _Data(msgspec.Struct):
-    stdout: str = ""
-    stderr: str = ""
-
-
-class _End(msgspec.Struct):
-    exit_code: int = msgspec.field(name="exitCode", default=0)
-    exited: bool = False
-    error: str | None = None
-
-
-class _Event(msgspec.Struct):
-    start: _Start | None = None
-    data: _Data | None = None
-    end: _End | None = None
-
-
-class _Message(msgspec.Struct):
-    event: _Event = msgspec.field(default_factory=_Event)
+    return int(client_sync.connection_retries)
 
 
 class E2BProvider(HTTPProvider):
@@ -110,75 +85,92 @@ class E2BProvider(HTTPProvider):
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
-        domain = self._setting("domain", "E2B_DOMAIN", "e2b.app")
-        self.api_url = self._url("api_url", "E2B_API_URL", f"https://api.{domain}")
-        self.sandbox_url = self._url("sandbox_url", "E2B_SANDBOX_URL", f"https://sandbox.{domain}")
+        self.domain = self._setting("domain", "E2B_DOMAIN", "e2b.app")
+        self.api_url = self._url("api_url", "E2B_API_URL", f"https://api.{self.domain}")
+        self.sandbox_url = self._setting("sandbox_url", "E2B_SANDBOX_URL").rstrip("/")
         self.template = self._setting("template", "BOXBENCH_E2B_TEMPLATE", "boxbench-standard")
+        self._sdk_missing = importlib.util.find_spec("e2b") is None
 
-    # -- plumbing ---------------------------------------------------------------------------------
+    def configuration_problem(self) -> str | None:
+        return SDK_MISSING if self._sdk_missing else super().configuration_problem()
+
+    def _params(self, operation: str) -> dict:
+        """The SDK's connection settings for one call."""
+        self._refuse_if_unconfigured(operation)
+        redact_sdk_logs("e2b", self._key)
+        params: dict[str, Any] = {
+            "api_key": self._key,
+            "domain": self.domain,
+            "api_url": self.api_url,
+            "retries": 0,
+            "request_timeout": REQUEST_TIMEOUT_S,
+        }
+        if self.sandbox_url:
+            params["sandbox_url"] = self.sandbox_url
+        return params
 
     def _reader(self, operation: str, *secrets: str | None) -> Reader:
         return Reader("e2b", operation, (self._key, *secrets))
 
-    def _api(self, method: str, path: str, operation: str, ok=(200,), **kwargs) -> httpx.Response:
-        self._refuse_if_unconfigured(operation)
-        headers = {"X-API-Key": self._key, **kwargs.pop("headers", {})}
+    def _call(self, operation: str, fn, data_plane: bool = False, secrets: tuple = ()):
+        """One SDK call; whatever it raises becomes an adapter error (the SDK lets some answers
+        it cannot read escape as KeyError or a JSON error: still the provider's failure)."""
         try:
-            response = send(
-                self.client, method, self.api_url + path, self._reader(operation),
-                self.limits.answer_bytes, headers=headers, **kwargs,
-            )  # fmt: skip
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, "e2b", operation, secrets=(self._key,)) from None
-        if response.status_code not in ok:
-            raise status_error(response, "e2b", operation, secrets=(self._key,))
-        return response
+            return fn()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._failure(operation, exc, data_plane, secrets) from exc
 
-    def _envd_headers(self, sandbox: Sandbox) -> dict:
-        token = self._token(sandbox)
-        return {
-            "E2b-Sandbox-Id": sandbox.id,
-            "E2b-Sandbox-Port": str(ENVD_PORT),
-            "X-Access-Token": token,
-        }
+    def _failure(self, operation: str, exc, data_plane: bool, secrets: tuple) -> ProviderError:
+        """An SDK exception as the adapter error the lifecycle classifies (no credential in it)."""
+        import e2b
 
-    def _token(self, sandbox: Sandbox) -> str:
-        handle = sandbox.handle if isinstance(sandbox.handle, dict) else {}
-        if not handle.get("token"):
-            answer = self._api("GET", f"/sandboxes/{sandbox.id}", "exec").content
-            detail = self._reader("exec").json(answer, _Detail, "the sandbox answer")
-            handle = {"token": detail.envd_access_token or ""}
-            sandbox.handle = handle
-        return handle["token"]
+        status = _status(exc)
+        text = f"{type(exc).__name__}: {exc}"
+        reader = self._reader(operation, *secrets)
+        if isinstance(exc, json.JSONDecodeError):
+            # The SDK's generated client decodes every answer before it looks at it: a body that
+            # is not JSON escapes as this, with the body itself as its document.
+            return reader.fail(f"the answer is not JSON: {reader.preview(exc.doc)}", BAD_ANSWER)
+        if isinstance(exc, KeyError):
+            # ...and one without a field its model requires escapes as a KeyError.
+            return reader.fail(f"the answer is missing required field {exc}", BAD_ANSWER)
+        said = redact(text, self._key, *secrets)[:DETAIL_CHARS]
+        message = f"e2b {operation}: " + (f"HTTP {status}: " if status else "") + said
+        if status in (401, 403):
+            return CredentialsRejected(message, operation, "unauthorized")
+        if status == 429:
+            return ProviderError(message, operation, "rate_limited")
+        transport = _transport_cause(exc)
+        if data_plane and (
+            isinstance(exc, e2b.SandboxUnreachableException)
+            or status in (502, 503, 504)
+            or transport
+        ):
+            return NotReady(message, operation, "not_ready")
+        if isinstance(exc, e2b.NotFoundException) or status == 404:
+            return ProviderError(message, operation, "not_found")
+        if transport:
+            return ProviderError(message, operation, "transport")
+        if isinstance(exc, e2b.TimeoutException):
+            return ProviderError(message, operation, "timeout")
+        if not isinstance(exc, e2b.SandboxException | e2b.ServiceBusyException):
+            return ProviderError(message, operation, BAD_ANSWER)
+        return ProviderError(message, operation, str(status or "sdk_error"))
 
-    def _envd(
-        self, method, path, sandbox, operation, ok=(200,), cap=None, what="the answer", **kwargs
-    ) -> httpx.Response:
-        headers = {**self._envd_headers(sandbox), **kwargs.pop("headers", {})}
-        reader = self._reader(operation, headers["X-Access-Token"])
-        setting = "max_download_mib" if cap else ""
-        try:
-            response = send(
-                self.client, method, self.sandbox_url + path, reader,
-                cap or self.limits.answer_bytes, what, setting, headers=headers, **kwargs,
-            )  # fmt: skip
-        except httpx.HTTPError as exc:
-            raise transport_error(
-                exc,
-                "e2b",
-                operation,
-                data_plane=True,
-                secrets=(self._key, headers["X-Access-Token"]),
-            ) from None
-        if response.status_code not in ok:
-            raise status_error(
-                response,
-                "e2b",
-                operation,
-                data_plane=True,
-                secrets=(self._key, headers["X-Access-Token"]),
+    def _box(self, sandbox: Sandbox, operation: str):
+        """The SDK's handle of the sandbox (connected to once when known only by its id)."""
+        e2b = _sdk()
+        if not isinstance(sandbox.handle, e2b.Sandbox):
+            params = self._params(operation)
+            sandbox.handle = self._call(
+                operation, lambda: e2b.Sandbox.connect(sandbox.id, **params), data_plane=True
             )
-        return response
+        return sandbox.handle
+
+    def _token(self, box) -> str:
+        return str(getattr(box, "_envd_access_token", "") or "")
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -189,248 +181,208 @@ class E2BProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        body = {
-            "templateID": self.template,
-            "timeout": max(1, math.ceil(spec.lifetime_s)),
-            "metadata": {BATCH_KEY: spec.label},
-            "secure": True,
-            "allow_internet_access": spec.network,
-            "autoPause": False,
-        }
-        answer = self._api("POST", "/sandboxes", "create", ok=(201,), json=body).content
-        created = self._reader("create").json(answer, _Created)
-        sandbox = Sandbox(
-            id=created.sandbox_id,
-            label=spec.label,
-            created_at=datetime.now(UTC),
-            facts={
-                "template": created.template_id or self.template,
-                "envd_version": created.envd_version,
-                "enforced": {"cpus": True, "memory": True},
-            },
-            handle={"token": created.envd_access_token or ""},
+        e2b = _sdk()
+        params = self._params("create")
+        box = self._call(
+            "create",
+            lambda: e2b.Sandbox.create(
+                template=self.template,
+                timeout=max(1, int(-(-spec.lifetime_s // 1))),
+                metadata={BATCH_KEY: spec.label},
+                allow_internet_access=spec.network,
+                **params,
+            ),
         )
-        if _version(created.envd_version) < MIN_ENVD:
-            self.destroy(sandbox)
-            raise ProviderError(
-                f"e2b create: envd {created.envd_version!r} is older than 0.1.0",
-                operation="create",
-                code="old_envd",
-            )
-        return sandbox
+        return Sandbox(
+            id=box.sandbox_id,
+            label=spec.label,
+            facts={
+                "template": self.template,
+                "envd_version": str(getattr(box, "_envd_version", "")),
+                "enforced": {"cpus": True, "memory": True},
+                "sdk_connection_retries": sdk_retries(),
+            },
+            handle=box,
+        )
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
         if not argv:
             raise ProviderError("e2b exec: empty argv", operation="exec")
-        request = {
-            "process": {
-                "cmd": argv[0],
-                "args": list(argv[1:]),
-                "envs": dict(env or {}),
-                "cwd": workdir or WORKDIR,
-            },
-            "stdin": stdin is not None,
-        }
-        headers = {
-            **self._envd_headers(sandbox),
-            "Content-Type": connect.STREAM_CONTENT_TYPE,
-            "Connect-Protocol-Version": "1",
-            "Keepalive-Ping-Interval": str(KEEPALIVE_S),
-        }
-        deadline = time.monotonic() + timeout
-        # A read waits at most until the deadline, and never longer than three keepalives.
-        read_s = max(0.05, min(timeout, 3 * KEEPALIVE_S))
-        reader = self._reader("exec", headers["X-Access-Token"])
+        e2b = _sdk()
+        box = self._box(sandbox, "exec")
+        secrets = (self._token(box),)
+        # The SDK keeps no output here (retain_output=False): each chunk comes to a buffer with a
+        # cap, so a command that floods its output costs at most max_output_mib.
+        reader = self._reader("exec", *secrets)
         cap = self.limits.output_bytes
         stdout = Capped(reader, cap, "the command's stdout", "max_output_mib")
         stderr = Capped(reader, cap, "the command's stderr", "max_output_mib")
-        pid = None
-        result: ExecResult | None = None
-        ended = False
+        started = time.monotonic()
+        handle = self._call(
+            "exec",
+            lambda: box.commands.run(
+                shlex.join(argv),
+                background=True,
+                envs=dict(env) if env else None,
+                cwd=workdir or WORKDIR,
+                stdin=stdin is not None,
+                timeout=timeout,
+                request_timeout=REQUEST_TIMEOUT_S,
+                retain_output=False,
+            ),
+            data_plane=True,
+            secrets=secrets,
+        )
         try:
-            with self.client.stream(
-                "POST",
-                self.sandbox_url + "/process.Process/Start",
-                content=connect.envelope(request),
-                headers=headers,
-                timeout=httpx.Timeout(read_s, connect=10.0),
-            ) as response:
-                if response.status_code != 200:
-                    answer = read_capped(response, reader, self.limits.answer_bytes)
-                    raise status_error(
-                        answer, "e2b", "exec", data_plane=True,
-                        secrets=(self._key, headers["X-Access-Token"]),
-                    )  # fmt: skip
-                for flags, message in connect.read_envelopes(response.iter_bytes()):
-                    if flags & connect.END_STREAM:
-                        error = message.get("error")
-                        if error:
-                            said = str(error)
-                            if isinstance(error, dict):
-                                said = f"{error.get('code')}: {error.get('message', '')}"
-                            said = redact(said, self._key, headers["X-Access-Token"])
-                            raise ProviderError(
-                                f"e2b exec: envd ended the stream: {said[:DETAIL_CHARS]}",
-                                operation="exec",
-                                code=str(isinstance(error, dict) and error.get("code") or ""),
-                            )
-                        ended = True  # read on to the end of the body: the connection stays warm
-                        continue
-                    event = reader.convert(message, _Message, "an envd event").event
-                    if event.start is not None:
-                        pid = event.start.pid
-                        if stdin is not None:
-                            self._feed(sandbox, pid, stdin)
-                    elif event.data is not None:
-                        stdout.add(_base64(reader, event.data.stdout))
-                        stderr.add(_base64(reader, event.data.stderr))
-                    elif event.end is not None:
-                        end = event.end
-                        if end.error:
-                            said = redact(end.error, self._key, headers["X-Access-Token"])
-                            raise ProviderError(
-                                f"e2b exec: {said[:DETAIL_CHARS]}", "exec", code="exec_error"
-                            )
-                        exit_code = end.exit_code
-                        if not end.exited and exit_code == 0:
-                            exit_code = -1  # ended by a signal: no exit code
-                        result = ExecResult(exit_code, bytes(stdout.data), bytes(stderr.data))
-                    if time.monotonic() > deadline:
-                        raise _Overdue()
-                if not ended:
-                    raise ProviderError("e2b exec: the stream ended with no end message", "exec")
-        except _Overdue:
-            self._kill(sandbox, pid)
+            if stdin is not None:
+                if stdin:
+                    handle.send_stdin(stdin)
+                handle.close_stdin()
+            done = handle.wait(
+                on_stdout=lambda text: stdout.add(text.encode()),
+                on_stderr=lambda text: stderr.add(text.encode()),
+            )
+        except e2b.CommandExitException as exited:
+            done = exited
+        except ProviderError as exc:
+            if exc.code == TOO_LARGE:
+                self._kill(box, handle.pid)  # the command may still be writing
+            raise
+        except e2b.TimeoutException as exc:
+            overdue = (
+                not isinstance(
+                    exc, e2b.SandboxNotRunningException | e2b.SandboxUnreachableException
+                )
+                and time.monotonic() - started >= timeout * 0.99
+            )
+            if not overdue:
+                raise self._failure("exec", exc, False, secrets) from exc
+            self._kill(box, handle.pid)
             raise ExecTimeout(
                 f"e2b: command did not return within {timeout:g} s in sandbox {sandbox.id}",
                 operation="exec",
             ) from None
-        except httpx.ReadTimeout:
-            if time.monotonic() >= deadline - 0.01 or read_s >= timeout:
-                self._kill(sandbox, pid)
-                raise ExecTimeout(
-                    f"e2b: command did not return within {timeout:g} s in sandbox {sandbox.id}",
-                    operation="exec",
-                ) from None
-            raise ProviderError(
-                f"e2b exec: envd sent nothing for {read_s:g} s (no keepalive)", operation="exec"
-            ) from None
-        except connect.FramingError as exc:
-            self._kill(sandbox, pid)
-            raise ProviderError(
-                f"e2b exec: malformed Connect stream: {exc}", "exec", code=BAD_ANSWER
-            ) from None
-        except ProviderError as exc:
-            if exc.code == TOO_LARGE:
-                self._kill(sandbox, pid)  # the command may still be writing
-            raise
-        except httpx.HTTPError as exc:
-            raise transport_error(
-                exc,
-                "e2b",
-                "exec",
-                data_plane=pid is None,
-                secrets=(self._key, self._token(sandbox)),
-            ) from None
-        if result is None:
-            raise ProviderError("e2b exec: the stream ended without an end event", "exec")
-        return result
+        except Exception as exc:
+            # After the start event: the command ran, so a broken stream is not a readiness matter.
+            raise self._failure("exec", exc, False, secrets) from exc
+        if getattr(done, "error", None):
+            said = redact(str(done.error), self._key, *secrets)[:DETAIL_CHARS]
+            raise ProviderError(f"e2b exec: {said}", "exec", code="exec_error")
+        return ExecResult(int(done.exit_code), bytes(stdout.data), bytes(stderr.data))
 
-    def _unary(self, sandbox: Sandbox, method: str, body: dict, operation: str) -> None:
-        self._envd(
-            "POST", f"/process.Process/{method}", sandbox, operation, json=body,
-            headers={"Connect-Protocol-Version": "1"},
-        )  # fmt: skip
-
-    def _feed(self, sandbox: Sandbox, pid, data: bytes) -> None:
-        selector = {"pid": pid}
-        if data:
-            stdin = base64.b64encode(data).decode()
-            message = {"process": selector, "input": {"stdin": stdin}}
-            self._unary(sandbox, "SendInput", message, "exec")
-        self._unary(sandbox, "CloseStdin", {"process": selector}, "exec")
-
-    def _kill(self, sandbox: Sandbox, pid) -> None:
-        if pid is None:
-            return
+    def _kill(self, box, pid) -> None:
+        e2b = _sdk()
         # The command may have ended meanwhile; the timeout is reported either way.
-        with contextlib.suppress(ProviderError):
-            message = {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}
-            self._unary(sandbox, "SendSignal", message, "exec")
+        with contextlib.suppress(e2b.SandboxException, e2b.ServiceBusyException):
+            box.commands.kill(pid)
 
     def upload(self, sandbox, path, data) -> None:
-        self._envd(
-            "POST", f"/files?path={quote(path)}", sandbox, "upload",
-            files={"file": (path.rsplit("/", 1)[-1] or "file", data, "application/octet-stream")},
+        box = self._box(sandbox, "upload")
+        self._call(
+            "upload", lambda: box.files.write(path, data), data_plane=True,
+            secrets=(self._token(box),),
         )  # fmt: skip
 
     def download(self, sandbox, path) -> bytes:
-        return self._envd(
-            "GET", f"/files?path={quote(path)}", sandbox, "download",
-            cap=self.limits.download_bytes, what=f"the file {path}",
-        ).content  # fmt: skip
+        box = self._box(sandbox, "download")
+        secrets = (self._token(box),)
+        capped = Capped(
+            self._reader("download", *secrets), self.limits.download_bytes, f"the file {path}",
+            "max_download_mib",
+        )  # fmt: skip
+
+        def read() -> bytes:
+            # Streamed, so a file past the cap costs at most the cap in memory.
+            with box.files.read(path, format="stream") as chunks:
+                return capped.read(chunks)
+
+        return self._call("download", read, data_plane=True, secrets=secrets)
 
     def destroy(self, sandbox) -> None:
-        self._api("DELETE", f"/sandboxes/{sandbox.id}", "destroy", ok=(204, 404))
+        e2b = _sdk()
+        params = self._params("destroy")
+        self._call("destroy", lambda: e2b.Sandbox.kill(sandbox.id, **params))
 
     def is_gone(self, sandbox_id: str) -> bool:
-        response = self._api("GET", f"/sandboxes/{sandbox_id}", "is_gone", ok=(200, 404))
-        return response.status_code == 404
+        e2b = _sdk()
+        params = self._params("is_gone")
+        try:
+            self._call("is_gone", lambda: e2b.Sandbox.get_info(sandbox_id, **params))
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return False
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
-        params = {"state": "running,paused", "limit": "100"}
-        if label is not None:
-            params["metadata"] = f"{quote(BATCH_KEY, safe='')}={quote(label, safe='')}"
-        found, token = [], None
-        reader = self._reader("list")
-        listing = Listing(reader, self.limits.pages)
+        e2b = _sdk()
+        params = self._params("list")
+        query = e2b.SandboxQuery(
+            metadata={BATCH_KEY: label} if label is not None else None,
+            state=[e2b.SandboxState.RUNNING, e2b.SandboxState.PAUSED],
+        )
+        pages = e2b.Sandbox.list(query=query, limit=100, **params)
+        listing = Listing(self._reader("list"), self.limits.pages)
+        found = []
         while True:
-            page = dict(params, **({"nextToken": token} if token else {}))
-            response = self._api("GET", "/v2/sandboxes", "list", params=page)
-            for item in reader.json(response.content, list[_Listed], "the sandbox list"):
+            for item in self._call("list", pages.next_items):
+                metadata = item.metadata or {}
                 found.append(
-                    LiveSandbox(
-                        id=item.sandbox_id,
-                        label=(item.metadata or {}).get(BATCH_KEY, ""),
-                        created_at=_timestamp(item.started_at),
-                    )
+                    LiveSandbox(item.sandbox_id, metadata.get(BATCH_KEY, ""), item.started_at)
                 )
-            token = response.headers.get("X-Next-Token")
-            if not listing.more(token):
+            # At most max_pages pages, and never a next-page token seen before.
+            if not listing.more(pages.next_token if pages.has_next else None):
                 return found
 
     def endpoints(self) -> list[tuple[str, int]]:
-        return [host_port(self.api_url), host_port(self.sandbox_url)]
+        return [host_port(self.api_url), host_port(self.sandbox_url or f"https://{self.domain}")]
 
     def _doctor_probe(self) -> None:
-        self._api("GET", "/v2/sandboxes", "doctor", params={"limit": "1"})
+        e2b = _sdk()
+        params = self._params("doctor")
+        self._call("doctor", e2b.Sandbox.list(limit=1, **params).next_items)
 
     def _doctor_details(self) -> list[DoctorCheck]:
-        return [DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)")]
+        import e2b
+
+        version = getattr(e2b, "__version__", "") or _installed("e2b")
+        return [
+            DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)"),
+            DoctorCheck("sdk", True, f"e2b {version}, connection retries {sdk_retries()}"),
+        ]
 
 
-class _Overdue(Exception):
-    pass
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status behind an SDK exception: its own, or the one its class stands for."""
+    import e2b
+
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    for kind, code in (
+        (e2b.AuthenticationException, 401),
+        (e2b.RateLimitException, 429),
+        (e2b.ServiceBusyException, 503),
+    ):
+        if isinstance(exc, kind):
+            return code
+    return None
 
 
-def _base64(reader: Reader, text: str) -> bytes:
+def _transport_cause(exc: BaseException) -> bool:
+    """Whether a connection failure (refused, reset) lies under the SDK's exception."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, OSError) or type(seen).__module__.startswith(("pyqwest", "httpx")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _installed(distribution: str) -> str:
+    from importlib import metadata
+
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise reader.fail(f"envd sent output that is not base64: {reader.preview(text)}") from None
-
-
-def _version(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.lstrip("v").split(".")[:3])
-    except ValueError:
-        return (0, 0, 0)
-
-
-def _timestamp(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"

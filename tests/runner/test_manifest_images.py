@@ -114,6 +114,7 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
         "opensandbox": metadata.version("opensandbox"),
         "httpx": metadata.version("httpx"),
     }
+    assert provenance.adapter_version("e2b")["clients"]["e2b"] == metadata.version("e2b")
 
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):

@@ -19,14 +19,15 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from pathlib import Path
 
-from runner.providers import connect
 from runner.providers.base import ProviderError
-from runner.providers.fakes import hostile
+from runner.providers.fakes import connect, hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
 
 ENVD_PORT = "49983"
-ENVD_VERSION = "0.2.0"
+# A current envd, as a template built today runs: E2B's SDK refuses to choose stdin (the
+# `stdin` field of a process start) below 0.3.0, and sends uploads as octet-stream from 0.5.7.
+ENVD_VERSION = "0.6.4"
 SANDBOX_PATH = re.compile(r"^/sandboxes/([^/]+)(/timeout)?$")
 CHUNK = 64 * 1024
 
@@ -74,9 +75,9 @@ class E2BFake:
                 Response.json(200, [], {"X-Next-Token": hostile.fresh_token()}))  # fmt: skip
         elif mode == "missing_id":
             body = {"templateID": next(iter(self.templates)), "envdVersion": ENVD_VERSION}
-            self.api.faults.add("POST", "^/sandboxes$", status=201, body=body)
+            self.api.faults.add("POST", "^/v2/sandboxes$", status=201, body=body)
         elif mode == "not_json":
-            self.api.faults.add("POST", "^/sandboxes$", answer=lambda r: hostile.html(201))
+            self.api.faults.add("POST", "^/v2/sandboxes$", answer=lambda r: hostile.html(201))
         elif mode == "oversized_download":
             self.proxy.faults.add("GET", "^/files$", answer=lambda r: hostile.oversized_download())
         else:
@@ -87,7 +88,9 @@ class E2BFake:
     def handle_api(self, request: Request) -> Response:
         if request.headers.get("x-api-key") != self.api_key:
             return error(401, "Invalid API key, it must start with 'e2b_' prefix")
-        if request.method == "POST" and request.path == "/sandboxes":
+        # POST /v2/sandboxes is the create E2B's SDK sends (2.x; the spec's NewSandboxV2, always
+        # secured); POST /sandboxes (NewSandbox) is the older one, still served.
+        if request.method == "POST" and request.path in ("/v2/sandboxes", "/sandboxes"):
             return self.create(request)
         if request.method == "GET" and request.path == "/v2/sandboxes":
             return self.list(request)

@@ -47,10 +47,14 @@ class Cloud:
 
     def data_path(self) -> str:
         """The paths of the data plane on its server."""
+        if self.slug == "e2b":
+            # envd's routes; the sandbox proxy's /health is left alone: E2B's SDK probes it once
+            # after a command fails at the proxy, to word its error (docs/providers.md).
+            return "^/(process[.]Process/|files)"
         return "/(cmd|fs/)" if self.slug == "vercel" else "."
 
     def create_path(self) -> str:
-        return {"e2b": "^/sandboxes$", "daytona": "^/api/sandbox$",
+        return {"e2b": "^/v2/sandboxes$", "daytona": "^/api/sandbox$",
                 "vercel": "^/api/v1/sandboxes$"}[self.slug]  # fmt: skip
 
     def delete_path(self) -> str:

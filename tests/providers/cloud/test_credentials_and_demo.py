@@ -283,3 +283,18 @@ def test_bench_cleanup_terminates_modal_sandboxes_by_their_tags(db, tmp_path):
         assert all(provider.is_gone(s.id) for s in kept)
         assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
         provider.destroy(foreign)
+
+
+def test_e2b_is_refused_without_its_sdk(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        return None if name == "e2b" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    provider = get_provider("e2b", settings={"api_key": "e2b_k"})
+    assert "pip install -r requirements-e2b.txt" in provider.configuration_problem()
+    with pytest.raises(ProviderError, match="requirements-e2b.txt"):
+        provider.list_sandboxes()

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from runner import lifecycle
-from runner.providers import connect
 from runner.providers.base import NotReady, ProviderError, SandboxSpec
+from runner.providers.fakes import connect
 from tests.providers.cloud.helpers import running_fake
 
 SPECS = Path(__file__).with_name("specs")
@@ -154,7 +154,12 @@ def test_the_fake_keeps_to_the_published_spec(slug, tmp_path):
             problems += check_ndjson(api, spec["api"]["schemas"])
         elif slug == "e2b":
             problems = check(api, spec["api"])
-            plain = [(q, r) for q, r in data if not q.path.startswith("/process.Process/")]
+            plain = [
+                (q, r)
+                for q, r in data
+                # 502 is the sandbox proxy's own answer (a sandbox not reachable), not envd's.
+                if not q.path.startswith("/process.Process/") and r.status != 502
+            ]
             problems += check(plain, spec["envd"])
             problems += check_connect(data, spec["process_events"])
         else:

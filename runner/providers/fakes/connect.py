@@ -1,4 +1,5 @@
-"""The Connect protocol's JSON framing (connectrpc.com/docs/protocol), used by E2B's envd.
+"""The Connect protocol's JSON framing (connectrpc.com/docs/protocol), as E2B's envd speaks it:
+the E2B fake's side of it (the adapter reaches envd through E2B's SDK and its connectrpc client).
 
 A streaming message is an envelope: one flag byte, a 4-byte big-endian length, then the payload.
 Flag 0x02 marks the end-of-stream message, a JSON object holding `error` (a Connect error:
