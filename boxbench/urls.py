@@ -4,7 +4,7 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import compare, downloads, ops, pages, runs
+from boxbench.views import api, compare, downloads, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
@@ -43,6 +43,23 @@ urlpatterns = [
         cached(pages.methodology, also=pages.methodology_version),
         name="methodology",
     ),
+    path("api/v1/", cached(api.index), name="api-index"),
+    path("api/v1/openapi.json", cached(api.openapi), name="api-openapi"),
+    path("api/v1/overview", cached(api.overview), name="api-overview"),
+    path(
+        "api/v1/benchmarks/<slug:slug>",
+        cached(api.benchmark, params=("view",)),
+        name="api-benchmark",
+    ),
+    path(
+        "api/v1/benchmarks/<slug:slug>/units/<slug:unit_slug>",
+        cached(api.unit, params=("view",)),
+        name="api-unit",
+    ),
+    path("api/v1/providers/<slug:slug>", cached(api.provider), name="api-provider"),
+    path("api/v1/compare", cached(api.compare, params=("a", "b")), name="api-compare"),
+    path("api/v1/runs/<uuid:run_id>/manifest", cached(api.run_manifest), name="api-manifest"),
+    path("api/v1/runs/<uuid:run_id>/audit", cached(api.run_audit), name="api-audit"),
     path("admin/", admin.site.urls),
     path("metrics", ops.metrics_view, name="metrics"),
     path("healthz", ops.healthz, name="healthz"),

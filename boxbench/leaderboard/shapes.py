@@ -178,7 +178,9 @@ class CostRow(ProviderInfo, Status):
     image_digest: NotRequired[str]
 
 
-class UnitPage(BenchmarkContext):
+class PublicUnitPage(BenchmarkContext):
+    """A unit page as the API serves it: everything but the internal keys."""
+
     unit: str
     unit_title: str
     unit_digest: str
@@ -188,6 +190,9 @@ class UnitPage(BenchmarkContext):
     ranking_floors: dict[str, int]
     rows: list[UnitRow]
     cost_rows: list[CostRow]
+
+
+class UnitPage(PublicUnitPage):
     # Internal keys for the trials table's query (views.pages._trials_page); never in a URL.
     benchmark_id: int
     unit_id: int

@@ -99,7 +99,7 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
     if kwarg == "run_id":
         return [("published", str(world.published.id)), ("unpublished", str(world.unpublished.id))]
     if kwarg == "slug":
-        if name == "provider":
+        if name in ("provider", "api-provider"):
             return [("", "local")]
         if name == "benchmark":
             return [("", "create"), ("idle", "idle")]
@@ -120,7 +120,7 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
 
 
 # Routes whose page is chosen in the query string: the query that names a real page.
-QUERIES = {"compare": "?a=local&b=docker", "compare-csv": "?a=local&b=docker"}
+QUERIES = dict.fromkeys(["compare", "compare-csv", "api-compare"], "?a=local&b=docker")
 
 
 def urls(world: World) -> list[tuple[str, str]]:

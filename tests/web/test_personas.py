@@ -18,6 +18,8 @@ UNPUBLISHED = {
     "run-raw-jsonl unpublished",
     "run-raw-csv unpublished",
     "run-progress unpublished",
+    "api-manifest unpublished",
+    "api-audit unpublished",
 }
 # Admin pages whose answer depends on one permission: (allowed status, refused status).
 ADMIN_GATES = {

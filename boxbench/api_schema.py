@@ -1,0 +1,184 @@
+"""The JSON API's answers as types, and its OpenAPI description generated from them.
+
+Every answer is an envelope around one materialized page, declared by the page's own TypedDict
+(boxbench.leaderboard.shapes), with the rows of the page's CSV download where it has one. The
+OpenAPI document is generated from these types (msgspec's JSON Schema), so the description
+cannot drift from what the views serve; the tests check every answer against its type. Pure:
+no Django.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+import msgspec
+
+from boxbench.leaderboard.shapes import (
+    BenchmarkPage,
+    ComparePage,
+    HeldBackPair,
+    OverviewPage,
+    ProviderPage,
+    PublicUnitPage,
+    Resolution,
+)
+from runner.manifest import Manifest
+
+API_VERSION = "1"
+PREFIX = "/api/v1/"
+
+
+class Table(TypedDict):
+    """The rows of the page's CSV download, cell for cell (text, as the CSV writes them)."""
+
+    columns: list[str]
+    rows: list[list[str]]
+
+
+class Answer(TypedDict):
+    api_version: str  # API_VERSION: a change that breaks a reader gets a new /api/vN/
+    publication: int  # the publication the answer comes from (changes with each one)
+
+
+class IndexAnswer(Answer):
+    kind: Literal["index"]
+    endpoints: dict[str, str]  # path template: what it answers
+
+
+class OverviewAnswer(Answer):
+    kind: Literal["overview"]
+    page: OverviewPage
+    table: Table
+
+
+class BenchmarkAnswer(Answer):
+    kind: Literal["benchmark"]
+    view: Literal["time", "cost"]
+    page: BenchmarkPage
+    table: Table
+
+
+class UnitAnswer(Answer):
+    kind: Literal["unit"]
+    view: Literal["time", "cost"]
+    page: PublicUnitPage
+    table: Table
+
+
+class ProviderAnswer(Answer):
+    kind: Literal["provider"]
+    page: ProviderPage
+
+
+class CompareAnswer(Answer):
+    kind: Literal["compare"]
+    page: ComparePage
+    table: Table
+
+
+class ManifestAnswer(Answer):
+    kind: Literal["manifest"]
+    run: str
+    published: bool
+    manifest: Manifest
+
+
+class AuditAnswer(Answer):
+    kind: Literal["audit"]
+    run: str
+    published: bool
+    audit_report: dict[str, Any] | None  # stats.audit's report; docs/methodology.md lays it out
+    resolutions: list[Resolution]
+    held_back: list[HeldBackPair]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str  # OpenAPI path template, under PREFIX
+    answer: type
+    summary: str
+    parameters: tuple[tuple[str, str, bool], ...] = ()  # (name, in, required)
+
+
+ENDPOINTS = (
+    Endpoint("", IndexAnswer, "The endpoints of this version."),
+    Endpoint(
+        "overview",
+        OverviewAnswer,
+        "The score tree, composites and the run behind each benchmark; the table is scores.csv.",
+    ),  # fmt: skip
+    Endpoint(
+        "benchmarks/{slug}",
+        BenchmarkAnswer,
+        "A benchmark's All view (?view=time, the default, or cost); the table is its CSV.",
+        (("slug", "path", True), ("view", "query", False)),
+    ),  # fmt: skip
+    Endpoint(
+        "benchmarks/{slug}/units/{unit}",
+        UnitAnswer,
+        "One unit of a benchmark (?view=time or cost); the table is its CSV.",
+        (("slug", "path", True), ("unit", "path", True), ("view", "query", False)),
+    ),  # fmt: skip
+    Endpoint(
+        "providers/{slug}",
+        ProviderAnswer,
+        "A provider's scores and results.",
+        (("slug", "path", True),),
+    ),  # fmt: skip
+    Endpoint(
+        "compare",
+        CompareAnswer,
+        "Two providers side by side; the table is /compare.csv's.",
+        (("a", "query", True), ("b", "query", True)),
+    ),  # fmt: skip
+    Endpoint(
+        "runs/{run}/manifest", ManifestAnswer, "A run's manifest.", (("run", "path", True),)
+    ),  # fmt: skip
+    Endpoint(
+        "runs/{run}/audit",
+        AuditAnswer,
+        "A run's audit report, its resolutions and the pairs held back.",
+        (("run", "path", True),),
+    ),  # fmt: skip
+)
+
+
+def index_endpoints() -> dict[str, str]:
+    return {PREFIX + e.path: e.summary for e in ENDPOINTS}
+
+
+def openapi() -> dict:
+    """The OpenAPI 3.1 description of every endpoint, its schemas generated from the types."""
+    (schemas, components) = msgspec.json.schema_components(
+        [e.answer for e in ENDPOINTS], ref_template="#/components/schemas/{name}"
+    )
+    paths = {}
+    for endpoint, schema in zip(ENDPOINTS, schemas, strict=True):
+        parameters = [
+            {"name": name, "in": where, "required": required, "schema": {"type": "string"}}
+            for name, where, required in endpoint.parameters
+        ]
+        paths[PREFIX + endpoint.path] = {
+            "get": {
+                "summary": endpoint.summary,
+                "parameters": parameters,
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "content": {"application/json": {"schema": schema}},
+                    },
+                    "404": {"description": "Nothing published (or visible to you) there."},
+                },  # fmt: skip
+            }
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "boxbench",
+            "version": API_VERSION,
+            "description": "The published leaderboard as JSON (docs/api.md).",
+        },  # fmt: skip
+        "paths": paths,
+        "components": {"schemas": components},
+    }

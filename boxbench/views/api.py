@@ -1,0 +1,106 @@
+"""The versioned JSON API (/api/v1/, docs/api.md): each public page's materialized data and its
+CSV rows, read from the Aggregate rows and cached per publication like the pages; who may see a
+run is decided as on its page. The answers' types and the OpenAPI description are in
+boxbench.api_schema."""
+
+import msgspec
+from django.http import Http404, HttpResponse
+
+from boxbench import api_schema, holdbacks
+from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
+from boxbench.models import Aggregate, Scope
+from boxbench.views import tables
+from boxbench.views.access import aggregate, chosen_view, visible_run
+from boxbench.views.cache import publication_version, uncached
+from boxbench.views.compare import chosen_pair
+
+PUBLIC_UNIT_KEYS = PublicUnitPage.__required_keys__ | PublicUnitPage.__optional_keys__
+EXCLUDED_ID_SHOWN = 8  # characters of an excluded trial's id, as the run page shows them
+
+
+def _answer(kind: str, **fields) -> HttpResponse:
+    body = {"api_version": api_schema.API_VERSION, "publication": publication_version(),
+            "kind": kind, **fields}  # fmt: skip
+    return HttpResponse(msgspec.json.encode(body), content_type="application/json")
+
+
+def _table(table: tables.Table) -> dict:
+    return {"columns": table.columns, "rows": table.rows}
+
+
+def index(request):
+    return _answer("index", endpoints=api_schema.index_endpoints())
+
+
+def openapi(request):
+    return HttpResponse(msgspec.json.encode(api_schema.openapi()), content_type="application/json")
+
+
+def overview(request):
+    data = aggregate(Scope.OVERVIEW)
+    return _answer("overview", page=data, table=_table(tables.score_table(data)))
+
+
+def benchmark(request, slug):
+    data = aggregate(Scope.BENCHMARK, slug)
+    view = chosen_view(request, data)
+    table = tables.benchmark_cost_table(data) if view == "cost" else tables.benchmark_table(data)
+    return _answer("benchmark", view=view, page=data, table=_table(table))
+
+
+def unit(request, slug, unit_slug):
+    data = aggregate(Scope.UNIT, slug, unit_slug)
+    view = chosen_view(request, data)
+    table = tables.unit_cost_table(data) if view == "cost" else tables.unit_table(data)
+    page = {key: value for key, value in data.items() if key in PUBLIC_UNIT_KEYS}
+    return _answer("unit", view=view, page=page, table=_table(table))
+
+
+def provider(request, slug):
+    return _answer("provider", page=aggregate(Scope.PROVIDER, slug))
+
+
+def compare(request):
+    pair = chosen_pair(request)
+    if pair is None:
+        raise Http404("a comparison needs two providers: ?a=<slug>&b=<slug>")
+    data = aggregate(Scope.COMPARE, *pair)
+    return _answer("compare", page=data, table=_table(tables.compare_table(data)))
+
+
+def _run_answer(response: HttpResponse, published: bool) -> HttpResponse:
+    # An unpublished run changes as it runs and is audited; a published one only by publication.
+    return response if published else uncached(response)
+
+
+def run_manifest(request, run_id):
+    run = visible_run(request, run_id)
+    response = _answer("manifest", run=str(run.id), published=run.published,
+                       manifest=run.typed_manifest.to_json())  # fmt: skip
+    return _run_answer(response, run.published)
+
+
+def run_audit(request, run_id):
+    run = visible_run(request, run_id)
+    stored: RunPage | None = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
+    resolutions = stored["resolutions"] if stored else holdbacks.resolutions(run)
+    held = stored["held_back"] if stored else holdbacks.held_back([run])[run.id]
+    response = _answer(
+        "audit", run=str(run.id), published=run.published,
+        audit_report=_as_shown(run.audit_report), resolutions=resolutions, held_back=held,
+    )  # fmt: skip
+    return _run_answer(response, run.published)
+
+
+def _as_shown(report: dict | None) -> dict | None:
+    """The audit report as the run page shows it: an excluded trial by the start of its id."""
+    if not report:
+        return report
+    pairs = [
+        {**pair, "excluded_trials": [
+            {**t, "trial_id": str(t.get("trial_id", ""))[:EXCLUDED_ID_SHOWN]}
+            for t in pair.get("excluded_trials", [])
+        ]}
+        for pair in report.get("pairs", [])
+    ]  # fmt: skip
+    return {**report, "pairs": pairs}
