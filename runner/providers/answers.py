@@ -191,8 +191,8 @@ class Listing:
             raise self.reader.fail(f"the listing names {key!r} twice", ENDLESS)
         if len(self._items) >= self.max_items:
             raise self.reader.fail(
-                f"the listing did not end within {self.max_items} items "
-                f"({self.max_pages} pages, setting max_pages)",
+                f"the listing did not end within {self.max_pages} pages "
+                f"({self.max_items} items; setting max_pages)",
                 ENDLESS,
             )
         self._items.add(key)

@@ -43,6 +43,7 @@ import time
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from runner.providers.answers import AnswerLimits, Capped, Listing, Reader
 from runner.providers.base import (
     CredentialsRejected,
     DoctorCheck,
@@ -126,6 +127,10 @@ class ModalProvider(Provider):
                 self._problem = "not configured: set " + ", ".join(missing)
         self._client = self._app = self._image = None
         self._stack = contextlib.ExitStack()
+        self.limits = AnswerLimits.from_settings(self.settings)
+
+    def _reader(self, operation: str) -> Reader:
+        return Reader("modal", operation, (self._token_id, self._token_secret))
 
     def configuration_problem(self) -> str | None:
         return self._problem
@@ -266,6 +271,12 @@ class ModalProvider(Provider):
         )
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        out = (self.limits.output_bytes, "max_output_mib", "the command's stdout")
+        return self._run(sandbox, argv, timeout, stdin, workdir, env, "exec", out)
+
+    def _run(self, sandbox, argv, timeout, stdin, workdir, env, operation, out) -> ExecResult:
+        """A command, its stdout read up to `out` (cap, setting, what), its stderr up to
+        max_output_mib; `operation` names the call in a failure."""
         if not argv:
             raise ProviderError("modal exec: empty argv", operation="exec")
         box = self._box(sandbox, "exec")
@@ -300,7 +311,12 @@ class ModalProvider(Provider):
                     f"modal: command did not return within {timeout:g} s in {sandbox.id}",
                     operation="exec",
                 )
-            return ExecResult(code, process.stdout.read(), process.stderr.read())
+            reader = self._reader(operation)
+            cap, setting, what = out
+            stdout = Capped(reader, cap, what, setting)
+            stderr = Capped(reader, self.limits.output_bytes, "the command's stderr",
+                            "max_output_mib")  # fmt: skip
+            return ExecResult(code, stdout.read(process.stdout), stderr.read(process.stderr))
 
         return self._call("exec", finish, data_plane=True)
 
@@ -315,7 +331,9 @@ class ModalProvider(Provider):
 
     def download(self, sandbox, path) -> bytes:
         script = f'[ -f "$1" ] || exit {MISSING_FILE}; exec cat -- "$1"'
-        result = self.exec(sandbox, ["/bin/sh", "-c", script, "sh", path], 300)
+        argv = ["/bin/sh", "-c", script, "sh", path]
+        out = (self.limits.download_bytes, "max_download_mib", f"the file {path}")
+        result = self._run(sandbox, argv, 300, None, None, None, "download", out)
         if result.exit_code == MISSING_FILE:
             raise ProviderError(
                 f"modal download: {path} is not a file", operation="download", code="not_found"
@@ -354,7 +372,10 @@ class ModalProvider(Provider):
 
         def listing() -> list[LiveSandbox]:
             found = []
+            # The SDK pages by itself, for as long as the server sends pages.
+            guard = Listing(self._reader("list"), self.limits.pages, items_per_page=100)
             for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=self.client):
+                guard.item(box.object_id)
                 tags = box.get_tags()
                 found.append(
                     LiveSandbox(

@@ -35,6 +35,7 @@ import json
 import secrets
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from modal_proto.api_grpc import ModalClientBase
 from modal_proto.task_command_router_grpc import TaskCommandRouterBase
 
 from runner.providers.base import ProviderError
+from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 
 GENERIC = api_pb2.GenericResult
@@ -240,9 +242,14 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         )
         self.fake.records[box.id] = box
         threading.Thread(target=self.fake.provision, args=(box, network), daemon=True).start()
+        sandbox_id = box.id
+        if "missing_id" in self.fake.planted:
+            self.fake.planted.discard("missing_id")
+            sandbox_id = ""  # protobuf's default: a field left out reads as empty
         await stream.send_message(
             api_pb2.SandboxCreateV2Response(
-                sandbox_id=box.id, metadata=api_pb2.SandboxHandleMetadata(app_id=request.app_id)
+                sandbox_id=sandbox_id,
+                metadata=api_pb2.SandboxHandleMetadata(app_id=request.app_id),
             )
         )
 
@@ -281,6 +288,14 @@ class ControlPlane(_Unimplemented, ModalClientBase):
 
     async def SandboxListV2(self, stream):  # noqa: N802
         request = await self._begin(stream, "SandboxListV2")
+        if "endless_listing" in self.fake.planted and self.fake.hostile_pages < hostile.PAGES:
+            # A fresh page each time, all made at one instant: the client's `before` never
+            # moves on, and the listing goes on for PAGES pages.
+            self.fake.hostile_pages += 1
+            page = [api_pb2.SandboxInfo(id=f"sb-hostile-{uuid.uuid4().hex[:12]}", created_at=1.0)
+                    for _ in range(100)]  # fmt: skip
+            await stream.send_message(api_pb2.SandboxListResponse(sandboxes=page))
+            return
         wanted = {t.tag_name: t.tag_value for t in request.tags}
         before = request.before_timestamp or float("inf")
         found = []
@@ -313,7 +328,8 @@ class ControlPlane(_Unimplemented, ModalClientBase):
 
     async def SandboxTagsGetV2(self, stream):  # noqa: N802
         request = await self._begin(stream, "SandboxTagsGetV2")
-        tags = self._box(request.sandbox_id).extra["tags"]
+        hostile_id = request.sandbox_id.startswith("sb-hostile-")
+        tags = {} if hostile_id else self._box(request.sandbox_id).extra["tags"]
         await stream.send_message(
             api_pb2.SandboxTagsGetResponse(
                 tags=[api_pb2.SandboxTag(tag_name=k, tag_value=v) for k, v in tags.items()]
@@ -402,9 +418,14 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
         await asyncio.to_thread(process.done.wait)
         result = process.result
         data = b""
+        stdout = request.file_descriptor == sr_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
         if result is not None:
-            stdout = request.file_descriptor == sr_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
             data = result.stdout if stdout else result.stderr
+        if stdout and "oversized_download" in self.fake.planted:
+            self.fake.planted.discard("oversized_download")
+            for chunk in hostile.oversized_body():
+                await stream.send_message(sr_pb2.TaskExecStdioReadResponse(data=chunk))
+            return
         for at in range(request.offset, len(data), STDIO_CHUNK):
             await stream.send_message(
                 sr_pb2.TaskExecStdioReadResponse(data=data[at : at + STDIO_CHUNK])
@@ -451,6 +472,8 @@ class ModalFake:
         self.region = "us-east-1"  # where its containers say they run (MODAL_REGION)
         self.fail_next_create = False
         self.faults = RpcFaults()
+        self.planted: set[str] = set()  # hostile modes in effect (fakes/hostile.py)
+        self.hostile_pages = 0
         self.calls: list[tuple[str, float]] = []  # (RPC name, monotonic arrival), for assertions
         self.peers: list[tuple[str, int | None]] = []  # (RPC name, client port): connection reuse
         self.apps: dict[str, str] = {}
@@ -506,6 +529,18 @@ class ModalFake:
             "token_id": self.token_id,
             "token_secret": self.token_secret,
         }
+
+    def hostile(self, mode: str) -> None:
+        """Answer as a broken or hostile Modal would (fakes/hostile.py). Modal answers in
+        protobuf, so there is no body that is not JSON to send; downloads are commands."""
+        if mode == hostile.CALM:
+            self.planted.clear()
+            self.faults.clear()
+            self.hostile_pages = 0
+        elif mode in ("endless_listing", "missing_id", "oversized_download"):
+            self.planted.add(mode)
+        else:
+            raise hostile.unknown(mode, "modal")
 
     # -- state shared by both services -----------------------------------------------------------
 
