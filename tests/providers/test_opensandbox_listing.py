@@ -10,6 +10,7 @@ import pytest
 
 from runner.providers import get_provider
 from runner.providers.base import NotReady, ProviderError
+from runner.providers.fakes.server import FakeHTTPServer, Response
 from runner.providers.opensandbox import adapter
 
 VANISHED = {
@@ -108,3 +109,21 @@ def test_the_sdk_asks_once_its_own_retries_are_off(serve):
     with pytest.raises(NotReady, match="list: HTTP 503 SERVER_BUSY"):
         provider.list_sandboxes("b1")
     assert server.asked == 1
+
+
+def test_calls_share_one_warm_connection_through_the_sdk():
+    # The SDK builds its clients on the adapter's transport, which keeps idle connections up to
+    # 5 minutes: sequential calls reuse one connection, and one the server dropped is replaced.
+    server = FakeHTTPServer(lambda request: Response.json(200, LISTING), 2.0, "os-keepalive")
+    server.start()
+    provider = get_provider("opensandbox", settings={"url": server.url})
+    try:
+        for _ in range(5):
+            assert [s.id for s in provider.list_sandboxes("b1")] == ["s1"]
+        assert server.connections == 1
+        assert server.wait_closed(1, 30)  # the server closes the idle connection after 2 s
+        assert [s.id for s in provider.list_sandboxes("b1")] == ["s1"]
+        assert server.connections == 2
+    finally:
+        provider.close()
+        server.stop()

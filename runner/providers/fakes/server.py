@@ -112,7 +112,9 @@ class FakeHTTPServer(ThreadingHTTPServer):
         self.faults = Faults()
         self.requests: list[Request] = []
         self.connections = 0
+        self.closed = 0  # connections the server has closed (idle, or the client hung up)
         self._lock = threading.Lock()
+        self._closing = threading.Condition(self._lock)
         super().__init__(("127.0.0.1", 0), _Handler)
 
     @property
@@ -138,6 +140,16 @@ class FakeHTTPServer(ThreadingHTTPServer):
         with self._lock:
             self.requests.append(request)
 
+    def connection_closed(self) -> None:
+        with self._closing:
+            self.closed += 1
+            self._closing.notify_all()
+
+    def wait_closed(self, count: int, timeout_s: float) -> bool:
+        """Whether `count` connections have been closed within `timeout_s` (for idle drops)."""
+        with self._closing:
+            return self._closing.wait_for(lambda: self.closed >= count, timeout_s)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -150,6 +162,12 @@ class _Handler(BaseHTTPRequestHandler):
         # the client's delayed ACK (about 40 ms on Linux), which would dwarf the fake's own cost.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connection_no = self.server.next_connection()
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            self.server.connection_closed()
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         pass  # tests read server.requests; nothing goes to stderr
