@@ -170,7 +170,10 @@ class E2BProvider(HTTPProvider):
         return sandbox.handle
 
     def _token(self, box) -> str:
-        return str(getattr(box, "_envd_access_token", "") or "")
+        """The sandbox's envd access token, which the SDK holds; kept out of its log records."""
+        token = str(getattr(box, "_envd_access_token", "") or "")
+        redact_sdk_logs("e2b", token)
+        return token
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -117,3 +117,21 @@ def test_opensandbox_keeps_an_echoed_key_out_of_the_sdks_log_records(caplog):
         server.stop()
     assert "BOOM" in caplog.text and "opensandbox" in caplog.text
     assert not shows_part_of(caplog.text, holder["key"]), caplog.text
+
+
+def test_e2b_shows_an_echoed_access_token_neither_in_an_error_nor_a_log(tmp_path, caplog):
+    # The sandbox's access token is a credential too: redacted from the error, and registered with
+    # the filter on the SDK's loggers in case a record carries what envd answered.
+    from tests.providers.cloud.helpers import running_fake
+
+    caplog.set_level(logging.DEBUG)
+    with running_fake("e2b", tmp_path) as cloud:
+        sandbox = cloud.provider.create(SPEC)
+        token = sandbox.handle._envd_access_token
+        body = {"code": 500, "message": f"token {token} refused"}
+        cloud.data_plane.faults.add("GET", "^/files$", status=500, body=body)
+        with pytest.raises(ProviderError) as failed:
+            cloud.provider.download(sandbox, "/app/x")
+        cloud.provider.destroy(sandbox)
+    assert "refused" in str(failed.value) and token not in str(failed.value)
+    assert not shows_part_of(caplog.text, token), caplog.text
