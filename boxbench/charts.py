@@ -4,7 +4,7 @@ Plain dicts rather than plotly.graph_objects: building a graph object validates 
 and costs milliseconds per request, while the browser's plotly.js validates anyway.
 """
 
-from boxbench.leaderboard.shapes import BenchmarkPage, UnitPage
+from boxbench.leaderboard.shapes import BenchmarkPage, Headline, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
 
 # Providers: one colour each, the same on every chart (see provider_colour).
@@ -337,3 +337,90 @@ def distribution(unit: UnitPage) -> dict | None:
         yaxis={"title": {"text": unit["measure_unit"]}, "gridcolor": "#eee", "rangemode": "tozero"},
     )
     return {"data": traces, "layout": layout}
+
+
+def score_chart(overview: OverviewPage) -> dict | None:
+    """The score tree's top: each provider's overall and section scores (0 to 100), one bar per
+    provider in each row, providers in overall rank order."""
+    tree = overview["tree"]
+    nodes = [tree, *[c for c in tree["children"] if c["scores"]]]
+    if not tree["scores"]:
+        return None
+    ranked = sorted(tree["scores"], key=lambda p: (tree["ranks"][p], p))
+    infos = overview["providers"]
+    labels = ["Overall", *[n["label"] for n in nodes[1:]]]
+    traces = []
+    # Plotly stacks a group's bars from the bottom: the worst first puts the best on top, and
+    # the reversed legend lists the best first, as the table's columns.
+    for slug in reversed(ranked):
+        info = infos.get(slug, {"provider": slug, "provider_name": slug})
+        values = [n["scores"].get(slug) for n in nodes]
+        traces.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": _provider_label(info),
+                "y": labels,
+                "x": values,
+                "text": [score_text(v) for v in values],
+                "textposition": "inside",
+                "insidetextanchor": "start",
+                "textfont": {"color": "white"},
+                "hovertemplate": f"{_provider_label(info)}: %{{x:.1f}}<extra></extra>",
+                "marker": {"color": provider_colour(info)},
+            }
+        )
+    layout = _layout(
+        "Scores by section<br><sub>0 to 100, higher is better; a missing result scores 0</sub>",
+        140 + 22 * len(nodes) * len(ranked) + 24 * len(ranked),
+        barmode="group",
+        xaxis={"title": {"text": "score"}, "range": [0, 100], "gridcolor": "#eee"},
+        yaxis={
+            "categoryorder": "array",
+            "categoryarray": list(reversed(labels)),
+            "type": "category",
+        },  # fmt: skip
+        legend={"orientation": "h", "y": -0.15, "traceorder": "reversed"},
+    )
+    return {"data": traces, "layout": layout}
+
+
+def score_text(value) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def headline_bars(headline: Headline) -> dict | None:
+    """A section's headline benchmark: each ranked provider's median (with its 95 % interval
+    where it has one) or workload value; a status label where a bar is not."""
+    rows = headline["rows"]
+    barred = [r for r in rows if _has_bar(r) and r["value"] is not None]
+    if not barred:
+        return None
+    measure = headline["measure_unit"]
+    intervals = any(r["ci_low"] is not None for r in barred)
+    trace = {
+        **_provider_bars(
+            headline["value_kind"],
+            barred,
+            [r["value"] for r in barred],
+            [num(r["value"]) for r in barred],
+            f"{headline['value_kind']} %{{x}} {measure}<extra></extra>",
+        ),
+        "constraintext": "inside",
+        "error_x": {
+            "type": "data",
+            "symmetric": False,
+            "array": [_minus(r["ci_high"], r["value"]) for r in barred],
+            "arrayminus": [_minus(r["value"], r["ci_low"]) for r in barred],
+            "color": "#333",
+            "visible": intervals,
+        },
+    }
+    better = "lower" if headline["lower_is_better"] else "higher"
+    interval = " with 95 % interval" if intervals else ""
+    title = (
+        f"{headline['section_label']}: {plain(headline['title'])}<br><sub>"
+        f"{headline['value_kind']}{interval}, {measure}, {better} is better</sub>"
+    )
+    layout = _bars_layout(title, measure, rows, measure, showlegend=False)
+    return {"data": [trace], "layout": layout}

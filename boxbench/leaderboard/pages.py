@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board, provider_cost, provider_info
+from boxbench.leaderboard.headlines import headlines
 from boxbench.leaderboard.sources import run_source
 from boxbench.models import Provider, Section
 from stats import scores, workload
@@ -66,6 +67,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
             for b in boards
         },
         "composites": composite,
+        "headlines": headlines(boards),
     }
 
 

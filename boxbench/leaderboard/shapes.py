@@ -278,11 +278,47 @@ class Composites(TypedDict, total=False):
     cost: dict[str, float | None]
 
 
+class HeadlineRow(ProviderInfo):
+    """One provider on a section's headline benchmark: its median (one unit) or workload value
+    (several), with the median's 95 % interval where it has one."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ranked: bool
+    label: str | None
+    meaning: str
+
+
+class HeadlineRun(TypedDict):
+    """A run behind a headline chart: its schedule seed and the job hosts that timed it."""
+
+    run: str
+    run_name: str
+    seed: int | None
+    job_hosts: list[str]  # "name (type, region)", as the manifest records them
+
+
+class Headline(TypedDict):
+    """A section's headline benchmark on the overview (leaderboard.headlines)."""
+
+    section: str
+    section_label: str
+    benchmark: str
+    title: str
+    value_kind: str  # "median" or "workload value"
+    measure_unit: str
+    lower_is_better: bool
+    rows: list[HeadlineRow]
+    runs: list[HeadlineRun]
+
+
 class OverviewPage(TypedDict):
     tree: ScoreNode
     providers: dict[str, ProviderInfo]
     benchmarks: dict[str, OverviewBenchmark]
     composites: Composites
+    headlines: list[Headline]
 
 
 # -- the provider page --------------------------------------------------------------------------

@@ -60,6 +60,12 @@ def overview(request):
         context.update(COMPOSITE_BLANKS)
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
         context["composite_blank_cost"] = any(r["cost"] is None for r in context["composite_rows"])
+        context["score_chart"] = charts.score_chart(data)
+        # Pages materialized before the headlines existed have none: the tables still show.
+        context["headlines"] = [
+            {**h, "figure": charts.headline_bars(h), "empty": charts.nothing_to_chart(h["rows"])}
+            for h in data.get("headlines", [])
+        ]
     return _awaiting_uncached(context, render(request, "boxbench/overview.html", context))
 
 
