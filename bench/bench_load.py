@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
         [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6380/0] [--seconds 10]
-        [--only "staff,/metrics"] [--workers 2] [--threads 4]
+        [--only "staff,/metrics"] [--workers 2] [--threads 4] [--port 8765]
 
 Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
 each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard, adds
@@ -196,6 +196,8 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes.")
     parser.add_argument("--threads", type=int, default=4, help="Threads per worker.")
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
+    parser.add_argument("--port", type=int, default=PORT, help="gunicorn's port (another "
+                        "measurement may hold the default).")  # fmt: skip
     parser.add_argument("--redis", default="", help="BOXBENCH_CACHE_URL: the page cache's Redis.")
     parser.add_argument(
         "--only",
@@ -258,7 +260,7 @@ def main():
             "gunicorn",
             "boxbench.wsgi",
             "-b",
-            f"127.0.0.1:{PORT}",
+            f"127.0.0.1:{args.port}",
             "-w",
             str(args.workers),
             "-k",
@@ -271,7 +273,7 @@ def main():
         cwd=ROOT,
         env=env,
     )
-    base = f"http://127.0.0.1:{PORT}"
+    base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(100):
             try:
