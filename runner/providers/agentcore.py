@@ -38,6 +38,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from runner.providers.answers import AnswerLimits, Capped, Listing, Reader
 from runner.providers.base import (
     CredentialsRejected,
     DoctorCheck,
@@ -117,6 +118,7 @@ class AgentCoreProvider(Provider):
         )
         self.endpoint_url = self.settings.get("endpoint_url") or None
         self._problem = None
+        self.limits = AnswerLimits.from_settings(self.settings)
         self._secrets: tuple[str | None, ...] = ()
         self._session: Any = None
         if importlib.util.find_spec("boto3") is None:
@@ -184,12 +186,18 @@ class AgentCoreProvider(Provider):
             setattr(self, attribute, client)
         return client
 
+    def _reader(self, operation: str) -> Reader:
+        return Reader("agentcore", operation, self._secrets)
+
     def _call(self, operation: str, fn, data_plane: bool = False):
         """Run one SDK call, its errors mapped to the lifecycle's (every credential removed)."""
+        import botocore.eventstream
         import botocore.exceptions as errors
 
         try:
             return fn()
+        except botocore.eventstream.ParserError as exc:  # a broken or oversized event
+            raise self._reader(operation).fail(f"{type(exc).__name__}: {exc}") from None
         except errors.ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             text = self._text(operation, exc)
@@ -224,9 +232,13 @@ class AgentCoreProvider(Provider):
     def _text(self, operation: str, exc: BaseException) -> str:
         return redact(f"agentcore {operation}: {type(exc).__name__}: {exc}", *self._secrets)
 
-    def _invoke(self, operation: str, session_id: str, tool: str, arguments: dict) -> dict:
-        """One tool call; the merged result of its event stream (results and modelled errors)."""
+    def _invoke(
+        self, operation: str, session_id: str, tool: str, arguments: dict, cap: int, setting: str
+    ) -> dict:
+        """One tool call; the merged result of its event stream (results and modelled errors),
+        its texts and blobs together at most `cap` bytes."""
         client = self._client(commands=True)
+        counted = Capped(self._reader(operation), cap, "the tool's answer", setting)
 
         def call() -> dict:
             answer = client.invoke_code_interpreter(
@@ -238,8 +250,10 @@ class AgentCoreProvider(Provider):
             merged: dict = {"content": [], "structuredContent": {}, "isError": False}
             for event in answer["stream"]:
                 result = event.get("result")
-                if result is None:
+                if not isinstance(result, dict):
                     continue
+                for size in _sizes(result):
+                    counted.count(size)
                 merged["content"] += result.get("content", [])
                 merged["structuredContent"].update(result.get("structuredContent") or {})
                 merged["isError"] = merged["isError"] or bool(result.get("isError"))
@@ -276,7 +290,7 @@ class AgentCoreProvider(Provider):
             ),
         )
         return Sandbox(
-            id=answer["sessionId"],
+            id=self._reader("create").key(answer, "sessionId"),
             label=spec.label,
             created_at=_utc(answer.get("createdAt")) or datetime.now(UTC),
             facts={
@@ -297,11 +311,23 @@ class AgentCoreProvider(Provider):
             self._write(sandbox, stdin_path, stdin, "exec")
         command = _command(argv, timeout, stdin_path, workdir, env)
         started = time.monotonic()
-        result = self._invoke("exec", sandbox.id, "executeCommand", {"command": command})
+        limits = self.limits
+        result = self._invoke(
+            "exec", sandbox.id, "executeCommand", {"command": command},
+            limits.exec_answer_bytes(), "max_output_mib",
+        )  # fmt: skip
         out = result["structuredContent"]
         if "exitCode" not in out:
             raise ProviderError(self._tool_error("exec", result), operation="exec")
-        code = int(out["exitCode"])
+        reader = self._reader("exec")
+        code = reader.key(out, "exitCode", int, "the command's result")
+        for stream in ("stdout", "stderr"):
+            text = out.get(stream) or ""
+            if not isinstance(text, str):
+                raise reader.fail(f"`{stream}` in the command's result is not a string")
+            Capped(reader, limits.output_bytes, f"the command's {stream}", "max_output_mib").add(
+                text.encode()
+            )
         if code in TIMED_OUT and time.monotonic() - started >= timeout:
             raise ExecTimeout(
                 f"agentcore: command did not return within {timeout:g} s in {sandbox.id}",
@@ -313,8 +339,9 @@ class AgentCoreProvider(Provider):
 
     def _write(self, sandbox, path: str, data: bytes, operation: str) -> None:
         result = self._invoke(
-            operation, sandbox.id, "writeFiles", {"content": [{"path": path, "blob": data}]}
-        )
+            operation, sandbox.id, "writeFiles", {"content": [{"path": path, "blob": data}]},
+            self.limits.answer_bytes, "",
+        )  # fmt: skip
         if result["isError"]:
             raise ProviderError(self._tool_error(operation, result), operation=operation)
 
@@ -322,17 +349,26 @@ class AgentCoreProvider(Provider):
         self._write(sandbox, path, data, "upload")
 
     def download(self, sandbox, path) -> bytes:
-        result = self._invoke("download", sandbox.id, "readFiles", {"paths": [path]})
+        result = self._invoke(
+            "download", sandbox.id, "readFiles", {"paths": [path]},
+            self.limits.download_bytes + self.limits.answer_bytes, "max_download_mib",
+        )  # fmt: skip
         if result["isError"]:
             text = self._tool_error("download", result)
             code = "not_found" if "no such file" in text.lower() else ""
             raise ProviderError(text, operation="download", code=code)
         for block in result["content"]:
-            resource = block.get("resource") or {}
-            if block.get("type") == "resource" and "blob" in resource:
-                return resource["blob"]
-            if block.get("type") == "resource" and "text" in resource:
-                return resource["text"].encode()
+            resource = (block.get("resource") or {}) if isinstance(block, dict) else {}
+            if block.get("type") != "resource" or not isinstance(resource, dict):
+                continue
+            data = resource.get("blob")
+            if data is None and isinstance(resource.get("text"), str):
+                data = resource["text"].encode()
+            if isinstance(data, bytes):
+                capped = Capped(self._reader("download"), self.limits.download_bytes,
+                                f"the file {path}", "max_download_mib")  # fmt: skip
+                capped.add(data)
+                return data
         raise ProviderError(f"agentcore download: no content for {path}", operation="download")
 
     def destroy(self, sandbox) -> None:
@@ -368,6 +404,8 @@ class AgentCoreProvider(Provider):
 
         def listing() -> list[LiveSandbox]:
             found, token = [], None
+            reader = self._reader("list")
+            guard = Listing(reader, self.limits.pages)
             while True:  # the model has no paginator for it: nextToken by hand
                 page = client.list_code_interpreter_sessions(
                     codeInterpreterIdentifier=self.interpreter,
@@ -380,13 +418,13 @@ class AgentCoreProvider(Provider):
                     if label is None or name == label:
                         found.append(
                             LiveSandbox(
-                                id=item["sessionId"],
+                                id=reader.key(item, "sessionId", what="a listed session"),
                                 label=name,
                                 created_at=_utc(item.get("createdAt")),
                             )
                         )
                 token = page.get("nextToken")
-                if not token:
+                if not guard.more(token):
                     return found
 
         return self._call("list", listing)
@@ -446,3 +484,15 @@ def _command(argv, timeout, stdin_path, workdir, env) -> str:
 
 def _utc(moment: datetime | None) -> datetime | None:
     return moment.astimezone(UTC) if moment is not None else None
+
+
+def _sizes(value, depth: int = 0):
+    """The sizes of the strings and bytes in a tool result, as the stream delivers them."""
+    if isinstance(value, str | bytes):
+        yield len(value)
+    elif depth < 8 and isinstance(value, dict):
+        for item in value.values():
+            yield from _sizes(item, depth + 1)
+    elif depth < 8 and isinstance(value, list):
+        for item in value:
+            yield from _sizes(item, depth + 1)

@@ -130,6 +130,7 @@ class Capped:
     def __init__(self, reader: Reader, cap: int, what: str, setting: str = ""):
         self.reader, self.cap, self.what, self.setting = reader, cap, what, setting
         self.data = bytearray()
+        self.size = 0
 
     def too_large(self, size: int | None = None) -> ProviderError:
         told = f" (it announced {size} bytes)" if size is not None else ""
@@ -145,9 +146,14 @@ class Capped:
             raise self.too_large(size)
 
     def add(self, chunk: bytes) -> None:
-        if len(self.data) + len(chunk) > self.cap:
-            raise self.too_large()
+        self.count(len(chunk))
         self.data += chunk
+
+    def count(self, size: int) -> None:
+        """Count `size` bytes that something else holds (an SDK's decoded answer)."""
+        if self.size + size > self.cap:
+            raise self.too_large()
+        self.size += size
 
     def read(self, chunks: Iterable[bytes]) -> bytes:
         for chunk in chunks:

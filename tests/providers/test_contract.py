@@ -189,6 +189,8 @@ def agentcore_subject(request, tmp_path):
                 "agentcore", settings={**settings, "secret_access_key": key}
             ),
             echoes=True,
+            with_settings=lambda more: get_provider("agentcore", settings={**settings, **more}),
+            hostile=fake.hostile,
         )  # fmt: skip
     finally:
         fake.stop()
@@ -319,11 +321,15 @@ READS_NO_ANSWERS = {
     "apple-container": "its output comes from the local tool's pipes, not a provider's answers",
 }
 # Adapters whose answers are bounded in the commits that follow this one (issue 23, section 4).
-NOT_YET_BOUNDED = {
-    slug: "its answers are not bounded yet" for slug in ("docker", "opensandbox", "agentcore")
+NOT_YET_BOUNDED = {slug: "its answers are not bounded yet" for slug in ("docker", "opensandbox")}
+# Where an SDK reads the answer first: its own refusal, or what it made of the answer (still the
+# provider's failure, named).
+REFUSED_BY_THE_SDK = {
+    ("modal", "missing_id"): ("rejected", "does not start with"),
+    # botocore turns a body that is not JSON into {"message": <the body>}.
+    ("agentcore", "not_json"): ("bad_answer", "has no `sessionId`"),
+    ("agentcore", "missing_id"): ("bad_answer", "has no `sessionId`"),
 }
-# Where an SDK refuses the answer itself, with its own words (still the provider's, named).
-REFUSED_BY_THE_SDK = {("modal", "missing_id"): ("rejected", "does not start with")}
 HOSTILE_CODE = {
     "endless_listing": "endless_listing",
     "missing_id": "bad_answer",
@@ -360,13 +366,9 @@ def test_command_output_past_the_cap_is_a_named_provider_failure(adapter):
         lifecycle.readiness_check(provider, sandbox, FAST.readiness)
         for stream in ("", " >&2"):
             with pytest.raises(ProviderError, match="max_output_mib") as raised:
-                provider.exec(
-                    sandbox, ["/bin/sh", "-c", f"head -c {2 * MIB} /dev/zero{stream}"], 60
-                )
+                provider.exec(sandbox, ["/bin/sh", "-c", f"yes | head -c {2 * MIB}{stream}"], 60)
             assert_named(adapter, raised.value, "exec", "too_large")
-        assert (
-            provider.exec(sandbox, ["/bin/sh", "-c", f"head -c {MIB} /dev/zero"], 60).exit_code == 0
-        )
+        assert provider.exec(sandbox, ["/bin/sh", "-c", f"yes | head -c {MIB}"], 60).exit_code == 0
     finally:
         provider.destroy(sandbox)
 

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.providers.base import ProviderError
-from runner.providers.fakes import aws
+from runner.providers.fakes import aws, hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
@@ -95,6 +95,27 @@ class AgentCoreFake:
             "access_key_id": self.access_key_id,
             "secret_access_key": self.secret_access_key,
         }
+
+    def hostile(self, mode: str) -> None:
+        """Answer as a broken or hostile AgentCore would (fakes/hostile.py)."""
+        faults = self.api.faults
+        if mode == hostile.CALM:
+            faults.clear()
+        elif mode == "endless_listing":
+            faults.add("POST", "/sessions/list$", times=hostile.PAGES, answer=lambda r:
+                Response.json(200, {"items": [], "nextToken": hostile.fresh_token()}))  # fmt: skip
+        elif mode == "missing_id":
+            body = {"codeInterpreterIdentifier": INTERPRETER,
+                    "createdAt": aws.timestamp(datetime.now(UTC))}  # fmt: skip
+            faults.add("PUT", "/sessions/start$", status=200, body=body)
+        elif mode == "not_json":
+            faults.add("PUT", "/sessions/start$", answer=lambda r: hostile.html())
+        elif mode == "oversized_download":
+            faults.add("POST", "/tools/invoke$", answer=lambda r: Response(
+                200, _oversized_events(), {"Content-Type": "application/vnd.amazon.eventstream"}
+            ))  # fmt: skip
+        else:
+            raise hostile.unknown(mode, "agentcore")
 
     # -- routing ---------------------------------------------------------------------------------
 
@@ -310,3 +331,11 @@ class AgentCoreFake:
 
 def _text_result(text: str, error: bool = False) -> dict:
     return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+def _oversized_events():
+    """A readFiles answer of hostile.OVERSIZED bytes, one MiB of file per result event."""
+    blob = base64.b64encode(b"\0" * (1024 * 1024)).decode()
+    block = {"type": "resource", "resource": {"type": "blob", "uri": "file:///x", "blob": blob}}
+    for _ in range(hostile.OVERSIZED // (1024 * 1024)):
+        yield aws.event("result", {"content": [block], "isError": False})
