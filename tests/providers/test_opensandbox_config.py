@@ -118,3 +118,21 @@ def test_validation_errors_name_the_field():
         "timeout: Input should be greater than or equal to 60",
     )
     assert error_body("<html>bad gateway</html>") == ("", "<html>bad gateway</html>")
+
+
+def test_the_provider_is_refused_without_its_sdk(clean_env, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        return None if name == "opensandbox" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    clean_env.setenv("OPEN_SANDBOX_DOMAIN", "127.0.0.1:9")  # named: a missing SDK is a fault
+    provider = get_provider("opensandbox")
+    assert "pip install -r requirements-opensandbox.txt" in provider.configuration_problem()
+    [check] = provider.doctor()
+    assert not check.ok and "requirements-opensandbox.txt" in check.detail
+    with pytest.raises(ProviderError, match="requirements-opensandbox.txt"):
+        provider.list_sandboxes()
