@@ -58,15 +58,16 @@ def held_back(runs: list[Run]) -> dict:
             kind, rerun, at = resolved.get((run.id, provider, benchmark, check), (None,) * 3)
             if kind is None:
                 why = f"{check} failed the audit and is not resolved"
+            elif kind == ResolutionKind.RERUN:
+                # Whenever it was recorded: this run's numbers of the pair never publish.
+                why = (
+                    f"{check} was resolved by re-running the pair (run {rerun}): "
+                    "only the re-run publishes it"
+                )
             elif run.id in published and at > published[run.id]:
                 why = (
                     f"{check} was resolved after the run was published: it joins the board "
                     "once someone with publish_run publishes the run again"
-                )
-            elif kind == ResolutionKind.RERUN:
-                why = (
-                    f"{check} was resolved by re-running the pair (run {rerun}): "
-                    "only the re-run publishes it"
                 )
             else:
                 continue
@@ -108,3 +109,33 @@ def resolutions(run: Run) -> list[dict]:
         }
         for r in found.order_by("provider__slug", "benchmark__slug", "check_name")
     ]
+
+
+def rerun_links(run: Run) -> list[dict]:
+    """Each re-run of one of the run's held-back pairs (boxbench.reruns), oldest first, with
+    what its own audit said of the pair: the run page links them, and their pages hold their
+    audits."""
+    found = []
+    for rerun in Run.objects.filter(manifest__rerun_of__run=str(run.id)).order_by("created_at"):
+        of = rerun.manifest.get("rerun_of") or {}
+        pair = (of.get("provider"), of.get("benchmark"))
+        report = rerun.audit_report
+        failed = [c for p, b, c in failing_checks(report or {}) if (p, b) == pair]
+        if rerun.published:
+            outcome = "passed its audit and is published: the board takes the pair from it"
+        elif report is None:
+            outcome = f"{rerun.status}, not audited"
+        elif failed:
+            outcome = f"failed its audit too ({', '.join(failed)}): the pair stays held back"
+        else:
+            outcome = "passed its audit, not yet published"
+        found.append(
+            {
+                "run": str(rerun.id),
+                "run_name": rerun.name,
+                "provider": str(pair[0]),
+                "benchmark": str(pair[1]),
+                "outcome": outcome,
+            }
+        )
+    return found

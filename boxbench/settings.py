@@ -224,6 +224,8 @@ RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
 # The job host's cores: providers whose sandboxes run on the job host (local, docker) get parallel
 # trials capped so their sandboxes' CPUs fit them (runner/plan.py, "schedule" in the manifest).
 RUNNER_JOB_HOST_CPUS = envint("BOXBENCH_JOB_HOST_CPUS", os.cpu_count() or 1, minimum=1)
+# Held-back pairs `bench rerun --held-back` (and `./boxbench.sh run`) re-runs, once each, per run.
+RERUN_MAX_PAIRS = envint("BOXBENCH_RERUN_MAX_PAIRS", 4, minimum=0)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
 # Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
 # older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The

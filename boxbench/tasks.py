@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from boxbench import reruns
 from boxbench.models import Run
 from boxbench.publishing import run_audit
 
@@ -15,10 +16,13 @@ log = logging.getLogger(__name__)
 
 
 def audit_run(run_id: str) -> None:
-    """Run and store the statistical audit of a completed run (stats.audit)."""
+    """Run and store the statistical audit of a completed run (stats.audit); a re-run of a
+    held-back pair is then published if it passed, and the next re-run started (reruns.finish)."""
     run = Run.objects.get(pk=run_id)
     try:
         run_audit(run)
     except Exception:  # the run's data stays; the audit can be re-run with `bench audit`
         log.exception("the audit of run %s failed; re-run it with `bench audit %s`", run.id, run.id)
         raise  # recorded as a failed task
+    if reruns.rerun_of(run) is not None:
+        log.info("%s", reruns.finish(run))

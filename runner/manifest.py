@@ -180,6 +180,14 @@ class DemoRun(msgspec.Struct):
     note: str
 
 
+class RerunOf(msgspec.Struct):
+    """A run of one pair the audit of `run` held back, re-run once (boxbench/reruns.py)."""
+
+    run: str  # the original run's id
+    provider: str
+    benchmark: str
+
+
 class Manifest(msgspec.Struct):
     """A run's manifest. Sections keyed by provider slug are dicts; `stopped_units` holds
     (provider, benchmark, unit) triples that a benchmark error stopped."""
@@ -211,6 +219,7 @@ class Manifest(msgspec.Struct):
     # Every audit threshold, fixed when the run is planned (stats.audit.AuditSettings.to_dict);
     # the audit reads them from here. None: a run planned before they were recorded, or imported.
     audit_settings: dict[str, Any] | None = None
+    rerun_of: RerunOf | None = None  # None: not a re-run of a held-back pair
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -307,4 +316,5 @@ _ONLY_WHEN_SET = (
     "code",
     "adapters",
     "audit_settings",
+    "rerun_of",
 )

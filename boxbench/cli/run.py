@@ -67,6 +67,12 @@ def add_arguments(parser):
         help="After the run ends (implies --wait): audit it and publish it to the dashboard.",
     )
     parser.add_argument(
+        "--rerun-held-back",
+        action="store_true",
+        help="With --publish: then re-run each pair the audit held back, once, within the "
+        "budget (as `bench rerun RUN --held-back`).",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="Run against each provider's loopback fake (runner/providers/fakes/), no account "
@@ -160,6 +166,10 @@ def _handle(options, out, demo_slugs=None):
         raise CommandError(f"run {run.id} failed: see its transitions in the admin")
     if options.get("publish"):
         publish(run, out)
+        if options.get("rerun_held_back"):
+            from boxbench.cli.rerun import rerun_held_back
+
+            rerun_held_back(run, out)
 
 
 def _names(values: list[str] | None) -> list[str]:

@@ -35,6 +35,7 @@ def materialize() -> int:
             "cells": runs.progress(run),
             "resolutions": holdbacks.resolutions(run),
             "held_back": held.get(run.id, []),
+            "reruns": holdbacks.rerun_links(run),
         }
         rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)

@@ -460,10 +460,21 @@ class HeldBackPair(TypedDict):
     checks: list[HeldBackCheck]
 
 
+class RerunLink(TypedDict):
+    """A re-run of one held-back pair and what its audit said (boxbench.holdbacks.rerun_links)."""
+
+    run: str
+    run_name: str
+    provider: str
+    benchmark: str
+    outcome: str
+
+
 class RunPage(TypedDict):
     cells: list[ProgressCell]
     resolutions: list[Resolution]
     held_back: list[HeldBackPair]
+    reruns: NotRequired[list[RerunLink]]  # absent from pages materialized before re-runs
 
 
 class ShapeError(ValueError):

@@ -47,6 +47,7 @@ def run_page(request, run_id):
     measured = [c for c in cells if "refusal" not in c]
     resolutions = stored["resolutions"] if stored else holdbacks.resolutions(run)
     held = stored.get("held_back", []) if stored else holdbacks.held_back([run])[run.id]
+    rerun_links = stored.get("reruns", []) if stored else holdbacks.rerun_links(run)
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)
@@ -60,8 +61,10 @@ def run_page(request, run_id):
         "families": (run.audit_report or {}).get("families", {}),
         "resolutions": resolutions,
         "held_back": held,
+        "reruns": rerun_links,
         "refusals": manifest.refusals,
         "demo": manifest.demo,
+        "rerun_of": manifest.rerun_of,
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
         request, permissions.PUBLISH

@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "trace": "boxbench.cli.trace",
     "audit": "boxbench.cli.audit",
     "publish": "boxbench.cli.publish",
+    "rerun": "boxbench.cli.rerun",
     "recover": "boxbench.cli.recover",
 }
 
