@@ -206,6 +206,10 @@ else:
         }
     }
 
+# A published run's raw downloads (raw.jsonl, raw.csv), exported once per publication into files
+# here and served from them (boxbench/views/raw_files.py); the full form holds private evidence.
+RAW_EXPORT_DIR = Path(envstr("BOXBENCH_RAW_EXPORT_DIR", str(VAR_DIR / "exports")))
+
 # Sessions are read from the shared cache and written through to the database, so a staff page
 # served from the page cache needs no query for the session, and a lost cache loses no login.
 # The session also remembers its page audience (boxbench/views/audience.py).

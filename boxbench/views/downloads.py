@@ -1,13 +1,14 @@
-"""CSV downloads of every table (the same rows as the page) and streamed raw data per run."""
+"""CSV downloads of every table (the same rows as the page) and raw data per run (a published
+run's from a file written once per publication, views/raw_files.py)."""
 
 import io
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 
 from boxbench import permissions, safecsv
 from boxbench.models import Scope
 from boxbench.rawdata import FULL, PUBLIC, export_csv, iter_jsonl_bytes
-from boxbench.views import tables
+from boxbench.views import raw_files, tables
 from boxbench.views.access import aggregate, chosen_view, visible_run
 
 
@@ -54,16 +55,16 @@ def _raw_name(run, form: str, extension: str) -> str:
 def raw_jsonl(request, run_id):
     run = visible_run(request, run_id)
     form = raw_form(request)
-    chunks = iter_jsonl_bytes(run, form)
-    response = StreamingHttpResponse(chunks, content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{_raw_name(run, form, "jsonl")}"'
-    return response
+    return raw_files.serve(
+        request, run, form, "jsonl", lambda: iter_jsonl_bytes(run, form),
+        "application/x-ndjson", _raw_name(run, form, "jsonl"),
+    )  # fmt: skip
 
 
 def raw_csv(request, run_id):
     run = visible_run(request, run_id)
     form = raw_form(request)
-    chunks = export_csv(run, form)
-    response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_raw_name(run, form, "csv")}"'
-    return response
+    return raw_files.serve(
+        request, run, form, "csv", lambda: export_csv(run, form),
+        "text/csv; charset=utf-8", _raw_name(run, form, "csv"),
+    )  # fmt: skip

@@ -39,3 +39,9 @@ class WorkerDatabase:
 @pytest.fixture
 def worker_db(tmp_path, transactional_db):
     return WorkerDatabase(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def own_raw_exports(settings, tmp_path):
+    """Published raw downloads in files of this test's own (boxbench/views/raw_files.py)."""
+    settings.RAW_EXPORT_DIR = tmp_path / "raw-exports"

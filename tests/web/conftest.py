@@ -23,6 +23,12 @@ def fresh_page_cache():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def own_raw_exports(settings, tmp_path):
+    """Each test's published raw downloads in files of its own (boxbench/views/raw_files.py)."""
+    settings.RAW_EXPORT_DIR = tmp_path / "raw-exports"
+
+
 @pytest.fixture
 def page_queries():
     return _page_queries
