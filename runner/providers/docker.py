@@ -25,8 +25,6 @@ import math
 import os
 import re
 import shutil
-import socket
-import struct
 import tarfile
 import threading
 import time
@@ -43,6 +41,8 @@ from docker.types import Ulimit
 
 from runner import waiting
 from runner.images.build import ImageError, Recipe, load_recipe, read_pin
+from runner.providers import docker_exec_stream as exec_stream
+from runner.providers.answers import MIB, TOO_LARGE, AnswerLimits, Capped, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -70,6 +70,7 @@ ENGINE_ERRORS = (
 )
 
 WORKDIR = "/app"
+TAR_ROOM = MIB  # an archive of one file: its headers (long names, PAX records) and padding
 DEFAULT_NOFILE = 8192  # below the 20000 hard limit a Podman service often inherits
 DEFAULT_NPROC = 4096
 # What the standard image's commands need as the container's root: file ownership and modes
@@ -155,6 +156,10 @@ class DockerProvider(Provider):
         self.nproc = _limit_setting(self.settings, "nproc", "BOXBENCH_DOCKER_NPROC", DEFAULT_NPROC)
         self._client: docker.APIClient | None = None
         self._lock = threading.Lock()
+        self.limits = AnswerLimits.from_settings(self.settings)
+
+    def _reader(self, operation: str) -> Reader:
+        return Reader(self.slug, operation)
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -373,31 +378,35 @@ class DockerProvider(Provider):
         exec_id = created["Id"]
         response = self._call("exec", lambda: self._start_exec(exec_id))
         outcome: dict = {}
+        stdout, stderr = exec_stream.outputs(self._reader("exec"), self.limits.output_bytes)
 
         def read_all():
             try:
-                outcome["stdout"], outcome["stderr"] = _read_frames(response.raw._fp.fp)
+                exec_stream.read_frames(response.raw._fp.fp, stdout, stderr)
             except Exception as exc:  # noqa: BLE001 - handed to the caller's thread below
                 outcome["error"] = exc
 
         reader = threading.Thread(target=read_all, name=f"exec-{exec_id[:12]}", daemon=True)
         reader.start()
         reader.join(timeout)
-        if reader.is_alive():
-            self._kill_exec(sandbox.id, f"{EXEC_MARKER}={token}")
+        error = outcome.get("error")
+        if reader.is_alive() or getattr(error, "code", "") == TOO_LARGE:
+            self._kill_exec(sandbox.id, f"{EXEC_MARKER}={token}")  # past its time, or its cap
             reader.join(5)
-            _hang_up(response)
+            exec_stream.hang_up(response)
+            if isinstance(error, ProviderError):
+                raise error
             raise ExecTimeout(
                 f"exec {argv[0]!r} did not return within {timeout:g}s; its processes were killed",
                 operation="exec",
             )
         _close_exec(response)
-        if "error" in outcome:
-            raise _classify(outcome["error"], "exec")
+        if error is not None:
+            raise _classify(error, "exec")
         return ExecResult(
             exit_code=self._exit_code(exec_id),
-            stdout=outcome["stdout"],
-            stderr=outcome["stderr"],
+            stdout=bytes(stdout.data),
+            stderr=bytes(stderr.data),
         )
 
     def _start_exec(self, exec_id: str):
@@ -458,16 +467,24 @@ class DockerProvider(Provider):
 
     def download(self, sandbox: Sandbox, path: str) -> bytes:
         path = _absolute(path, "download")
+        cap = self.limits.download_bytes
+        # The archive holds the file and its tar headers (TAR_ROOM): a file past the cap fails
+        # while the archive streams in, never held whole.
+        capped = Capped(self._reader("download"), cap + TAR_ROOM, f"the archive of {path}",
+                        "max_download_mib")  # fmt: skip
 
         def fetch():
             chunks, _ = self.api.get_archive(sandbox.id, path)
-            return b"".join(chunks)
+            return capped.read(chunks)
 
         archive = self._call("download", fetch, f"(does {path} exist in the sandbox?)")
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             members = tar.getmembers()
             if len(members) != 1 or not members[0].isfile():
                 raise ProviderError(f"download: {path} is not a regular file", operation="download")
+            if members[0].size > cap:
+                capped.cap, capped.what = cap, f"the file {path}"
+                raise capped.too_large(members[0].size)
             handle = tar.extractfile(members[0])  # a regular file's member always has one
             return handle.read() if handle is not None else b""
 
@@ -669,33 +686,9 @@ def _no_such_container(exc: docker.errors.APIError) -> bool:
     return isinstance(exc, docker.errors.NotFound) or "no such container" in str(exc).lower()
 
 
-def _read_frames(stream) -> tuple[bytes, bytes]:
-    """Demultiplex an exec's output: 8-byte headers (stream id, length) each before its data."""
-    out: list[bytes] = []
-    err: list[bytes] = []
-    while True:
-        header = stream.read(8)
-        if len(header) < 8:
-            break
-        kind, length = struct.unpack(">BxxxL", header)
-        data = stream.read(length)
-        (err if kind == 2 else out).append(data)
-        if len(data) < length:
-            break
-    return b"".join(out), b"".join(err)
-
-
 def _close_exec(response) -> None:
     """Close a finished exec's connection: a hijacked connection is never reused."""
     with contextlib.suppress(*ENGINE_ERRORS):
-        response.close()
-
-
-def _hang_up(response) -> None:
-    """Close an exec's connection so a reader blocked on it wakes up."""
-    with contextlib.suppress(OSError, AttributeError):
-        response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(Exception):
         response.close()
 
 

@@ -83,10 +83,12 @@ def local_subject(request, tmp_path):
 
 @subject("docker", pytest.mark.podman)
 def docker_subject(request, tmp_path):
+    socket = request.getfixturevalue("podman_socket")
     yield Subject(
         "docker", request.getfixturevalue("docker_provider"),
         request.getfixturevalue("batch_label"), secrets=(),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
+        with_settings=lambda more: get_provider("docker", settings={"host": socket, **more}),
     )  # fmt: skip
 
 
@@ -98,6 +100,7 @@ def opensandbox_subject(request, tmp_path):
         secrets=(stack.api_key,),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
         with_credential=lambda key: provider_for(stack, api_key=key),
+        with_settings=lambda more: provider_for(stack, **more),
     )  # fmt: skip
 
 
@@ -320,8 +323,6 @@ READS_NO_ANSWERS = {
     "local": "its output comes from pipes of its own processes, not a provider's answers",
     "apple-container": "its output comes from the local tool's pipes, not a provider's answers",
 }
-# Adapters whose answers are bounded in the commits that follow this one (issue 23, section 4).
-NOT_YET_BOUNDED = {slug: "its answers are not bounded yet" for slug in ("docker", "opensandbox")}
 # Where an SDK reads the answer first: its own refusal, or what it made of the answer (still the
 # provider's failure, named).
 REFUSED_BY_THE_SDK = {
@@ -346,9 +347,8 @@ NOT_APPLICABLE = {
 
 def bounded(adapter: Subject) -> Provider:
     if adapter.with_settings is None:
-        reasons = READS_NO_ANSWERS | NOT_YET_BOUNDED
-        assert adapter.slug in reasons, f"{adapter.slug} says nothing of its bounds"
-        pytest.skip(reasons[adapter.slug])
+        assert adapter.slug in READS_NO_ANSWERS, f"{adapter.slug} says nothing of its bounds"
+        pytest.skip(READS_NO_ANSWERS[adapter.slug])
     return adapter.with_settings(BOUNDS)
 
 

@@ -58,6 +58,7 @@ import httpx
 
 from runner import waiting
 from runner.images.build import ImageError, load_recipe, read_pin
+from runner.providers.answers import AnswerLimits, Capped, Listing, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -169,6 +170,7 @@ class OpenSandboxProvider(Provider):
         self._config = None
         self._manager = None
         self._lock = threading.Lock()
+        self.limits = AnswerLimits.from_settings(self.settings)
 
     def __repr__(self) -> str:  # never the key
         return f"OpenSandboxProvider({self.url})"
@@ -223,6 +225,9 @@ class OpenSandboxProvider(Provider):
 
     def _secrets(self) -> tuple:
         return (self._api_key,)
+
+    def _reader(self, operation: str, *secrets: str | None) -> Reader:
+        return Reader(self.slug, operation, (*self._secrets(), *secrets))
 
     def _call(self, operation: str, fn, where: str = ""):
         """One SDK call, its failure as the adapter error for it (the key never shown)."""
@@ -341,6 +346,7 @@ class OpenSandboxProvider(Provider):
 
         metadata = {BATCH_KEY: label} if label else None
         found, page = [], 1
+        guard = Listing(self._reader("list"), self.limits.pages)
         while True:
             query = SandboxFilter(metadata=metadata, page=page, page_size=100)
             answer = self._list_page(query)
@@ -349,9 +355,9 @@ class OpenSandboxProvider(Provider):
                 if batch is None or (label and batch != label):
                     continue
                 found.append(LiveSandbox(info.id, batch, _utc(info.created_at)))
-            if not answer.pagination.has_next_page:
-                return found
             page += 1
+            if not guard.more(answer.pagination.has_next_page and page):
+                return found
 
     def _list_page(self, query):
         return waiting.retry_while(
@@ -388,11 +394,14 @@ class OpenSandboxProvider(Provider):
             timeout=timedelta(seconds=math.ceil(timeout + EXEC_BACKSTOP_S)),
             envs=dict(env) if env else None,
         )
-        run = _Command(box, command, opts)
+        cap = self.limits.output_bytes
+        run = _Command(box, command, opts, self._reader("exec"), cap)
         reader = threading.Thread(target=run.run, name="opensandbox-exec", daemon=True)
         reader.start()
         reader.join(timeout)
-        if reader.is_alive():
+        if run.overflow is not None:
+            run.interrupt()  # the command may still be writing
+        elif reader.is_alive():
             run.interrupt()
             reader.join(5)
             raise ExecTimeout(
@@ -413,7 +422,12 @@ class OpenSandboxProvider(Provider):
     def download(self, sandbox: Sandbox, path: str) -> bytes:
         path = _absolute(path, "download")
         box = self._box(sandbox, "download")
-        return self._call("download", lambda: box.files.read_bytes(path), _execd_endpoint(box))
+        capped = Capped(self._reader("download"), self.limits.download_bytes, f"the file {path}",
+                        "max_download_mib")  # fmt: skip
+        # Streamed, so a file past the cap is never held whole.
+        return self._call(
+            "download", lambda: capped.read(box.files.read_bytes_stream(path)), _execd_endpoint(box)
+        )
 
     # -- renew, pause, resume -----------------------------------------------------------------
 
@@ -476,14 +490,15 @@ class OpenSandboxProvider(Provider):
         from opensandbox.models.sandboxes import SnapshotFilter
 
         found, page = [], 1
+        guard = Listing(self._reader("list snapshots"), self.limits.pages)
         while True:
             query = SnapshotFilter(name=label or None, page=page, page_size=200)
             answer = self._call("list snapshots", lambda q=query: self.manager.list_snapshots(q))
             for info in answer.snapshot_infos:
                 found.append(LiveSandbox(info.id, info.name or "", _utc(info.created_at)))
-            if not answer.pagination.has_next_page:
-                return found
             page += 1
+            if not guard.more(answer.pagination.has_next_page and page):
+                return found
 
     # -- the engine's leftovers ---------------------------------------------------------------
 
@@ -580,16 +595,25 @@ class OpenSandboxProvider(Provider):
 class _Command:
     """One `commands.run`, in a thread of its own (the caller times it out)."""
 
-    def __init__(self, box, command: str, opts):
+    def __init__(self, box, command: str, opts, reader: Reader, cap: int):
         self.box, self.command, self.opts = box, command, opts
         self.command_id: str | None = None
         self.execution: Any = None
         self.failure: Exception | None = None
+        # Output is gathered here, not by the SDK, up to max_output_mib a stream.
+        self.stdout = Capped(reader, cap, "the command's stdout", "max_output_mib")
+        self.stderr = Capped(reader, cap, "the command's stderr", "max_output_mib")
+        self.overflow: ProviderError | None = None
 
     def run(self) -> None:
         from opensandbox.models.execd_sync import ExecutionHandlersSync
 
-        handlers = ExecutionHandlersSync(on_init=self._started)
+        handlers = ExecutionHandlersSync(
+            on_init=self._started,
+            on_stdout=lambda message: self._gather(self.stdout, message),
+            on_stderr=lambda message: self._gather(self.stderr, message),
+            skip_accumulation=True,
+        )
         try:
             self.execution = self.box.commands.run(self.command, opts=self.opts, handlers=handlers)
         except Exception as exc:  # noqa: BLE001 - handed to the caller's thread
@@ -597,6 +621,13 @@ class _Command:
 
     def _started(self, init) -> None:
         self.command_id = init.id
+
+    def _gather(self, into: Capped, message) -> None:
+        try:
+            into.add(_bytes(message.text))
+        except ProviderError as exc:
+            self.overflow = exc  # raising ends the SDK's reading of the stream
+            raise
 
     def interrupt(self) -> None:
         from opensandbox.exceptions import SandboxException
@@ -610,6 +641,8 @@ class _Command:
         from opensandbox.exceptions import SandboxException
 
         where = _execd_endpoint(self.box)
+        if self.overflow is not None:
+            raise self.overflow
         if isinstance(self.failure, SandboxException):
             failure = sdk_failure("exec", self.failure, where, secrets)
             if self.command_id and isinstance(failure, NotReady):
@@ -635,8 +668,8 @@ class _Command:
             raise ProviderError("exec: the execd stream ended without an exit status", "exec")
         return ExecResult(
             exit_code=exit_code,
-            stdout=b"".join(_bytes(m.text) for m in execution.logs.stdout),
-            stderr=b"".join(_bytes(m.text) for m in execution.logs.stderr),
+            stdout=bytes(self.stdout.data),
+            stderr=bytes(self.stderr.data),
         )
 
 

@@ -2,11 +2,15 @@
 never shows in our messages, not even in part, and a malformed answer is a named provider
 failure, never a traceback or an endless loop."""
 
+import itertools
 import logging
 
 import pytest
 
+from runner import lifecycle
+from runner.benchmarks.base import ProviderFailure
 from runner.providers.base import ProviderError, Sandbox, SandboxSpec
+from runner.providers.fakes import hostile
 from runner.providers.fakes.server import FakeHTTPServer, Response
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
@@ -43,13 +47,14 @@ def test_an_echoed_key_in_an_error_that_is_not_json_is_redacted_too(cloud):
     assert not shows_part_of(str(failed.value), key) and "yyy" in str(failed.value)
 
 
-def opensandbox_against(app):
+def opensandbox_against(app, **settings):
     from runner.providers import get_provider
 
     server = FakeHTTPServer(app, idle_timeout_s=5, name="opensandbox-hostile")
     server.start()
     key = "osb-" + "k" * 8 + "0123456789abcdef0123456789abcdef"
-    return server, get_provider("opensandbox", settings={"url": server.url, "api_key": key}), key
+    settings = {"url": server.url, "api_key": key, **settings}
+    return server, get_provider("opensandbox", settings=settings), key
 
 
 @pytest.mark.parametrize("padding", [0, 480, 490])
@@ -135,3 +140,49 @@ def test_e2b_shows_an_echoed_access_token_neither_in_an_error_nor_a_log(tmp_path
         cloud.provider.destroy(sandbox)
     assert "refused" in str(failed.value) and token not in str(failed.value)
     assert not shows_part_of(caplog.text, token), caplog.text
+
+
+def endless_pages():
+    """An OpenSandbox listing whose every page says another follows (hostile.PAGES of them)."""
+    served = itertools.count(1)
+
+    def app(request):
+        page = next(served)
+        more = page < hostile.PAGES
+        pagination = {"page": page, "pageSize": 100, "totalItems": 10**6, "totalPages": 10**4,
+                      "hasNextPage": more}  # fmt: skip
+        return Response.json(200, {"items": [], "pagination": pagination})
+
+    return app
+
+
+@pytest.mark.parametrize("listing", ["list_sandboxes", "list_snapshots"])
+def test_opensandbox_stops_an_endless_listing(listing):
+    server, provider, _ = opensandbox_against(endless_pages(), max_pages=5)
+    try:
+        with pytest.raises(ProviderError, match="did not end within 5 pages") as endless:
+            getattr(provider, listing)("bb-x")
+    finally:
+        server.stop()
+    assert endless.value.code == "endless_listing" and len(server.requests) == 5
+    assert str(endless.value).startswith("opensandbox list")
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (Response.json(202, {"status": {"state": "Running"}, "entrypoint": ["sleep"]}), "'id'"),
+        (hostile.html(202), "Expecting value"),
+    ],
+)
+def test_opensandbox_create_answers_without_an_id_or_json_are_named_by_its_sdk(answer, said):
+    """The SDK reads the create answer before the adapter: its refusal, named, is the trial's
+    provider failure (recorded here so a change of SDK that let one through is seen)."""
+    server, provider, _ = opensandbox_against(lambda request: answer, image="x")
+    try:
+        with pytest.raises(ProviderError, match=said) as refused:
+            provider.create(SPEC)
+    finally:
+        server.stop()
+    assert refused.value.operation == "create"
+    assert isinstance(lifecycle.adapter_failure("create", refused.value), ProviderFailure)
