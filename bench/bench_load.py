@@ -299,6 +299,7 @@ def main():
             ("API unit", f"/api/v1/benchmarks/deepswe/units/{unit}", visitor),
             ("API compare", "/api/v1/compare?a=alpha&b=bravo", visitor),
             ("API run audit", f"/api/v1/runs/{run_id}/audit", visitor),
+            ("badge alpha/create", "/providers/alpha/create.svg", visitor),
             ("run /runs/<id>/", f"/runs/{run_id}/", visitor),
             ("run /runs/<id>/, staff", f"/runs/{run_id}/", staff),
             ("benchmark CSV", "/benchmarks/deepswe.csv", visitor),

@@ -4,7 +4,7 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import api, compare, downloads, ops, pages, runs
+from boxbench.views import api, badges, compare, downloads, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
@@ -31,6 +31,11 @@ urlpatterns = [
         name="unit-csv",
     ),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
+    path(
+        "providers/<slug:slug>/<slug:benchmark>.svg",
+        cached(badges.badge),
+        name="provider-badge",
+    ),
     path("compare/", cached(compare.compare, params=("a", "b")), name="compare"),
     path("compare.csv", cached(compare.compare_csv, params=("a", "b")), name="compare-csv"),
     path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),

@@ -99,10 +99,12 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
     if kwarg == "run_id":
         return [("published", str(world.published.id)), ("unpublished", str(world.unpublished.id))]
     if kwarg == "slug":
-        if name in ("provider", "api-provider"):
+        if name in ("provider", "api-provider", "provider-badge"):
             return [("", "local")]
         if name == "benchmark":
             return [("", "create"), ("idle", "idle")]
+        return [("", "create")]
+    if kwarg == "benchmark":
         return [("", "create")]
     if kwarg == "unit_slug":
         return [("", "create")]
