@@ -216,6 +216,7 @@ def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
         "unit",
         "provider",
         "run",
+        "compare",
     }
     assert "Published run" in capsys.readouterr().out
 
