@@ -129,8 +129,12 @@ class Capped:
 
     def __init__(self, reader: Reader, cap: int, what: str, setting: str = ""):
         self.reader, self.cap, self.what, self.setting = reader, cap, what, setting
-        self.data = bytearray()
+        self._chunks: list[bytes] = []  # joined once at the end: appending copies nothing
         self.size = 0
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self._chunks)
 
     def too_large(self, size: int | None = None) -> ProviderError:
         told = f" (it announced {size} bytes)" if size is not None else ""
@@ -147,7 +151,7 @@ class Capped:
 
     def add(self, chunk: bytes) -> None:
         self.count(len(chunk))
-        self.data += chunk
+        self._chunks.append(chunk)
 
     def count(self, size: int) -> None:
         """Count `size` bytes that something else holds (an SDK's decoded answer)."""
@@ -158,7 +162,7 @@ class Capped:
     def read(self, chunks: Iterable[bytes]) -> bytes:
         for chunk in chunks:
             self.add(chunk)
-        return bytes(self.data)
+        return self.data
 
 
 class Listing:
