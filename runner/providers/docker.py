@@ -315,7 +315,7 @@ class DockerProvider(Provider):
             )
         except ProviderError as exc:
             raise _with_init_hint(exc) from exc.__cause__
-        container_id = created["Id"]
+        container_id = self._reader("create").key(created, "Id", what="the engine's answer")
         try:
             self._call("create", lambda: self.api.start(container_id))
             info = self._call("create", lambda: self.api.inspect_container(container_id))
@@ -375,7 +375,7 @@ class DockerProvider(Provider):
                 sandbox.id, argv, workdir=workdir or WORKDIR, environment=environment
             ),
         )
-        exec_id = created["Id"]
+        exec_id = self._reader("exec").key(created, "Id", what="the engine's answer")
         response = self._call("exec", lambda: self._start_exec(exec_id))
         outcome: dict = {}
         stdout, stderr = exec_stream.outputs(self._reader("exec"), self.limits.output_bytes)
@@ -437,14 +437,14 @@ class DockerProvider(Provider):
             return not info.get("Running") and info.get("ExitCode") is not None
 
         if waiting.poll_until(recorded, EXIT_CODE_WAIT_S, EXIT_CODE_POLL):
-            return int(info["ExitCode"])
+            return self._reader("exec").key(info, "ExitCode", int, "the exec's state")
         raise ProviderError(f"exec {exec_id[:12]}: the engine never reported an exit code", "exec")
 
     def _kill_exec(self, container_id: str, marker: str) -> None:
         try:
             killer = self.api.exec_create(container_id, ["sh", "-c", KILL_SCRIPT, "sh", marker])
-            self.api.exec_start(killer["Id"])
-        except ENGINE_ERRORS:
+            self.api.exec_start(self._reader("exec").key(killer, "Id", what="the engine's answer"))
+        except (*ENGINE_ERRORS, ProviderError):
             pass  # the sandbox may be gone; the timeout is reported either way
 
     def upload(self, sandbox: Sandbox, path: str, data: bytes) -> None:
@@ -542,7 +542,7 @@ class DockerProvider(Provider):
                 sandbox.id, repository="boxbench-snapshot", tag=tag, changes=changes
             ),
         )
-        image_id = answer["Id"]
+        image_id = self._reader("snapshot").key(answer, "Id", what="the engine's answer")
         return image_id if image_id.startswith("sha256:") else f"sha256:{image_id}"
 
     def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:

@@ -68,6 +68,14 @@ def test_it_calls_a_gateway_or_unavailable_answer_not_ready(engine_stub, status)
     assert (caught.value.operation, caught.value.code) == ("exec", str(status))
 
 
+def test_an_engine_answer_without_its_id_is_a_named_provider_failure(engine_stub):
+    """A remote engine is as hostile as any provider: a 201 without the exec's `Id`."""
+    provider = docker_provider(host=engine_stub(201, "created, but no Id"), api_version="1.41")
+    with pytest.raises(ProviderError, match=r"docker exec: the engine's answer has no `Id`") as e:
+        provider.exec(SANDBOX, ["true"], timeout=5)
+    assert (e.value.operation, e.value.code) == ("exec", "bad_answer")
+
+
 def test_it_calls_other_engine_errors_provider_errors_naming_the_operation(engine_stub):
     provider = docker_provider(host=engine_stub(500), api_version="1.41")
     with pytest.raises(ProviderError, match="upload: HTTP 500") as caught:
