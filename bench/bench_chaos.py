@@ -81,7 +81,7 @@ def kill_case(url: str) -> None:
     import signal
     import subprocess
 
-    from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
+    from boxbench.models import Evidence, EvidenceKind, Run, RunStatus, Trial, TrialState
     from runner import steps
     from runner.declarations import get_declaration
     from runner.plan import plan_run
@@ -136,7 +136,11 @@ def kill_case(url: str) -> None:
         second.wait()
     trials = Trial.objects.filter(run=run)
     lost = trials.filter(state__in=[TrialState.QUEUED, TrialState.RUNNING]).count()
-    twice = sum(1 for t in trials if Evidence.objects.filter(trial=t, kind="lifecycle").count() > 1)
+    twice = sum(
+        1
+        for t in trials
+        if Evidence.objects.filter(trial=t, kind=EvidenceKind.LIFECYCLE).count() > 1
+    )
     leaked = len(local.list_sandboxes())
     print(
         f"C1 (kill -9 qcluster mid-trial, default settings): orphan ended and sandbox gone "
@@ -155,7 +159,7 @@ def restart_backend_case() -> None:
 
     from django.conf import settings
 
-    from boxbench.models import Evidence, Run, RunStatus, Trial, TrialState
+    from boxbench.models import Evidence, EvidenceKind, Run, RunStatus, Trial, TrialState
     from runner import adapters, steps
     from runner.plan import plan_run, run_prefix
     from runner.providers import get_provider
@@ -220,7 +224,9 @@ def restart_backend_case() -> None:
         trials = Trial.objects.filter(run=run)
         lost = trials.filter(state__in=[TrialState.QUEUED, TrialState.RUNNING]).count()
         twice = sum(
-            1 for t in trials if Evidence.objects.filter(trial=t, kind="lifecycle").count() > 1
+            1
+            for t in trials
+            if Evidence.objects.filter(trial=t, kind=EvidenceKind.LIFECYCLE).count() > 1
         )
         outcomes = ", ".join(f"{t.outcome}" + (f" ({t.cause})" if t.cause else "")
                              for t in trials.order_by("seq"))  # fmt: skip

@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from runner.outcomes import Outcome, Owner
+
 STAGES = ["Read", "Write", "Install", "Build", "Test"]
 
 PROVIDERS = [
@@ -180,8 +182,8 @@ def _trial(rng, benchmark, unit, provider, seq, index, start, failed=False) -> d
         "attempt": 1,
         "replaces": None,
         "batch": f"bb-{provider[0]}",
-        "outcome": "provider_failure" if failed else "success",
-        "owner": "provider" if failed else "",
+        "outcome": Outcome.PROVIDER_FAILURE if failed else Outcome.SUCCESS,
+        "owner": Owner.PROVIDER if failed else Owner.NONE,
         "cause": "create: HTTP 503 after deadline" if failed else "",
         "job_host": f"job-{provider[0]}",
         "started_at": _iso(begun),

@@ -1,5 +1,7 @@
 """The vocabulary of the results store: the choices its columns take and the run's allowed status
-changes. Kept apart from the models so a reader finds every enumerated value in one place."""
+changes. Kept apart from the models so a reader finds the store's enumerated values in one place;
+the words a trial and a chain store (Outcome, Owner, EvidenceKind, ChainState) are the runner's,
+in runner/outcomes.py (pure, no Django), and boxbench.models exports them too."""
 
 from django.db import models
 
@@ -44,15 +46,6 @@ class TrialState(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     CANCELLED = "cancelled", "Cancelled"
-
-
-class Owner(models.TextChoices):
-    NONE = "", "None"
-    PROVIDER = "provider", "Provider"
-    BENCHMARK = "benchmark", "Benchmark"
-    TRACE = "trace", "Trace (does not replay here)"
-    ENVIRONMENT = "environment", "Environment check"
-    UNKNOWN = "unknown", "Unknown"
 
 
 class MeasurementKind(models.TextChoices):

@@ -38,7 +38,7 @@ from runner.manifest import (
     NetworkBaseline,
     TopUps,
 )
-from runner.outcomes import Outcome
+from runner.outcomes import EvidenceKind, Outcome
 from runner.plan import SEQ_BLOCK, batch_label, run_prefix
 
 log = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class Chain:
         if fault.stops_unit(result.outcome, result.owner):
             self._stop_unit(benchmark, trial.unit.slug)
         if any(
-            e.kind == "create_error" and e.data.get("code") == "spend_limit"
+            e.kind == EvidenceKind.CREATE_ERROR and e.data.get("code") == "spend_limit"
             for e in result.evidence
         ):
             self._unreplaceable("the account's spend limit was reached")
@@ -344,7 +344,7 @@ class Chain:
         before this worker (or any other of the chain) starts a trial; False if it never did."""
         reason = next(
             (e.data["unreachable"] for e in result.evidence
-             if e.kind == "create_error" and e.data.get("unreachable")),
+             if e.kind == EvidenceKind.CREATE_ERROR and e.data.get("unreachable")),
             None,
         )  # fmt: skip
         if reason is None:

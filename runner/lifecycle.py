@@ -50,7 +50,7 @@ from runner.benchmarks.base import (
     UnitDefinition,
 )
 from runner.hostload import HostLoadSampler
-from runner.outcomes import MAX_VALUE, Outcome
+from runner.outcomes import MAX_VALUE, EvidenceKind, Outcome, Owner
 from runner.pricing import trial_cost_usd
 from runner.providers.base import (
     CredentialsRejected,
@@ -109,7 +109,7 @@ class MeasurementRecord:
 
 @dataclass
 class EvidenceRecord:
-    kind: str
+    kind: EvidenceKind
     data: dict
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -117,7 +117,7 @@ class EvidenceRecord:
 @dataclass
 class TrialResult:
     outcome: Outcome = Outcome.SUCCESS
-    owner: str = ""
+    owner: Owner = Owner.NONE
     cause: str = ""
     measurements: list[MeasurementRecord] = field(default_factory=list)
     evidence: list[EvidenceRecord] = field(default_factory=list)
@@ -133,7 +133,7 @@ class TrialResult:
     # stops refilling. Stored as the Trial's `cut_short` column (runner/store.py).
     cut_short: bool = False
 
-    def fail(self, outcome: Outcome, owner: str, cause: str) -> None:
+    def fail(self, outcome: Outcome, owner: Owner, cause: str) -> None:
         """Keep the first failure: the first failed step ends the trial and names its cause."""
         if self.outcome == Outcome.SUCCESS:
             self.outcome, self.owner, self.cause = outcome, owner, cause
@@ -142,7 +142,7 @@ class TrialResult:
 class JobHostFailure(TrialOutcome):
     """The job host ran out of a resource: not the benchmark's defect, so its unit goes on."""
 
-    outcome, owner = Outcome.BENCHMARK_ERROR, "environment"
+    outcome, owner = Outcome.BENCHMARK_ERROR, Owner.ENVIRONMENT
 
 
 class CutShort(TrialOutcome):
@@ -152,7 +152,7 @@ class CutShort(TrialOutcome):
     distinguished from a failure whose owner alone is unknown by the Trial's `cut_short` column.
     """
 
-    outcome, owner = Outcome.PROVIDER_FAILURE, "unknown"
+    outcome, owner = Outcome.PROVIDER_FAILURE, Owner.UNKNOWN
 
     def __init__(self, cause: str):
         super().__init__(cause if cause.startswith(CUT_SHORT) else CUT_SHORT + cause)
@@ -275,20 +275,24 @@ class LifecycleContext(TrialContext):
         try:
             call = call_with_limit(lambda: self.provider.create(spec), limit, name, register)
         except Overran as exc:
-            self.evidence("create_error", {"name": name, "error": str(exc), "code": "overran"})
+            self.evidence(
+                EvidenceKind.CREATE_ERROR, {"name": name, "error": str(exc), "code": "overran"}
+            )
             raise ProviderFailure(f"{name}: {exc}") from None
         if call.error is not None:
             if isinstance(call.error, TrialOutcome):
                 raise call.error
             failure = adapter_failure(name, call.error)
             data = {"name": name, "error": failure.cause, "code": getattr(call.error, "code", "")}
-            self.evidence("create_error", data | {"unreachable": outage.unreachable(call.error)})
+            self.evidence(
+                EvidenceKind.CREATE_ERROR, data | {"unreachable": outage.unreachable(call.error)}
+            )
             raise failure
         sandbox = call.value
         self.create_started, self.create_returned = call.started, call.returned
         elapsed = _ms(call.elapsed_s)
         self.evidence(
-            "sandbox",
+            EvidenceKind.SANDBOX,
             {"name": name, "id": sandbox.id, "create_ms": elapsed, "facts": sandbox.facts},
         )
         if self._closed:
@@ -313,9 +317,9 @@ class LifecycleContext(TrialContext):
                 monotonic=timer.monotonic,
             )
         except ReadinessFailed as exc:
-            self.evidence("readiness", {"sandbox": sandbox.id, **exc.evidence})
+            self.evidence(EvidenceKind.READINESS, {"sandbox": sandbox.id, **exc.evidence})
             raise
-        self.evidence("readiness", {"sandbox": sandbox.id, **evidence})
+        self.evidence(EvidenceKind.READINESS, {"sandbox": sandbox.id, **evidence})
         return evidence
 
     def destroy_sandbox(self, sandbox: Sandbox | None = None, name: str | None = None) -> float:
@@ -426,7 +430,7 @@ class LifecycleContext(TrialContext):
         ok = timing.gate_ok
         if not ok:
             self.evidence(
-                "clock_gate",
+                EvidenceKind.CLOCK_GATE,
                 {"wall_ms": timing.wall_ms, "uptime_ms": timing.uptime_ms, "total_ms": total_ms},
             )
             if check_gate:
@@ -465,7 +469,7 @@ class LifecycleContext(TrialContext):
         """A command ended by a signal the benchmark did not send: the provider's failure."""
         why = fault.killed_from_outside(exit_code, self.definition.sends_signals)
         if why:
-            self.evidence("killed_by_signal", {"exit_code": exit_code, "cause": why})
+            self.evidence(EvidenceKind.KILLED_BY_SIGNAL, {"exit_code": exit_code, "cause": why})
             raise ProviderFailure(why)
 
     def upload(self, path: str, data: bytes, name: str | None = None) -> float:
@@ -506,7 +510,7 @@ class LifecycleContext(TrialContext):
                 MeasurementRecord(name, value, kind=kind, unit=unit, clock=clock, gate=gate)
             )
 
-    def evidence(self, kind: str, data: dict) -> None:
+    def evidence(self, kind: EvidenceKind, data: dict) -> None:
         with self._lock:
             if not self._closed:
                 self._result.evidence.append(EvidenceRecord(kind, data))
@@ -551,16 +555,16 @@ def run_trial(
         result.fail(exc.outcome, exc.owner, exc.cause)
     except Exception as exc:  # noqa: BLE001 - a defect in the runner must not kill the chain
         result.evidence.append(
-            EvidenceRecord("traceback", {"trace": traceback.format_exc(limit=8)})
+            EvidenceRecord(EvidenceKind.TRACEBACK, {"trace": traceback.format_exc(limit=8)})
         )
         host = fault.host_failure(exc)
         if host:
             cause = f"{host}: {type(exc).__name__}: {exc}"
-            result.fail(Outcome.BENCHMARK_ERROR, "environment", cause)
+            result.fail(Outcome.BENCHMARK_ERROR, Owner.ENVIRONMENT, cause)
         else:
             result.fail(
                 Outcome.BENCHMARK_ERROR,
-                "benchmark",
+                Owner.BENCHMARK,
                 f"the runner raised {type(exc).__name__}: {exc}",
             )
     finally:
@@ -573,10 +577,12 @@ def run_trial(
         m.name == definition.metric and m.kind == "metric" for m in result.measurements
     ):
         result.fail(
-            Outcome.BENCHMARK_ERROR, "benchmark", f"the procedure recorded no {definition.metric!r}"
+            Outcome.BENCHMARK_ERROR,
+            Owner.BENCHMARK,
+            f"the procedure recorded no {definition.metric!r}",
         )
     if result.outcome != Outcome.SUCCESS and result.cost_usd:
-        result.evidence.append(EvidenceRecord("billed_cost", {"usd": result.cost_usd}))
+        result.evidence.append(EvidenceRecord(EvidenceKind.BILLED_COST, {"usd": result.cost_usd}))
     return result
 
 
@@ -610,7 +616,7 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
         raise error
     if isinstance(error, ProviderError):
         raise adapter_failure("provider", error)
-    ctx.evidence("traceback", {"trace": outcome["trace"]})
+    ctx.evidence(EvidenceKind.TRACEBACK, {"trace": outcome["trace"]})
     host = fault.host_failure(error)
     if host:
         raise JobHostFailure(f"{host}: {type(error).__name__}: {error}")
@@ -650,8 +656,10 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
             f"cleanup not verified: {creating} create call(s) still running "
             f"{limits.late_create_grace_s:g} s after the trial ended"
         )
-        result.fail(Outcome.PROVIDER_FAILURE, "provider", cause)
-        result.evidence.append(EvidenceRecord("cleanup", {"creates_in_flight": creating}))
+        result.fail(Outcome.PROVIDER_FAILURE, Owner.PROVIDER, cause)
+        result.evidence.append(
+            EvidenceRecord(EvidenceKind.CLEANUP, {"creates_in_flight": creating})
+        )
     result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
 
 
@@ -661,7 +669,9 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
         # Its destroy is still hanging: calling it again would block the worker once more.
         result.cleanup_verified = False
         result.evidence.append(
-            EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": "destroy overran"})
+            EvidenceRecord(
+                EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": "destroy overran"}
+            )
         )
         return
     if not entry["destroyed"]:
@@ -670,22 +680,22 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
         except Overran as exc:
             result.cut_short = True
             result.cleanup_verified = False
-            result.fail(Outcome.PROVIDER_FAILURE, "unknown", f"{CUT_SHORT}{exc} ({sandbox.id})")
+            result.fail(Outcome.PROVIDER_FAILURE, Owner.UNKNOWN, f"{CUT_SHORT}{exc} ({sandbox.id})")
             result.evidence.append(
-                EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
+                EvidenceRecord(EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": str(exc)})
             )
             return
         except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
             result.cleanup_verified = False
-            result.fail(Outcome.PROVIDER_FAILURE, "provider", f"destroy {sandbox.id}: {exc}")
+            result.fail(Outcome.PROVIDER_FAILURE, Owner.PROVIDER, f"destroy {sandbox.id}: {exc}")
             result.evidence.append(
-                EvidenceRecord("cleanup", {"sandbox": sandbox.id, "error": str(exc)})
+                EvidenceRecord(EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": str(exc)})
             )
             return
     confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s, limits.timer)
     result.evidence.append(
         EvidenceRecord(
-            "cleanup",
+            EvidenceKind.CLEANUP,
             {
                 "sandbox": sandbox.id,
                 "destroy_ms": entry.get("destroy_ms"),
@@ -697,7 +707,7 @@ def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits
         result.cleanup_verified = False
         result.fail(
             Outcome.PROVIDER_FAILURE,
-            "provider",
+            Owner.PROVIDER,
             f"cleanup not verified: sandbox {sandbox.id} still exists "
             f"{limits.gone_timeout_s:g} s after destroy",
         )

@@ -1,8 +1,17 @@
-"""A trial's outcome (common methodology, "Outcomes"): one enum for the runner, the store, the
-raw-data format and the pages. Pure (no Django); boxbench.models uses its choices for the column.
+"""The runner's vocabulary: every closed set of words a trial or a chain stores, one enum each,
+in one place. Pure (no Django): boxbench's models take their columns' choices from here, the
+runner, the store and the raw-data format compare with the members, never with the words.
 
-A trial cut short (a step overran its limit, or its worker was lost) is a provider failure whose
-outcome is really unknown: that is the Trial's `cut_short` flag, not another outcome.
+- Outcome: a trial's outcome (common methodology, "Outcomes").
+- Owner: whose the outcome is (methodology, "Ownership"; "" for a success).
+- EvidenceKind: what a private Evidence row of a trial records.
+- ChainState: where a provider's chain of a run stands (ChainProgress, runner/steps.py).
+
+Each is a StrEnum, so a member is stored, compared and serialized as its word: stored values do
+not change. A trial cut short (a step overran its limit, or its worker was lost) is a provider
+failure whose outcome is really unknown: that is the Trial's `cut_short` flag, not another
+outcome. tests/runner/test_vocabulary.py fails on an owner or evidence-kind word written as a
+string literal anywhere in the source.
 """
 
 from __future__ import annotations
@@ -15,12 +24,8 @@ from enum import StrEnum
 MAX_VALUE = 1e12
 
 
-class Outcome(StrEnum):
-    SUCCESS = "success"
-    PROVIDER_FAILURE = "provider_failure"
-    BENCHMARK_ERROR = "benchmark_error"
-    EXCLUDED = "excluded"
-    MISSED = "missed"
+class Words(StrEnum):
+    """A closed set of stored words; each member's label is its word, spaced and capitalized."""
 
     @property
     def label(self) -> str:
@@ -29,4 +34,62 @@ class Outcome(StrEnum):
     @classmethod
     def choices(cls) -> list[tuple[str, str]]:
         """(value, label) pairs for a Django field's `choices`."""
-        return [(outcome.value, outcome.label) for outcome in cls]
+        return [(word.value, word.label) for word in cls]
+
+
+class Outcome(Words):
+    SUCCESS = "success"
+    PROVIDER_FAILURE = "provider_failure"
+    BENCHMARK_ERROR = "benchmark_error"
+    EXCLUDED = "excluded"
+    MISSED = "missed"
+
+
+class Owner(Words):
+    NONE = ""  # a success
+    PROVIDER = "provider"
+    BENCHMARK = "benchmark"  # ours: the script, the adapter binding or the core
+    TRACE = "trace"  # a deterministic trace diverged: it does not replay here
+    ENVIRONMENT = "environment"  # a pre-test environment check, or the job host itself
+    UNKNOWN = "unknown"
+
+    @property
+    def label(self) -> str:
+        return OWNER_LABELS[self]
+
+
+OWNER_LABELS = {
+    Owner.NONE: "None",
+    Owner.PROVIDER: "Provider",
+    Owner.BENCHMARK: "Benchmark",
+    Owner.TRACE: "Trace (does not replay here)",
+    Owner.ENVIRONMENT: "Environment check",
+    Owner.UNKNOWN: "Unknown",
+}
+
+
+class EvidenceKind(Words):
+    """What one Evidence row of a trial holds (private: never published)."""
+
+    LIFECYCLE = "lifecycle"  # the trial's sandboxes, their hold spans and the cleanup check
+    SANDBOX = "sandbox"  # a created sandbox: its id, create time and the provider's facts
+    CREATE_ERROR = "create_error"  # a create that failed (its code; a backend unreachable)
+    READINESS = "readiness"  # every attempt of the readiness check
+    CLOCK_GATE = "clock_gate"  # the guest clock against the job host's
+    KILLED_BY_SIGNAL = "killed_by_signal"  # a command killed by a signal, and why
+    TRACEBACK = "traceback"  # a failure inside our own code
+    BILLED_COST = "billed_cost"  # what a failed trial cost
+    CLEANUP = "cleanup"  # a sandbox whose destroy failed or overran, or creates still in flight
+    RECOVERY = "recovery"  # recovery ended the trial (its worker was lost)
+    REPLAY = "replay"  # a DeepSWE replay's summary
+    REPLAY_OUTPUT_TAIL = "replay_output_tail"  # the end of a failed replay's output
+
+
+class ChainState(Words):
+    """Where a provider's chain stands: waiting for its lane's turn, queued, running a step,
+    or done (runner/steps.py)."""
+
+    WAITING = "waiting"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"

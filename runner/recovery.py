@@ -43,7 +43,7 @@ from runner import adapters, runs, steps, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
 from runner.lifecycle import GONE_BACKOFF, EvidenceRecord, TrialResult
-from runner.outcomes import Outcome
+from runner.outcomes import EvidenceKind, Outcome, Owner
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def _end_trial(orphan: Orphan, now: datetime, sweep: str) -> bool:
     overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
         outcome=Outcome.PROVIDER_FAILURE,
-        owner="unknown",
+        owner=Owner.UNKNOWN,
         cause=CAUSE,
         started_at=orphan.started_at,
         ended_at=now,
@@ -206,7 +206,7 @@ def _end_trial(orphan: Orphan, now: datetime, sweep: str) -> bool:
         cut_short=True,
         evidence=[
             EvidenceRecord(
-                "recovery",
+                EvidenceKind.RECOVERY,
                 {
                     "limit_s": orphan.limit.total_seconds(),
                     "last_seen": orphan.last_seen.isoformat() if orphan.last_seen else None,

@@ -35,6 +35,7 @@ from boxbench.models import ChainProgress, Run, RunStatus
 from runner import runs, store
 from runner.chain import Chain
 from runner.declarations import get_declaration
+from runner.outcomes import ChainState
 
 log = logging.getLogger(__name__)
 TASK = "runner.steps.chain_step"  # the queue imports it by this name: keep it in step
@@ -75,11 +76,11 @@ def start(run: Run) -> None:
         lane = lane_of(slug, info.job_host)
         leads = not lane or lane not in first
         first.add(lane)
-        state = ChainProgress.QUEUED if leads else ChainProgress.WAITING
+        state = ChainState.QUEUED if leads else ChainState.WAITING
         rows.append((slug, info.job_host, lane, state))
     store.create_progress(run, rows)
     for slug, job_host, _, state in rows:
-        if state == ChainProgress.QUEUED:
+        if state == ChainState.QUEUED:
             enqueue(run.pk, slug, 0, job_host)
 
 
@@ -99,7 +100,7 @@ def chain_step(run_id: str, provider: str, number: int) -> None:
     """The queue task: run one step, then give the lane's next turn (or this chain's next
     step) to its queue."""
     progress = store.progress(run_id, provider)
-    if progress.step != number or progress.state != ChainProgress.QUEUED:
+    if progress.step != number or progress.state != ChainState.QUEUED:
         return  # a duplicate delivery: the step ran, or runs elsewhere
     run_step(progress)
     turn = store.queue_turn(run_id, progress.lane, after=provider)
@@ -143,12 +144,12 @@ def execute_chain(run_id, provider: str, *, inline: bool = False) -> None:
     `inline` also runs the audit in this process once the run ends (no queue serves it)."""
     run = store.get_run(run_id)
     info = run.typed_manifest.providers[provider]
-    store.create_progress(run, [(provider, info.job_host, "", ChainProgress.QUEUED)])
+    store.create_progress(run, [(provider, info.job_host, "", ChainState.QUEUED)])
     while True:
         progress = store.progress(run_id, provider)
-        if progress.state == ChainProgress.DONE:
+        if progress.state == ChainState.DONE:
             break
-        if progress.state == ChainProgress.WAITING:
+        if progress.state == ChainState.WAITING:
             store.set_queued(run_id, provider)
         if run_step(progress, inline=inline) is None:
             break

@@ -55,7 +55,7 @@ from boxbench.models import (
 from runner import waiting
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
-from runner.outcomes import Outcome
+from runner.outcomes import ChainState, EvidenceKind, Outcome
 
 log = logging.getLogger(__name__)
 # Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.
@@ -203,7 +203,7 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
                     Evidence(trial_id=trial_id, kind=e.kind, at=e.at, data=e.data)
                     for e in result.evidence
                 ),
-                Evidence(trial_id=trial_id, kind="lifecycle", data=lifecycle),
+                Evidence(trial_id=trial_id, kind=EvidenceKind.LIFECYCLE, data=lifecycle),
             ]
         )
     return trial
@@ -458,7 +458,7 @@ def held_spans(run, batch: str) -> dict:
     """{trial id: [(start, end)]} of the batch's sandbox-holding spans (lifecycle evidence)."""
     held = {}
     for trial_id, data in Evidence.objects.filter(
-        trial__run=run, trial__batch=batch, kind="lifecycle"
+        trial__run=run, trial__batch=batch, kind=EvidenceKind.LIFECYCLE
     ).values_list("trial_id", "data"):
         held[trial_id] = [tuple(span) for span in data.get("held", [])]
     return held
@@ -504,7 +504,9 @@ def batches_in_use(batches: list[str]) -> set[tuple[str, str]]:
 
 def ended_by_sweep(trial_id, sweep: str) -> bool:
     """Whether this recovery sweep's own write ended the trial (its evidence names the sweep)."""
-    return Evidence.objects.filter(trial_id=trial_id, kind="recovery", data__sweep=sweep).exists()
+    return Evidence.objects.filter(
+        trial_id=trial_id, kind=EvidenceKind.RECOVERY, data__sweep=sweep
+    ).exists()
 
 
 def cut_short_in(provider: str, batches: list[str]) -> list:
@@ -518,7 +520,7 @@ def cut_short_in(provider: str, batches: list[str]) -> list:
 
 def mark_cleanup_verified(trial_ids: list[str]) -> None:
     """Record on each trial's lifecycle evidence that its sandboxes are confirmed gone."""
-    for evidence in Evidence.objects.filter(trial_id__in=trial_ids, kind="lifecycle"):
+    for evidence in Evidence.objects.filter(trial_id__in=trial_ids, kind=EvidenceKind.LIFECYCLE):
         evidence.data["cleanup_verified"] = True
         evidence.save(update_fields=["data"])
 
@@ -526,7 +528,7 @@ def mark_cleanup_verified(trial_ids: list[str]) -> None:
 # -- chain progress (runner/steps.py) ------------------------------------------------------------
 
 
-def create_progress(run, chains: list[tuple[str, str, str, str]]) -> None:
+def create_progress(run, chains: list[tuple[str, str, str, ChainState]]) -> None:
     """One ChainProgress per (provider, job host, lane, initial state); existing rows are kept."""
     for provider, job_host, lane, state in chains:
         ChainProgress.objects.get_or_create(
@@ -546,8 +548,8 @@ def claim_step(run_id, provider: str, step: int) -> bool:
     """Move the chain's queued `step` to running; False if it is not (duplicate or late task)."""
     return (
         ChainProgress.objects.filter(
-            run_id=run_id, provider=provider, step=step, state=ChainProgress.QUEUED
-        ).update(state=ChainProgress.RUNNING, heartbeat_at=Now())
+            run_id=run_id, provider=provider, step=step, state=ChainState.QUEUED
+        ).update(state=ChainState.RUNNING, heartbeat_at=Now())
         == 1
     )
 
@@ -556,9 +558,9 @@ def claim_step(run_id, provider: str, step: int) -> bool:
 def end_step(run_id, provider: str, step: int, next_step: int | None, memory: dict) -> None:
     """Record a step done: the next one waits for its turn, or the chain is done."""
     ChainProgress.objects.filter(
-        run_id=run_id, provider=provider, step=step, state=ChainProgress.RUNNING
+        run_id=run_id, provider=provider, step=step, state=ChainState.RUNNING
     ).update(
-        state=ChainProgress.DONE if next_step is None else ChainProgress.WAITING,
+        state=ChainState.DONE if next_step is None else ChainState.WAITING,
         step=step if next_step is None else next_step,
         memory=memory,
         heartbeat_at=None,
@@ -575,22 +577,22 @@ def queue_turn(run_id, lane: str, after: str) -> ChainProgress | None:
             .filter(run_id=run_id, lane=lane, **({} if lane else {"provider": after}))
             .order_by("provider")
         )
-        if any(r.state in (ChainProgress.QUEUED, ChainProgress.RUNNING) for r in rows):
+        if any(r.state in (ChainState.QUEUED, ChainState.RUNNING) for r in rows):
             return None  # someone holds the turn already
-        live = [r for r in rows if r.state == ChainProgress.WAITING]
+        live = [r for r in rows if r.state == ChainState.WAITING]
         if not live:
             return None
         later = [r for r in live if r.provider > after]
         chosen = (later or live)[0]
-        chosen.state, chosen.enqueued_at = ChainProgress.QUEUED, Now()
+        chosen.state, chosen.enqueued_at = ChainState.QUEUED, Now()
         chosen.save(update_fields=["state", "enqueued_at"])
         return chosen
 
 
 def beat_chain(run_id, provider: str) -> None:
-    ChainProgress.objects.filter(
-        run_id=run_id, provider=provider, state=ChainProgress.RUNNING
-    ).update(heartbeat_at=Now())
+    ChainProgress.objects.filter(run_id=run_id, provider=provider, state=ChainState.RUNNING).update(
+        heartbeat_at=Now()
+    )
 
 
 def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
@@ -599,8 +601,8 @@ def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
     live = (RunStatus.RUNNING, RunStatus.CANCELLING)
     return list(
         ChainProgress.objects.filter(run__status__in=live).filter(
-            Q(state=ChainProgress.RUNNING, heartbeat_at__lt=stale_before)
-            | Q(state=ChainProgress.QUEUED, enqueued_at__lt=requeue_before)
+            Q(state=ChainState.RUNNING, heartbeat_at__lt=stale_before)
+            | Q(state=ChainState.QUEUED, enqueued_at__lt=requeue_before)
         )
     )
 
@@ -608,13 +610,13 @@ def lost_steps(stale_before, requeue_before) -> list[ChainProgress]:
 def requeue_step(chain: ChainProgress, stale_before) -> bool:
     """Queue a lost step again, conditional on it still being lost: the same step, still in the
     state read, its heartbeat (or enqueue time) still older than `stale_before`."""
-    resumed = chain.state == ChainProgress.RUNNING
+    resumed = chain.state == ChainState.RUNNING
     still = Q(heartbeat_at__lt=stale_before) if resumed else Q(enqueued_at__lt=stale_before)
     changed = (
         ChainProgress.objects.filter(pk=chain.pk, state=chain.state, step=chain.step)
         .filter(still)
         .update(
-            state=ChainProgress.QUEUED,
+            state=ChainState.QUEUED,
             enqueued_at=Now(),
             resumed=chain.resumed + (1 if resumed else 0),
         )
@@ -626,15 +628,15 @@ def chains_done(run) -> bool:
     """Every chain the run's manifest plans is done: its ChainProgress row says so. A chain with
     no row yet has not started (`bench run --inline` creates each row as it reaches it)."""
     planned = set(run.typed_manifest.chains)
-    done = ChainProgress.objects.filter(run=run, provider__in=planned, state=ChainProgress.DONE)
+    done = ChainProgress.objects.filter(run=run, provider__in=planned, state=ChainState.DONE)
     return done.count() == len(planned)
 
 
 @retrying
 def set_queued(run_id, provider: str) -> None:
-    ChainProgress.objects.filter(
-        run_id=run_id, provider=provider, state=ChainProgress.WAITING
-    ).update(state=ChainProgress.QUEUED, enqueued_at=Now())
+    ChainProgress.objects.filter(run_id=run_id, provider=provider, state=ChainState.WAITING).update(
+        state=ChainState.QUEUED, enqueued_at=Now()
+    )
 
 
 @retrying
@@ -657,7 +659,7 @@ def unverified_cut_short(job_host: str) -> list[tuple]:
             job_host=job_host,
             state=TrialState.DONE,
             cut_short=True,
-            evidence__kind="lifecycle",
+            evidence__kind=EvidenceKind.LIFECYCLE,
             evidence__data__cleanup_verified=False,
         ).values_list("pk", "run_id", "provider__slug", "batch")
     )

@@ -11,7 +11,6 @@ from boxbench.choices import (  # noqa: F401 - the store's vocabulary, imported 
     ClockGate,
     Direction,
     MeasurementKind,
-    Owner,
     ResolutionKind,
     RunStatus,
     Scope,
@@ -36,7 +35,12 @@ from boxbench.models.trials import (
     TrialTally,
     UnsuccessfulCount,
 )
-from runner.outcomes import Outcome  # noqa: F401 - one enum, imported from here too
+from runner.outcomes import (  # noqa: F401 - the runner's vocabulary, imported from here too
+    ChainState,
+    EvidenceKind,
+    Outcome,
+    Owner,
+)
 
 __all__ = [
     "Aggregate",

@@ -11,6 +11,7 @@ from boxbench.choices import RUN_TRANSITIONS, ResolutionKind, RunStatus
 from boxbench.models.catalog import Benchmark, Provider
 from boxbench.permissions import RUN_PERMISSIONS
 from runner.manifest import Manifest
+from runner.outcomes import ChainState
 
 
 class InvalidTransition(Exception):
@@ -101,15 +102,15 @@ class ChainProgress(models.Model):
     from there (runner/steps.py): each step (the start, one batch, one top-up round's batch) is
     one queue task, claimed by a conditional UPDATE on (step, state)."""
 
-    WAITING, QUEUED, RUNNING, DONE = "waiting", "queued", "running", "done"
-    STATES = [(s, s) for s in (WAITING, QUEUED, RUNNING, DONE)]
-
     run = models.ForeignKey(Run, models.CASCADE, related_name="chain_progress", db_index=False)
     provider = models.CharField(max_length=100)
     job_host = models.CharField(max_length=100)
     # Providers whose sandboxes share one job host take turns step by step (never at once).
     lane = models.CharField(max_length=100, blank=True)
-    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    # Each state reads as its own word (the choices' labels are the words).
+    state = models.CharField(
+        max_length=10, choices=[(s.value, s.value) for s in ChainState], default=ChainState.QUEUED
+    )
     step = models.PositiveIntegerField(default=0, help_text="The next step to run.")
     # Top-up rounds and what the chain must remember between steps (JSON, runner/steps.py).
     memory = models.JSONField(default=dict, blank=True)
@@ -126,7 +127,7 @@ class ChainProgress(models.Model):
             models.Index(
                 fields=["state", "heartbeat_at"],
                 name="chainprogress_live_idx",
-                condition=~models.Q(state="done"),
+                condition=~models.Q(state=ChainState.DONE),
             )
         ]
 

@@ -8,10 +8,10 @@ import uuid
 from django.db import connection, models
 from django.utils import timezone
 
-from boxbench.choices import Clock, MeasurementKind, Owner, TrialState
+from boxbench.choices import Clock, MeasurementKind, TrialState
 from boxbench.models.catalog import Benchmark, Provider, Unit
 from boxbench.models.runs import Run
-from runner.outcomes import Outcome
+from runner.outcomes import Outcome, Owner
 
 
 class TrialQuerySet(models.QuerySet):
@@ -66,7 +66,7 @@ class Trial(models.Model):
     batch = models.CharField(max_length=100, blank=True, help_text="Sandbox batch label.")
     state = models.CharField(max_length=20, choices=TrialState.choices, default=TrialState.QUEUED)
     outcome = models.CharField(max_length=20, choices=Outcome.choices(), blank=True)
-    owner = models.CharField(max_length=20, choices=Owner.choices, blank=True)
+    owner = models.CharField(max_length=20, choices=Owner.choices(), blank=True)
     cause = models.TextField(blank=True)
     # A step overran its limit or the worker was lost: a provider failure whose outcome is really
     # unknown. It stops refilling and is never counted as an unreplaced provider failure.

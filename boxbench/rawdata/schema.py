@@ -212,7 +212,7 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
     )
     batch: text(Trial, "batch", "The batch label every sandbox of the trial carried.")
     outcome: choice([o.value for o in Outcome], "What became of it; `success` in a public file.")
-    owner: choice(Owner.values, 'Whose the outcome is (`""` for a success).')
+    owner: choice([o.value for o in Owner], 'Whose the outcome is (`""` for a success).')
     cause: text(Trial, "cause", "What happened, in words.")
     job_host: text(Trial, "job_host", "The machine the trial was timed from.")
     started_at: described(

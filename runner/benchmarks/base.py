@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runner.outcomes import Outcome
+from runner.outcomes import EvidenceKind, Outcome, Owner
 
 
 class TrialOutcome(Exception):
     """Ends a trial with a non-success outcome; `owner` says whose fault it is."""
 
     outcome: Outcome  # every subclass names its own
-    owner = ""
+    owner: Owner = Owner.NONE
 
     def __init__(self, cause: str):
         super().__init__(cause)
@@ -35,25 +35,25 @@ class TrialOutcome(Exception):
 
 
 class ProviderFailure(TrialOutcome):
-    outcome, owner = Outcome.PROVIDER_FAILURE, "provider"
+    outcome, owner = Outcome.PROVIDER_FAILURE, Owner.PROVIDER
 
 
 class BenchmarkError(TrialOutcome):
     """Our script, adapter binding or core failed: stops the unit on this provider for the run."""
 
-    outcome, owner = Outcome.BENCHMARK_ERROR, "benchmark"
+    outcome, owner = Outcome.BENCHMARK_ERROR, Owner.BENCHMARK
 
 
 class Excluded(TrialOutcome):
     """A deterministic trace diverged here ("does not replay here"); not the provider's fault."""
 
-    outcome, owner = Outcome.EXCLUDED, "trace"
+    outcome, owner = Outcome.EXCLUDED, Owner.TRACE
 
 
 class Missed(TrialOutcome):
     """A pre-test environment check skipped the trial before the measured procedure ran."""
 
-    outcome, owner = Outcome.MISSED, "environment"
+    outcome, owner = Outcome.MISSED, Owner.ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class TrialContext(ABC):
         """Store one measurement of this trial (kind "metric" or "stage")."""
 
     @abstractmethod
-    def evidence(self, kind: str, data: dict) -> None:
+    def evidence(self, kind: EvidenceKind, data: dict) -> None:
         """Keep a private fact about this trial (not published)."""
 
     @abstractmethod

@@ -25,7 +25,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
-from runner.outcomes import Outcome
+from runner.outcomes import EvidenceKind, Outcome
 from runner.traces import classify, replay
 from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, trace_folders
 from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
@@ -113,7 +113,7 @@ def run(ctx: TrialContext) -> None:
         raise BenchmarkError(str(exc)) from None
     verdict = replay.judge(trace, records)
     ctx.evidence(
-        "replay",
+        EvidenceKind.REPLAY,
         {
             "script_exit_code": result.exit_code,
             "proxy_port": records.proxy_port,
@@ -180,4 +180,4 @@ def _prepare(ctx: TrialContext, trace) -> None:
 
 def _output_tail(ctx: TrialContext) -> None:
     tail = ctx.exec(["/usr/bin/tail", "-c", "4000", f"{replay.WORKDIR}/{replay.OUTPUT_LOG}"], 60)
-    ctx.evidence("replay_output_tail", {"text": tail.stdout.decode(errors="replace")})
+    ctx.evidence(EvidenceKind.REPLAY_OUTPUT_TAIL, {"text": tail.stdout.decode(errors="replace")})

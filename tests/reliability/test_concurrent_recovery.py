@@ -12,7 +12,15 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from boxbench.models import ChainProgress, Evidence, RunStatus, RunTransition, Trial, TrialState
+from boxbench.models import (
+    ChainProgress,
+    ChainState,
+    Evidence,
+    RunStatus,
+    RunTransition,
+    Trial,
+    TrialState,
+)
 from runner import recovery, runs, steps, store
 from runner.providers.base import SandboxSpec
 from tests.support.reliability import assert_recovered, claim, plan
@@ -110,7 +118,7 @@ def a_lost_step():
     ChainProgress.objects.update_or_create(
         run=run,
         provider="local",
-        defaults={"job_host": "", "state": ChainProgress.RUNNING, "step": 2},
+        defaults={"job_host": "", "state": ChainState.RUNNING, "step": 2},
     )
     # Well before any orphan limit, on the database's clock like a real heartbeat.
     stale = store.db_now() - recovery.orphan_after() * 2

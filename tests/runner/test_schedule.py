@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from boxbench.models import ChainProgress, Outcome, RunStatus, TrialState
+from boxbench.models import ChainProgress, ChainState, Outcome, RunStatus, TrialState
 from runner import chain, recovery, rules, runs, steps, store
 from runner.plan import plan_run
 
@@ -91,7 +91,7 @@ def test_a_duplicate_or_late_step_task_runs_nothing(chain_provider, step_log):
         "dup", benchmarks=["create"], providers=["local"], trials=1, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    store.create_progress(run, [("local", "here", "", ChainProgress.QUEUED)])
+    store.create_progress(run, [("local", "here", "", ChainState.QUEUED)])
     queued = store.progress(run.pk, "local")
     assert steps.run_step(queued) == 1
     assert steps.run_step(queued) is None  # delivered twice: not queued any more
@@ -107,7 +107,7 @@ def test_a_lost_step_is_resumed_where_it_stopped_and_runs_no_trial_twice(
         "resume", benchmarks=["create"], providers=["local"], trials=4, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    store.create_progress(run, [("local", "lost-host", "", ChainProgress.QUEUED)])
+    store.create_progress(run, [("local", "lost-host", "", ChainState.QUEUED)])
     steps.run_step(store.progress(run.pk, "local"))
     store.set_queued(run.pk, "local")
     # A worker took step 1, ran its trial, and died: the step is "running" with a stale heartbeat.
@@ -140,7 +140,7 @@ def test_recovery_leaves_a_live_step_and_a_fresh_queue_alone(chain_provider, set
         "alive", benchmarks=["create"], providers=["local"], trials=1, seed=1, concurrency=1
     )
     run.transition(RunStatus.RUNNING)
-    store.create_progress(run, [("local", "here", "", ChainProgress.QUEUED)])
+    store.create_progress(run, [("local", "here", "", ChainState.QUEUED)])
     ChainProgress.objects.filter(run=run).update(enqueued_at=timezone.now())
     assert recovery.resume_chains() == []
     assert store.claim_step(run.pk, "local", 0)
