@@ -18,6 +18,7 @@ from runner.providers import demo, get_provider, unavailable
 from runner.providers.base import ProviderError
 from runner.providers.credentials import MissingCredential, credential, redact
 from runner.providers.ledger import Ledger
+from tests.support.reliability import wait_for
 
 
 def test_a_credential_comes_from_the_environment_or_its_file(monkeypatch, tmp_path):
@@ -183,17 +184,19 @@ def test_vercel_is_refused_without_its_token_team_and_project(monkeypatch, db):
 
 
 def test_bench_cleanup_stops_vercel_sandboxes_from_the_ledger(db, tmp_path):
-    import time
-
     from runner.providers.base import SandboxSpec
 
     spec = SandboxSpec(cpus=2, memory_mib=4096, label="bb-cleanup", lifetime_s=120)
     with demo.demo_session(["vercel"], root=str(tmp_path)) as fakes:
         provider = get_provider("vercel")
         kept = [provider.create(spec) for _ in range(2)]
-        provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="bb-short", lifetime_s=1))
+        short = provider.create(
+            SandboxSpec(cpus=2, memory_mib=4096, label="bb-short", lifetime_s=1)
+        )
         foreign = provider.create(SandboxSpec(cpus=2, memory_mib=4096, label="x", lifetime_s=120))
-        time.sleep(1.5)  # the short one is stopped by its timeout: Vercel ends it, not cleanup
+        fake = fakes["vercel"]
+        # The short one is stopped by its timeout: Vercel ends it, not cleanup.
+        wait_for(lambda: fake.status(fake.records[short.id]) == "stopped", 60, "timeout stop")
 
         def bench_cleanup(*args):
             out = io.StringIO()
@@ -206,13 +209,9 @@ def test_bench_cleanup_stops_vercel_sandboxes_from_the_ledger(db, tmp_path):
         assert "bb-short" not in listed and foreign.id not in listed
         assert "found 2 leftover" in listed
         assert "removed 2 leftover" in bench_cleanup("--max-age", "0")
-        fake = fakes["vercel"]
         for sandbox in kept:  # stopped, and still listed by Vercel as stopped
             assert fake.status(fake.records[sandbox.id]) in ("stopping", "stopped")
-        deadline = time.monotonic() + 5
-        while provider.list_sandboxes("bb-cleanup"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for(lambda: not provider.list_sandboxes("bb-cleanup"), 60, "the stopped to go")
         assert [s.id for s in provider.list_sandboxes()] == [foreign.id]
         assert "found 0 leftover" in bench_cleanup("--max-age", "0", "--dry-run")
         provider.destroy(foreign)
