@@ -571,9 +571,10 @@ class DockerProvider(Provider):
         try:
             url = self.base_url()
         except ProviderError as exc:
-            if self.settings.get("host") or os.environ.get(self.host_variable):
-                return [DoctorCheck("engine", False, str(exc))]  # named, and wrong
-            # No engine named and none found: nothing to check on a machine without one.
+            # Named, or recorded by `./boxbench.sh run` and since stopped: wrong. Else none here.
+            named = self.settings.get("host") or os.environ.get(self.host_variable)
+            if named or recorded_engine()[1]:
+                return [DoctorCheck("engine", False, str(exc))]
             return [DoctorCheck.not_configured("engine", str(exc))]
         try:
             version = self._call("doctor", lambda: self.api.version())
