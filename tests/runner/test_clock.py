@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner import clock
+from tests.support.reliability import wait_for
 
 
 def run_wrapped(command):
@@ -203,4 +204,16 @@ def test_a_poll_says_gone_at_once_when_the_launched_process_died_before_the_comm
     """An engine that ends the exec's session as the call returns can take the launched
     process with it before it runs anything: the first poll says so (2)."""
     poll = launch_and_poll(tag, fake_setsid(tmp_path / "bin", "exit 0"))
+    # On a busy host the launched process can still be alive (about to exit) at the first poll,
+    # which then rightly says "still running": the first poll after its death says "gone".
+    pid = Path(clock.background_paths(tag)["pid"]).read_text().strip()
+    wait_for(lambda: process_ended(pid), 60, f"launched process {pid} to end")
     assert poll(0) == 2
+
+
+def process_ended(pid: str) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state.startswith(("Z", "X"))
