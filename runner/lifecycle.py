@@ -51,6 +51,7 @@ from runner.benchmarks.base import (
 )
 from runner.hostload import HostLoadSampler
 from runner.outcomes import MAX_VALUE, EvidenceKind, Outcome, Owner
+from runner.placement import probe_placement
 from runner.pricing import trial_cost_usd
 from runner.providers.base import (
     CredentialsRejected,
@@ -60,17 +61,7 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
-
-PLACEMENT_PROBE = r"""
-echo "nproc=$(nproc)"
-echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "kernel=$(uname -r)"
-echo "mem_total_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
-echo "workdir_device=$(df -P /app 2>/dev/null | awk 'NR==2 {print $1}')"
-echo "workdir_fs=$(stat -f -c %T /app 2>/dev/null)"
-echo "provider_region=${MODAL_REGION:-}"
-"""
-
+from runner.watchdog import LimitedCall, Overran, call_with_limit
 
 # The time the lifecycle's waits read and spend: the readiness backoff, the grace for a create
 # still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once, so they
@@ -159,56 +150,6 @@ class CutShort(TrialOutcome):
 
 
 CUT_SHORT = "cut short: "
-
-
-class Overran(Exception):
-    """A call did not return within its limit; it may still be running in its thread."""
-
-
-@dataclass
-class LimitedCall:
-    value: Any = None
-    error: BaseException | None = None
-    started: float | None = None  # monotonic, at adapter entry
-    returned: float | None = None
-
-    @property
-    def elapsed_s(self) -> float:
-        """Adapter entry to return; both are set once the call has ended (no overrun)."""
-        assert self.started is not None and self.returned is not None, "the call has not ended"
-        return self.returned - self.started
-
-
-def call_with_limit(
-    call: Callable[[], Any],
-    limit_s: float,
-    name: str,
-    on_end: Callable[[LimitedCall], None] | None = None,
-) -> LimitedCall:
-    """Run `call` in a daemon thread, timed inside it; raise Overran after `limit_s`.
-
-    The outcome (value or error) is returned, not raised. `on_end` runs in the thread when the
-    call ends, even after an overrun, so a late result (a sandbox) can still be cleaned up.
-    """
-    box = LimitedCall()
-
-    def target():
-        box.started = time.monotonic()
-        try:
-            box.value = call()
-        except BaseException as exc:  # noqa: B036, BLE001 - handed to the caller's thread
-            box.error = exc
-        finally:
-            box.returned = time.monotonic()
-            if on_end is not None:
-                on_end(box)
-
-    thread = threading.Thread(target=target, name=f"trial-{name}", daemon=True)
-    thread.start()
-    thread.join(limit_s)
-    if thread.is_alive():
-        raise Overran(f"{name} did not return within its {limit_s:g} s limit")
-    return box
 
 
 def adapter_failure(operation: str, error: BaseException) -> TrialOutcome:
@@ -741,27 +682,6 @@ def _wait_gone(provider, sandbox_id: str, timeout_s: float, timer: Timer) -> boo
             return False
 
     return waiting.poll_until(gone, timeout_s, GONE_BACKOFF, timer)
-
-
-def probe_placement(ctx: LifecycleContext) -> dict:
-    """Untimed, best-effort facts about where the sandbox runs, plus how its size was honoured."""
-    facts = dict(ctx.sandbox.facts) if ctx.sandbox else {}
-    try:
-        result = ctx.provider.exec(ctx.sandbox, ["/bin/bash", "-c", PLACEMENT_PROBE], timeout=30)
-    except Exception as exc:  # noqa: BLE001 - best effort: a failed probe is a recorded fact
-        facts["probe_error"] = f"{type(exc).__name__}: {exc}"
-        return facts
-    for line in result.stdout.decode(errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            facts[key] = value.strip()
-    for key in ("nproc", "mem_total_kib"):
-        if str(facts.get(key, "")).isdigit():
-            facts[key] = int(facts[key])
-    if "nproc" in facts:
-        facts["cpu_count"] = facts["nproc"]  # the name stats.audit's host-type check reads
-    facts["requested"] = {"cpus": ctx._spec.cpus, "memory_mib": ctx._spec.memory_mib}
-    return facts
 
 
 def _cost(pricing: dict | None, ctx: LifecycleContext) -> float | None:
