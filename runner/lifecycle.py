@@ -10,7 +10,8 @@ transaction. Rules from the common methodology, "Trial Lifecycle" and "Timing an
   first; every attempt is kept as evidence (runner/readiness.py). Timed-readiness benchmarks
   skip it;
 - the procedure's first failed step ends the trial, with no retries inside it;
-- every sandbox the trial created is destroyed and confirmed gone; a trial is a success only then.
+- every sandbox the trial created is destroyed and confirmed gone, then every snapshot and
+  temporary image it made is deleted and confirmed gone; a trial is a success only then.
 
 Create, the procedure and destroy each run under a watchdog with the definition's limit
 (`create_timeout_s`, `procedure_timeout_s`, `destroy_timeout_s`), so a hung call cannot block the
@@ -184,14 +185,21 @@ class LifecycleContext(TrialContext):
         self._spec = spec
         self._limits = limits
         self._sandboxes: list[dict] = []  # {"sandbox", "spec", "destroyed", "held_from"...}
+        self._snapshots: list[str] = []  # snapshots and temporary images, deleted at cleanup
         self._creating = 0  # create calls in flight, possibly abandoned past their limit
         self._closed = False
         self._lock = threading.Lock()
 
     # -- sandboxes ---------------------------------------------------------------------------
 
-    def create_sandbox(self, spec: SandboxSpec, name: str = "create") -> tuple[Sandbox, float]:
-        """Create a sandbox timed from adapter entry (ms); the lifecycle cleans it up."""
+    def create_sandbox(
+        self, spec: SandboxSpec, name: str = "create", make: Callable[[], Sandbox] | None = None
+    ) -> tuple[Sandbox, float]:
+        """Create a sandbox timed from adapter entry (ms); the lifecycle cleans it up.
+
+        `make` is the adapter call that returns the sandbox (default: create; restore and fork
+        make sandboxes too), so each gets the same limit, registration and cleanup.
+        """
         with self._lock:
             if self._closed:
                 raise ProviderFailure(f"{name}: refused, the trial has already ended")
@@ -211,10 +219,13 @@ class LifecycleContext(TrialContext):
                             "spec": spec,
                         }
                     )
+                    # A fork's temporary image goes once the sandbox made from it has.
+                    self._snapshots.extend(call.value.made_snapshots)
 
         limit = self.definition.create_timeout_s
+        make = make or (lambda: self.provider.create(spec))
         try:
-            call = call_with_limit(lambda: self.provider.create(spec), limit, name, register)
+            call = call_with_limit(make, limit, name, register)
         except Overran as exc:
             self.evidence(
                 EvidenceKind.CREATE_ERROR, {"name": name, "error": str(exc), "code": "overran"}
@@ -246,6 +257,38 @@ class LifecycleContext(TrialContext):
         if not timed_readiness:
             self.check_readiness(sandbox)
         return sandbox
+
+    def snapshot(self, sandbox: Sandbox, name: str = "snapshot_ms") -> tuple[str, float]:
+        """Snapshot `sandbox`, timed from adapter entry (ms) and recorded as metric `name`; the
+        snapshot is deleted and confirmed gone at cleanup, even one that returns past the limit."""
+
+        def register(call: LimitedCall) -> None:
+            if call.error is None:
+                with self._lock:
+                    self._snapshots.append(call.value)
+
+        limit = self.definition.create_timeout_s
+        try:
+            call = call_with_limit(lambda: self.provider.snapshot(sandbox), limit, name, register)
+        except Overran as exc:
+            raise ProviderFailure(f"snapshot: {exc}") from None
+        if call.error is not None:
+            raise adapter_failure("snapshot", call.error)
+        elapsed = _ms(call.elapsed_s)
+        self.evidence("snapshot", {"id": call.value, "source": sandbox.id, "ms": elapsed})
+        self.record(name, elapsed, clock="job_host")
+        return call.value, elapsed
+
+    def restore(self, snapshot_id: str, name: str = "restore") -> tuple[Sandbox, float]:
+        """A sandbox restored from `snapshot_id` in the trial's spec, timed like create; no
+        readiness check runs (the first timed step goes as soon as restore returns)."""
+        spec = self._spec
+        return self.create_sandbox(spec, name, lambda: self.provider.restore(snapshot_id, spec))
+
+    def fork(self, sandbox: Sandbox, name: str = "fork") -> tuple[Sandbox, float]:
+        """A copy of `sandbox` in the trial's spec, timed like create, with no readiness check."""
+        spec = self._spec
+        return self.create_sandbox(spec, name, lambda: self.provider.fork(sandbox, spec))
 
     def check_readiness(self, sandbox: Sandbox) -> dict:
         try:
@@ -602,6 +645,37 @@ def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None
             EvidenceRecord(EvidenceKind.CLEANUP, {"creates_in_flight": creating})
         )
     result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
+    # After the sandboxes: an engine refuses to delete an image a container still runs from.
+    for snapshot_id in ctx._snapshots:
+        _clean_snapshot(ctx.provider, snapshot_id, result, limits)
+
+
+def _clean_snapshot(provider, snapshot_id: str, result: TrialResult, limits) -> None:
+    """Delete one snapshot or temporary image and confirm it gone, or the trial fails."""
+    try:
+        provider.delete_snapshot(snapshot_id)
+    except Exception as exc:  # noqa: BLE001 - any delete error leaves cleanup unverified
+        confirmed, error = False, f"{type(exc).__name__}: {exc}"
+    else:
+
+        def gone() -> bool:
+            try:
+                return provider.snapshot_gone(snapshot_id)
+            except Exception:  # noqa: BLE001 - an error is not a confirmation; keep asking
+                return False
+
+        confirmed = waiting.poll_until(gone, limits.gone_timeout_s, GONE_BACKOFF, limits.timer)
+        error = "" if confirmed else f"still exists {limits.gone_timeout_s:g} s after delete"
+    result.evidence.append(
+        EvidenceRecord("cleanup", {"snapshot": snapshot_id, "confirmed_gone": confirmed})
+    )
+    if not confirmed:
+        result.cleanup_verified = False
+        result.fail(
+            Outcome.PROVIDER_FAILURE,
+            "provider",
+            f"cleanup not verified: snapshot {snapshot_id}: {error}",
+        )
 
 
 def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits) -> None:

@@ -64,6 +64,8 @@ def local(tmp_path):
     yield provider
     for sandbox in provider.list_sandboxes():
         provider.destroy(sandbox)
+    for snapshot in provider.list_snapshots():
+        provider.delete_snapshot(snapshot.id)
 
 
 @pytest.fixture

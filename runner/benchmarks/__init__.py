@@ -18,6 +18,8 @@ BENCHMARKS = [
     "runner.benchmarks.file_transfer:UPLOAD",
     "runner.benchmarks.file_transfer:DOWNLOAD",
     "runner.benchmarks.destroy",
+    "runner.benchmarks.snapshots:SNAPSHOT_RESTORE",
+    "runner.benchmarks.snapshots:FORK",
     "runner.benchmarks.deepswe",
     "runner.benchmarks.machine_cpu:SINGLE",
     "runner.benchmarks.machine_cpu:ALL",

@@ -142,8 +142,17 @@ class TrialContext(ABC):
         """Call `call`, timing it on the job host's monotonic clock as metric `name` (ms)."""
 
     @abstractmethod
-    def guest(self, command: str, timeout: float, workdir: str | None = None) -> GuestRun:
-        """Run a bash command in the sandbox inside the guest clock wrapper.
+    def guest(
+        self,
+        command: str,
+        timeout: float,
+        workdir: str | None = None,
+        *,
+        check_gate: bool = True,
+        sandbox: Any = None,
+    ) -> GuestRun:
+        """Run a bash command in the sandbox (default: the trial's own) inside the guest clock
+        wrapper.
 
         A failed clock gate raises ProviderFailure (stepped clock) unless the caller asked
         otherwise; transport errors raise ProviderFailure.
@@ -183,6 +192,20 @@ class TrialContext(ABC):
     @abstractmethod
     def new_sandbox(self, spec_overrides: dict | None = None):
         """A further sandbox for multi-sandbox benchmarks; the lifecycle cleans it up."""
+
+    @abstractmethod
+    def snapshot(self, sandbox: Any, name: str = "snapshot_ms") -> tuple[str, float]:
+        """Snapshot `sandbox`, timed from adapter entry and recorded as metric `name`: (id, ms).
+        The lifecycle deletes the snapshot and confirms it gone."""
+
+    @abstractmethod
+    def restore(self, snapshot_id: str, name: str = "restore") -> tuple[Any, float]:
+        """A sandbox restored from a snapshot, timed like create (create_started and
+        create_returned stamp it), with no readiness check: (sandbox, ms)."""
+
+    @abstractmethod
+    def fork(self, sandbox: Any, name: str = "fork") -> tuple[Any, float]:
+        """A copy of `sandbox`, timed like create, with no readiness check: (sandbox, ms)."""
 
     # What the lifecycle measured of the trial's own create (job host's monotonic clock).
     create_ms: float | None

@@ -8,6 +8,7 @@ Adapters never time anything: the lifecycle times calls from adapter entry on th
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,6 +66,9 @@ class Sandbox:
     facts: dict = field(default_factory=dict)
     # Adapter-private state (process handles, container objects); never serialized.
     handle: object = None
+    # Snapshots or temporary images made to build this sandbox (a fork's), which must outlive
+    # it: the lifecycle deletes them once the sandbox is gone and confirms them gone.
+    made_snapshots: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -164,5 +168,31 @@ class Provider(ABC):
     def delete_snapshot(self, snapshot_id: str) -> None:
         raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")
 
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        """True once the snapshot (or temporary image) is confirmed deleted: by default, once the
+        provider's own listing of snapshots (`list_snapshots`, where it has one) no longer holds
+        it."""
+        list_snapshots = getattr(self, "list_snapshots", None)
+        if list_snapshots is None:
+            raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")
+        return all(snapshot.id != snapshot_id for snapshot in list_snapshots())
+
     def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
         raise NotDeclared(f"{self.slug} does not declare fork", operation="fork")
+
+
+def fork_by_snapshot(provider: Provider, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+    """A fork made of a snapshot restored at once, for backends with no fork call of their own.
+
+    The snapshot becomes the copy's temporary image: the lifecycle deletes it after the copy.
+    """
+    snapshot_id = provider.snapshot(sandbox)
+    try:
+        copy = provider.restore(snapshot_id, spec)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            provider.delete_snapshot(snapshot_id)
+        raise
+    copy.made_snapshots.append(snapshot_id)
+    copy.facts["forked_from"] = sandbox.id
+    return copy

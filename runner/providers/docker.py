@@ -6,7 +6,8 @@ explicit nofile and nproc limits (Podman needs them), never privileged, only the
 the standard image's commands need (CAPABILITIES), no new privileges, the engine's default
 seccomp profile, the batch label, and `sleep <lifetime>` as its main process with auto-remove,
 so a container outlives a crashed runner by at most its lifetime. Commands run through
-exec; files move as tar archives; snapshots are image commits (filesystem only, no memory).
+exec; files move as tar archives; snapshots are image commits (filesystem only, no memory), and
+a fork is a commit restored at once.
 
 Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY and
 DOCKER_CERT_PATH like the docker CLI, and without DOCKER_HOST finds the Docker or Podman socket;
@@ -53,6 +54,7 @@ from runner.providers.base import (
     ProviderError,
     Sandbox,
     SandboxSpec,
+    fork_by_snapshot,
 )
 
 # Container and image labels: the batch label for cleanup, and what kind of object it is.
@@ -557,6 +559,20 @@ class DockerProvider(Provider):
             return
         except ENGINE_ERRORS as exc:
             raise _classify(exc, "delete snapshot") from exc
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        try:
+            self.api.inspect_image(snapshot_id)
+        except docker.errors.NotFound:
+            return True
+        except ENGINE_ERRORS as exc:
+            raise _classify(exc, "confirm snapshot deletion") from exc
+        return False
+
+    def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+        # The Engine API cannot clone a running container: a commit restored at once, whose
+        # image the lifecycle deletes after the copy (filesystem only, no processes).
+        return fork_by_snapshot(self, sandbox, spec)
 
     def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
         """Snapshot images left behind, for `bench cleanup` (delete each with delete_snapshot)."""

@@ -58,26 +58,10 @@ def test_it_declares_exactly_the_optional_operations_the_adapter_implements(slug
         if getattr(adapter, name) is not getattr(Provider, name)
     }
     declared = {name for name in ("snapshot", "fork") if name in declaration.capabilities}
-    assert declared == implemented == {"snapshot"}
+    assert declared == implemented == {"snapshot", "fork"}
     assert {"exec", "file_transfer", "network_lockdown", "custom_images"} <= set(
         declaration.capabilities
     )
-
-
-@pytest.mark.parametrize("slug", ["docker", "remote-docker"])
-def test_it_refuses_fork_on_container_providers_with_r401(slug):
-    fork = BenchmarkDefinition(
-        slug="fork",
-        title="Fork",
-        section="sandbox_operations",
-        metric="fork_ms",
-        unit="ms",
-        direction="lower",
-        clock="job_host",
-        required_capabilities=("exec", "snapshot", "fork"),
-    )
-    [refusal] = refusals(get_declaration(slug), fork, concurrency=1)
-    assert (refusal.code, refusal.missing, refusal.label) == ("R401", "fork", "Not Supported")
 
 
 def test_it_refuses_a_machine_size_the_declaration_does_not_offer_with_r402():

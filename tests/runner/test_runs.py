@@ -177,12 +177,14 @@ def test_cleanup_lists_then_removes_leftover_sandboxes(chain_provider, local, mo
 
     monkeypatch.setattr(cleanup, "load_all", lambda: {"local": local.declaration})
     monkeypatch.setattr(cleanup, "get_provider", lambda slug, declaration: local)
-    local.create(SandboxSpec(1, 1024, "bb-leftover", 60))
+    sandbox = local.create(SandboxSpec(1, 1024, "bb-leftover", 60))
+    local.snapshot(sandbox)
     out = io.StringIO()
     call_command("bench", "cleanup", "--max-age", "0", "--dry-run", stdout=out)
     assert "would remove local" in out.getvalue() and len(local.list_sandboxes()) == 1
+    assert len(local.list_snapshots()) == 1
     call_command("bench", "cleanup", "--max-age", "0", stdout=out)
-    assert local.list_sandboxes() == []
+    assert local.list_sandboxes() == [] and local.list_snapshots() == []
 
 
 def test_doctor_reports_the_provider_database_queue_and_disk(chain_provider):

@@ -4,6 +4,7 @@ A sandbox is a directory under the sandbox root:
 
     <root>/<id>/sandbox.json   metadata: batch label, lifetime, host pid of the sandbox's init
     <root>/<id>/bwrap.log      bubblewrap's own error output
+    <root>/ls-<hex>/           a snapshot: snapshot.json (batch label) and archive.tar
 
 bwrap starts detached (its own session) with every namespace unshared (no network unless the spec
 asks for it), as the unprivileged uid/gid 65534 in a user namespace of its own that maps only
@@ -28,7 +29,8 @@ still report the host's figures.
 
 The package: adapter.py (LocalProvider: create, exec, transfer, destroy, listing, doctor),
 cgroups.py (the limits), seccomp.py (the filter), etc.py (the minimal /etc), toolchain.py (the
-host toolchain bound into every sandbox, and its identity digest) and spawner.py (the exec
+host toolchain bound into every sandbox, and its identity digest), snapshots.py (snapshots and
+forks: a plain copy of /app and /tmp, restored into a fresh sandbox) and spawner.py (the exec
 helper, read as text and run inside the sandbox).
 """
 

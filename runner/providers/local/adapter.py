@@ -31,7 +31,9 @@ from runner.providers.base import (
     ProviderError,
     Sandbox,
     SandboxSpec,
+    fork_by_snapshot,
 )
+from runner.providers.local import snapshots
 from runner.providers.local.cgroups import (
     PIDS_MAX,
     describe_limits,
@@ -448,6 +450,35 @@ class LocalProvider(Provider):
                 )
             )
         return found
+
+    # -- snapshots: a plain copy of the writable tree (snapshots.py) ----------------------------
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        return snapshots.save(self, sandbox)
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        snapshots.directory_of(self.root, snapshot_id)  # a hostile id is refused before create
+        sandbox = self.create(spec)
+        try:
+            snapshots.unpack(self, snapshot_id, sandbox)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.destroy(sandbox)
+            raise
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        snapshots.delete(self.root, snapshot_id)
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        return snapshots.gone(self.root, snapshot_id)
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        return snapshots.listing(self.root, label)
+
+    def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+        return fork_by_snapshot(self, sandbox, spec)
 
     def doctor(self) -> list[DoctorCheck]:
         """What the provider needs, and which of the sandbox's protections and limits hold."""
