@@ -14,7 +14,7 @@ from runner.declarations import Declaration, DeclarationError, get_declaration
 REGISTRY = {
     "local": "runner.providers.local:LocalProvider",
     "docker": "runner.providers.docker:DockerProvider",
-    "remote-docker": "runner.providers.docker:RemoteDockerProvider",
+    "remote-docker": "runner.providers.remote_docker:RemoteDockerProvider",
     "opensandbox": "runner.providers.opensandbox:OpenSandboxProvider",
     "e2b": "runner.providers.e2b:E2BProvider",
     "daytona": "runner.providers.daytona:DaytonaProvider",

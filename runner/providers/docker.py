@@ -1,5 +1,5 @@
 """The Docker Engine API provider: a local Docker daemon, Podman's Docker-compatible service, or a
-Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`).
+Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`, remote_docker.py).
 
 Each sandbox is one container: network none, the requested CPUs and memory, a pids limit,
 explicit nofile and nproc limits (Podman needs them), never privileged, only the capabilities
@@ -32,7 +32,6 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlparse
 
 import docker
 import docker.errors
@@ -194,7 +193,7 @@ class DockerProvider(Provider):
         )
         if not url.startswith(("tcp://", "https://")) or not (cert_path or verify):
             return False
-        return _tls_from_directory(
+        return tls_from_directory(
             cert_path or str(Path.home() / ".docker"), self.cert_path_variable
         )
 
@@ -642,51 +641,7 @@ class DockerProvider(Provider):
         )
 
 
-class RemoteDockerProvider(DockerProvider):
-    """`remote-docker`: a Docker host you control, over ssh:// or tcp:// with TLS."""
-
-    slug = "remote-docker"
-    host_variable = "BOXBENCH_REMOTE_DOCKER_HOST"
-    cert_path_variable = "BOXBENCH_REMOTE_DOCKER_CERT_PATH"
-
-    def base_url(self) -> str:
-        url = self.settings.get("host") or os.environ.get(self.host_variable, "")
-        if not url:
-            raise ProviderError(
-                f"{self.slug}: set {self.host_variable} to ssh://user@host or tcp://host:2376",
-                operation="connect",
-            )
-        scheme = urlparse(url).scheme
-        if scheme not in ("ssh", "tcp"):
-            raise ProviderError(
-                f"{self.host_variable}={url!r}: use ssh://user@host or tcp://host:port",
-                operation="connect",
-            )
-        return url
-
-    def doctor(self) -> list[DoctorCheck]:
-        if not (self.settings.get("host") or os.environ.get(self.host_variable)):
-            # Nothing to check: a remote engine is optional and this one is not configured.
-            return [
-                DoctorCheck.not_configured("engine", f"not configured (set {self.host_variable})")
-            ]
-        return super().doctor()
-
-    def tls_config(self, url: str) -> docker.tls.TLSConfig | bool:
-        if url.startswith("ssh://"):
-            return False
-        cert_path = self.settings.get("cert_path") or os.environ.get(self.cert_path_variable, "")
-        if not cert_path:
-            # An unauthenticated tcp:// engine gives root on that host to anyone who reaches it.
-            raise ProviderError(
-                f"{self.slug}: {url} needs TLS; set {self.cert_path_variable} to a directory "
-                "holding ca.pem, cert.pem and key.pem",
-                operation="connect",
-            )
-        return _tls_from_directory(cert_path, self.cert_path_variable)
-
-
-def _tls_from_directory(directory: str, variable: str) -> docker.tls.TLSConfig:
+def tls_from_directory(directory: str, variable: str) -> docker.tls.TLSConfig:
     files = {name: os.path.join(directory, name) for name in ("ca.pem", "cert.pem", "key.pem")}
     missing = [name for name, path in files.items() if not os.path.isfile(path)]
     if missing:

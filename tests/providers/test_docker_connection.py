@@ -9,7 +9,8 @@ import pytest
 
 from runner.declarations import get_declaration
 from runner.providers.base import NotReady, ProviderError, Sandbox, SandboxSpec
-from runner.providers.docker import DockerProvider, RemoteDockerProvider
+from runner.providers.docker import DockerProvider
+from runner.providers.remote_docker import RemoteDockerProvider
 
 
 def docker_provider(**settings):

@@ -16,7 +16,7 @@ import pytest
 
 from runner.declarations import get_declaration
 from runner.providers.base import ProviderError, SandboxSpec
-from runner.providers.docker import RemoteDockerProvider
+from runner.providers.remote_docker import RemoteDockerProvider
 
 pytestmark = pytest.mark.podman
 
