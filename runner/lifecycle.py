@@ -275,7 +275,9 @@ class LifecycleContext(TrialContext):
         if call.error is not None:
             raise adapter_failure("snapshot", call.error)
         elapsed = _ms(call.elapsed_s)
-        self.evidence("snapshot", {"id": call.value, "source": sandbox.id, "ms": elapsed})
+        self.evidence(
+            EvidenceKind.SNAPSHOT, {"id": call.value, "source": sandbox.id, "ms": elapsed}
+        )
         self.record(name, elapsed, clock="job_host")
         return call.value, elapsed
 
@@ -667,13 +669,13 @@ def _clean_snapshot(provider, snapshot_id: str, result: TrialResult, limits) -> 
         confirmed = waiting.poll_until(gone, limits.gone_timeout_s, GONE_BACKOFF, limits.timer)
         error = "" if confirmed else f"still exists {limits.gone_timeout_s:g} s after delete"
     result.evidence.append(
-        EvidenceRecord("cleanup", {"snapshot": snapshot_id, "confirmed_gone": confirmed})
+        EvidenceRecord(EvidenceKind.CLEANUP, {"snapshot": snapshot_id, "confirmed_gone": confirmed})
     )
     if not confirmed:
         result.cleanup_verified = False
         result.fail(
             Outcome.PROVIDER_FAILURE,
-            "provider",
+            Owner.PROVIDER,
             f"cleanup not verified: snapshot {snapshot_id}: {error}",
         )
 

@@ -7,12 +7,19 @@ from runner import rules
 from runner.benchmarks.snapshots import AFTER, FORK, SNAPSHOT_RESTORE
 from runner.declarations import get_declaration
 from runner.lifecycle import run_trial
+from runner.outcomes import EvidenceKind
 from runner.providers.base import ProviderError, SandboxSpec
 from runner.providers.local import LocalProvider
 from tests.runner.faults import _step
 from tests.support.runner import FAST
 
 COPIES = [SNAPSHOT_RESTORE, FORK]
+
+
+def snapshot_cleanups(result):
+    """The cleanup evidence of each snapshot or temporary image the trial made."""
+    cleanups = [e.data for e in result.evidence if e.kind == EvidenceKind.CLEANUP]
+    return [data for data in cleanups if "snapshot" in data]
 
 
 def _run(provider, benchmark, limits=FAST):
@@ -49,12 +56,14 @@ def test_snapshot_and_restore_times_both_and_deletes_the_snapshot(local):
     assert metric == pytest.approx(values["metric", "snapshot_ms"] + values["metric", "restore_ms"])
     stages = values["stage", "restore"] + values["stage", "first_command"]
     assert values["metric", "restore_ms"] == pytest.approx(stages)
-    cleaned = [e.data for e in result.evidence if e.kind == "cleanup" and "snapshot" in e.data]
+    cleaned = [
+        e.data for e in result.evidence if e.kind == EvidenceKind.CLEANUP and "snapshot" in e.data
+    ]
     assert len(cleaned) == 1 and cleaned[0]["confirmed_gone"]
-    made = [e.data for e in result.evidence if e.kind == "sandbox"]
+    made = [e.data for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
     assert [m["name"] for m in made] == ["create", "restore"]
     # The restored sandbox got no untimed readiness check: its only attempts are the timed ones.
-    checked = [e.data["sandbox"] for e in result.evidence if e.kind == "readiness"]
+    checked = [e.data["sandbox"] for e in result.evidence if e.kind == EvidenceKind.READINESS]
     assert checked == [made[0]["id"], made[1]["id"]]
     assert local.list_snapshots() == [] and local.list_sandboxes() == []
 
@@ -64,7 +73,9 @@ def test_fork_times_the_copy_until_it_answers_and_deletes_its_temporary_copy(loc
     assert (result.outcome, result.cause) == ("success", "")
     values = {(m.kind, m.name): m.value for m in result.measurements}
     assert values["metric", "fork_ms"] >= values["stage", "fork"] > 0
-    cleaned = [e.data for e in result.evidence if e.kind == "cleanup" and "snapshot" in e.data]
+    cleaned = [
+        e.data for e in result.evidence if e.kind == EvidenceKind.CLEANUP and "snapshot" in e.data
+    ]
     assert len(cleaned) == 1 and cleaned[0]["confirmed_gone"]
     assert local.list_snapshots() == [] and local.list_sandboxes() == []
 
@@ -131,7 +142,7 @@ class SteppedRestoredClock(LocalProvider):
 def test_the_clock_gate_catches_a_restored_clock_that_steps(make_local, benchmark):
     result = _run(make_local(SteppedRestoredClock), benchmark)
     assert result.outcome == "provider_failure" and result.cause.startswith("stepped clock")
-    assert any(e.kind == "clock_gate" for e in result.evidence)
+    assert any(e.kind == EvidenceKind.CLOCK_GATE for e in result.evidence)
 
 
 def test_a_hostile_snapshot_id_is_refused_before_any_sandbox_is_made(local):

@@ -5,10 +5,17 @@ import pytest
 
 from runner import lifecycle
 from runner.benchmarks.snapshots import FORK, SNAPSHOT_RESTORE
+from runner.outcomes import EvidenceKind
 from runner.providers.base import SandboxSpec
 from tests.support.runner import FAST
 
 pytestmark = pytest.mark.podman
+
+
+def snapshot_cleanups(result):
+    """The cleanup evidence of each snapshot or temporary image the trial made."""
+    cleanups = [e.data for e in result.evidence if e.kind == EvidenceKind.CLEANUP]
+    return [data for data in cleanups if "snapshot" in data]
 
 
 @pytest.mark.parametrize("benchmark", [SNAPSHOT_RESTORE, FORK], ids=lambda b: b.DEFINITION.slug)
@@ -24,7 +31,9 @@ def test_it_copies_a_container_and_leaves_no_image_behind(docker_provider, batch
     assert (result.outcome, result.cause) == ("success", "")
     names = {m.name for m in result.measurements}
     assert benchmark.DEFINITION.metric in names and "first_command" in names
-    images = [e.data for e in result.evidence if e.kind == "cleanup" and "snapshot" in e.data]
+    images = [
+        e.data for e in result.evidence if e.kind == EvidenceKind.CLEANUP and "snapshot" in e.data
+    ]
     assert len(images) == 1 and images[0]["confirmed_gone"]
     assert docker_provider.snapshot_gone(images[0]["snapshot"])
     assert docker_provider.list_snapshots(batch_label) == []
