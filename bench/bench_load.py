@@ -15,6 +15,9 @@ page cache is the database table unless --redis points at a Redis (BOXBENCH_CACH
 of its own, the bench clears it). --only measures just the pages
 whose names contain one of its comma-separated words (every page is still rendered once).
 
+It also downloads the published run's raw.jsonl and raw.csv twice each, printing the first
+request's time beside the second's, and measures progress.json.
+
 The run is audited (stats.audit: exact Theil-Sen up to 3000 trials per pair, a seeded sampled
 estimate above, see docs/methodology.md) and its audit time printed; then it is marked published
 directly (the synthetic run's pairs are not the point here) and materialized, with that time
@@ -174,6 +177,26 @@ def latency(url: str, seconds: int, connections: int, headers: list[str]) -> dic
     }
 
 
+def raw_downloads(base: str, run_id: str) -> None:
+    """A visitor's raw.jsonl and raw.csv of the published run, twice each: the first request
+    exports the run, the second is served again (from the file kept per publication)."""
+    print("\nraw downloads of the published run (public form), the first request beside again:")
+    for name in ("raw.jsonl", "raw.csv"):
+        seconds, size = [], 0
+        for _ in range(2):
+            start, size = time.perf_counter(), 0
+            with httpx.stream("GET", f"{base}/runs/{run_id}/{name}", timeout=900) as response:
+                assert response.status_code == 200, (name, response.status_code)
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+            seconds.append(time.perf_counter() - start)
+        print(
+            f"{name:<10} {size / 2**20:>7.1f} MiB  first {seconds[0]:>7.2f} s  again "
+            f"{seconds[1]:>7.2f} s  ratio {seconds[1] / seconds[0]:>6.3f}  {_load()}",
+            flush=True,
+        )
+
+
 def _ms(text: str) -> float:
     """wrk's '812.00us', '12.34ms' or '1.02s' in milliseconds."""
     for suffix, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
@@ -237,6 +260,8 @@ def main():
     staff = [f"Cookie: sessionid={django_script(STAFF_SESSION, env)}"]
     static_root = tempfile.mkdtemp(prefix="boxbench-static-")
     env["STATIC_ROOT"] = static_root
+    exports = tempfile.mkdtemp(prefix="boxbench-exports-")  # no file kept from an earlier run
+    env["BOXBENCH_RAW_EXPORT_DIR"] = exports
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
         cwd=ROOT,
@@ -302,6 +327,7 @@ def main():
             ("badge alpha/create", "/providers/alpha/create.svg", visitor),
             ("run /runs/<id>/", f"/runs/{run_id}/", visitor),
             ("run /runs/<id>/, staff", f"/runs/{run_id}/", staff),
+            ("progress.json", f"/runs/{run_id}/progress.json", visitor),
             ("benchmark CSV", "/benchmarks/deepswe.csv", visitor),
             ("unit CSV", f"/benchmarks/deepswe/units/{unit}.csv", visitor),
             ("methodology", "/methodology/", visitor),
@@ -318,6 +344,7 @@ def main():
             assert response.status_code == 200, (path, response.status_code)
             if name == "unit page":
                 print(f"unit page payload: {len(response.content) / 1024:.0f} KiB")
+        raw_downloads(base, run_id)
         static = "/static/boxbench/site.css"
         print(
             f"\n{args.connections} connections, {args.seconds} s per page, gunicorn "
@@ -347,6 +374,7 @@ def main():
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
         shutil.rmtree(static_root, ignore_errors=True)
+        shutil.rmtree(exports, ignore_errors=True)
 
 
 if __name__ == "__main__":

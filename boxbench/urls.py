@@ -39,7 +39,7 @@ urlpatterns = [
     path("compare/", cached(compare.compare, params=("a", "b")), name="compare"),
     path("compare.csv", cached(compare.compare_csv, params=("a", "b")), name="compare-csv"),
     path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),
-    path("runs/<uuid:run_id>/progress.json", runs.progress_json, name="run-progress"),
+    path("runs/<uuid:run_id>/progress.json", cached(runs.progress_json), name="run-progress"),
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
     path("runs/<uuid:run_id>/raw.jsonl", downloads.raw_jsonl, name="run-raw-jsonl"),
     path("runs/<uuid:run_id>/raw.csv", downloads.raw_csv, name="run-raw-csv"),

@@ -9,8 +9,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from boxbench import holdbacks, live, permissions
@@ -103,15 +103,18 @@ def _evidence_page(request, run):
     return page
 
 
-@never_cache
 def progress_json(request, run_id):
     """The run's progress for the page's poll (static/boxbench/run.js). A published run's is
-    read from its aggregate, written at publication: counting a large run's trials takes
-    seconds, and a visitor could ask for it in a loop."""
+    read from its aggregate, written at publication, and kept in the page cache (it no longer
+    changes): counting a large run's trials takes seconds, and a visitor could ask in a loop."""
     run = visible_run(request, run_id)
     stored: RunPage | None = Aggregate.objects.page(Scope.RUN, run.id) if run.published else None
     cells = stored["cells"] if stored and "cells" in stored else runs.progress(run)
-    return JsonResponse(live.snapshot(run, cells, timezone.now()))
+    response = JsonResponse(live.snapshot(run, cells, timezone.now()))
+    if run.published:
+        return response
+    add_never_cache_headers(response)  # it changes from one poll to the next
+    return uncached(response)
 
 
 @require_POST

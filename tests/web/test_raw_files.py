@@ -155,10 +155,13 @@ def test_an_unpublished_run_is_exported_on_each_request(staff_client, imported_r
     assert exports["jsonl"] == 2
 
 
-def test_a_published_runs_progress_counts_no_trials(client, published_run):
+def test_a_published_runs_progress_counts_no_trials(client, published_run, page_queries):
     with CaptureQueriesContext(connection) as captured:
         response = client.get(PROGRESS)
     assert response.status_code == 200 and trial_queries(captured) == []
+    with page_queries() as queries:
+        assert client.get(PROGRESS).content == response.content
+    assert queries == []  # then served from the page cache
     snapshot = response.json()
     counted = live.snapshot(published_run, runs.progress(published_run), timezone.now())
     assert snapshot["cells"] == json.loads(json.dumps(counted["cells"]))
