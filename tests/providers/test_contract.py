@@ -78,6 +78,7 @@ def local_subject(request, tmp_path):
     yield Subject(
         "local", provider, f"bb-contract-{uuid.uuid4().hex[:8]}", secrets=(),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
+        with_settings=lambda more: get_provider("local", settings={"root": provider.root, **more}),
     )  # fmt: skip
 
 
@@ -319,8 +320,9 @@ def test_every_registered_adapter_keeps_the_contract_or_is_named_as_left_out():
 # file past its cap, and the fakes' hostile modes, are named provider failures.
 MIB = 1024 * 1024
 BOUNDS = {"max_pages": 5, "max_download_mib": 1, "max_output_mib": 1}
+# local holds a hostile command's output to the same caps: it reads its own pipes, but what
+# comes through them is the command's, and unbounded it would fill the job host's memory.
 READS_NO_ANSWERS = {
-    "local": "its output comes from pipes of its own processes, not a provider's answers",
     "apple-container": "its output comes from the local tool's pipes, not a provider's answers",
 }
 # Where an SDK reads the answer first: its own refusal, or what it made of the answer (still the

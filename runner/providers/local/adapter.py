@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runner import waiting
+from runner.providers.answers import AnswerLimits, Capped, Reader
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -72,6 +73,7 @@ class LocalProvider(Provider):
 
             root = django_settings.LOCAL_SANDBOX_ROOT
         self.root = Path(root)
+        self.limits = AnswerLimits.from_settings(self.settings)
         allow = self.settings.get("allow_unlimited")
         if allow is None:
             from django.conf import settings as django_settings
@@ -298,6 +300,12 @@ class LocalProvider(Provider):
             ) from None
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
+        cap = (self.limits.output_bytes, "max_output_mib", "exec")
+        return self._exec(sandbox, argv, timeout, stdin, workdir, env, cap)
+
+    def _exec(self, sandbox, argv, timeout, stdin, workdir, env, cap) -> ExecResult:
+        """exec, its stdout and stderr each held to `cap` (bytes, setting, operation): a
+        command that writes more is killed, so a hostile one cannot fill the job host's memory."""
         meta = self._meta_of(sandbox, "exec")
         # The sandbox sees only this environment, never the runner's (which holds secrets).
         environment = {"PATH": SANDBOX_PATH, "HOME": "/app", "LANG": "C.UTF-8", **(env or {})}
@@ -330,7 +338,17 @@ class LocalProvider(Provider):
             finally:
                 for fd in (stdin_r, stdout_w, stderr_w):  # the command holds them now
                     os.close(fd)
-            stdout, stderr, reply = _exchange(conn, ours, stdin or b"", deadline)
+            outputs = tuple(
+                Capped(Reader(self.slug, cap[2]), cap[0], f"the command's {name}", cap[1])
+                for name in ("stdout", "stderr")
+            )
+            try:
+                reply = _exchange(conn, ours, stdin or b"", deadline, outputs)
+            except ProviderError:
+                with contextlib.suppress(OSError):
+                    conn.send(b"k")  # past its cap: the helper kills the command's group
+                raise
+            stdout, stderr = (output.data for output in outputs)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 conn.send(b"k")  # the helper kills the command's process group
@@ -358,7 +376,8 @@ class LocalProvider(Provider):
             )
 
     def download(self, sandbox, path) -> bytes:
-        result = self.exec(sandbox, ["/bin/cat", "--", path], 300)
+        cap = (self.limits.download_bytes, "max_download_mib", "download")
+        result = self._exec(sandbox, ["/bin/cat", "--", path], 300, None, None, None, cap)
         if result.exit_code != 0:
             raise ProviderError(
                 f"download of {path} failed: {result.stderr.decode(errors='replace').strip()}",
@@ -694,13 +713,14 @@ def _fds(*fds: int) -> bytes:
     return array.array("i", fds).tobytes()
 
 
-def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: float):
-    """Feed stdin, collect stdout and stderr to their ends, and read the helper's reply.
+def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: float, outputs):
+    """Feed stdin, collect stdout and stderr into `outputs` (two Capped) to their ends, and
+    return the helper's reply.
 
     `ours` is [stdin writer, stdout reader, stderr reader]; each is closed (set to -1 in place)
-    when done. Raises subprocess.TimeoutExpired at `deadline`.
+    when done. Raises subprocess.TimeoutExpired at `deadline`, ProviderError past a cap.
     """
-    chunks: dict[int, list[bytes]] = {ours[1]: [], ours[2]: []}
+    chunks = {ours[1]: outputs[0], ours[2]: outputs[1]}
     reply = b""
     events = selectors.DefaultSelector()
     if stdin:
@@ -732,7 +752,7 @@ def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: floa
                 elif key.data == "out":
                     chunk = os.read(key.fd, 65536)
                     if chunk:
-                        chunks[key.fd].append(chunk)
+                        chunks[key.fd].add(chunk)
                     else:
                         events.unregister(key.fd)
                 else:
@@ -741,5 +761,4 @@ def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: floa
                     if not chunk or reply.endswith(b"\n"):
                         events.unregister(conn)
                         reply_done = bool(chunk)
-    stdout, stderr = b"".join(chunks[ours[1]]), b"".join(chunks[ours[2]])
-    return stdout, stderr, json.loads(reply) if reply_done else None
+    return json.loads(reply) if reply_done else None
