@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from runner import clock, fault, outage, waiting
+from runner import clock, fault, layers, outage, waiting
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -258,9 +258,10 @@ class LifecycleContext(TrialContext):
             self.check_readiness(sandbox)
         return sandbox
 
-    def snapshot(self, sandbox: Sandbox, name: str = "snapshot_ms") -> tuple[str, float]:
-        """Snapshot `sandbox`, timed from adapter entry (ms) and recorded as metric `name`; the
-        snapshot is deleted and confirmed gone at cleanup, even one that returns past the limit."""
+    def snapshot(self, sandbox: Sandbox, name: str | None = "snapshot_ms") -> tuple[str, float]:
+        """Snapshot `sandbox`, timed from adapter entry (ms) and recorded as metric `name` when
+        given; the snapshot is deleted and confirmed gone at cleanup, even one that returns past
+        the limit."""
 
         def register(call: LimitedCall) -> None:
             if call.error is None:
@@ -269,7 +270,8 @@ class LifecycleContext(TrialContext):
 
         limit = self.definition.create_timeout_s
         try:
-            call = call_with_limit(lambda: self.provider.snapshot(sandbox), limit, name, register)
+            snap = lambda: self.provider.snapshot(sandbox)  # noqa: E731
+            call = call_with_limit(snap, limit, name or "snapshot", register)
         except Overran as exc:
             raise ProviderFailure(f"snapshot: {exc}") from None
         if call.error is not None:
@@ -278,7 +280,8 @@ class LifecycleContext(TrialContext):
         self.evidence(
             EvidenceKind.SNAPSHOT, {"id": call.value, "source": sandbox.id, "ms": elapsed}
         )
-        self.record(name, elapsed, clock="job_host")
+        if name:
+            self.record(name, elapsed, clock="job_host")
         return call.value, elapsed
 
     def restore(self, snapshot_id: str, name: str = "restore") -> tuple[Sandbox, float]:
@@ -531,12 +534,15 @@ def run_trial(
     sampler = HostLoadSampler()
     sampler.start()
     try:
+        layer = layers.prepare(ctx) if definition.unique_layer else None
         _create_and_check(ctx, definition)
         if not definition.timed_readiness:
             result.placement = probe_placement(ctx)
         _run_procedure(ctx, procedure, definition.procedure_timeout_s, result)
         if definition.timed_readiness and not result.cut_short:
             result.placement = probe_placement(ctx)
+        if layer is not None:
+            result.placement["unique_layer"] = layer
     except TrialOutcome as exc:
         result.fail(exc.outcome, exc.owner, exc.cause)
     except Exception as exc:  # noqa: BLE001 - a defect in the runner must not kill the chain

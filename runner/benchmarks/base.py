@@ -76,6 +76,8 @@ class BenchmarkDefinition:
     stage_names: tuple[str, ...] = ()
     charted: bool = True
     steps_include_create_or_build: bool = False
+    # Create from the pinned base plus a layer unique to the trial, built untimed (layers.py).
+    unique_layer: bool = False
     # The first timed command is sent as soon as create returns: no untimed readiness check.
     timed_readiness: bool = False
     # Step time limits in seconds, above the slowest normal time seen on any provider.
@@ -194,7 +196,7 @@ class TrialContext(ABC):
         """A further sandbox for multi-sandbox benchmarks; the lifecycle cleans it up."""
 
     @abstractmethod
-    def snapshot(self, sandbox: Any, name: str = "snapshot_ms") -> tuple[str, float]:
+    def snapshot(self, sandbox: Any, name: str | None = "snapshot_ms") -> tuple[str, float]:
         """Snapshot `sandbox`, timed from adapter entry and recorded as metric `name`: (id, ms).
         The lifecycle deletes the snapshot and confirms it gone."""
 

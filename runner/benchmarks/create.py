@@ -1,7 +1,9 @@
 """Create: the time from adapter entry until create returns, on the job host's clock.
 
 The lifecycle times create for every trial; this procedure records that time as the metric.
-The sandbox then gets the untimed readiness check like any other trial.
+The sandbox then gets the untimed readiness check like any other trial. Version 2: the create
+starts from the pinned base plus a layer unique to the trial (runner/layers.py), so no provider
+can answer it from an image cache; version 1 created from the pinned base itself.
 """
 
 from runner.benchmarks.base import BenchmarkDefinition, TrialContext, UnitDefinition
@@ -10,13 +12,18 @@ DEFINITION = BenchmarkDefinition(
     slug="create",
     title="Create",
     section="sandbox_operations",
-    description="Time for the provider's create call to return a sandbox.",
+    description=(
+        "Time for the provider's create call to return a sandbox, from the pinned base image "
+        "plus a layer unique to the trial."
+    ),
     metric="create_ms",
     unit="ms",
     direction="lower",
     clock="job_host",
+    version="2",
     required_capabilities=("exec",),
     steps_include_create_or_build=True,
+    unique_layer=True,
     procedure_timeout_s=60,
     lifetime_s=300,
 )

@@ -107,6 +107,9 @@ class Provider(ABC):
     """A sandbox backend. Instances are cheap; create one per worker."""
 
     slug: str = ""
+    # A snapshot's id is an image reference create accepts: Create's unique per-trial layer is
+    # built as a snapshot (runner/layers.py).
+    snapshots_are_images: bool = False
 
     def __init__(self, declaration, settings: dict | None = None):
         self.declaration = declaration

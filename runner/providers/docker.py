@@ -144,6 +144,7 @@ class DockerProvider(Provider):
     """`docker`: the engine on this machine (Docker, or Podman's Docker-compatible service)."""
 
     slug = "docker"
+    snapshots_are_images = True  # image commits: Create's unique layer is one
     host_variable = "DOCKER_HOST"
     cert_path_variable = "DOCKER_CERT_PATH"
 

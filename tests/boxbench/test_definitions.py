@@ -10,6 +10,7 @@ from bench.synthetic import synthetic_run
 from boxbench.definitions import DefinitionConflict, ensure_unit
 from boxbench.models import Benchmark, Provider, Run, Unit
 from boxbench.rawdata import RawDataError, import_jsonl
+from runner.benchmarks import create
 from runner.catalog import sync_catalog
 from runner.plan import PlanError, plan_run
 from tests.boxbench.rawdata_files import reseal
@@ -63,10 +64,27 @@ def test_planning_after_an_import_refuses_a_different_provider_and_changes_nothi
     assert Run.objects.count() == 1
 
 
+def _create_at_the_codes_version(lines):
+    """The synthetic run with its 'create' stated at the code's version, differing from it."""
+    version = create.DEFINITION.version
+    out = []
+    for line in lines:
+        record = json.loads(line)
+        for benchmark in record.get("benchmarks", []):
+            if benchmark["slug"] == "create":
+                benchmark["version"] = version
+        if record.get("benchmark") == "create":
+            record["benchmark_version"] = version
+        out.append(json.dumps(record, separators=(",", ":")) + "\n")
+    return reseal(out)  # the trailer's digest follows
+
+
 def test_planning_after_an_import_refuses_a_different_benchmark_and_changes_nothing(tmp_path):
-    import_jsonl(write(tmp_path, synthetic_lines()))  # its 'create' v1 is not the code's
+    # Its 'create', at the code's version, is not the code's.
+    import_jsonl(write(tmp_path, _create_at_the_codes_version(synthetic_lines())))
     before = snapshot()
-    refused = r"benchmark 'create' version '1': .*stored trials_per_unit is 3, the code"
+    version = create.DEFINITION.version
+    refused = rf"benchmark 'create' version '{version}': .*stored trials_per_unit is 3, the code"
     with pytest.raises(PlanError, match=refused):
         plan("create")
     assert snapshot() == before

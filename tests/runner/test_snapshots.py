@@ -4,6 +4,7 @@ they verify, the snapshots they must delete, and the clock gate on a restored sa
 import pytest
 
 from runner import rules
+from runner.benchmarks import create
 from runner.benchmarks.snapshots import AFTER, FORK, SNAPSHOT_RESTORE
 from runner.declarations import get_declaration
 from runner.lifecycle import run_trial
@@ -170,3 +171,10 @@ def test_a_provider_without_the_capability_is_refused_not_supported(benchmark):
     assert [(r.code, r.label) for r in refused] == [("R401", "Not Supported")]
     assert rules.refusals(get_declaration("local"), benchmark.DEFINITION, 1) == []
     assert rules.refusals(get_declaration("docker"), benchmark.DEFINITION, 1) == []
+
+
+def test_create_on_local_says_it_has_no_layer_to_build(local):
+    result = _run(local, create)
+    assert (result.outcome, result.cause) == ("success", "")
+    assert result.placement["unique_layer"] == "none: local builds no image layers"
+    assert local.list_snapshots() == [] and local.list_sandboxes() == []
