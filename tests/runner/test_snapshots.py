@@ -178,3 +178,17 @@ def test_create_on_local_says_it_has_no_layer_to_build(local):
     assert (result.outcome, result.cause) == ("success", "")
     assert result.placement["unique_layer"] == "none: local builds no image layers"
     assert local.list_snapshots() == [] and local.list_sandboxes() == []
+
+
+def test_a_snapshot_past_the_download_cap_is_refused_by_name(tmp_path):
+    small = LocalProvider(
+        get_declaration("local"), {"root": tmp_path / "capped", "max_download_mib": 1}
+    )
+    sandbox = small.create(SandboxSpec(cpus=1, memory_mib=2048, label="bb-cap", lifetime_s=60))
+    try:
+        small.exec(sandbox, ["/bin/sh", "-c", "head -c 2097152 /dev/urandom > /app/big"], 30)
+        with pytest.raises(ProviderError, match="max_download_mib"):
+            small.snapshot(sandbox)
+        assert small.list_snapshots() == []
+    finally:
+        small.destroy(sandbox)

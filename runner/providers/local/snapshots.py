@@ -37,7 +37,10 @@ def directory_of(root: Path, snapshot_id: str) -> Path:
 
 
 def save(provider, sandbox: Sandbox) -> str:
-    result = provider.exec(sandbox, SAVE, TAR_TIMEOUT_S)
+    # The archive leaves the sandbox like a download, so it is held to the download cap: a
+    # hostile sandbox cannot fill the job host's memory through its snapshot.
+    cap = (provider.limits.download_bytes, "max_download_mib", "snapshot")
+    result = provider._exec(sandbox, SAVE, TAR_TIMEOUT_S, None, None, None, cap)
     if result.exit_code != 0:
         raise ProviderError(
             f"tar of /app and /tmp failed in {sandbox.id} (exit {result.exit_code}): "
