@@ -1,6 +1,6 @@
 """The client time a provider's official SDK adds, beside a bare HTTP call to the same server.
 
-    python bench/bench_sdk_cost.py [--calls 200] [--creates 50] [--provider opensandbox,e2b]
+    python bench/bench_sdk_cost.py [--calls 200] [--creates 50] [--provider opensandbox,e2b,daytona]
 
 OpenSandbox: boxbench's execd (the daemon every OpenSandbox sandbox here runs) on loopback, and a
 loopback stand-in for the lifecycle API that answers create (202 Running) and the endpoint
@@ -19,6 +19,13 @@ sandboxes), the adapter on E2B's SDK beside one httpx client sending what the ad
 the SDK: create is POST /v2/sandboxes; exec is envd's Connect stream `process.Process/Start` of
 `/bin/bash -l -c true` (the command the SDK sends for `true`, so the sandbox does the same work);
 the file round trip is envd's POST and GET /files.
+
+Daytona: its loopback fake (runner/providers/fakes/daytona.py), the adapter on Daytona's SDK
+beside one httpx client sending what the SDK sends: create is POST /sandbox and then GET
+/sandbox/{id} at once and every 0.1 s until `started` (the SDK's polling schedule, so only the
+client differs); exec is the session's POST .../exec of `(cd /app && true)`; the file round trip is
+the toolbox's POST /files/bulk-upload (multipart) and POST /files/bulk-download (a multipart
+answer).
 
 Prints lower medians and nearest-rank p95 in ms for each, and the added time: the median of the
 paired differences (SDK call minus the bare call next to it). Nothing is asserted.
@@ -51,6 +58,7 @@ import httpx  # noqa: E402
 from runner.providers import get_provider  # noqa: E402
 from runner.providers.base import Sandbox, SandboxSpec  # noqa: E402
 from runner.providers.fakes import connect  # noqa: E402
+from runner.providers.fakes.daytona import DaytonaFake  # noqa: E402
 from runner.providers.fakes.e2b import E2BFake  # noqa: E402
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response  # noqa: E402
 from runner.providers.opensandbox import local  # noqa: E402
@@ -204,6 +212,90 @@ class BareE2B:
         assert got.content == PAYLOAD
 
 
+class BareDaytona:
+    """The calls Daytona's SDK makes, sent by one httpx client."""
+
+    def __init__(self, settings: dict):
+        self.client = httpx.Client(timeout=30, trust_env=False)
+        self.headers = {"Authorization": f"Bearer {settings['api_key']}"}
+        self.settings = settings
+        self.sandbox_id = ""
+        self.session = f"bare-{secrets.token_hex(4)}"
+
+    def create(self) -> None:
+        api = self.settings["api_url"]
+        body = {"snapshot": self.settings["snapshot"], "labels": {"boxbench.batch": E2B_SPEC.label},
+                "target": "us", "networkBlockAll": True, "autoStopInterval": 5,
+                "autoDeleteInterval": 0}  # fmt: skip
+        created = self.client.post(f"{api}/sandbox", json=body, headers=self.headers).json()
+        while True:
+            answer = self.client.get(f"{api}/sandbox/{created['id']}", headers=self.headers)
+            if answer.json()["state"] == "started":
+                break
+            time.sleep(0.1)
+        if not self.sandbox_id:  # the first one serves exec and files
+            self.sandbox_id = created["id"]
+            self.client.post(f"{self._toolbox()}/process/session", headers=self.headers,
+                             json={"sessionId": self.session}).raise_for_status()  # fmt: skip
+
+    def _toolbox(self) -> str:
+        return f"{self.settings['toolbox_url']}/{self.sandbox_id}"
+
+    def exec(self) -> None:
+        body = {"command": "(cd /app && true)", "runAsync": False}
+        url = f"{self._toolbox()}/process/session/{self.session}/exec"
+        answer = self.client.post(url, json=body, headers=self.headers)
+        assert answer.json()["exitCode"] == 0, answer.text
+
+    def files(self) -> None:
+        self.client.post(
+            f"{self._toolbox()}/files/bulk-upload", headers=self.headers,
+            data={"files[0].path": "/app/bare.bin"}, files={"files[0].file": ("bare.bin", PAYLOAD)},
+        ).raise_for_status()  # fmt: skip
+        got = self.client.post(f"{self._toolbox()}/files/bulk-download", headers=self.headers,
+                               json={"paths": ["/app/bare.bin"]})  # fmt: skip
+        assert PAYLOAD in got.content
+
+
+def daytona_pairs(directory: Path, args):
+    from runner.providers.daytona import _installed
+
+    fake = DaytonaFake(directory).start()
+    settings = fake.adapter_settings()
+    provider = get_provider("daytona", settings=settings)
+    bare = BareDaytona(settings)
+    created = []
+
+    def clear():
+        """Each create starts a sandbox in the fake (20 at most): end all but the first two."""
+        for sandbox in created[1:]:
+            provider.destroy(sandbox)
+        del created[1:]
+        for item in provider.list_sandboxes(E2B_SPEC.label):
+            if item.id not in (created[0].id, bare.sandbox_id):
+                provider.destroy(Sandbox(id=item.id, label=item.label))
+
+    created.append(provider.create(E2B_SPEC))
+    bare.create()
+    sandbox = created[0]
+
+    def sdk_files():
+        provider.upload(sandbox, "/app/sdk.bin", PAYLOAD)
+        assert provider.download(sandbox, "/app/sdk.bin") == PAYLOAD
+
+    pairs = {
+        "create": (
+            lambda: created.append(provider.create(E2B_SPEC)),
+            bare.create,
+            max(2, args.creates // 5),
+            clear,
+        ),  # fmt: skip
+        "exec true": (lambda: provider.exec(sandbox, ["true"], 30), bare.exec, args.calls, None),
+        "file 64 KiB": (sdk_files, bare.files, args.calls, None),
+    }
+    return f"daytona SDK {_installed('daytona')}", pairs, fake.stop
+
+
 def opensandbox_pairs(directory: Path, args):
     execd, port = start_execd(directory)
     api = lifecycle_stand_in(port)
@@ -278,9 +370,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200, help="execs and file round trips")
     parser.add_argument("--creates", type=int, default=50)
-    parser.add_argument("--provider", default="opensandbox,e2b")
+    parser.add_argument("--provider", default="opensandbox,e2b,daytona")
     args = parser.parse_args()
-    builders = {"opensandbox": opensandbox_pairs, "e2b": e2b_pairs}
+    builders = {"opensandbox": opensandbox_pairs, "e2b": e2b_pairs, "daytona": daytona_pairs}
     print(f"httpx {httpx.__version__}; ms")
     print(
         f"{'provider':<12} {'operation':<12} {'n':>4} {'SDK median':>11} {'SDK p95':>8} "

@@ -29,7 +29,7 @@ CLIENTS = {
     "remote-docker": ("docker", "paramiko"),
     "opensandbox": ("opensandbox", "httpx"),
     "e2b": ("e2b", "connectrpc", "pyqwest"),
-    "daytona": ("httpx",),
+    "daytona": ("daytona", "urllib3", "httpx"),
     "vercel": ("httpx",),
     "modal": ("modal", "grpclib"),
 }

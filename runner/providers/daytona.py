@@ -1,85 +1,85 @@
-"""`daytona`: Daytona sandboxes over its REST API and each sandbox's toolbox API.
+"""`daytona`: Daytona sandboxes through Daytona's official Python SDK (`daytona`, pinned in
+requirements-daytona.txt), unmodified.
 
-API (Bearer token): POST /sandbox from the prepared snapshot (which fixes the size), labelled
-`boxbench.batch=<label>`; create then polls GET /sandbox/{id} until `started` (the SDK's
-backoff: 0.1 s, x1.1, capped at 1 s), failing on `error` or `build_failed`. Lifetime: Daytona has
-no absolute time-to-live, so the sandbox gets `autoStopInterval` = its lifetime in minutes and
-`autoDeleteInterval` 0 (deleted when it stops): Daytona removes it at most that long after the
-last activity, even if the runner crashed. DELETE /sandbox/{id}; gone = 404 or `destroyed`.
-GET /sandbox?labels=<JSON> lists by label.
+The SDK is configured only through its documented `DaytonaConfig`: the API key, `api_url`,
+`target`, and `use_deprecated_polling=True` (state waits poll GET /sandbox/{id} instead of
+listening on Daytona's socket.io event stream; see below). Its control plane is Daytona's REST API
+(Bearer key): POST /sandbox from the prepared snapshot, GET and DELETE /sandbox/{id}, GET /sandbox
+by labels (cursor pages). Its data plane is the toolbox API at the sandbox's `toolboxProxyUrl` +
+`/{id}`: commands through urllib3 (the generated toolbox client), files through an httpx client
+of the SDK's own (`/files/bulk-upload`, `/files/bulk-download`, multipart).
 
-Commands: the toolbox API at the DTO's `toolboxProxyUrl` + `/{id}`. `/process/execute` merges
-stdout and stderr and stops a command after 10 s unless told otherwise, so every command runs
-through a session instead (one per sandbox, made on first use): synchronously when its time limit
-is at most SYNC_LIMIT_S, otherwise with `runAsync` and polling of the command's status and logs.
-A command past its limit is killed by deleting its session. Stdin is uploaded to a temporary file
-and redirected. Files: /files/upload (multipart) and /files/download.
+What the SDK does on its own (docs/providers.md lists it, with what the adapter does about it):
+- create waits for `started` by polling: at once, then every 0.1 s for 5 s, then 1.1 times longer
+  each time up to 1 s. Daytona's create is that whole wait (adapter entry to `started`), as before.
+  The SDK's own timeout (`timeout=`) is a SIGALRM in the main thread, a timer thread elsewhere;
+- the command channel (urllib3) retries a request whose connection the server closed before it
+  answered (RemoteDisconnected, up to 3 times, any method), and urllib3's default 3 connect
+  retries on the API; the file channel (httpx) retries a connection that could not be made
+  (3 times). None of these can be switched off through the SDK's documented configuration: a
+  retry happens only when nothing reached the provider, so the timed call is still one request
+  as far as the provider saw, and the time it took is inside the timed span;
+- the file channel's pool keeps an idle connection 5 s (httpx's default keep-alive expiry) and
+  opens a new one after that; the command channel keeps its connections open.
+
+The key goes only to origins the operator configured: the API's (DAYTONA_API_URL) and the
+toolbox proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL). The SDK sends it to whatever
+`toolboxProxyUrl` the API names, so a sandbox whose toolbox is anywhere else is refused (and
+deleted) before any toolbox call.
+
+Commands run in a session (one per sandbox, made on first use), each in a subshell so nothing
+leaks between commands: synchronously when its time limit is at most SYNC_LIMIT_S, otherwise with
+`run_async` and polling of the command's status, then its logs. A command past its limit is killed
+by deleting its session. Stdin is uploaded to a temporary file and redirected.
 
 Configuration (docs/providers.md): DAYTONA_API_KEY or DAYTONA_API_KEY_FILE; DAYTONA_API_URL
-(default https://app.daytona.io/api); DAYTONA_TOOLBOX_URL (the toolbox proxy's origin when it
-is not the API's: the key goes to no other origin, whatever an answer names); DAYTONA_TARGET
-(region, default us);
+(default https://app.daytona.io/api); DAYTONA_TOOLBOX_URL; DAYTONA_TARGET (region, default us);
 BOXBENCH_DAYTONA_SNAPSHOT (default boxbench-standard).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
+import re
 import shlex
+import threading
 import time
 import uuid
+import warnings
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-import httpx
-import msgspec
-
 from runner import waiting
-from runner.providers.answers import TOO_LARGE, Reader
+from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Reader
 from runner.providers.base import (
+    CredentialsRejected,
     DoctorCheck,
     ExecResult,
     ExecTimeout,
     LiveSandbox,
+    NotReady,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
-from runner.providers.http import HTTPProvider, send, status_error, transport_error
+from runner.providers.credentials import redact
+from runner.providers.http import DETAIL_CHARS, HTTPProvider, host_port
+from runner.providers.sdk_logs import redact_sdk_logs
 
 BATCH_KEY = "boxbench.batch"
+CREATE_KEY = "boxbench.create"
 WORKDIR = "/app"
-SYNC_LIMIT_S = 60.0  # above this a command runs with runAsync: no HTTP call waits that long
-STARTED = "started"
-FAILED = {"error", "build_failed"}
+SYNC_LIMIT_S = 60.0  # above this a command runs with run_async: no HTTP call waits that long
 CREATE_LIMIT_S = 300.0
+REQUEST_TIMEOUT_S = 60.0
+LIST_PAGE = 100
 # A background command's status: after 50 ms, then 1.5 times longer each time, at most 1 s apart.
 COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
-
-
-# The answers the adapter reads (Daytona's SandboxDto and the toolbox's session answers); anything
-# else in them is ignored.
-class _Sandbox(msgspec.Struct):
-    id: str
-    state: str = ""
-    error_reason: str | None = msgspec.field(name="errorReason", default=None)
-    toolbox_proxy_url: str | None = msgspec.field(name="toolboxProxyUrl", default=None)
-    snapshot: str | None = None
-    target: str | None = None
-    cpu: float | None = None
-    memory: float | None = None
-    labels: dict[str, str] | None = None
-    created_at: str | None = msgspec.field(name="createdAt", default=None)
-
-
-class _Outcome(msgspec.Struct):
-    """A session command's answer: its exit code and output, or (run async) its id."""
-
-    cmd_id: str | None = msgspec.field(name="cmdId", default=None)
-    exit_code: int | None = msgspec.field(name="exitCode", default=None)
-    stdout: str | None = None
-    stderr: str | None = None
+SDK_MISSING = "the daytona package is not installed: pip install -r requirements-daytona.txt"
+# The SDK's packages whose log records could carry the key.
+SDK_PACKAGES = ("daytona", "daytona_api_client", "daytona_toolbox_api_client")
 
 
 class DaytonaProvider(HTTPProvider):
@@ -93,77 +93,103 @@ class DaytonaProvider(HTTPProvider):
         self.base_snapshot = self._setting(
             "snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard"
         )
-        self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.1))
-        # The key goes only to origins the operator configured: the API's, and the toolbox
-        # proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL), never to one an answer names.
         toolbox = self._url("toolbox_url", "DAYTONA_TOOLBOX_URL", "")
         self.key_origins = {_origin(self.api_url)} | ({_origin(toolbox)} if toolbox else set())
+        self._sdk_missing = importlib.util.find_spec("daytona") is None
+        self._client = None
+        self._client_lock = threading.Lock()
+
+    def configuration_problem(self) -> str | None:
+        return SDK_MISSING if self._sdk_missing else super().configuration_problem()
+
+    def _daytona(self, operation: str):
+        """The SDK's client, made once per adapter (one connection pool per provider chain)."""
+        self._refuse_if_unconfigured(operation)
+        for package in SDK_PACKAGES:
+            redact_sdk_logs(package, self._key)
+        with self._client_lock:
+            if self._client is None:
+                import daytona
+
+                config = daytona.DaytonaConfig(
+                    api_key=self._key, api_url=self.api_url, target=self.target,
+                    use_deprecated_polling=True,
+                )  # fmt: skip
+                with warnings.catch_warnings():
+                    # Polling is deprecated in favour of the event stream, which the fake lacks.
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    self._client = self._call(operation, lambda: daytona.Daytona(config))
+            return self._client
 
     def _reader(self, operation: str) -> Reader:
         return Reader("daytona", operation, (self._key,))
 
-    def _call(
-        self, method, url, operation, ok=(200,), data_plane=False, cap=None, setting="", **kwargs
-    ):
-        self._refuse_if_unconfigured(operation)
-        headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
-        reader, cap = self._reader(operation), cap or self.limits.answer_bytes
+    def _call(self, operation: str, fn, data_plane: bool = False):
+        """One SDK call; whatever it raises becomes an adapter error without the key."""
         try:
-            response = send(
-                self.client, method, url, reader, cap, setting=setting, headers=headers, **kwargs
+            return fn()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._failure(operation, exc, data_plane) from exc
+
+    def _failure(self, operation: str, exc: Exception, data_plane: bool) -> ProviderError:
+        from daytona import (
+            DaytonaAuthenticationError,
+            DaytonaConnectionError,
+            DaytonaError,
+            DaytonaNotFoundError,
+            DaytonaRateLimitError,
+            DaytonaTimeoutError,
+        )
+
+        status = getattr(exc, "status_code", None)
+        said = redact(f"{type(exc).__name__}: {exc}", self._key)[:DETAIL_CHARS]
+        message = f"daytona {operation}: " + (f"HTTP {status}: " if status else "") + said
+        if isinstance(exc, DaytonaAuthenticationError) or status in (401, 403):
+            return CredentialsRejected(message, operation, "unauthorized")
+        if isinstance(exc, DaytonaRateLimitError) or status == 429:
+            headers = getattr(exc, "headers", None) or {}
+            retry = next((v for k, v in dict(headers).items() if k.lower() == "retry-after"), None)
+            wait = f" (Retry-After {retry} s)" if retry else ""
+            return ProviderError(message + wait, operation, "rate_limited")
+        transport = isinstance(exc, DaytonaConnectionError) or _transport_cause(exc)
+        if data_plane and (status in (502, 503, 504) or transport):
+            return NotReady(message, operation, "not_ready")
+        if isinstance(exc, DaytonaNotFoundError) or status == 404:
+            return ProviderError(message, operation, "not_found")
+        if isinstance(exc, DaytonaTimeoutError):
+            return ProviderError(message, operation, "timeout")
+        if transport:
+            return ProviderError(message, operation, "transport")
+        unread = _unread_answer(exc)
+        if unread:
+            return self._reader(operation).fail(unread, BAD_ANSWER)
+        if not isinstance(exc, DaytonaError) or not status:
+            return ProviderError(message, operation, BAD_ANSWER)
+        return ProviderError(message, operation, str(status))
+
+    def _box(self, sandbox: Sandbox, operation: str):
+        """The SDK's handle of the sandbox (fetched once when known only by its id)."""
+        if not isinstance(sandbox.handle, dict) or sandbox.handle.get("box") is None:
+            client = self._daytona(operation)
+            box = self._call(
+                operation, lambda: client.get(sandbox.id, request_timeout=REQUEST_TIMEOUT_S)
             )
-        except httpx.HTTPError as exc:
-            raise transport_error(
-                exc, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
-            ) from None
-        if response.status_code not in ok:
-            raise status_error(
-                response, "daytona", operation, data_plane=data_plane, secrets=(self._key,)
-            )
-        return response
+            self._check_toolbox(box, operation)
+            sandbox.handle = {"box": box, "session": None}
+        return self._handle(sandbox)["box"]
 
-    def _api(self, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
-        return self._call(method, self.api_url + path, operation, ok, **kwargs)
-
-    def _sandbox(self, method, path, operation, **kwargs) -> _Sandbox:
-        answer = self._api(method, path, operation, **kwargs).content
-        return self._reader(operation).json(answer, _Sandbox, "the sandbox answer")
-
-    def _toolbox(self, sandbox, method, path, operation, ok=(200,), **kwargs) -> httpx.Response:
-        base = self._handle(sandbox)["toolbox"]
-        return self._call(method, f"{base}/{sandbox.id}{path}", operation, ok, True, **kwargs)
-
-    def _command(self, sandbox, method, path, **kwargs) -> _Outcome:
-        """A session command's answer, its output within max_output_mib."""
-        limits = self.limits
-        response = self._toolbox(
-            sandbox, method, path, "exec", cap=limits.exec_answer_bytes(),
-            setting="max_output_mib", **kwargs,
-        )  # fmt: skip
-        reader = self._reader("exec")
-        outcome = reader.json(response.content, _Outcome, "the command answer")
-        for stream in ("stdout", "stderr"):
-            if len((getattr(outcome, stream) or "").encode()) > limits.output_bytes:
-                raise reader.fail(
-                    f"the command's {stream} is larger than the cap of {limits.output_bytes} "
-                    "bytes; setting max_output_mib",
-                    TOO_LARGE,
-                )
-        return outcome
-
-    def _handle(self, sandbox: Sandbox) -> dict:
-        if not isinstance(sandbox.handle, dict) or not sandbox.handle.get("toolbox"):
-            dto = self._sandbox("GET", f"/sandbox/{sandbox.id}", "exec")
-            sandbox.handle = {"toolbox": self._toolbox_url(dto, "exec"), "session": None}
+    @staticmethod
+    def _handle(sandbox: Sandbox) -> dict:
+        assert isinstance(sandbox.handle, dict)
         return sandbox.handle
 
-    def _toolbox_url(self, dto: _Sandbox, operation: str) -> str:
-        """The answer's toolboxProxyUrl, refused unless its origin is one the key may go to."""
-        url = dto.toolbox_proxy_url
+    def _check_toolbox(self, box, operation: str) -> None:
+        """Refuse a toolbox the key may not go to, before the SDK calls it."""
+        url = getattr(box, "toolbox_proxy_url", None) or ""
         if not url:
-            raise ProviderError(
-                f"daytona {operation}: the sandbox answer has no toolboxProxyUrl", operation
-            )
+            raise self._reader(operation).fail("the sandbox answer has no toolboxProxyUrl")
         if _origin(url) not in self.key_origins:
             raise ProviderError(
                 f"daytona {operation}: the answer names toolbox {_origin(url)!r}, which is not "
@@ -172,7 +198,6 @@ class DaytonaProvider(HTTPProvider):
                 operation,
                 code="foreign_origin",
             )
-        return url.rstrip("/")
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -184,91 +209,88 @@ class DaytonaProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        body = {
-            "snapshot": self.base_snapshot,
-            "labels": {BATCH_KEY: spec.label},
-            "target": self.target,
-            "networkBlockAll": not spec.network,
-            "autoStopInterval": max(1, math.ceil(spec.lifetime_s / 60)),
-            "autoDeleteInterval": 0,
-        }
-        dto = self._sandbox("POST", "/sandbox", "create", json=body)
-        sandbox_id = dto.id
-        latest = [dto]
+        import daytona
 
-        def started() -> bool:
-            state = latest[0].state
-            if state in FAILED:
-                with contextlib.suppress(ProviderError):
-                    self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 404))
-                raise ProviderError(
-                    f"daytona create: sandbox {sandbox_id} reached state {state}: "
-                    f"{latest[0].error_reason or 'no reason given'}",
-                    operation="create",
-                    code=state,
-                )
-            return state == STARTED
-
-        def asked_again() -> bool:
-            latest[0] = self._sandbox("GET", f"/sandbox/{sandbox_id}", "create")
-            return started()
-
-        # The SDK's backoff: from poll_interval_s, 1.1 times longer each time, at most 1 s apart.
-        poll = waiting.Backoff(first_s=self.poll_interval_s, factor=1.1, cap_s=1.0)
-        # The answer to the POST is the first look: the next comes after a pause.
-        if not (
-            started() or waiting.poll_until(asked_again, CREATE_LIMIT_S, poll, ask_first=False)
-        ):
-            raise ProviderError(
-                f"daytona create: {sandbox_id} not started after {CREATE_LIMIT_S:g} s "
-                f"(state {latest[0].state})",
-                operation="create",
-                code="create_timeout",
-            )
-        dto = latest[0]
+        client = self._daytona("create")
+        create_label = uuid.uuid4().hex
+        params = daytona.CreateSandboxFromSnapshotParams(
+            snapshot=self.base_snapshot,
+            # The second label finds this sandbox again should the SDK's wait fail.
+            labels={BATCH_KEY: spec.label, CREATE_KEY: create_label},
+            network_block_all=not spec.network,
+            # Daytona has no absolute time-to-live: stopped after this many idle minutes, and
+            # deleted when stopped.
+            auto_stop_interval=max(1, math.ceil(spec.lifetime_s / 60)),
+            auto_delete_interval=0,
+        )
+        # One POST, then the SDK's wait for `started`. The SDK deletes nothing when the wait
+        # fails: the adapter finds the sandbox by its create label and deletes it.
         try:
-            toolbox = self._toolbox_url(dto, "create")
+            box = self._call("create", lambda: client.create(params, timeout=CREATE_LIMIT_S))
+        except ProviderError as exc:
+            self._delete_labelled(client, create_label)
+            state = _failed_state(str(exc))
+            if state:
+                exc.code = state
+                exc.args = (f"{exc}; the sandbox reached state {state}",)
+            raise
+        try:
+            self._check_toolbox(box, "create")
         except ProviderError:
-            with contextlib.suppress(ProviderError):
-                self._api("DELETE", f"/sandbox/{sandbox_id}", "create", ok=(200, 204, 404))
+            with contextlib.suppress(Exception):
+                box.delete(timeout=REQUEST_TIMEOUT_S)
             raise
         return Sandbox(
-            id=sandbox_id,
+            id=box.id,
             label=spec.label,
             created_at=datetime.now(UTC),
             facts={
-                "snapshot": dto.snapshot,
-                "target": dto.target,
-                "cpu": dto.cpu,
-                "memory_gib": dto.memory,
+                "snapshot": box.snapshot,
+                "target": box.target,
+                "cpu": box.cpu,
+                "memory_gib": box.memory,
                 "enforced": {"cpus": True, "memory": True},
+                "sdk": f"daytona {_installed('daytona')}",
             },
-            handle={"toolbox": toolbox, "session": None},
+            handle={"box": box, "session": None},
         )
 
+    def _delete_labelled(self, client, create_label: str) -> None:
+        import daytona
+
+        query = daytona.ListSandboxesQuery(labels={CREATE_KEY: create_label}, limit=10)
+        with contextlib.suppress(Exception):
+            for box in client.list(query, request_timeout=REQUEST_TIMEOUT_S):
+                box.delete(timeout=REQUEST_TIMEOUT_S)
+
     def _session(self, sandbox: Sandbox) -> str:
+        box = self._box(sandbox, "exec")
         handle = self._handle(sandbox)
-        if not handle.get("session"):
+        session = handle["session"]
+        if not session:
             session = f"boxbench-{uuid.uuid4().hex[:12]}"
-            self._toolbox(
-                sandbox, "POST", "/process/session", "exec", ok=(200, 201),
-                json={"sessionId": session},
-            )  # fmt: skip
+            self._call(
+                "exec",
+                lambda: box.process.create_session(session, request_timeout=REQUEST_TIMEOUT_S),
+                data_plane=True,
+            )
             handle["session"] = session
-        return handle["session"]
+        return session
 
     def _drop_session(self, sandbox: Sandbox) -> None:
         """Delete the session, which kills its commands; the next exec makes a new one."""
+        box = self._box(sandbox, "exec")
         handle = self._handle(sandbox)
-        session, handle["session"] = handle.get("session"), None
+        session, handle["session"] = handle["session"], None
         if session:
-            with contextlib.suppress(ProviderError):
-                self._toolbox(sandbox, "DELETE", f"/process/session/{session}", "exec",
-                              ok=(200, 204, 404))  # fmt: skip
+            with contextlib.suppress(Exception):
+                box.process.delete_session(session, request_timeout=REQUEST_TIMEOUT_S)
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
         if not argv:
             raise ProviderError("daytona exec: empty argv", operation="exec")
+        from daytona import DaytonaTimeoutError, SessionExecuteRequest
+
         command = shlex.join(argv)
         if env:
             command = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " "
@@ -283,47 +305,72 @@ class DaytonaProvider(HTTPProvider):
         if stdin_path:
             command += f"; __rc=$?; rm -f {stdin_path}; exit $__rc"
             command = f"bash -c {shlex.quote(command)}"
+        box = self._box(sandbox, "exec")
         session = self._session(sandbox)
         deadline = time.monotonic() + timeout
-        path = f"/process/session/{session}"
         run_async = timeout > SYNC_LIMIT_S
+        request = SessionExecuteRequest(command=command, run_async=run_async)
+        overdue = ExecTimeout(
+            f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
+            operation="exec",
+        )
         try:
-            outcome = self._command(
-                sandbox, "POST", f"{path}/exec", ok=(200, 202),
-                json={"command": command, "runAsync": run_async},
-                timeout=httpx.Timeout(timeout + 1.0 if not run_async else 30.0, connect=10.0),
-            )  # fmt: skip
-        except ProviderError as exc:
-            if "ReadTimeout" in str(exc):
-                self._drop_session(sandbox)
-                raise ExecTimeout(
-                    f"daytona: command did not return within {timeout:g} s in {sandbox.id}",
-                    operation="exec",
-                ) from None
-            if exc.code == TOO_LARGE:
-                self._drop_session(sandbox)  # the command may still be writing
-            raise
+            # The SDK waits its `timeout` (whole seconds) plus 5 s for the answer: a command
+            # that answers after its limit is still a timeout, one that never answers is killed.
+            outcome = box.process.execute_session_command(
+                session, request, timeout=None if run_async else max(1, math.ceil(timeout))
+            )
+        except DaytonaTimeoutError:
+            self._drop_session(sandbox)
+            raise overdue from None
+        except Exception as exc:
+            raise self._failure("exec", exc, data_plane=True) from exc
+        if not run_async and time.monotonic() > deadline:
+            raise overdue
         if outcome.exit_code is None:
             if not outcome.cmd_id:
                 raise self._reader("exec").fail(
                     "the command answer has neither `exitCode` nor `cmdId`"
                 )
-            outcome = self._await(sandbox, path, outcome.cmd_id, deadline, timeout)
-        return ExecResult(
-            int(outcome.exit_code or 0),
-            (outcome.stdout or "").encode(),
-            (outcome.stderr or "").encode(),
-        )
+            outcome = self._await(sandbox, box, session, outcome.cmd_id, deadline, timeout)
+        stdout = self._capped(sandbox, outcome.stdout, "stdout")
+        stderr = self._capped(sandbox, outcome.stderr, "stderr")
+        return ExecResult(int(outcome.exit_code or 0), stdout, stderr)
 
-    def _await(self, sandbox, path, command_id, deadline, timeout) -> _Outcome:
-        status: list[_Outcome] = []
+    def _capped(self, sandbox: Sandbox, text: str | None, stream: str) -> bytes:
+        """A command's output within max_output_mib (the SDK reads each answer whole)."""
+        data = (text or "").encode()
+        cap = self.limits.output_bytes
+        if len(data) > cap:
+            self._drop_session(sandbox)  # the command may still be writing
+            raise self._reader("exec").fail(
+                f"the command's {stream} is larger than the cap of {cap} bytes; "
+                "setting max_output_mib",
+                TOO_LARGE,
+            )
+        return data
+
+    def _await(self, sandbox, box, session, command_id, deadline, timeout):
+        status: list = []
 
         def exited() -> bool:
-            status[:] = [self._command(sandbox, "GET", f"{path}/command/{command_id}")]
+            status[:] = [
+                self._call(
+                    "exec",
+                    lambda: box.process.get_session_command(
+                        session, command_id, request_timeout=REQUEST_TIMEOUT_S
+                    ),
+                )
+            ]
             return status[0].exit_code is not None
 
         if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
-            logs = self._command(sandbox, "GET", f"{path}/command/{command_id}/logs")
+            logs = self._call(
+                "exec",
+                lambda: box.process.get_session_command_logs(
+                    session, command_id, request_timeout=REQUEST_TIMEOUT_S
+                ),
+            )
             logs.exit_code = status[0].exit_code
             return logs
         self._drop_session(sandbox)
@@ -333,48 +380,102 @@ class DaytonaProvider(HTTPProvider):
         )
 
     def upload(self, sandbox, path, data) -> None:
-        self._toolbox(
-            sandbox, "POST", "/files/upload", "upload", params={"path": path},
-            files={"file": (path.rsplit("/", 1)[-1] or "file", data, "application/octet-stream")},
-        )  # fmt: skip
+        box = self._box(sandbox, "upload")
+        self._call(
+            "upload",
+            lambda: box.fs.upload_file(bytes(data), path, timeout=int(REQUEST_TIMEOUT_S)),
+            data_plane=True,
+        )
 
     def download(self, sandbox, path) -> bytes:
-        return self._toolbox(
-            sandbox, "GET", "/files/download", "download", params={"path": path},
-            cap=self.limits.download_bytes, setting="max_download_mib",
-        ).content  # fmt: skip
+        box = self._box(sandbox, "download")
+        capped = Capped(
+            self._reader("download"), self.limits.download_bytes, f"the file {path}",
+            "max_download_mib",
+        )  # fmt: skip
+
+        def read() -> bytes:
+            # Streamed, so a file past the cap costs at most the cap in memory.
+            chunks = box.fs.download_file_stream(path, timeout=int(REQUEST_TIMEOUT_S))
+            try:
+                return capped.read(chunks)
+            finally:
+                chunks.close()
+
+        return self._call("download", read, data_plane=True)
 
     def destroy(self, sandbox) -> None:
-        self._api("DELETE", f"/sandbox/{sandbox.id}", "destroy", ok=(200, 204, 404))
+        """One DELETE through the SDK's handle (a sandbox known by its id only is fetched first;
+        its toolbox is never called, so its origin does not matter here)."""
+        client = self._daytona("destroy")
+        handle = getattr(sandbox, "handle", None)
+        box = handle.get("box") if isinstance(handle, dict) else None
+        try:
+            if box is None:
+                box = self._call(
+                    "destroy", lambda: client.get(sandbox.id, request_timeout=REQUEST_TIMEOUT_S)
+                )
+            self._call("destroy", lambda: box.delete(timeout=REQUEST_TIMEOUT_S))
+        except ProviderError as exc:
+            if exc.code != "not_found":
+                raise
 
     def is_gone(self, sandbox_id: str) -> bool:
-        response = self._api("GET", f"/sandbox/{sandbox_id}", "is_gone", ok=(200, 404))
-        if response.status_code == 404:
-            return True
-        reader = self._reader("is_gone")
-        return reader.json(response.content, _Sandbox, "the sandbox answer").state == "destroyed"
+        client = self._daytona("is_gone")
+        try:
+            box = self._call(
+                "is_gone", lambda: client.get(sandbox_id, request_timeout=REQUEST_TIMEOUT_S)
+            )
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return str(getattr(box.state, "value", box.state)) == "destroyed"
 
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
-        params = {"labels": _json({BATCH_KEY: label})} if label is not None else {}
-        found = []
-        answer = self._api("GET", "/sandbox", "list", params=params).content
-        for item in self._reader("list").json(answer, list[_Sandbox], "the sandbox list"):
-            if item.state in ("destroyed", "destroying"):
-                continue
-            found.append(
-                LiveSandbox(
-                    id=item.id,
-                    label=(item.labels or {}).get(BATCH_KEY, ""),
-                    created_at=_timestamp(item.created_at),
-                )
-            )
-        return found
+        import daytona
+
+        client = self._daytona("list")
+        query = daytona.ListSandboxesQuery(
+            labels={BATCH_KEY: label} if label is not None else None, limit=LIST_PAGE
+        )
+        # The SDK walks the cursor pages inside its iterator: at most max_pages pages of it.
+        most = self.limits.pages * LIST_PAGE
+        found: list[LiveSandbox] = []
+
+        def walk() -> list[LiveSandbox]:
+            for count, item in enumerate(client.list(query, request_timeout=REQUEST_TIMEOUT_S)):
+                if count >= most:
+                    raise self._reader("list").fail(
+                        f"the sandbox list goes on past {self.limits.pages} pages; "
+                        "setting max_pages",
+                        "endless_listing",
+                    )
+                state = str(getattr(item.state, "value", item.state))
+                if state not in ("destroyed", "destroying"):
+                    labels = item.labels or {}
+                    found.append(
+                        LiveSandbox(item.id, labels.get(BATCH_KEY, ""), _timestamp(item.created_at))
+                    )
+            return found
+
+        return self._call("list", walk)
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [host_port(url) for url in sorted(self.key_origins)]
 
     def _doctor_probe(self) -> None:
-        self._api("GET", "/sandbox", "doctor", params={"labels": _json({BATCH_KEY: "-"})})
+        import daytona
+
+        client = self._daytona("doctor")
+        query = daytona.ListSandboxesQuery(labels={BATCH_KEY: "-"}, limit=1)
+        self._call("doctor", lambda: next(iter(client.list(query)), None))
 
     def _doctor_details(self) -> list[DoctorCheck]:
-        return [DoctorCheck("snapshot", True, f"{self.base_snapshot} in target {self.target}")]
+        return [
+            DoctorCheck("snapshot", True, f"{self.base_snapshot} in target {self.target}"),
+            DoctorCheck("sdk", True, f"daytona {_installed('daytona')}"),
+        ]
 
 
 def _origin(url: str) -> str:
@@ -390,7 +491,47 @@ def _timestamp(text: str | None) -> datetime | None:
         return None
 
 
-def _json(value) -> str:
-    import json
+def _failed_state(message: str) -> str | None:
+    """The state a failed create ended in, from the SDK's wording ("entered error state: X")."""
+    found = re.search(r"entered error state: (?:SandboxState\.)?(\w+)", message)
+    return found.group(1).lower() if found else None
 
-    return json.dumps(value, separators=(",", ":"))
+
+def _unread_answer(exc: BaseException) -> str | None:
+    """What was wrong with an answer the SDK's models refused (it wraps pydantic's error): not
+    JSON at all, or a required field missing or of the wrong type."""
+    from pydantic import ValidationError
+
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, ValidationError):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return None
+    errors = seen.errors()
+    if errors and not errors[0]["loc"]:
+        return f"the answer is not JSON (or not a JSON object): {str(errors[0]['input'])[:120]!r}"
+    missing = [e for e in errors if e.get("input") is None]
+    first = (missing or errors)[0] if errors else None
+    field = ".".join(str(part) for part in first["loc"]) if first else "?"
+    if missing:
+        return f"the answer is missing required field `{field}`"
+    return f"the answer's field `{field}` has the wrong type"
+
+
+def _transport_cause(exc: BaseException) -> bool:
+    """Whether a connection failure (refused, reset) lies under the SDK's exception."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, OSError) or type(seen).__module__.startswith(("urllib3", "httpx")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _installed(distribution: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"

@@ -341,7 +341,8 @@ HOSTILE_CODE = {
 }
 # Modes that have nothing to act on in an adapter, and why.
 NOT_APPLICABLE = {
-    ("daytona", "endless_listing"): "Daytona's sandbox list is one answer, with no pages",
+    ("daytona", "endless_listing"): "the fake serves one page (Daytona's SDK walks the cursor "
+    "pages itself; the adapter stops after max_pages pages' worth of sandboxes)",
     ("vercel", "endless_listing"): "the adapter lists from boxbench's own ledger (no labels)",
     ("modal", "not_json"): "Modal answers in protobuf over gRPC, which the SDK decodes",
 }

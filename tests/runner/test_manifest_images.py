@@ -115,6 +115,7 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
         "httpx": metadata.version("httpx"),
     }
     assert provenance.adapter_version("e2b")["clients"]["e2b"] == metadata.version("e2b")
+    assert provenance.adapter_version("daytona")["clients"]["daytona"] == "0.226.1"
 
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):

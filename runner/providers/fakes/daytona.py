@@ -20,12 +20,13 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from email.parser import BytesParser
+from email.policy import HTTP
 from pathlib import Path
 
 from runner.providers.base import ProviderError
 from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
-from runner.providers.fakes.e2b import _multipart_file
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
 SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)$")
@@ -83,8 +84,8 @@ class DaytonaFake:
         return request.headers.get("authorization") == f"Bearer {self.api_key}"
 
     def hostile(self, mode: str) -> None:
-        """Answer as a broken or hostile Daytona would (fakes/hostile.py); its sandbox list has
-        no pages, so it has no endless listing."""
+        """Answer as a broken or hostile Daytona would (fakes/hostile.py); its sandbox list is
+        one page, so it has no endless listing."""
         if mode == hostile.CALM:
             self.api.faults.clear()
             self.toolbox.faults.clear()
@@ -93,8 +94,8 @@ class DaytonaFake:
         elif mode == "not_json":
             self.api.faults.add("POST", "^/api/sandbox$", answer=lambda r: hostile.html())
         elif mode == "oversized_download":
-            self.toolbox.faults.add("GET", "/files/download$",
-                                    answer=lambda r: hostile.oversized_download())  # fmt: skip
+            self.toolbox.faults.add("POST", "/files/bulk-download$",
+                                    answer=lambda r: _oversized_part())  # fmt: skip
         else:
             raise hostile.unknown(mode, "daytona")
 
@@ -173,7 +174,7 @@ class DaytonaFake:
             "id": box.id, "organizationId": "fake-org", "name": body.get("name") or box.id,
             "snapshot": box.extra["snapshot"], "user": body.get("user") or "daytona",
             "env": body.get("env") or {}, "labels": box.metadata, "public": False,
-            "networkBlockAll": bool(body.get("networkBlockAll", False)),
+            "networkBlockAll": bool(body.get("networkBlockAll", False)), "kvm": False,
             "target": box.extra["target"], "cpu": box.cpus, "gpu": 0,
             "memory": box.memory_mib // 1024, "disk": body.get("disk") or 3,
             "state": box.extra["state"], "errorReason": box.extra.get("error"),
@@ -192,7 +193,9 @@ class DaytonaFake:
             b for b in list(self.backend.boxes.values())
             if all(b.metadata.get(k) == v for k, v in wanted.items())
         ]  # fmt: skip
-        return Response.json(200, [self.dto(b) for b in boxes])
+        # ListSandboxesResponse: one page of items and the next page's cursor (none: the fake
+        # never holds more than a page).
+        return Response.json(200, {"items": [self.dto(b) for b in boxes], "nextCursor": None})
 
     # -- toolbox ---------------------------------------------------------------------------------
 
@@ -212,22 +215,50 @@ class DaytonaFake:
             return self.execute(request, box)
         if path.startswith("/process/session"):
             return self.session(request, box, path)
-        if path == "/files/upload" and request.method == "POST":
-            data = _multipart_file(request.headers.get("content-type", ""), request.body)
-            target = request.arg("path")
-            if data is None or not target:
-                return toolbox_error(400, "BAD_REQUEST", "path and a file part are required",
-                                     request)  # fmt: skip
-            problem = self.backend.write_file(box, target, data)
+        if path == "/files/bulk-upload" and request.method == "POST":
+            return self.bulk_upload(request, box)
+        if path == "/files/bulk-download" and request.method == "POST":
+            return self.bulk_download(request, box)
+        return toolbox_error(404, "NOT_FOUND", f"no route {request.method} {path}", request)
+
+    def bulk_upload(self, request: Request, box: Box) -> Response:
+        """Multipart fields `files[i].path` and parts `files[i].file`, as the SDK sends them."""
+        fields = _multipart(request.headers.get("content-type", ""), request.body)
+        paths = {k[: -len(".path")]: v for k, v in fields.items() if k.endswith(".path")}
+        if not paths:
+            return toolbox_error(400, "BAD_REQUEST", "no files[i].path fields", request)
+        for key, target in paths.items():
+            data = fields.get(key + ".file")
+            if data is None:
+                return toolbox_error(400, "BAD_REQUEST", f"{key}.file is missing", request)
+            problem = self.backend.write_file(box, target.decode(errors="replace"), data)
             if problem:
                 return toolbox_error(400, "BAD_REQUEST", problem, request)
-            return Response.json(200, {})
-        if path == "/files/download" and request.method == "GET":
-            data = self.backend.read_file(box, request.arg("path") or "")
+        return Response(200)
+
+    def bulk_download(self, request: Request, box: Box) -> Response:
+        """A multipart answer: a `file` part per path found, an `error` part (JSON) otherwise."""
+        paths = (request.json() or {}).get("paths")
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return toolbox_error(400, "BAD_REQUEST", "paths must be a list of strings", request)
+        boundary = secrets.token_hex(16)
+        body = bytearray()
+        for path in paths:
+            data = self.backend.read_file(box, path)
             if data is None:
-                return toolbox_error(404, "NOT_FOUND", "file not found", request)
-            return Response(200, data, {"Content-Type": "application/octet-stream"})
-        return toolbox_error(404, "NOT_FOUND", f"no route {request.method} {path}", request)
+                name, kind = "error", "application/json"
+                data = json.dumps({"message": f"file not found: {path}", "statusCode": 404,
+                                   "code": "FILE_NOT_FOUND"}).encode()  # fmt: skip
+            else:
+                name, kind = "file", "application/octet-stream"
+            body += (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                f'filename="{path}"\r\nContent-Type: {kind}\r\n\r\n'
+            ).encode()
+            body += data + b"\r\n"
+        body += f"--{boundary}--\r\n".encode()
+        content_type = f"multipart/form-data; boundary={boundary}"
+        return Response(200, bytes(body), {"Content-Type": content_type})
 
     def execute(self, request: Request, box: Box) -> Response:
         body = request.json() or {}
@@ -310,3 +341,34 @@ class DaytonaFake:
         stderr = result.stderr.decode(errors="replace")
         return {"exitCode": result.exit_code, "output": stdout + stderr, "stdout": stdout,
                 "stderr": stderr}  # fmt: skip
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
+    """A multipart/form-data body's parts by field name."""
+    message = BytesParser(policy=HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body
+    )
+    found: dict[str, bytes] = {}
+    if not message.is_multipart():
+        return found
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            found[name] = payload
+    return found
+
+
+def _oversized_part() -> Response:
+    """The bulk download's multipart answer with one `file` part of hostile.OVERSIZED bytes."""
+    boundary = "boxbench-oversized"
+
+    def body():
+        yield (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+            'filename="/tmp/anything"\r\nContent-Type: application/octet-stream\r\n\r\n'
+        ).encode()
+        yield from hostile.oversized_body()
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    return Response(200, body(), {"Content-Type": f"multipart/form-data; boundary={boundary}"})

@@ -275,3 +275,25 @@ def test_e2bs_sdk_sends_each_call_once(tmp_path):
             found.provider.create(SPEC)
         creates = [r for r in found.api.requests if r.method == "POST"]
         assert len(creates) == 1 and sdk_retries() == 0
+
+
+def test_daytona_file_transfers_reconnect_after_5_s_idle_and_commands_do_not(tmp_path):
+    """The methodology: Daytona's SDK has no idle-timeout setting; its command channel keeps its
+    connection open, and its file-transfer channel reconnects after 5 s of idle time. The fake
+    keeps idle connections 300 s, so any new connection is the client's own doing."""
+    with running_fake("daytona", tmp_path, idle_timeout_s=300.0) as found:
+        provider = found.provider
+        sandbox = provider.create(SPEC)
+        lifecycle.readiness_check(provider, sandbox)
+        provider.upload(sandbox, "/app/a", b"a")
+        warm = found.data_plane.connections  # one command and one file connection
+        provider.exec(sandbox, ["true"], 10)
+        provider.upload(sandbox, "/app/b", b"b")
+        assert provider.download(sandbox, "/app/b") == b"b"
+        assert found.data_plane.connections == warm  # both channels reuse their connection
+        time.sleep(6.0)  # idle time is what is under test: past the file channel's 5 s
+        assert provider.exec(sandbox, ["true"], 10).exit_code == 0
+        assert found.data_plane.connections == warm  # the command channel kept its own
+        provider.upload(sandbox, "/app/c", b"c")
+        assert found.data_plane.connections == warm + 1  # the file channel opened a new one
+        provider.destroy(sandbox)

@@ -284,16 +284,17 @@ def test_bench_cleanup_terminates_modal_sandboxes_by_their_tags(db, tmp_path):
         provider.destroy(foreign)
 
 
-def test_e2b_is_refused_without_its_sdk(monkeypatch):
+@pytest.mark.parametrize("slug", ["e2b", "daytona"])
+def test_an_sdk_adapter_is_refused_without_its_sdk(monkeypatch, slug):
     import importlib.util
 
     real = importlib.util.find_spec
 
     def find_spec(name, *args):
-        return None if name == "e2b" else real(name, *args)
+        return None if name == slug else real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    provider = get_provider("e2b", settings={"api_key": "e2b_k"})
-    assert "pip install -r requirements-e2b.txt" in provider.configuration_problem()
-    with pytest.raises(ProviderError, match="requirements-e2b.txt"):
+    provider = get_provider(slug, settings={"api_key": f"{slug}_k"})
+    assert f"pip install -r requirements-{slug}.txt" in provider.configuration_problem()
+    with pytest.raises(ProviderError, match=f"requirements-{slug}.txt"):
         provider.list_sandboxes()
