@@ -18,6 +18,7 @@ from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     ComparePage,
     HeldBackPair,
+    HistoryPage,
     OverviewPage,
     ProviderPage,
     PublicUnitPage,
@@ -64,6 +65,11 @@ class UnitAnswer(Answer):
     view: Literal["time", "cost"]
     page: PublicUnitPage
     table: Table
+
+
+class HistoryAnswer(Answer):
+    kind: Literal["history"]
+    page: HistoryPage
 
 
 class ProviderAnswer(Answer):
@@ -119,6 +125,13 @@ ENDPOINTS = (
         UnitAnswer,
         "One unit of a benchmark (?view=time or cost); the table is its CSV.",
         (("slug", "path", True), ("unit", "path", True), ("view", "query", False)),
+    ),  # fmt: skip
+    Endpoint(
+        "benchmarks/{slug}/history",
+        HistoryAnswer,
+        "A benchmark's results series: every published run's medians, and the changes between "
+        "each series' two newest runs.",
+        (("slug", "path", True),),
     ),  # fmt: skip
     Endpoint(
         "providers/{slug}",

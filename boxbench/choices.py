@@ -74,3 +74,4 @@ class Scope(models.TextChoices):
     PROVIDER = "provider", "Provider"  # provider slug
     RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
     COMPARE = "compare", "Compare"  # provider slug a, provider slug b
+    HISTORY = "history", "History"  # benchmark slug: its results series

@@ -4,7 +4,7 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import api, badges, compare, downloads, ops, pages, runs
+from boxbench.views import api, badges, compare, downloads, feeds, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
@@ -31,6 +31,7 @@ urlpatterns = [
         name="unit-csv",
     ),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
+    path("providers/<slug:slug>/feed.xml", cached(feeds.provider_feed), name="provider-feed"),
     path(
         "providers/<slug:slug>/<slug:benchmark>.svg",
         cached(badges.badge),
@@ -61,6 +62,7 @@ urlpatterns = [
         cached(api.unit, params=("view",)),
         name="api-unit",
     ),
+    path("api/v1/benchmarks/<slug:slug>/history", cached(api.history), name="api-history"),
     path("api/v1/providers/<slug:slug>", cached(api.provider), name="api-provider"),
     path("api/v1/compare", cached(api.compare, params=("a", "b")), name="api-compare"),
     path("api/v1/runs/<uuid:run_id>/manifest", cached(api.run_manifest), name="api-manifest"),

@@ -6,6 +6,7 @@ from boxbench import holdbacks
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
+from boxbench.leaderboard.history import history_pages
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import leaderboard_sources
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope, aggregate_key
@@ -46,6 +47,8 @@ def materialize() -> int:
     # Every pair of providers, both orders: few providers, and a page read is then one row.
     for (a, b), data in compare_pages(boards, providers).items():
         rows.append(_page(Scope.COMPARE, a, b, data=data))
+    for slug, data in history_pages(boards, published, held, providers).items():
+        rows.append(_page(Scope.HISTORY, slug, data=data))
     Aggregate.objects.replace_all(rows)
     return len(rows)
 
@@ -58,6 +61,7 @@ SHAPES = {
     Scope.PROVIDER: shapes.ProviderPage,
     Scope.RUN: shapes.RunPage,
     Scope.COMPARE: shapes.ComparePage,
+    Scope.HISTORY: shapes.HistoryPage,
 }
 
 

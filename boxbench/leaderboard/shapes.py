@@ -415,6 +415,64 @@ class ComparePage(TypedDict):
     rows: list[CompareRow]
 
 
+# -- a benchmark's results series and their history -------------------------------------------
+
+
+class HistoryPoint(TypedDict):
+    """One published run of a series on one unit: its median and 95 % interval."""
+
+    run: str
+    run_name: str
+    published_at: str
+    unit: str
+    n: int
+    median: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class SeriesChange(TypedDict):
+    """The newest run of a series against the one before it, on one unit (stats.changes)."""
+
+    unit: str
+    earlier_run: str
+    earlier_run_name: str
+    later_run: str
+    later_run_name: str
+    n_earlier: int
+    n_later: int
+    median_earlier: float
+    median_later: float
+    percent: float | None
+    p: float | None
+    q: float | None
+    flagged: bool
+    direction: str
+    text: str
+
+
+class Series(TypedDict):
+    """The published runs of one provider on one benchmark version with the same image digest,
+    machine size (the benchmark's), job-host type and region."""
+
+    provider: str
+    provider_name: str
+    colour_index: int
+    image_digest: str
+    job_host_type: str
+    job_host_region: str
+    points: list[HistoryPoint]
+    changes: list[SeriesChange]
+
+
+class HistoryPage(TypedDict):
+    benchmark: str
+    title: str
+    measure_unit: str
+    lower_is_better: bool
+    series: list[Series]
+
+
 # -- the run page -------------------------------------------------------------------------------
 
 

@@ -56,6 +56,10 @@ def unit(request, slug, unit_slug):
     return _answer("unit", view=view, page=page, table=_table(table))
 
 
+def history(request, slug):
+    return _answer("history", page=aggregate(Scope.HISTORY, slug))
+
+
 def provider(request, slug):
     return _answer("provider", page=aggregate(Scope.PROVIDER, slug))
 

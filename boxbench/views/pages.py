@@ -9,8 +9,14 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench import charts, permissions
-from boxbench.leaderboard.shapes import BenchmarkPage, OverviewPage, ProviderPage, UnitPage
+from boxbench import charts, history_charts, permissions
+from boxbench.leaderboard.shapes import (
+    BenchmarkPage,
+    HistoryPage,
+    OverviewPage,
+    ProviderPage,
+    UnitPage,
+)
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -19,6 +25,7 @@ from boxbench.models import (
     Provider,
     Scope,
     Trial,
+    aggregate_key,
 )
 from boxbench.views import canonical, tables
 from boxbench.views.access import aggregate, chosen_view
@@ -118,10 +125,21 @@ def benchmark(request, slug):
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
-    unit: UnitPage = aggregate(Scope.UNIT, slug, chosen)
+    # The unit and the history in one query: the page's budget is three.
+    found = dict(
+        Aggregate.objects.filter(
+            Q(scope=Scope.UNIT, key=aggregate_key(slug, chosen)) | Q(scope=Scope.HISTORY, key=slug)
+        ).values_list("scope", "data")
+    )
+    if Scope.UNIT not in found:
+        raise Http404(f"nothing published for unit {chosen!r} of {slug!r}")
+    unit: UnitPage = found[Scope.UNIT]
+    history: HistoryPage | None = found.get(Scope.HISTORY)
     view = chosen_view(request, summary)
     query = "?view=cost" if view == "cost" else ""
     context = {
+        "history_chart": history_charts.history_chart(history, chosen) if history else None,
+        "changes": series_changes(history, unit=chosen) if history else [],
         "summary": summary,
         "unit": unit,
         "view": view,
@@ -150,6 +168,20 @@ def benchmark(request, slug):
             derived=_derived(unit),
         )
     return render(request, "boxbench/benchmark.html", context)
+
+
+def series_changes(history: HistoryPage, unit: str = "", provider: str = "") -> list[dict]:
+    """The changes between each series' two newest runs (on one unit, or of one provider),
+    flagged ones first, each with its series' provider and image."""
+    found = [
+        {**change, "provider_name": series["provider_name"], "benchmark": history["benchmark"],
+         "image_digest": series["image_digest"]}
+        for series in history["series"]
+        if not provider or series["provider"] == provider
+        for change in series["changes"]
+        if not unit or change["unit"] == unit
+    ]  # fmt: skip
+    return sorted(found, key=lambda c: (not c["flagged"], c["provider_name"], c["unit"]))
 
 
 def _benchmark_without_results(request, slug):
@@ -277,7 +309,10 @@ def provider(request, slug):
     for result in data["results"]:
         result["url"] = reverse("benchmark", args=[result["benchmark"]])
         result["run_url"] = reverse("run", args=[result["run"]])
-    return render(request, "boxbench/provider.html", {"p": data})
+    histories = Aggregate.objects.filter(scope=Scope.HISTORY).values_list("data", flat=True)
+    changes = [c for h in histories for c in series_changes(h, provider=slug)]
+    changes.sort(key=lambda c: not c["flagged"])  # flagged first, each benchmark's order kept
+    return render(request, "boxbench/provider.html", {"p": data, "changes": changes})
 
 
 @functools.cache

@@ -13,6 +13,13 @@ function drawCharts() {
   document.querySelectorAll("div.chart[data-figure]").forEach((el) => {
     const figure = JSON.parse(document.getElementById(el.id + "-data").textContent);
     Plotly.newPlot(el, figure.data, figure.layout, { displaylogo: false, responsive: true });
+    // A history point carries its run's address first in its customdata: a click opens it.
+    el.on("plotly_click", (event) => {
+      const data = event.points[0] && event.points[0].customdata;
+      if (Array.isArray(data) && typeof data[0] === "string" && data[0].startsWith("/runs/")) {
+        window.location.href = data[0];
+      }
+    });
   });
 }
 

@@ -99,7 +99,7 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
     if kwarg == "run_id":
         return [("published", str(world.published.id)), ("unpublished", str(world.unpublished.id))]
     if kwarg == "slug":
-        if name in ("provider", "api-provider", "provider-badge"):
+        if name in ("provider", "api-provider", "provider-badge", "provider-feed"):
             return [("", "local")]
         if name == "benchmark":
             return [("", "create"), ("idle", "idle")]

@@ -217,6 +217,7 @@ def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
         "provider",
         "run",
         "compare",
+        "history",
     }
     assert "Published run" in capsys.readouterr().out
 

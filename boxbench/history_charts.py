@@ -1,0 +1,61 @@
+"""The history chart of a benchmark unit's results series: one line per series, one point per
+published run with its 95 % interval, each point linking to its run (layout only; the numbers
+are materialized, boxbench.leaderboard.history)."""
+
+from boxbench.charts import _layout, plain, provider_colour
+from boxbench.leaderboard.shapes import HistoryPage
+from boxbench.templatetags.boxbench_format import num, short
+
+
+def series_name(series: dict) -> str:
+    """A series as a reader tells it apart: the provider, and the image when it has several."""
+    return f"{series['provider_name']} · image {short(series['image_digest']) or 'not recorded'}"
+
+
+def history_chart(history: HistoryPage, unit: str) -> dict | None:
+    traces = []
+    measure = history["measure_unit"]
+    for series in history["series"]:
+        points = [p for p in series["points"] if p["unit"] == unit and p["median"] is not None]
+        if not points:
+            continue
+        has_interval = any(p["ci_low"] is not None for p in points)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": series_name(series),
+                "x": [p["published_at"] for p in points],
+                "y": [p["median"] for p in points],
+                "error_y": {
+                    "type": "data", "symmetric": False, "visible": has_interval,
+                    "array": [_minus(p["ci_high"], p["median"]) for p in points],
+                    "arrayminus": [_minus(p["median"], p["ci_low"]) for p in points],
+                },
+                # Clicking a point opens its run (dashboard.js reads the address from here).
+                "customdata": [[f"/runs/{p['run']}/", p["run_name"], num(p["median"])]
+                               for p in points],
+                "hovertemplate": "%{customdata[1]}: median %{customdata[2]} "
+                f"{measure}<extra></extra>",
+                "marker": {"color": provider_colour(series), "size": 8},
+                "line": {"color": provider_colour(series)},
+            }
+        )  # fmt: skip
+    if not traces:
+        return None
+    better = "lower" if history["lower_is_better"] else "higher"
+    title = (
+        f"History of {plain(unit)}: median per published run<br><sub>{measure}, {better} is "
+        "better; one line per results series; click a point to open its run</sub>"
+    )
+    layout = _layout(
+        title, 420,
+        xaxis={"title": {"text": "published"}, "type": "date", "gridcolor": "#eee"},
+        yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
+        legend={"orientation": "h", "y": -0.3},
+    )  # fmt: skip
+    return {"data": traces, "layout": layout}
+
+
+def _minus(a, b):
+    return None if a is None or b is None else a - b

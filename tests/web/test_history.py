@@ -1,0 +1,131 @@
+"""Results series and change detection (issue 26, points 3 and 4): two comparable runs with a
+planted 20 % slowdown for one provider and benchmark flag that change and nothing else; a third
+run with another image digest starts a new series and is compared with nothing."""
+
+import json
+import uuid
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from boxbench import publishing
+from boxbench.models import Aggregate, Run, Scope
+from tests.support.web import explain_failures, figure
+from tests.web import factory
+
+pytestmark = pytest.mark.django_db
+
+
+def variant(path, number: int, slower: dict | None = None, standard_digest: str | None = None):
+    """The fixture run as run `number`: new ids, a day later per number, each value jittered by
+    1 % (seeded), the (provider, benchmark) pairs in `slower` slowed by their factor."""
+    rng = np.random.default_rng(100 + number)
+    header, *trials = (json.loads(line) for line in factory.run_lines())
+    run_id = str(uuid.UUID(int=number, version=4))
+    header["run"]["id"], header["run"]["name"] = run_id, f"run-{number}"
+    for key in ("created_at", "started_at", "ended_at"):
+        moment = datetime.fromisoformat(header["run"][key].replace("Z", "+00:00"))
+        header["run"][key] = (moment + timedelta(days=number)).isoformat().replace("+00:00", "Z")
+    if standard_digest:
+        header["manifest"]["image_digests"]["standard"] = standard_digest
+    for trial in trials:
+        trial["trial"] = str(uuid.UUID(int=number * 10**6 + trial["seq"]))
+        for key in ("started_at", "ended_at"):
+            moment = datetime.fromisoformat(trial[key].replace("Z", "+00:00"))
+            trial[key] = (moment + timedelta(days=number)).isoformat().replace("+00:00", "Z")
+        factor = (slower or {}).get((trial["provider"], trial["benchmark"]), 1.0)
+        if "total" in trial["metrics"]:
+            trial["metrics"]["total"] = round(
+                trial["metrics"]["total"] * factor * rng.lognormal(0, 0.01), 3
+            )
+    path.write_text("\n".join(json.dumps(line) for line in [header, *trials]) + "\n")
+    call_command("bench", "import", str(path))
+    run = Run.objects.get(id=run_id)
+    explain_failures(run)
+    return publishing.publish(run)
+
+
+def all_changes() -> list[tuple[str, dict, dict]]:
+    return [
+        (key, series, change)
+        for key, page in Aggregate.objects.filter(scope=Scope.HISTORY).values_list("key", "data")
+        for series in page["series"]
+        for change in series["changes"]
+    ]
+
+
+def test_a_planted_slowdown_is_flagged_and_a_new_image_starts_a_new_series(tmp_path):
+    variant(tmp_path / "1.jsonl", 1)
+    assert all_changes() == []  # one run: nothing to compare
+    variant(tmp_path / "2.jsonl", 2, slower={("local", "cpu"): 1 / 1.2})
+    found = all_changes()
+    flagged = [(key, s["provider"], c) for key, s, c in found if c["flagged"]]
+    assert [(key, provider) for key, provider, _ in flagged] == [("cpu", "local")]
+    change = flagged[0][2]
+    assert change["direction"] == "lower" and change["percent"] == pytest.approx(-16.7, abs=2)
+    assert change["text"].startswith("CPU cpu 17 % lower than run run-1, q = ")
+    # Every other comparable pair was compared, and none flagged.
+    assert len(found) > 1 and all(c["q"] is not None for _, _, c in found)
+    # Run 3 runs Create and CPU on another image: a new series each, compared with nothing.
+    variant(tmp_path / "3.jsonl", 3, standard_digest="sha256:" + "77" * 32)
+    history = Aggregate.objects.page(Scope.HISTORY, "cpu")
+    local = [s for s in history["series"] if s["provider"] == "local"]
+    assert len(local) == 2
+    newest = next(s for s in local if s["image_digest"] == "sha256:" + "77" * 32)
+    assert [p["run_name"] for p in newest["points"]] == ["run-3"] and newest["changes"] == []
+    older = next(s for s in local if s is not newest)
+    assert [p["run_name"] for p in older["points"]] == ["run-1", "run-2"]
+    # DeepSWE kept its image: its series now compares run 3 with run 2, and flags nothing.
+    deepswe = Aggregate.objects.page(Scope.HISTORY, "deepswe")
+    for series in deepswe["series"]:
+        assert [p["run_name"] for p in series["points"]][-1] == "run-3"
+        assert all(not c["flagged"] and c["later_run_name"] == "run-3" for c in series["changes"])
+
+
+def test_the_benchmark_page_charts_the_history_and_lists_the_changes(client, tmp_path):
+    first = variant(tmp_path / "1.jsonl", 1)
+    second = variant(tmp_path / "2.jsonl", 2, slower={("local", "cpu"): 1 / 1.2})
+    response = client.get("/benchmarks/cpu/")
+    chart = figure(response, "history-chart")
+    history = Aggregate.objects.page(Scope.HISTORY, "cpu")
+    assert len(chart["data"]) == len(history["series"])
+    for trace in chart["data"]:
+        assert [c[0] for c in trace["customdata"]] == [f"/runs/{first.id}/", f"/runs/{second.id}/"]
+    assert client.get("/api/v1/benchmarks/cpu/history").json()["page"] == history
+    page = response.content.decode()
+    assert "CPU cpu 17 % lower than run run-1" in page
+    assert page.index("CPU cpu 17 %") < page.index("<td>no</td>")  # flagged ones first
+
+
+def atom_entries(response) -> list[dict]:
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/atom+xml")
+    atom = "{http://www.w3.org/2005/Atom}"
+    root = ET.fromstring(response.content)
+    return [
+        {"title": e.find(f"{atom}title").text, "link": e.find(f"{atom}link").get("href")}
+        for e in root.iter(f"{atom}entry")
+    ]
+
+
+def test_the_feed_and_the_provider_page_carry_the_flagged_change(client, tmp_path):
+    variant(tmp_path / "1.jsonl", 1)
+    variant(tmp_path / "2.jsonl", 2, slower={("local", "cpu"): 1 / 1.2})
+    entries = atom_entries(client.get("/providers/local/feed.xml"))
+    changes = [e for e in entries if e["title"].startswith("Change: ")]
+    assert [e["title"] for e in changes] == [
+        next(c["text"] for _, s, c in all_changes() if c["flagged"]).join(["Change: ", ""])
+    ]
+    assert changes[0]["link"].endswith("/benchmarks/cpu/#history")
+    published = {e["title"] for e in entries if "results published" in e["title"]}
+    assert {"CPU: results published from run run-1", "CPU: results published from run run-2"} <= (
+        published
+    )
+    docker = atom_entries(client.get("/providers/docker/feed.xml"))
+    assert docker and not any(e["title"].startswith("Change: ") for e in docker)
+    page = client.get("/providers/local/").content.decode()
+    assert "CPU cpu 17 % lower than run run-1" in page
+    assert client.get("/providers/nobody/feed.xml").status_code == 404
