@@ -36,8 +36,14 @@ from runner.providers.fakes.hostile import CHUNK
 from runner.providers.fakes.server import FakeHTTPServer, Response
 from runner.providers.http import make_client, send
 
-CREATED = {"sandboxID": "i" * 20, "templateID": "boxbench-standard", "envdVersion": "0.2.0",
-           "envdAccessToken": "t" * 40, "clientID": "c" * 8, "alias": "boxbench"}  # fmt: skip
+CREATED = {
+    "sandboxID": "i" * 20,
+    "templateID": "boxbench-standard",
+    "envdVersion": "0.2.0",
+    "envdAccessToken": "t" * 40,
+    "clientID": "c" * 8,
+    "alias": "boxbench",
+}
 READER = Reader("bench", "read")
 
 
@@ -107,22 +113,34 @@ def main() -> None:
     try:
         with make_client() as client:
             created, file = server.url + "/created", server.url + "/file"
-            compare("JSON answer, read", lambda: client.request("GET", created).content,
-                    lambda: send(client, "GET", created, READER, 16 * MIB).content,
-                    args.calls)  # fmt: skip
-            compare("JSON answer, decoded", lambda: json.loads(body)["sandboxID"],
-                    lambda: READER.json(body, Created).sandboxID, args.calls)  # fmt: skip
-            compare(f"{args.mib} MiB download", lambda: client.request("GET", file).content,
-                    lambda: send(client, "GET", file, READER, 256 * MIB).content,
-                    max(10, args.calls // 20))  # fmt: skip
+            compare(
+                "JSON answer, read",
+                lambda: client.request("GET", created).content,
+                lambda: send(client, "GET", created, READER, 16 * MIB).content,
+                args.calls,
+            )
+            compare(
+                "JSON answer, decoded",
+                lambda: json.loads(body)["sandboxID"],
+                lambda: READER.json(body, Created).sandboxID,
+                args.calls,
+            )
+            compare(
+                f"{args.mib} MiB download",
+                lambda: client.request("GET", file).content,
+                lambda: send(client, "GET", file, READER, 256 * MIB).content,
+                max(10, args.calls // 20),
+            )
             before = peak_rss_mib()
             started = time.monotonic()
             try:
                 send(client, "GET", server.url + "/endless", READER, 16 * MIB, "an endless body")
             except ProviderError as exc:
                 refused = f"{exc.code} after {time.monotonic() - started:.2f} s"
-            print(f"endless body, 16 MiB cap: {refused}; peak RSS {before:.0f} MiB before, "
-                  f"{peak_rss_mib():.0f} MiB after")  # fmt: skip
+            print(
+                f"endless body, 16 MiB cap: {refused}; peak RSS {before:.0f} MiB before, "
+                f"{peak_rss_mib():.0f} MiB after"
+            )
     finally:
         server.stop()
 

@@ -95,9 +95,13 @@ def kill_case(url: str) -> None:
     def cluster(name: str):
         log = open(ROOT / "var" / f"bench-chaos-{name}.log", "wb")  # noqa: SIM115 - kept open
         return subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait(condition, timeout_s: float, what: str) -> float:
         started = time.monotonic()
@@ -201,9 +205,14 @@ def restart_backend_case() -> None:
 
         adapters.provider_factory = lambda slug: Watched()
         run = plan_run(
-            "chaos C5", benchmarks=["latency-per-call"], providers=["opensandbox"], trials=4,
-            seed=1, concurrency=1, allow_busy_account=True,
-        )  # fmt: skip
+            "chaos C5",
+            benchmarks=["latency-per-call"],
+            providers=["opensandbox"],
+            trials=4,
+            seed=1,
+            concurrency=1,
+            allow_busy_account=True,
+        )
         run.transition(RunStatus.RUNNING)
         chain_thread = threading.Thread(target=steps.execute_chain, args=(run.pk, "opensandbox"))
         chain_thread.start()
@@ -214,8 +223,9 @@ def restart_backend_case() -> None:
         os.killpg(stack.server.popen.pid, signal.SIGKILL)
         stack.server.popen.wait()
         port = int(stack.url.rsplit(":", 1)[1])
-        stack.server = local.start_server(directory, directory / "sandbox.toml",
-                                          stack.docker_host, port)  # fmt: skip
+        stack.server = local.start_server(
+            directory, directory / "sandbox.toml", stack.docker_host, port
+        )
         answering = time.monotonic()
         listed = {s.id for s in provider.list_sandboxes(label)}
         relisted = time.monotonic()
@@ -228,8 +238,9 @@ def restart_backend_case() -> None:
             for t in trials
             if Evidence.objects.filter(trial=t, kind=EvidenceKind.LIFECYCLE).count() > 1
         )
-        outcomes = ", ".join(f"{t.outcome}" + (f" ({t.cause})" if t.cause else "")
-                             for t in trials.order_by("seq"))  # fmt: skip
+        outcomes = ", ".join(
+            f"{t.outcome}" + (f" ({t.cause})" if t.cause else "") for t in trials.order_by("seq")
+        )
         left = [s for s in provider.list_sandboxes() if s.label.startswith(prefix)]
         wait_s = (expiry - datetime.now(UTC)).total_seconds() + 30
         time.sleep(max(0.0, wait_s))

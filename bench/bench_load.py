@@ -219,8 +219,12 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes.")
     parser.add_argument("--threads", type=int, default=4, help="Threads per worker.")
     parser.add_argument("--reuse", action="store_true", help="Keep the database already filled.")
-    parser.add_argument("--port", type=int, default=PORT, help="gunicorn's port (another "
-                        "measurement may hold the default).")  # fmt: skip
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=PORT,
+        help="gunicorn's port (another measurement may hold the default).",
+    )
     parser.add_argument("--redis", default="", help="BOXBENCH_CACHE_URL: the page cache's Redis.")
     parser.add_argument(
         "--only",

@@ -181,21 +181,36 @@ class BareE2B:
             "autoPause": False,
         }
         headers = {"X-API-Key": self.settings["api_key"]}
-        answer = self.client.post(f"{self.settings['api_url']}/v2/sandboxes", json=body,
-                                  headers=headers)  # fmt: skip
+        answer = self.client.post(
+            f"{self.settings['api_url']}/v2/sandboxes", json=body, headers=headers
+        )
         created = answer.json()
         if not self.sandbox_id:  # the first one serves exec and files
             self.sandbox_id, self.token = created["sandboxID"], created["envdAccessToken"]
 
     def _envd(self) -> dict:
-        return {"E2b-Sandbox-Id": self.sandbox_id, "E2b-Sandbox-Port": "49983",
-                "X-Access-Token": self.token}  # fmt: skip
+        return {
+            "E2b-Sandbox-Id": self.sandbox_id,
+            "E2b-Sandbox-Port": "49983",
+            "X-Access-Token": self.token,
+        }
 
     def exec(self) -> None:
-        request = {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "true"], "envs": {},
-                               "cwd": "/app"}, "stdin": False}  # fmt: skip
-        headers = {**self._envd(), "Content-Type": connect.STREAM_CONTENT_TYPE,
-                   "Connect-Protocol-Version": "1", "Keepalive-Ping-Interval": "50"}  # fmt: skip
+        request = {
+            "process": {
+                "cmd": "/bin/bash",
+                "args": ["-l", "-c", "true"],
+                "envs": {},
+                "cwd": "/app",
+            },
+            "stdin": False,
+        }
+        headers = {
+            **self._envd(),
+            "Content-Type": connect.STREAM_CONTENT_TYPE,
+            "Connect-Protocol-Version": "1",
+            "Keepalive-Ping-Interval": "50",
+        }
         url = f"{self.settings['sandbox_url']}/process.Process/Start"
         with self.client.stream(
             "POST", url, content=connect.envelope(request), headers=headers
@@ -206,8 +221,9 @@ class BareE2B:
     def files(self) -> None:
         url = f"{self.settings['sandbox_url']}/files"
         params = {"path": "/app/bare.bin"}
-        self.client.post(url, params=params, headers=self._envd(),
-                         files={"file": ("bare.bin", PAYLOAD)}).raise_for_status()  # fmt: skip
+        self.client.post(
+            url, params=params, headers=self._envd(), files={"file": ("bare.bin", PAYLOAD)}
+        ).raise_for_status()
         got = self.client.get(url, params=params, headers=self._envd())
         assert got.content == PAYLOAD
 
@@ -224,9 +240,14 @@ class BareDaytona:
 
     def create(self) -> None:
         api = self.settings["api_url"]
-        body = {"snapshot": self.settings["snapshot"], "labels": {"boxbench.batch": E2B_SPEC.label},
-                "target": "us", "networkBlockAll": True, "autoStopInterval": 5,
-                "autoDeleteInterval": 0}  # fmt: skip
+        body = {
+            "snapshot": self.settings["snapshot"],
+            "labels": {"boxbench.batch": E2B_SPEC.label},
+            "target": "us",
+            "networkBlockAll": True,
+            "autoStopInterval": 5,
+            "autoDeleteInterval": 0,
+        }
         created = self.client.post(f"{api}/sandbox", json=body, headers=self.headers).json()
         while True:
             answer = self.client.get(f"{api}/sandbox/{created['id']}", headers=self.headers)
@@ -235,8 +256,11 @@ class BareDaytona:
             time.sleep(0.1)
         if not self.sandbox_id:  # the first one serves exec and files
             self.sandbox_id = created["id"]
-            self.client.post(f"{self._toolbox()}/process/session", headers=self.headers,
-                             json={"sessionId": self.session}).raise_for_status()  # fmt: skip
+            self.client.post(
+                f"{self._toolbox()}/process/session",
+                headers=self.headers,
+                json={"sessionId": self.session},
+            ).raise_for_status()
 
     def _toolbox(self) -> str:
         return f"{self.settings['toolbox_url']}/{self.sandbox_id}"
@@ -249,11 +273,16 @@ class BareDaytona:
 
     def files(self) -> None:
         self.client.post(
-            f"{self._toolbox()}/files/bulk-upload", headers=self.headers,
-            data={"files[0].path": "/app/bare.bin"}, files={"files[0].file": ("bare.bin", PAYLOAD)},
-        ).raise_for_status()  # fmt: skip
-        got = self.client.post(f"{self._toolbox()}/files/bulk-download", headers=self.headers,
-                               json={"paths": ["/app/bare.bin"]})  # fmt: skip
+            f"{self._toolbox()}/files/bulk-upload",
+            headers=self.headers,
+            data={"files[0].path": "/app/bare.bin"},
+            files={"files[0].file": ("bare.bin", PAYLOAD)},
+        ).raise_for_status()
+        got = self.client.post(
+            f"{self._toolbox()}/files/bulk-download",
+            headers=self.headers,
+            json={"paths": ["/app/bare.bin"]},
+        )
         assert PAYLOAD in got.content
 
 
@@ -289,7 +318,7 @@ def daytona_pairs(directory: Path, args):
             bare.create,
             max(2, args.creates // 5),
             clear,
-        ),  # fmt: skip
+        ),
         "exec true": (lambda: provider.exec(sandbox, ["true"], 30), bare.exec, args.calls, None),
         "file 64 KiB": (sdk_files, bare.files, args.calls, None),
     }

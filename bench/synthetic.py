@@ -27,13 +27,43 @@ PROVIDERS = [
 
 BENCHMARKS = [
     # slug, title, section, metric, unit, direction, clock, stages, units, base value
-    ("create", "Create", "sandbox_operations", "create_ms", "ms", "lower", "job_host", [], 1,
-     400.0),
-    ("cpu-single", "CPU single core", "machine_performance", "events_per_s", "events/s",
-     "higher", "guest", [], 1, 1200.0),
-    ("deepswe", "DeepSWE trace replay", "workload", "tool_time_ms", "ms", "lower", "guest",
-     STAGES, 4, 20000.0),
-]  # fmt: skip
+    (
+        "create",
+        "Create",
+        "sandbox_operations",
+        "create_ms",
+        "ms",
+        "lower",
+        "job_host",
+        [],
+        1,
+        400.0,
+    ),
+    (
+        "cpu-single",
+        "CPU single core",
+        "machine_performance",
+        "events_per_s",
+        "events/s",
+        "higher",
+        "guest",
+        [],
+        1,
+        1200.0,
+    ),
+    (
+        "deepswe",
+        "DeepSWE trace replay",
+        "workload",
+        "tool_time_ms",
+        "ms",
+        "lower",
+        "guest",
+        STAGES,
+        4,
+        20000.0,
+    ),
+]
 
 
 def _iso(moment: datetime) -> str:

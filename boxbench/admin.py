@@ -133,10 +133,20 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
     list_filter = ["status", "published"]
     # The runner and the audit write these; an ended run is read-only as a whole (below).
     readonly_fields = [
-        "id", "status", "published", "published_at", "audited_at", "progress", "manifest",
-        "audit_report", "imported_audit_report", "created_at", "started_at", "ended_at",
+        "id",
+        "status",
+        "published",
+        "published_at",
+        "audited_at",
+        "progress",
+        "manifest",
+        "audit_report",
+        "imported_audit_report",
+        "created_at",
+        "started_at",
+        "ended_at",
         "created_by",
-    ]  # fmt: skip
+    ]
     inlines = [RunTransitionInline]
     actions = ["cancel_runs", audit_runs, publish_runs, rerun_held_back]
 
@@ -188,9 +198,13 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
             chosen = form.cleaned_data["checks"]
             try:
                 excluded = publishing.resolve_failing(
-                    run, [tuple(c.split("/")) for c in chosen], form.cleaned_data["kind"],
-                    form.cleaned_data["note"], form.cleaned_data["rerun"], actor=request.user,
-                )  # fmt: skip
+                    run,
+                    [tuple(c.split("/")) for c in chosen],
+                    form.cleaned_data["kind"],
+                    form.cleaned_data["note"],
+                    form.cleaned_data["rerun"],
+                    actor=request.user,
+                )
             except publishing.PublishRefused as exc:
                 form.add_error(None, f"Nothing recorded: {exc}")
             else:
@@ -327,9 +341,18 @@ class EvidenceInline(PrivateEvidenceMixin, FrozenOnceEnded, admin.TabularInline)
 @admin.register(models.Trial)
 class TrialAdmin(TrialPrivateFields, PublishedUnlessPermitted, FrozenOnceEnded, admin.ModelAdmin):
     list_display = [
-        "id", "run", "benchmark", "unit", "provider", "round", "seq", "attempt", "state",
-        "outcome", "owner",
-    ]  # fmt: skip
+        "id",
+        "run",
+        "benchmark",
+        "unit",
+        "provider",
+        "round",
+        "seq",
+        "attempt",
+        "state",
+        "outcome",
+        "owner",
+    ]
     list_filter = ["state", "outcome", "owner", "provider", "benchmark"]
     list_select_related = ["run", "benchmark", "unit", "provider"]
     raw_id_fields = ["run", "unit", "replaces"]

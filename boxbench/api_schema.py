@@ -113,47 +113,45 @@ ENDPOINTS = (
         "overview",
         OverviewAnswer,
         "The score tree, composites and the run behind each benchmark; the table is scores.csv.",
-    ),  # fmt: skip
+    ),
     Endpoint(
         "benchmarks/{slug}",
         BenchmarkAnswer,
         "A benchmark's All view (?view=time, the default, or cost); the table is its CSV.",
         (("slug", "path", True), ("view", "query", False)),
-    ),  # fmt: skip
+    ),
     Endpoint(
         "benchmarks/{slug}/units/{unit}",
         UnitAnswer,
         "One unit of a benchmark (?view=time or cost); the table is its CSV.",
         (("slug", "path", True), ("unit", "path", True), ("view", "query", False)),
-    ),  # fmt: skip
+    ),
     Endpoint(
         "benchmarks/{slug}/history",
         HistoryAnswer,
         "A benchmark's results series: every published run's medians, and the changes between "
         "each series' two newest runs.",
         (("slug", "path", True),),
-    ),  # fmt: skip
+    ),
     Endpoint(
         "providers/{slug}",
         ProviderAnswer,
         "A provider's scores and results.",
         (("slug", "path", True),),
-    ),  # fmt: skip
+    ),
     Endpoint(
         "compare",
         CompareAnswer,
         "Two providers side by side; the table is /compare.csv's.",
         (("a", "query", True), ("b", "query", True)),
-    ),  # fmt: skip
-    Endpoint(
-        "runs/{run}/manifest", ManifestAnswer, "A run's manifest.", (("run", "path", True),)
-    ),  # fmt: skip
+    ),
+    Endpoint("runs/{run}/manifest", ManifestAnswer, "A run's manifest.", (("run", "path", True),)),
     Endpoint(
         "runs/{run}/audit",
         AuditAnswer,
         "A run's audit report, its resolutions and the pairs held back.",
         (("run", "path", True),),
-    ),  # fmt: skip
+    ),
 )
 
 
@@ -182,7 +180,7 @@ def openapi() -> dict:
                         "content": {"application/json": {"schema": schema}},
                     },
                     "404": {"description": "Nothing published (or visible to you) there."},
-                },  # fmt: skip
+                },
             }
         }
     return {
@@ -191,7 +189,7 @@ def openapi() -> dict:
             "title": "boxbench",
             "version": API_VERSION,
             "description": "The published leaderboard as JSON (docs/api.md).",
-        },  # fmt: skip
+        },
         "paths": paths,
         "components": {"schemas": components},
     }

@@ -379,7 +379,7 @@ def score_chart(overview: OverviewPage) -> dict | None:
             "categoryorder": "array",
             "categoryarray": list(reversed(labels)),
             "type": "category",
-        },  # fmt: skip
+        },
         legend={"orientation": "h", "y": -0.15, "traceorder": "reversed"},
     )
     return {"data": traces, "layout": layout}

@@ -28,19 +28,22 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
                 "x": [p["published_at"] for p in points],
                 "y": [p["median"] for p in points],
                 "error_y": {
-                    "type": "data", "symmetric": False, "visible": has_interval,
+                    "type": "data",
+                    "symmetric": False,
+                    "visible": has_interval,
                     "array": [_minus(p["ci_high"], p["median"]) for p in points],
                     "arrayminus": [_minus(p["median"], p["ci_low"]) for p in points],
                 },
                 # Clicking a point opens its run (dashboard.js reads the address from here).
-                "customdata": [[f"/runs/{p['run']}/", p["run_name"], num(p["median"])]
-                               for p in points],
+                "customdata": [
+                    [f"/runs/{p['run']}/", p["run_name"], num(p["median"])] for p in points
+                ],
                 "hovertemplate": "%{customdata[1]}: median %{customdata[2]} "
                 f"{measure}<extra></extra>",
                 "marker": {"color": provider_colour(series), "size": 8},
                 "line": {"color": provider_colour(series)},
             }
-        )  # fmt: skip
+        )
     if not traces:
         return None
     better = "lower" if history["lower_is_better"] else "higher"
@@ -49,11 +52,12 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
         "better; one line per results series; click a point to open its run</sub>"
     )
     layout = _layout(
-        title, 420,
+        title,
+        420,
         xaxis={"title": {"text": "published"}, "type": "date", "gridcolor": "#eee"},
         yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
         legend={"orientation": "h", "y": -0.3},
-    )  # fmt: skip
+    )
     return {"data": traces, "layout": layout}
 
 

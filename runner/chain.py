@@ -343,10 +343,13 @@ class Chain:
         """After a create the backend could not be reached for, wait until it answers again
         before this worker (or any other of the chain) starts a trial; False if it never did."""
         reason = next(
-            (e.data["unreachable"] for e in result.evidence
-             if e.kind == EvidenceKind.CREATE_ERROR and e.data.get("unreachable")),
+            (
+                e.data["unreachable"]
+                for e in result.evidence
+                if e.kind == EvidenceKind.CREATE_ERROR and e.data.get("unreachable")
+            ),
             None,
-        )  # fmt: skip
+        )
         if reason is None:
             return True
         wait = self.backend.wait_out(reason)

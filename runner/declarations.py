@@ -21,19 +21,43 @@ from runner import host_price
 DECLARATIONS_DIR = Path(__file__).resolve().parent / "declarations"
 SCHEMA_VERSION = 1
 CAPABILITIES = (
-    "exec", "file_transfer", "network_lockdown", "custom_images", "snapshot", "fork", "pause",
-)  # fmt: skip
+    "exec",
+    "file_transfer",
+    "network_lockdown",
+    "custom_images",
+    "snapshot",
+    "fork",
+    "pause",
+)
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 _TOP_KEYS = {
-    "schema_version", "provider", "name", "adapter", "region", "region_marker", "region_note",
-    "capabilities", "machine_sizes", "limits", "pricing", "shares_job_host", "known_faults",
-}  # fmt: skip
+    "schema_version",
+    "provider",
+    "name",
+    "adapter",
+    "region",
+    "region_marker",
+    "region_note",
+    "capabilities",
+    "machine_sizes",
+    "limits",
+    "pricing",
+    "shares_job_host",
+    "known_faults",
+}
 _OPTIONAL_KEYS = {"region_marker", "region_note", "shares_job_host", "known_faults"}
 _PRICING_KEYS = {
-    "provider_sourced", "source", "date", "currency", "per_vcpu_second", "per_gib_second",
-    "per_sandbox", "billing_increment_s", "minimum_s",
-}  # fmt: skip
+    "provider_sourced",
+    "source",
+    "date",
+    "currency",
+    "per_vcpu_second",
+    "per_gib_second",
+    "per_sandbox",
+    "billing_increment_s",
+    "minimum_s",
+}
 _LIMIT_KEYS = {"concurrent_sandboxes", "create_rate_per_s"}
 
 

@@ -187,15 +187,19 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
         MeasurementName.objects.bulk_create(
             (
                 MeasurementName(
-                    run_id=trial.run_id, benchmark_id=trial.benchmark_id, kind=m.kind,
-                    name=m.name, unit=m.unit, clock=m.clock,
+                    run_id=trial.run_id,
+                    benchmark_id=trial.benchmark_id,
+                    kind=m.kind,
+                    name=m.name,
+                    unit=m.unit,
+                    clock=m.clock,
                 )
                 for m in result.measurements
             ),
             # The first trial of the run to record a name declares it; names are the benchmarks'
             # own, with one unit and clock each.
             ignore_conflicts=True,
-        )  # fmt: skip
+        )
         lifecycle = {"held": result.held, "cleanup_verified": result.cleanup_verified}
         Evidence.objects.bulk_create(
             [

@@ -21,12 +21,22 @@ def change(earlier, later) -> dict:
     b = estimators.as_values(later, "the later run's values")
     before, after = estimators.median(a), estimators.median(b)
     percent = 100.0 * (after - before) / before if before else math.nan
-    return {"n_earlier": int(a.size), "n_later": int(b.size), "median_earlier": before,
-            "median_later": after, "percent": percent, "p": mann_whitney_p(b, a)}  # fmt: skip
+    return {
+        "n_earlier": int(a.size),
+        "n_later": int(b.size),
+        "median_earlier": before,
+        "median_later": after,
+        "percent": percent,
+        "p": mann_whitney_p(b, a),
+    }
 
 
-def flag(changes: list[dict], lower_is_better: list[bool], q_level: float = Q_LEVEL,
-         min_effect: float = MIN_EFFECT) -> list[dict]:  # fmt: skip
+def flag(
+    changes: list[dict],
+    lower_is_better: list[bool],
+    q_level: float = Q_LEVEL,
+    min_effect: float = MIN_EFFECT,
+) -> list[dict]:
     """Each change with its q-value (BH over the testable ones), whether it is flagged, and its
     direction in words ("slower", "faster", "lower", "higher")."""
     testable = [i for i, c in enumerate(changes) if not math.isnan(c["p"])]
@@ -38,8 +48,14 @@ def flag(changes: list[dict], lower_is_better: list[bool], q_level: float = Q_LE
         big = not math.isnan(c["percent"]) and abs(c["percent"]) >= min_effect
         up = c["percent"] > 0
         words = ("slower", "faster") if lower else ("higher", "lower")
-        out.append({**c, "q": q, "flagged": bool(q is not None and q < q_level and big),
-                    "direction": words[0] if up else words[1]})  # fmt: skip
+        out.append(
+            {
+                **c,
+                "q": q,
+                "flagged": bool(q is not None and q < q_level and big),
+                "direction": words[0] if up else words[1],
+            }
+        )
     return out
 
 

@@ -121,11 +121,16 @@ class Comparison:
         """The same comparison with a and b swapped: the ratio and its interval inverted."""
         verdict = {A_BETTER: B_BETTER, B_BETTER: A_BETTER}.get(self.verdict, self.verdict)
         return replace(
-            self, n_a=self.n_b, n_b=self.n_a, median_a=self.median_b, median_b=self.median_a,
-            ratio=_inverse(self.ratio), ci_low=_inverse(self.ci_high),
+            self,
+            n_a=self.n_b,
+            n_b=self.n_a,
+            median_a=self.median_b,
+            median_b=self.median_a,
+            ratio=_inverse(self.ratio),
+            ci_low=_inverse(self.ci_high),
             ci_high=_inverse(self.ci_low),
             verdict=verdict,
-        )  # fmt: skip
+        )
 
 
 def _inverse(value: float | None) -> float | None:
@@ -143,10 +148,17 @@ def compare(
         reason = "a median of zero or less has no ratio"
     if reason:
         return Comparison(
-            n_a=a.size, n_b=b.size, median_a=median_a, median_b=median_b, ratio=None,
-            ci_low=None, ci_high=None, detectable_percent=None, verdict=NOT_COMPARABLE,
+            n_a=a.size,
+            n_b=b.size,
+            median_a=median_a,
+            median_b=median_b,
+            ratio=None,
+            ci_low=None,
+            ci_high=None,
+            detectable_percent=None,
+            verdict=NOT_COMPARABLE,
             reason=reason,
-        )  # fmt: skip
+        )
     low, high = ratio_interval(draws_a, draws_b)
     if low > 1:
         verdict = A_BETTER if lower_is_better else B_BETTER
@@ -155,10 +167,17 @@ def compare(
     else:
         verdict = NO_DIFFERENCE
     return Comparison(
-        n_a=a.size, n_b=b.size, median_a=median_a, median_b=median_b, ratio=median_b / median_a,
-        ci_low=low, ci_high=high, detectable_percent=detectable_percent(a, b), verdict=verdict,
+        n_a=a.size,
+        n_b=b.size,
+        median_a=median_a,
+        median_b=median_b,
+        ratio=median_b / median_a,
+        ci_low=low,
+        ci_high=high,
+        detectable_percent=detectable_percent(a, b),
+        verdict=verdict,
         reason="",
-    )  # fmt: skip
+    )
 
 
 def describe(c: Comparison, a_name: str, b_name: str, lower_is_better: bool) -> str:

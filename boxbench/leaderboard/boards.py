@@ -99,9 +99,7 @@ def benchmark_board(
     # A refusal explains a missing provider only: one with finished trials shows their numbers.
     refusals = {s: r for s, r in planned_refusals(benchmark, published).items() if s not in runs}
     in_run = [providers[i] for i in sorted(by_provider, key=lambda i: providers[i].slug)]
-    refused = [
-        p for p in providers.values() if p.slug in refusals and p.id not in by_provider
-    ]  # fmt: skip
+    refused = [p for p in providers.values() if p.slug in refusals and p.id not in by_provider]
     stages = [s for s in benchmark.stage_names if isinstance(s, str)]
     cells = group_cells(benchmark, trials, measurements, stages)
     add_counts(cells, counts)
@@ -390,9 +388,13 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
     )
     floor = build.all_view_floors.get(slug)
     state = build.state(
-        provider, build.totals.get(slug, 0), failures, floor, view_needs_provider_cost=True,
+        provider,
+        build.totals.get(slug, 0),
+        failures,
+        floor,
+        view_needs_provider_cost=True,
         has_provider_cost=provider_cost(provider) and build.cost_complete.get(slug),
-    )  # fmt: skip
+    )
     status = labels.decide(state).to_dict()
     value, cost = values.get(slug), costs.get(slug)
     return {
@@ -415,8 +417,12 @@ def _single_unit_row(build: Build, provider: Provider, unit_pages) -> shapes.Sum
     slug = provider.slug
     only = next((r for page in unit_pages for r in page["rows"] if r["provider"] == slug), None)
     if only is None:  # no unit page at all: nothing finished, only refusals
-        only = {**labels.decide(build.state(provider, 0, 0)).to_dict(), "n": 0, "median": None,
-                "mean_cost_usd": None}  # fmt: skip
+        only = {
+            **labels.decide(build.state(provider, 0, 0)).to_dict(),
+            "n": 0,
+            "median": None,
+            "mean_cost_usd": None,
+        }
     return {
         **provider_info(provider),
         **build.source(slug),

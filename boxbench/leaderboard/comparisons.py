@@ -76,10 +76,12 @@ def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
                 continue
             calls = pooled and not stage
             key = (benchmark.id, page["unit_id"], stage)
-            drawn_a = draws.get((*key, a.id), values_a, cell_a.samples.calls if calls else None,
-                                False)  # fmt: skip
-            drawn_b = draws.get((*key, b.id), values_b, cell_b.samples.calls if calls else None,
-                                True)  # fmt: skip
+            drawn_a = draws.get(
+                (*key, a.id), values_a, cell_a.samples.calls if calls else None, False
+            )
+            drawn_b = draws.get(
+                (*key, b.id), values_b, cell_b.samples.calls if calls else None, True
+            )
             comparison = compare.compare(values_a, values_b, drawn_a, drawn_b, lower, reason)
             yield (
                 {

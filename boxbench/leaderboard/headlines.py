@@ -71,10 +71,14 @@ def _runs(board: Board) -> list[shapes.HeadlineRun]:
         by_run.setdefault(run.id, (run, []))[1].append(slug)
     ordered = sorted(by_run.values(), key=lambda item: (item[0].published_at, str(item[0].id)))
     return [
-        {"run": str(run.id), "run_name": run.name, "seed": run.typed_manifest.seed,
-         "job_hosts": _job_hosts(run, sorted(slugs))}
+        {
+            "run": str(run.id),
+            "run_name": run.name,
+            "seed": run.typed_manifest.seed,
+            "job_hosts": _job_hosts(run, sorted(slugs)),
+        }
         for run, slugs in reversed(ordered)
-    ]  # fmt: skip
+    ]
 
 
 def _job_hosts(run: Run, slugs: list[str]) -> list[str]:

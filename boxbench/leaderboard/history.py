@@ -36,18 +36,24 @@ def history_pages(
         series["changes"].append(
             {
                 "unit": unit,
-                "earlier_run": str(earlier.id), "earlier_run_name": earlier.name,
-                "later_run": str(later.id), "later_run_name": later.name,
-                "n_earlier": result["n_earlier"], "n_later": result["n_later"],
+                "earlier_run": str(earlier.id),
+                "earlier_run_name": earlier.name,
+                "later_run": str(later.id),
+                "later_run_name": later.name,
+                "n_earlier": result["n_earlier"],
+                "n_later": result["n_later"],
                 "median_earlier": result["median_earlier"],
                 "median_later": result["median_later"],
                 "percent": None if math.isnan(result["percent"]) else result["percent"],
-                "p": None if math.isnan(p) else p, "q": result["q"],
-                "flagged": result["flagged"], "direction": result["direction"],
+                "p": None if math.isnan(p) else p,
+                "q": result["q"],
+                "flagged": result["flagged"],
+                "direction": result["direction"],
                 "text": changes.describe(result, title, earlier.name)
-                if result["q"] is not None else "",
+                if result["q"] is not None
+                else "",
             }
-        )  # fmt: skip
+        )
     return pages
 
 
@@ -69,8 +75,11 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
         run, slug = by_id[run_id], providers[provider_id].slug
         if (slug, benchmark.slug) in held_pairs.get(run_id, ()):
             continue
-        key = (provider_id, run.typed_manifest.digest_for(benchmark.slug, [slug]) or "",
-               *job_host_series(run, slug))  # fmt: skip
+        key = (
+            provider_id,
+            run.typed_manifest.digest_for(benchmark.slug, [slug]) or "",
+            *job_host_series(run, slug),
+        )
         grouped.setdefault(key, []).append(run)
     units = {u.id: u.slug for u in Unit.objects.filter(benchmark=benchmark)}
     declared = len(units)
@@ -83,12 +92,15 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
         runs.sort(key=lambda r: (r.published_at, str(r.id)))
         values = {run.id: _values(board, provider, run, units, method) for run in runs}
         series: shapes.Series = {
-            "provider": provider.slug, "provider_name": provider.name,
-            "colour_index": provider.pk - 1, "image_digest": digest, "job_host_type": kind,
+            "provider": provider.slug,
+            "provider_name": provider.name,
+            "colour_index": provider.pk - 1,
+            "image_digest": digest,
+            "job_host_type": kind,
             "job_host_region": region,
             "points": [point for run in runs for point in values[run.id][1]],
             "changes": [],
-        }  # fmt: skip
+        }
         if not series["points"]:
             continue  # no successful trial in any run: nothing to draw or compare
         series_list.append(series)
@@ -105,9 +117,12 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
                 where = (series, earlier, later, unit, f"{benchmark.title} {unit}")
                 pending.append((changes.change(before, after), method.lower_is_better, where))
     page: shapes.HistoryPage = {
-        "benchmark": benchmark.slug, "title": benchmark.title, "measure_unit": benchmark.unit,
-        "lower_is_better": method.lower_is_better, "series": series_list,
-    }  # fmt: skip
+        "benchmark": benchmark.slug,
+        "title": benchmark.title,
+        "measure_unit": benchmark.unit,
+        "lower_is_better": method.lower_is_better,
+        "series": series_list,
+    }
     return page, pending
 
 
@@ -116,8 +131,10 @@ def _values(board: Board, provider: Provider, run: Run, units: dict, method):
     board where the board shows this run, else loaded and summarized."""
     if board.runs.get(provider.slug) == run:
         cells = {u: board.cells.get((u, provider.id), EMPTY_CELL) for u in units}
-        rows = {p["unit"]: next((r for r in p["rows"] if r["provider"] == provider.slug), None)
-                for p in board.units}  # fmt: skip
+        rows = {
+            p["unit"]: next((r for r in p["rows"] if r["provider"] == provider.slug), None)
+            for p in board.units
+        }
     else:
         trials, measurements = load_trials(board.benchmark, {provider.id: run})
         grouped = group_cells(board.benchmark, trials, measurements, [])
@@ -135,8 +152,15 @@ def _values(board: Board, provider: Provider, run: Run, units: dict, method):
         row = rows.get(unit)
         if row and row["n"]:
             points.append(
-                {"run": str(run.id), "run_name": run.name,
-                 "published_at": run.published_at.isoformat(), "unit": unit, "n": row["n"],
-                 "median": row["median"], "ci_low": row["ci_low"], "ci_high": row["ci_high"]}
-            )  # fmt: skip
+                {
+                    "run": str(run.id),
+                    "run_name": run.name,
+                    "published_at": run.published_at.isoformat(),
+                    "unit": unit,
+                    "n": row["n"],
+                    "median": row["median"],
+                    "ci_low": row["ci_low"],
+                    "ci_high": row["ci_high"],
+                }
+            )
     return values, points

@@ -19,8 +19,12 @@ EXCLUDED_ID_SHOWN = 8  # characters of an excluded trial's id, as the run page s
 
 
 def _answer(kind: str, **fields) -> HttpResponse:
-    body = {"api_version": api_schema.API_VERSION, "publication": publication_version(),
-            "kind": kind, **fields}  # fmt: skip
+    body = {
+        "api_version": api_schema.API_VERSION,
+        "publication": publication_version(),
+        "kind": kind,
+        **fields,
+    }
     return HttpResponse(msgspec.json.encode(body), content_type="application/json")
 
 
@@ -79,8 +83,9 @@ def _run_answer(response: HttpResponse, published: bool) -> HttpResponse:
 
 def run_manifest(request, run_id):
     run = visible_run(request, run_id)
-    response = _answer("manifest", run=str(run.id), published=run.published,
-                       manifest=run.typed_manifest.to_json())  # fmt: skip
+    response = _answer(
+        "manifest", run=str(run.id), published=run.published, manifest=run.typed_manifest.to_json()
+    )
     return _run_answer(response, run.published)
 
 
@@ -90,9 +95,13 @@ def run_audit(request, run_id):
     resolutions = stored["resolutions"] if stored else holdbacks.resolutions(run)
     held = stored["held_back"] if stored else holdbacks.held_back([run])[run.id]
     response = _answer(
-        "audit", run=str(run.id), published=run.published,
-        audit_report=_as_shown(run.audit_report), resolutions=resolutions, held_back=held,
-    )  # fmt: skip
+        "audit",
+        run=str(run.id),
+        published=run.published,
+        audit_report=_as_shown(run.audit_report),
+        resolutions=resolutions,
+        held_back=held,
+    )
     return _run_answer(response, run.published)
 
 
@@ -101,10 +110,13 @@ def _as_shown(report: dict | None) -> dict | None:
     if not report:
         return report
     pairs = [
-        {**pair, "excluded_trials": [
-            {**t, "trial_id": str(t.get("trial_id", ""))[:EXCLUDED_ID_SHOWN]}
-            for t in pair.get("excluded_trials", [])
-        ]}
+        {
+            **pair,
+            "excluded_trials": [
+                {**t, "trial_id": str(t.get("trial_id", ""))[:EXCLUDED_ID_SHOWN]}
+                for t in pair.get("excluded_trials", [])
+            ],
+        }
         for pair in report.get("pairs", [])
-    ]  # fmt: skip
+    ]
     return {**report, "pairs": pairs}

@@ -36,9 +36,14 @@ def badge(request, slug, benchmark):
     svg = render_to_string(
         "boxbench/badge.svg",
         {
-            "label": label, "value": value, "left": left, "right": right, "width": left + right,
-            "label_x": left / 2, "value_x": left + right / 2,
+            "label": label,
+            "value": value,
+            "left": left,
+            "right": right,
+            "width": left + right,
+            "label_x": left / 2,
+            "value_x": left + right / 2,
             "colour": COLOURS["ranked" if ranked else "unranked"],
         },
-    )  # fmt: skip
+    )
     return HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")

@@ -56,15 +56,25 @@ def raw_jsonl(request, run_id):
     run = visible_run(request, run_id)
     form = raw_form(request)
     return raw_files.serve(
-        request, run, form, "jsonl", lambda: iter_jsonl_bytes(run, form),
-        "application/x-ndjson", _raw_name(run, form, "jsonl"),
-    )  # fmt: skip
+        request,
+        run,
+        form,
+        "jsonl",
+        lambda: iter_jsonl_bytes(run, form),
+        "application/x-ndjson",
+        _raw_name(run, form, "jsonl"),
+    )
 
 
 def raw_csv(request, run_id):
     run = visible_run(request, run_id)
     form = raw_form(request)
     return raw_files.serve(
-        request, run, form, "csv", lambda: export_csv(run, form),
-        "text/csv; charset=utf-8", _raw_name(run, form, "csv"),
-    )  # fmt: skip
+        request,
+        run,
+        form,
+        "csv",
+        lambda: export_csv(run, form),
+        "text/csv; charset=utf-8",
+        _raw_name(run, form, "csv"),
+    )

@@ -28,21 +28,23 @@ def provider_entries(slug: str) -> list[dict]:
                 name = next(p["run_name"] for p in series["points"] if p["run"] == run)
                 entries[f"run/{run}/{benchmark}"] = {
                     "title": f"{history['title']}: results published from run {name}",
-                    "link": reverse("run", args=[run]), "when": when,
+                    "link": reverse("run", args=[run]),
+                    "when": when,
                     "id": f"run/{run}/{benchmark}",
                     "text": f"{series['provider_name']} on {history['title']}, image "
                     f"{series['image_digest'] or 'not recorded'}.",
-                }  # fmt: skip
+                }
             for change in series["changes"]:
                 if change["flagged"]:
                     key = f"change/{change['later_run']}/{benchmark}/{change['unit']}"
                     entries[key] = {
                         "title": f"Change: {change['text']}",
                         "link": reverse("benchmark", args=[benchmark]) + "#history",
-                        "when": published[change["later_run"]], "id": key,
+                        "when": published[change["later_run"]],
+                        "id": key,
                         "text": f"{series['provider_name']}: median {change['median_earlier']} "
                         f"-> {change['median_later']} {history['measure_unit']}.",
-                    }  # fmt: skip
+                    }
     return sorted(entries.values(), key=lambda e: (e["when"], e["id"]), reverse=True)[:ENTRIES]
 
 
@@ -57,8 +59,11 @@ def provider_feed(request, slug):
     for entry in provider_entries(slug):
         when = datetime.fromisoformat(entry["when"])
         feed.add_item(
-            title=entry["title"], link=request.build_absolute_uri(entry["link"]),
-            description=entry["text"], unique_id=f"tag:boxbench,{entry['id']}", pubdate=when,
+            title=entry["title"],
+            link=request.build_absolute_uri(entry["link"]),
+            description=entry["text"],
+            unique_id=f"tag:boxbench,{entry['id']}",
+            pubdate=when,
             updateddate=when,
-        )  # fmt: skip
+        )
     return HttpResponse(feed.writeString("utf-8"), content_type="application/atom+xml")

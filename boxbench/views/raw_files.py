@@ -33,8 +33,15 @@ from boxbench.rawdata import SCHEMA_VERSION
 RETRY_AFTER_S = 30
 
 
-def serve(request, run: Run, form: str, extension: str, export: Callable[[], Iterable],
-          content_type: str, filename: str):  # fmt: skip
+def serve(
+    request,
+    run: Run,
+    form: str,
+    extension: str,
+    export: Callable[[], Iterable],
+    content_type: str,
+    filename: str,
+):
     """The run's `form` of the raw data as `extension`: from its file once published, else
     `export()` streamed."""
     if not run.published:

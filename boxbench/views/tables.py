@@ -295,19 +295,42 @@ def compare_table(page: ComparePage) -> Table:
     """Two providers side by side: per benchmark, unit and series, both medians, the ratio b/a
     with its 95 % interval, the detectable difference and the verdict."""
     columns = [
-        "benchmark", "unit", "series", "measure unit", "n a", "n b", "median a", "median b",
-        "ratio b/a", "ratio ci_low", "ratio ci_high", "detectable difference (%)", "verdict",
-        "run a", "run b",
-    ]  # fmt: skip
+        "benchmark",
+        "unit",
+        "series",
+        "measure unit",
+        "n a",
+        "n b",
+        "median a",
+        "median b",
+        "ratio b/a",
+        "ratio ci_low",
+        "ratio ci_high",
+        "detectable difference (%)",
+        "verdict",
+        "run a",
+        "run b",
+    ]
     rows = [
         [
-            r["benchmark"], r["unit"], r["stage"] or "total", r["measure_unit"], str(r["n_a"]),
-            str(r["n_b"]), num(r["median_a"]), num(r["median_b"]), ratio(r["ratio"]),
-            ratio(r["ci_low"]), ratio(r["ci_high"]), num(r["detectable_percent"]), r["text"],
-            r["run_a"], r["run_b"],
+            r["benchmark"],
+            r["unit"],
+            r["stage"] or "total",
+            r["measure_unit"],
+            str(r["n_a"]),
+            str(r["n_b"]),
+            num(r["median_a"]),
+            num(r["median_b"]),
+            ratio(r["ratio"]),
+            ratio(r["ci_low"]),
+            ratio(r["ci_high"]),
+            num(r["detectable_percent"]),
+            r["text"],
+            r["run_a"],
+            r["run_b"],
         ]
         for r in page["rows"]
-    ]  # fmt: skip
+    ]
     blank = {
         "ratio b/a": "Not comparable: the verdict says why.",
         "ratio ci_low": "Not comparable: the verdict says why.",

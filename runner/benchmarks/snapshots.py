@@ -69,10 +69,17 @@ class CopyBenchmark:
 def write_state(ctx: TrialContext, path: str, token: str) -> None:
     """Write `token` into `path` in the trial's own sandbox, untimed."""
     made = ctx.exec(
-        ["/bin/sh", "-c", 'mkdir -p "$1" && printf %s "$2" > "$3" && sync', "sh", STATE_DIR, token,
-         path],
+        [
+            "/bin/sh",
+            "-c",
+            'mkdir -p "$1" && printf %s "$2" > "$3" && sync',
+            "sh",
+            STATE_DIR,
+            token,
+            path,
+        ],
         timeout=60,
-    )  # fmt: skip
+    )
     if made.exit_code != 0:
         raise ProviderFailure(
             f"could not write {path} in the source sandbox: {made.stderr[:200]!r}"

@@ -313,9 +313,13 @@ class AgentCoreProvider(Provider):
         started = time.monotonic()
         limits = self.limits
         result = self._invoke(
-            "exec", sandbox.id, "executeCommand", {"command": command},
-            limits.exec_answer_bytes(), "max_output_mib",
-        )  # fmt: skip
+            "exec",
+            sandbox.id,
+            "executeCommand",
+            {"command": command},
+            limits.exec_answer_bytes(),
+            "max_output_mib",
+        )
         out = result["structuredContent"]
         if "exitCode" not in out:
             raise ProviderError(self._tool_error("exec", result), operation="exec")
@@ -339,9 +343,13 @@ class AgentCoreProvider(Provider):
 
     def _write(self, sandbox, path: str, data: bytes, operation: str) -> None:
         result = self._invoke(
-            operation, sandbox.id, "writeFiles", {"content": [{"path": path, "blob": data}]},
-            self.limits.answer_bytes, "",
-        )  # fmt: skip
+            operation,
+            sandbox.id,
+            "writeFiles",
+            {"content": [{"path": path, "blob": data}]},
+            self.limits.answer_bytes,
+            "",
+        )
         if result["isError"]:
             raise ProviderError(self._tool_error(operation, result), operation=operation)
 
@@ -350,9 +358,13 @@ class AgentCoreProvider(Provider):
 
     def download(self, sandbox, path) -> bytes:
         result = self._invoke(
-            "download", sandbox.id, "readFiles", {"paths": [path]},
-            self.limits.download_bytes + self.limits.answer_bytes, "max_download_mib",
-        )  # fmt: skip
+            "download",
+            sandbox.id,
+            "readFiles",
+            {"paths": [path]},
+            self.limits.download_bytes + self.limits.answer_bytes,
+            "max_download_mib",
+        )
         if result["isError"]:
             text = self._tool_error("download", result)
             code = "not_found" if "no such file" in text.lower() else ""
@@ -365,8 +377,12 @@ class AgentCoreProvider(Provider):
             if data is None and isinstance(resource.get("text"), str):
                 data = resource["text"].encode()
             if isinstance(data, bytes):
-                capped = Capped(self._reader("download"), self.limits.download_bytes,
-                                f"the file {path}", "max_download_mib")  # fmt: skip
+                capped = Capped(
+                    self._reader("download"),
+                    self.limits.download_bytes,
+                    f"the file {path}",
+                    "max_download_mib",
+                )
                 capped.add(data)
                 return data
         raise ProviderError(f"agentcore download: no content for {path}", operation="download")

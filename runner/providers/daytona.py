@@ -112,9 +112,11 @@ class DaytonaProvider(HTTPProvider):
                 import daytona
 
                 config = daytona.DaytonaConfig(
-                    api_key=self._key, api_url=self.api_url, target=self.target,
+                    api_key=self._key,
+                    api_url=self.api_url,
+                    target=self.target,
                     use_deprecated_polling=True,
-                )  # fmt: skip
+                )
                 with warnings.catch_warnings():
                     # Polling is deprecated in favour of the event stream, which the fake lacks.
                     warnings.simplefilter("ignore", DeprecationWarning)
@@ -390,9 +392,11 @@ class DaytonaProvider(HTTPProvider):
     def download(self, sandbox, path) -> bytes:
         box = self._box(sandbox, "download")
         capped = Capped(
-            self._reader("download"), self.limits.download_bytes, f"the file {path}",
+            self._reader("download"),
+            self.limits.download_bytes,
+            f"the file {path}",
             "max_download_mib",
-        )  # fmt: skip
+        )
 
         def read() -> bytes:
             # Streamed, so a file past the cap costs at most the cap in memory.

@@ -14,8 +14,10 @@ FRAME_PIECE = 64 * 1024  # an exec's output is read this much at a time
 
 def outputs(reader: Reader, cap: int) -> tuple[Capped, Capped]:
     """Where an exec's stdout and stderr go, each up to `cap` bytes (max_output_mib)."""
-    out, err = (Capped(reader, cap, f"the command's {name}", "max_output_mib")
-                for name in ("stdout", "stderr"))  # fmt: skip
+    out, err = (
+        Capped(reader, cap, f"the command's {name}", "max_output_mib")
+        for name in ("stdout", "stderr")
+    )
     return out, err
 
 

@@ -314,8 +314,9 @@ class ModalProvider(Provider):
             reader = self._reader(operation)
             cap, setting, what = out
             stdout = Capped(reader, cap, what, setting)
-            stderr = Capped(reader, self.limits.output_bytes, "the command's stderr",
-                            "max_output_mib")  # fmt: skip
+            stderr = Capped(
+                reader, self.limits.output_bytes, "the command's stderr", "max_output_mib"
+            )
             return ExecResult(code, stdout.read(process.stdout), stderr.read(process.stderr))
 
         return self._call("exec", finish, data_plane=True)

@@ -158,9 +158,16 @@ class VercelProvider(HTTPProvider):
         return Reader("vercel", operation, self._secrets())
 
     def _request(
-        self, method, path, operation, data_plane=False, stream=False, cap=None, setting="",
+        self,
+        method,
+        path,
+        operation,
+        data_plane=False,
+        stream=False,
+        cap=None,
+        setting="",
         **kwargs,
-    ):  # fmt: skip
+    ):
         self._refuse_if_unconfigured(operation)
         headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
         params = {"teamId": self._team, **kwargs.pop("params", {})}
@@ -172,10 +179,16 @@ class VercelProvider(HTTPProvider):
                 )
                 return self.client.send(request, stream=True)
             return send(
-                self.client, method, url, self._reader(operation),
-                cap or self.limits.answer_bytes, setting=setting,
-                headers=headers, params=params, **kwargs,
-            )  # fmt: skip
+                self.client,
+                method,
+                url,
+                self._reader(operation),
+                cap or self.limits.answer_bytes,
+                setting=setting,
+                headers=headers,
+                params=params,
+                **kwargs,
+            )
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
@@ -300,9 +313,14 @@ class VercelProvider(HTTPProvider):
     def _run_waiting(self, sandbox, path, body, timeout) -> tuple[str, int]:
         """POST with wait: the first ndjson line names the command, the second ends it."""
         response = self._request(
-            "POST", path, "exec", data_plane=True, stream=True, json={**body, "wait": True},
+            "POST",
+            path,
+            "exec",
+            data_plane=True,
+            stream=True,
+            json={**body, "wait": True},
             timeout=httpx.Timeout(timeout + 1.0, connect=10.0),
-        )  # fmt: skip
+        )
         command_id = None
         reader = self._reader("exec")
         try:
@@ -317,8 +335,10 @@ class VercelProvider(HTTPProvider):
                     operation="exec",
                     code=BAD_ANSWER,
                 )
-            lines = _lines(response.iter_bytes(), Capped(reader, self.limits.answer_bytes,
-                                                         "the command stream"))  # fmt: skip
+            lines = _lines(
+                response.iter_bytes(),
+                Capped(reader, self.limits.answer_bytes, "the command stream"),
+            )
             command_id = reader.json(next(lines), _CommandAnswer, "the command stream").command.id
             exit_code = None
             # Read to the end even after the exit code: closing a stream that is not drained
@@ -368,21 +388,27 @@ class VercelProvider(HTTPProvider):
 
     def _kill(self, sandbox, command_id) -> None:
         with contextlib.suppress(ProviderError):
-            self._call("POST", f"/v1/sandboxes/{sandbox.id}/{command_id}/kill", "exec",
-                       json={"signal": 9})  # fmt: skip
+            self._call(
+                "POST", f"/v1/sandboxes/{sandbox.id}/{command_id}/kill", "exec", json={"signal": 9}
+            )
 
     def _logs(self, sandbox, command_id) -> tuple[bytes, bytes]:
         limits, reader = self.limits, self._reader("exec")
         try:
             response = self._call(
-                "GET", f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs", "exec",
-                data_plane=True, cap=limits.exec_answer_bytes(), setting="max_output_mib",
-            )  # fmt: skip
+                "GET",
+                f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs",
+                "exec",
+                data_plane=True,
+                cap=limits.exec_answer_bytes(),
+                setting="max_output_mib",
+            )
             out = {
-                stream: Capped(reader, limits.output_bytes, f"the command's {stream}",
-                               "max_output_mib")
+                stream: Capped(
+                    reader, limits.output_bytes, f"the command's {stream}", "max_output_mib"
+                )
                 for stream in ("stdout", "stderr")
-            }  # fmt: skip
+            }
             for line in response.content.splitlines():
                 if not line.strip():
                     continue
@@ -411,16 +437,24 @@ class VercelProvider(HTTPProvider):
             member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
             archive.addfile(member, io.BytesIO(data))
         self._call(
-            "POST", f"/v1/sandboxes/{sandbox.id}/fs/write", "upload", data_plane=True,
+            "POST",
+            f"/v1/sandboxes/{sandbox.id}/fs/write",
+            "upload",
+            data_plane=True,
             content=gzip.compress(buffer.getvalue(), mtime=0),
             headers={"Content-Type": "application/gzip", "x-cwd": "/"},
-        )  # fmt: skip
+        )
 
     def download(self, sandbox, path) -> bytes:
         return self._call(
-            "POST", f"/v1/sandboxes/{sandbox.id}/fs/read", "download", data_plane=True,
-            json={"path": path}, cap=self.limits.download_bytes, setting="max_download_mib",
-        ).content  # fmt: skip
+            "POST",
+            f"/v1/sandboxes/{sandbox.id}/fs/read",
+            "download",
+            data_plane=True,
+            json={"path": path},
+            cap=self.limits.download_bytes,
+            setting="max_download_mib",
+        ).content
 
     def destroy(self, sandbox) -> None:
         response = self._call("POST", f"/v1/sandboxes/{sandbox.id}/stop", "destroy", ok=(200, 404))
@@ -450,8 +484,9 @@ class VercelProvider(HTTPProvider):
         return found
 
     def _doctor_probe(self) -> None:
-        self._call("GET", "/v1/sandboxes", "doctor",
-                   params={"project": self._project, "limit": "1"})  # fmt: skip
+        self._call(
+            "GET", "/v1/sandboxes", "doctor", params={"project": self._project, "limit": "1"}
+        )
 
     def _doctor_details(self) -> list[DoctorCheck]:
         return [
@@ -459,14 +494,14 @@ class VercelProvider(HTTPProvider):
                 "ledger",
                 True,
                 f"{len(self.ledger.open_entries())} open entries in {self.ledger.path}",
-            ),  # fmt: skip
+            ),
             DoctorCheck(
                 "source",
                 True,
                 self.base_snapshot
                 and f"snapshot {self.base_snapshot}"
                 or f"runtime {RUNTIME} (BOXBENCH_VERCEL_SNAPSHOT unset)",
-            ),  # fmt: skip
+            ),
         ]
 
 

@@ -41,9 +41,16 @@ def test_measurements_stored_before_0011_get_their_trials_run_and_seq():
         for run in runs:
             for seq in (3, 1, 2):
                 trial = Trial.objects.create(
-                    id=uuid.uuid4(), run=run, benchmark=benchmark, unit=unit,
-                    provider=provider, round=1, seq=seq, state="done", outcome="success",
-                )  # fmt: skip
+                    id=uuid.uuid4(),
+                    run=run,
+                    benchmark=benchmark,
+                    unit=unit,
+                    provider=provider,
+                    round=1,
+                    seq=seq,
+                    state="done",
+                    outcome="success",
+                )
                 for name in ("total", "boot"):
                     made = Measurement.objects.create(
                         trial=trial, kind="metric", name=name, value=1.0, clock="job_host"
@@ -92,19 +99,40 @@ def test_measurements_move_into_their_trials_rows_and_back():
         trials = []
         for seq in (1, 2):
             trial = Trial.objects.create(
-                id=uuid.uuid4(), run=run, benchmark=benchmark, unit=unit, provider=provider,
-                round=1, seq=seq, state="done", outcome="success",
-            )  # fmt: skip
+                id=uuid.uuid4(),
+                run=run,
+                benchmark=benchmark,
+                unit=unit,
+                provider=provider,
+                round=1,
+                seq=seq,
+                state="done",
+                outcome="success",
+            )
             trials.append(trial.id)
             for kind, name, value, unit_name, clock, gate in stored[: 1 + seq]:
                 Measurement.objects.create(
-                    trial=trial, run=run, seq=seq, kind=kind, name=name, value=value,
-                    unit=unit_name, clock=clock, clock_gate=gate,
-                )  # fmt: skip
+                    trial=trial,
+                    run=run,
+                    seq=seq,
+                    kind=kind,
+                    name=name,
+                    value=value,
+                    unit=unit_name,
+                    clock=clock,
+                    clock_gate=gate,
+                )
         empty = Trial.objects.create(
-            id=uuid.uuid4(), run=run, benchmark=benchmark, unit=unit, provider=provider,
-            round=1, seq=3, state="done", outcome="success",
-        )  # fmt: skip
+            id=uuid.uuid4(),
+            run=run,
+            benchmark=benchmark,
+            unit=unit,
+            provider=provider,
+            round=1,
+            seq=3,
+            state="done",
+            outcome="success",
+        )
 
         apps = migrate(AFTER_0012)
         Trial, MeasurementName = _models(apps, "Trial", "MeasurementName")
@@ -124,9 +152,14 @@ def test_measurements_move_into_their_trials_rows_and_back():
         # The trial table was rebuilt on SQLite: its tally triggers are there again.
         before = _tally(apps, run)
         Trial.objects.create(
-            id=uuid.uuid4(), run_id=run.id, benchmark_id=benchmark.id, unit_id=unit.id,
-            provider_id=provider.id, round=1, seq=4,
-        )  # fmt: skip
+            id=uuid.uuid4(),
+            run_id=run.id,
+            benchmark_id=benchmark.id,
+            unit_id=unit.id,
+            provider_id=provider.id,
+            round=1,
+            seq=4,
+        )
         assert _tally(apps, run) == before + 1
 
         apps = migrate(BEFORE_0012)
@@ -162,9 +195,11 @@ def test_a_chains_status_leaves_the_manifests_of_runs_planned_here_and_comes_bac
     try:
         Run, RunTransition, ChainProgress = _models(apps, "Run", "RunTransition", "ChainProgress")
         planned = Run.objects.create(
-            id=uuid.uuid4(), name="planned here", status="running",
+            id=uuid.uuid4(),
+            name="planned here",
+            status="running",
             manifest={"seed": 1, "chains": chains("done", "running", "planned")},
-        )  # fmt: skip
+        )
         ChainProgress.objects.create(run=planned, provider="a", job_host="h", state="done")
         ChainProgress.objects.create(run=planned, provider="b", job_host="h", state="waiting")
         given = {"seed": 2, "chains": chains("done")}
@@ -179,8 +214,9 @@ def test_a_chains_status_leaves_the_manifests_of_runs_planned_here_and_comes_bac
         apps = migrate(AFTER_0013)
         (Run,) = _models(apps, "Run")
         assert Run.objects.get(pk=planned.pk).manifest == {
-            "seed": 1, "chains": {p: {"order": [["create", 1]]} for p in "abc"}
-        }  # fmt: skip
+            "seed": 1,
+            "chains": {p: {"order": [["create", 1]]} for p in "abc"},
+        }
         assert Run.objects.get(pk=imported.pk).manifest == given  # kept as the file gave it
         assert Run.objects.get(pk=bare.pk).manifest == {"seed": 3}
 

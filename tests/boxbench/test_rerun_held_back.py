@@ -58,9 +58,18 @@ def failing_audits(monkeypatch):
 
 def run_default(out, *extra):
     call_command(
-        "bench", "run", "--benchmark", "destroy", "--trials", "2", "--provider", "local",
-        "--publish", *extra, stdout=out,
-    )  # fmt: skip
+        "bench",
+        "run",
+        "--benchmark",
+        "destroy",
+        "--trials",
+        "2",
+        "--provider",
+        "local",
+        "--publish",
+        *extra,
+        stdout=out,
+    )
     return Run.objects.filter(manifest__rerun_of__isnull=True).get()
 
 

@@ -76,33 +76,40 @@ def subject(slug: str, *marks):
 def local_subject(request, tmp_path):
     provider = request.getfixturevalue("local")
     yield Subject(
-        "local", provider, f"bb-contract-{uuid.uuid4().hex[:8]}", secrets=(),
+        "local",
+        provider,
+        f"bb-contract-{uuid.uuid4().hex[:8]}",
+        secrets=(),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
         with_settings=lambda more: get_provider("local", settings={"root": provider.root, **more}),
-    )  # fmt: skip
+    )
 
 
 @subject("docker", pytest.mark.podman)
 def docker_subject(request, tmp_path):
     socket = request.getfixturevalue("podman_socket")
     yield Subject(
-        "docker", request.getfixturevalue("docker_provider"),
-        request.getfixturevalue("batch_label"), secrets=(),
+        "docker",
+        request.getfixturevalue("docker_provider"),
+        request.getfixturevalue("batch_label"),
+        secrets=(),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
         with_settings=lambda more: get_provider("docker", settings={"host": socket, **more}),
-    )  # fmt: skip
+    )
 
 
 @subject("opensandbox", pytest.mark.podman)
 def opensandbox_subject(request, tmp_path):
     stack = request.getfixturevalue("opensandbox_stack")
     yield Subject(
-        "opensandbox", request.getfixturevalue("opensandbox"), request.getfixturevalue("os_label"),
+        "opensandbox",
+        request.getfixturevalue("opensandbox"),
+        request.getfixturevalue("os_label"),
         secrets=(stack.api_key,),
         fail_next_create=lambda text: {"image": MISSING_IMAGE},
         with_credential=lambda key: provider_for(stack, api_key=key),
         with_settings=lambda more: provider_for(stack, **more),
-    )  # fmt: skip
+    )
 
 
 def _http_subject(slug):
@@ -111,18 +118,25 @@ def _http_subject(slug):
 
             def fail_next_create(text):
                 cloud.api.faults.add(
-                    "POST", cloud.create_path(), status=500,
+                    "POST",
+                    cloud.create_path(),
+                    status=500,
                     body={"code": 500, "message": f"backend fault {text}"},
-                )  # fmt: skip
+                )
                 return {}
 
             setting = cloud.credential_setting()
             yield Subject(
-                slug, cloud.provider, f"bb-contract-{uuid.uuid4().hex[:8]}",
-                secrets=(cloud.fake.api_key,), fail_next_create=fail_next_create,
-                with_credential=lambda key: cloud.adapter(**{setting: key}), echoes=True,
-                with_settings=lambda more: cloud.adapter(**more), hostile=cloud.fake.hostile,
-            )  # fmt: skip
+                slug,
+                cloud.provider,
+                f"bb-contract-{uuid.uuid4().hex[:8]}",
+                secrets=(cloud.fake.api_key,),
+                fail_next_create=fail_next_create,
+                with_credential=lambda key: cloud.adapter(**{setting: key}),
+                echoes=True,
+                with_settings=lambda more: cloud.adapter(**more),
+                hostile=cloud.fake.hostile,
+            )
 
     return factory
 
@@ -150,16 +164,18 @@ def modal_subject(request, tmp_path):
             return {}
 
         yield Subject(
-            "modal", get_provider("modal", settings=settings),
+            "modal",
+            get_provider("modal", settings=settings),
             f"bb-contract-{uuid.uuid4().hex[:8]}",
-            secrets=(fake.token_id, fake.token_secret), fail_next_create=fail_next_create,
+            secrets=(fake.token_id, fake.token_secret),
+            fail_next_create=fail_next_create,
             with_credential=lambda key: get_provider(
                 "modal", settings={**settings, "token_secret": key}
             ),
             echoes=True,
             with_settings=lambda more: get_provider("modal", settings={**settings, **more}),
             hostile=fake.hostile,
-        )  # fmt: skip
+        )
     finally:
         fake.stop()
 
@@ -180,22 +196,27 @@ def agentcore_subject(request, tmp_path):
 
         def fail_next_create(text):
             fake.api.faults.add(
-                "PUT", "/sessions/start$", status=500, body={"message": f"backend fault {text}"},
+                "PUT",
+                "/sessions/start$",
+                status=500,
+                body={"message": f"backend fault {text}"},
                 headers={"x-amzn-ErrorType": "InternalServerException"},
-            )  # fmt: skip
+            )
             return {}
 
         yield Subject(
-            "agentcore", get_provider("agentcore", settings=settings),
+            "agentcore",
+            get_provider("agentcore", settings=settings),
             f"bb-contract-{uuid.uuid4().hex[:8]}",
-            secrets=(fake.secret_access_key,), fail_next_create=fail_next_create,
+            secrets=(fake.secret_access_key,),
+            fail_next_create=fail_next_create,
             with_credential=lambda key: get_provider(
                 "agentcore", settings={**settings, "secret_access_key": key}
             ),
             echoes=True,
             with_settings=lambda more: get_provider("agentcore", settings={**settings, **more}),
             hostile=fake.hostile,
-        )  # fmt: skip
+        )
     finally:
         fake.stop()
 
@@ -222,9 +243,12 @@ def apple_container_subject(request, tmp_path):
 
     settings = {"cli": str(wrapper), "platform": ("Darwin", "arm64"), "image": "boxbench:test"}
     yield Subject(
-        "apple-container", get_provider("apple-container", settings=settings),
-        f"bb-contract-{uuid.uuid4().hex[:8]}", secrets=(), fail_next_create=fail_next_create,
-    )  # fmt: skip
+        "apple-container",
+        get_provider("apple-container", settings=settings),
+        f"bb-contract-{uuid.uuid4().hex[:8]}",
+        secrets=(),
+        fail_next_create=fail_next_create,
+    )
 
 
 @pytest.fixture(params=[pytest.param(slug, marks=marks) for slug, (_, marks) in SUBJECTS.items()])

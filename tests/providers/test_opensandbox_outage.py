@@ -57,9 +57,14 @@ def test_a_run_waits_for_a_server_that_stays_away_and_completes(
     monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
     # Other tests' sandboxes on the same engine are listed too: they are not this run's.
     run = plan_run(
-        "c4", benchmarks=["create"], providers=["opensandbox"], trials=3, seed=1, concurrency=1,
+        "c4",
+        benchmarks=["create"],
+        providers=["opensandbox"],
+        trials=3,
+        seed=1,
+        concurrency=1,
         allow_busy_account=True,
-    )  # fmt: skip
+    )
     run.transition(RunStatus.RUNNING)
 
     steps.execute_chain(run.pk, "opensandbox")

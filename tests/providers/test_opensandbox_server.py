@@ -156,10 +156,12 @@ def test_error_bodies_map_to_clear_adapter_errors(opensandbox, opensandbox_stack
         opensandbox._call(
             "create",
             lambda: SandboxSync.create(
-                "x", timeout=timedelta(seconds=30), connection_config=opensandbox.config,
+                "x",
+                timeout=timedelta(seconds=30),
+                connection_config=opensandbox.config,
                 skip_health_check=True,
             ),
-        )  # fmt: skip
+        )
     missing_image = spec(os_label, image="localhost/boxbench-no-such-image:1")
     with pytest.raises(ProviderError, match="500 DOCKER::SANDBOX_IMAGE_PULL_FAILED") as raised:
         opensandbox.create(missing_image)
@@ -198,9 +200,13 @@ def test_the_other_outcome_classes_pass_through_the_adapter(opensandbox, os_labe
 
     def trial():
         return lifecycle.run_trial(
-            opensandbox, module.DEFINITION, module.units()[0], procedure, label=os_label,
+            opensandbox,
+            module.DEFINITION,
+            module.units()[0],
+            procedure,
+            label=os_label,
             limits=LIMITS,
-        )  # fmt: skip
+        )
 
     result = trial()
     if result.outcome == "provider_failure" and result.cause.startswith("create"):
@@ -217,9 +223,14 @@ def test_a_whole_benchmark_trial_runs_through_the_adapter(opensandbox, os_label,
 
     def trial():
         return lifecycle.run_trial(
-            opensandbox, module.DEFINITION, module.units()[0], module.run, label=os_label,
-            pricing=opensandbox.declaration.pricing, limits=LIMITS,
-        )  # fmt: skip
+            opensandbox,
+            module.DEFINITION,
+            module.units()[0],
+            module.run,
+            label=os_label,
+            pricing=opensandbox.declaration.pricing,
+            limits=LIMITS,
+        )
 
     result = trial()
     if result.outcome == "provider_failure" and result.cause.startswith("create"):

@@ -27,9 +27,13 @@ def run_with_outage(local, chain_provider, monkeypatch, skipped_time, down_s, co
         )
     )
     run = plan_run(
-        "outage", benchmarks=["create"], providers=["local"], trials=4, seed=1,
+        "outage",
+        benchmarks=["create"],
+        providers=["local"],
+        trials=4,
+        seed=1,
         concurrency=concurrency,
-    )  # fmt: skip
+    )
     run.transition(RunStatus.RUNNING)
     steps.execute_chain(run.pk, "local")
     run.refresh_from_db()

@@ -37,9 +37,15 @@ def test_it_leaves_no_sandbox_after_one_cleanup_pass(chain_provider, local, monk
     from boxbench.cli import cleanup
 
     chain_provider(
-        LostCreates(local, lost=2, delay_s=0.3, create_errors=1, create_error_code="rate_limited",
-                    destroy_errors=1)
-    )  # fmt: skip
+        LostCreates(
+            local,
+            lost=2,
+            delay_s=0.3,
+            create_errors=1,
+            create_error_code="rate_limited",
+            destroy_errors=1,
+        )
+    )
     run = plan_run(
         "faults", benchmarks=["create"], providers=["local"], trials=4, seed=1, concurrency=1
     )

@@ -60,9 +60,13 @@ def qcluster(host: str, local, tmp_path) -> subprocess.Popen:
     }
     with open(tmp_path / f"{host}.log", "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def kill(cluster: subprocess.Popen) -> None:
@@ -79,9 +83,14 @@ def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
     redis_queue, chain_provider, local, tmp_path, settings
 ):
     run = plan_run(
-        "two hosts", benchmarks=["cpu-single"], providers=["local"], trials=4, seed=2,
-        concurrency=1, job_hosts={"local": "host-b"},
-    )  # fmt: skip
+        "two hosts",
+        benchmarks=["cpu-single"],
+        providers=["local"],
+        trials=4,
+        seed=2,
+        concurrency=1,
+        job_hosts={"local": "host-b"},
+    )
     host_a, host_b = qcluster("host-a", local, tmp_path), qcluster("host-b", local, tmp_path)
     try:
         steps.start_run(run)

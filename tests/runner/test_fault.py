@@ -20,9 +20,18 @@ from tests.support.runner import DEFINITION, trial
 
 @pytest.mark.parametrize(
     ("exit_code", "expected"),
-    [(137, signal.SIGKILL), (-9, signal.SIGKILL), (143, signal.SIGTERM), (139, signal.SIGSEGV),
-     (0, None), (1, None), (127, None), (128, None), (255, None)],
-)  # fmt: skip
+    [
+        (137, signal.SIGKILL),
+        (-9, signal.SIGKILL),
+        (143, signal.SIGTERM),
+        (139, signal.SIGSEGV),
+        (0, None),
+        (1, None),
+        (127, None),
+        (128, None),
+        (255, None),
+    ],
+)
 def test_it_reads_the_signal_from_an_exit_status(exit_code, expected):
     assert fault.signal_of(exit_code) == expected
 

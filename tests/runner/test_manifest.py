@@ -49,8 +49,11 @@ def test_it_records_changes_in_the_shape_the_pages_read():
     stored = manifest.to_json()
     assert stored["stopped_units"] == [["local", "create", "default"]]
     assert stored["live_sandboxes"]["local"]["before_chain"] == {
-        "others": 0, "other_ids": [], "own": 0, "at": "t"
-    }  # fmt: skip
+        "others": 0,
+        "other_ids": [],
+        "own": 0,
+        "at": "t",
+    }
     assert stored["chains"]["local"]["stopped"] == "the run was cancelled"
     assert "error" not in stored["chains"]["local"]
 

@@ -67,9 +67,13 @@ def test_providers_sharing_the_job_host_take_turns_and_never_run_at_once(
     log, running = step_log
     # Both run on this host's `local` here: what matters is that both share the job host.
     run = plan_run(
-        "lanes", benchmarks=["create"], providers=["docker", "local"], trials=4, seed=3,
+        "lanes",
+        benchmarks=["create"],
+        providers=["docker", "local"],
+        trials=4,
+        seed=3,
         concurrency=1,
-    )  # fmt: skip
+    )
     host = run.manifest["providers"]["local"]["job_host"]
     assert run.manifest["schedule"]["lanes"] == {f"host:{host}": ["docker", "local"]}
     steps.start_run(run)
@@ -150,9 +154,13 @@ def test_recovery_leaves_a_live_step_and_a_fresh_queue_alone(chain_provider, set
 
 def test_a_run_ends_when_every_planned_chain_is_done_as_its_progress_rows_say(chain_provider):
     run = plan_run(
-        "two", benchmarks=["create"], providers=["docker", "local"], trials=1, seed=1,
+        "two",
+        benchmarks=["create"],
+        providers=["docker", "local"],
+        trials=1,
+        seed=1,
         concurrency=1,
-    )  # fmt: skip
+    )
     run.transition(RunStatus.RUNNING)
     steps.execute_chain(run.pk, "docker")
     run.refresh_from_db()

@@ -183,10 +183,25 @@ def test_it_finds_the_words_wherever_an_owner_or_evidence_kind_goes(tmp_path):
         "ProviderError('remove it', 'cleanup'); label = 'provider'; x.kind == 'blob'\n"
     )
     found = [line.split(": ", 1)[1] for line in scan(tmp_path, ("runner",))]
-    assert sorted(found) == sorted([
-        "owner 'trace'", "owner 'provider'", "owner 'unknown'", "kind 'readiness'",
-        "kind 'create_error'", "kind 'lifecycle'", "owner ''", "owner 'benchmark'",
-        "kind 'recovery'", "owner 'environment'", "kind 'cleanup'", "owner 'provider'",
-        "kind 'traceback'", "owner 'unknown'", "owner 'benchmark'", "owner 'provider'", "owner ''",
-        "kind 'sandbox'",
-    ])  # fmt: skip
+    assert sorted(found) == sorted(
+        [
+            "owner 'trace'",
+            "owner 'provider'",
+            "owner 'unknown'",
+            "kind 'readiness'",
+            "kind 'create_error'",
+            "kind 'lifecycle'",
+            "owner ''",
+            "owner 'benchmark'",
+            "kind 'recovery'",
+            "owner 'environment'",
+            "kind 'cleanup'",
+            "owner 'provider'",
+            "kind 'traceback'",
+            "owner 'unknown'",
+            "owner 'benchmark'",
+            "owner 'provider'",
+            "owner ''",
+            "kind 'sandbox'",
+        ]
+    )

@@ -26,8 +26,9 @@ def test_the_correction_counts_every_comparison():
     a = rng.lognormal(0, 0.3, size=8)
     b = a * 1.2 * rng.lognormal(0, 0.3, size=8)
     alone = changes.flag([changes.change(a, b)], [True])[0]["q"]
-    crowd = [changes.change(a, b)] + [changes.change(a, a * rng.lognormal(0, 0.3, 8))
-                                     for _ in range(9)]  # fmt: skip
+    crowd = [changes.change(a, b)] + [
+        changes.change(a, a * rng.lognormal(0, 0.3, 8)) for _ in range(9)
+    ]
     assert changes.flag(crowd, [True] * 10)[0]["q"] >= alone
 
 
@@ -37,6 +38,7 @@ def test_all_tied_values_cannot_be_tested():
 
 
 def test_on_a_higher_is_better_metric_a_drop_is_lower():
-    found = changes.flag([changes.change([100.0, 101, 102, 103] * 5, [70.0, 71, 72, 73] * 5)],
-                         [False])[0]  # fmt: skip
+    found = changes.flag(
+        [changes.change([100.0, 101, 102, 103] * 5, [70.0, 71, 72, 73] * 5)], [False]
+    )[0]
     assert found["direction"] == "lower" and found["flagged"]

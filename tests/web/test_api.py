@@ -44,10 +44,12 @@ def api_urls_with_csv() -> list[tuple[str, str]]:
         elif scope == Scope.UNIT:
             slug, unit = key.split("/")
             pairs += [
-                (f"/api/v1/benchmarks/{slug}/units/{unit}{v}",
-                 f"/benchmarks/{slug}/units/{unit}.csv{v}")
+                (
+                    f"/api/v1/benchmarks/{slug}/units/{unit}{v}",
+                    f"/benchmarks/{slug}/units/{unit}.csv{v}",
+                )
                 for v in views
-            ]  # fmt: skip
+            ]
         elif scope == Scope.COMPARE:
             a, b = key.split("/")
             pairs.append((f"/api/v1/compare?a={a}&b={b}", f"/compare.csv?a={a}&b={b}"))

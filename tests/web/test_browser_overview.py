@@ -59,8 +59,9 @@ def embedded(tab, chart_id: str) -> dict:
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-def test_the_overview_pictures_read_well_and_match_the_api(live_server, browser, published_run,
-                                                            client, width):  # fmt: skip
+def test_the_overview_pictures_read_well_and_match_the_api(
+    live_server, browser, published_run, client, width
+):
     context = browser.new_context(viewport={"width": width, "height": 900})
     tab = context.new_page()
     tab.errors = []

@@ -168,12 +168,18 @@ def test_it_takes_the_target_from_each_chains_planned_benchmarks():
 def test_it_counts_only_failing_checks_without_a_resolution():
     report = {
         "pairs": [
-            {"provider": "local", "benchmark": "create", "checks": {
-                "trend": {"verdict": "fail"}, "lag1": {"verdict": "note"}}},
-            {"provider": "docker", "benchmark": "create", "checks": {
-                "trend": {"verdict": "fail"}, "outliers": {"verdict": "fail"}}},
+            {
+                "provider": "local",
+                "benchmark": "create",
+                "checks": {"trend": {"verdict": "fail"}, "lag1": {"verdict": "note"}},
+            },
+            {
+                "provider": "docker",
+                "benchmark": "create",
+                "checks": {"trend": {"verdict": "fail"}, "outliers": {"verdict": "fail"}},
+            },
         ]
-    }  # fmt: skip
+    }
     resolved = {("docker", "create", "trend")}
     assert audit_verdict(report, resolved) == {"audited": True, "failing": 3, "unresolved": 2}
     assert audit_verdict(None, set()) == {"audited": False, "failing": 0, "unresolved": 0}

@@ -22,10 +22,14 @@ def pictured_run(imported_run):
     """The fixture run with the job hosts its manifest records for each provider."""
     manifest = dict(imported_run.manifest)
     manifest["providers"] = {
-        slug: {"job_host": host, "seq_base": 1_000_000 * (i + 1), "job_host_type": kind,
-               "job_host_region": region}
+        slug: {
+            "job_host": host,
+            "seq_base": 1_000_000 * (i + 1),
+            "job_host_type": kind,
+            "job_host_region": region,
+        }
         for i, (slug, (host, kind, region)) in enumerate(JOB_HOSTS.items())
-    }  # fmt: skip
+    }
     Run.objects.filter(id=imported_run.id).update(manifest=manifest)
     run = Run.objects.get(id=imported_run.id)
     explain_failures(run)

@@ -168,9 +168,16 @@ def hidden_trial(run: Run) -> Trial:
     """A successful trial of an unpublished run, made from one of the fixture's."""
     model = Trial.objects.filter(run__published=True, outcome=Outcome.SUCCESS).first()
     return Trial.objects.create(
-        run=run, benchmark=model.benchmark, unit=model.unit, provider=model.provider, round=1,
-        seq=1, state="done", outcome=Outcome.SUCCESS, metrics=model.metrics,
-    )  # fmt: skip
+        run=run,
+        benchmark=model.benchmark,
+        unit=model.unit,
+        provider=model.provider,
+        round=1,
+        seq=1,
+        state="done",
+        outcome=Outcome.SUCCESS,
+        metrics=model.metrics,
+    )
 
 
 @pytest.mark.parametrize("persona", STAFF)

@@ -24,8 +24,19 @@ HOSTILE = [
     "1e308",
 ]
 QUERY_PARAMS = [
-    "page", "provider", "unit", "open", "a", "b", "p", "q", "o", "e", "_to_field", "next",
-]  # fmt: skip
+    "page",
+    "provider",
+    "unit",
+    "open",
+    "a",
+    "b",
+    "p",
+    "q",
+    "o",
+    "e",
+    "_to_field",
+    "next",
+]
 
 
 def hostile_queries(addresses) -> list[tuple[str, str]]:

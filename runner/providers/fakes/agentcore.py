@@ -102,18 +102,30 @@ class AgentCoreFake:
         if mode == hostile.CALM:
             faults.clear()
         elif mode == "endless_listing":
-            faults.add("POST", "/sessions/list$", times=hostile.PAGES, answer=lambda r:
-                Response.json(200, {"items": [], "nextToken": hostile.fresh_token()}))  # fmt: skip
+            faults.add(
+                "POST",
+                "/sessions/list$",
+                times=hostile.PAGES,
+                answer=lambda r: Response.json(
+                    200, {"items": [], "nextToken": hostile.fresh_token()}
+                ),
+            )
         elif mode == "missing_id":
-            body = {"codeInterpreterIdentifier": INTERPRETER,
-                    "createdAt": aws.timestamp(datetime.now(UTC))}  # fmt: skip
+            body = {
+                "codeInterpreterIdentifier": INTERPRETER,
+                "createdAt": aws.timestamp(datetime.now(UTC)),
+            }
             faults.add("PUT", "/sessions/start$", status=200, body=body)
         elif mode == "not_json":
             faults.add("PUT", "/sessions/start$", answer=lambda r: hostile.html())
         elif mode == "oversized_download":
-            faults.add("POST", "/tools/invoke$", answer=lambda r: Response(
-                200, _oversized_events(), {"Content-Type": "application/vnd.amazon.eventstream"}
-            ))  # fmt: skip
+            faults.add(
+                "POST",
+                "/tools/invoke$",
+                answer=lambda r: Response(
+                    200, _oversized_events(), {"Content-Type": "application/vnd.amazon.eventstream"}
+                ),
+            )
         else:
             raise hostile.unknown(mode, "agentcore")
 

@@ -422,8 +422,12 @@ class OpenSandboxProvider(Provider):
     def download(self, sandbox: Sandbox, path: str) -> bytes:
         path = _absolute(path, "download")
         box = self._box(sandbox, "download")
-        capped = Capped(self._reader("download"), self.limits.download_bytes, f"the file {path}",
-                        "max_download_mib")  # fmt: skip
+        capped = Capped(
+            self._reader("download"),
+            self.limits.download_bytes,
+            f"the file {path}",
+            "max_download_mib",
+        )
         # Streamed, so a file past the cap is never held whole.
         return self._call(
             "download", lambda: capped.read(box.files.read_bytes_stream(path)), _execd_endpoint(box)

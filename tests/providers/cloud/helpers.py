@@ -54,13 +54,15 @@ class Cloud:
         return "/(cmd|fs/)" if self.slug == "vercel" else "."
 
     def create_path(self) -> str:
-        return {"e2b": "^/v2/sandboxes$", "daytona": "^/api/sandbox$",
-                "vercel": "^/api/v1/sandboxes$"}[self.slug]  # fmt: skip
+        return {
+            "e2b": "^/v2/sandboxes$",
+            "daytona": "^/api/sandbox$",
+            "vercel": "^/api/v1/sandboxes$",
+        }[self.slug]
 
     def delete_path(self) -> str:
         """Where a sandbox is ended: DELETE, or Vercel's POST .../stop."""
-        return {"e2b": "^/sandboxes/", "daytona": "^/api/sandbox/",
-                "vercel": "/stop$"}[self.slug]  # fmt: skip
+        return {"e2b": "^/sandboxes/", "daytona": "^/api/sandbox/", "vercel": "/stop$"}[self.slug]
 
     def delete_method(self) -> str:
         return "POST" if self.slug == "vercel" else "DELETE"
@@ -68,8 +70,13 @@ class Cloud:
     def not_ready(self, times: int) -> None:
         """The data plane answers 502 `times` times (E2B's proxy, Daytona's toolbox proxy,
         Vercel's edge in front of the command and file routes)."""
-        self.data_plane.faults.add("*", self.data_path(), times=times, status=502,
-                                   body={"code": 502, "message": "sandbox not ready"})  # fmt: skip
+        self.data_plane.faults.add(
+            "*",
+            self.data_path(),
+            times=times,
+            status=502,
+            body={"code": 502, "message": "sandbox not ready"},
+        )
 
 
 def start_fake(slug: str, root, **options):
@@ -85,14 +92,20 @@ def running_fake(slug: str, root, **options):
         fake.stop()
 
 
-def run(cloud: Cloud, procedure, benchmark="latency-per-call", limits=LIMITS, provider=None,
-        **kwargs):  # fmt: skip
+def run(
+    cloud: Cloud, procedure, benchmark="latency-per-call", limits=LIMITS, provider=None, **kwargs
+):
     from runner.benchmarks import all_benchmarks
 
     module = all_benchmarks()[benchmark]
     provider = provider or cloud.provider
     return lifecycle.run_trial(
-        provider, module.DEFINITION, module.units()[0], procedure or module.run,
-        label="bb-pytest-cloud", pricing=get_declaration(cloud.slug).pricing, limits=limits,
+        provider,
+        module.DEFINITION,
+        module.units()[0],
+        procedure or module.run,
+        label="bb-pytest-cloud",
+        pricing=get_declaration(cloud.slug).pricing,
+        limits=limits,
         **kwargs,
-    )  # fmt: skip
+    )

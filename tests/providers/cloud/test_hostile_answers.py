@@ -149,8 +149,13 @@ def endless_pages():
     def app(request):
         page = next(served)
         more = page < hostile.PAGES
-        pagination = {"page": page, "pageSize": 100, "totalItems": 10**6, "totalPages": 10**4,
-                      "hasNextPage": more}  # fmt: skip
+        pagination = {
+            "page": page,
+            "pageSize": 100,
+            "totalItems": 10**6,
+            "totalPages": 10**4,
+            "hasNextPage": more,
+        }
         return Response.json(200, {"items": [], "pagination": pagination})
 
     return app
