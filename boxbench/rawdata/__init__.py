@@ -8,10 +8,13 @@ writers.py  bulk writes (COPY on PostgreSQL) that report a refused row at its fi
 counts.py   the counts lines: unsuccessful attempts counted per benchmark, unit and provider
 exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer; the public
             form (successful trials, the others counted) or the full one (every trial)
+prefetch.py the exporter's next page fetched in a thread while the last is encoded
+csv_export.py the flat CSV of the export's trial records
 """
 
+from boxbench.rawdata.csv_export import export_csv
 from boxbench.rawdata.errors import RawDataError
-from boxbench.rawdata.exporter import export_csv, export_jsonl, iter_jsonl_bytes, iter_trials
+from boxbench.rawdata.exporter import export_jsonl, iter_jsonl_bytes, iter_trials
 from boxbench.rawdata.importer import ImportResult, import_jsonl
 from boxbench.rawdata.schema import FULL, PUBLIC, SCHEMA_VERSION
 

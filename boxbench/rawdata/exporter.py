@@ -13,9 +13,6 @@ imported from a public file) are counts lines in both forms.
 """
 
 import hashlib
-import io
-import queue
-import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,7 +20,6 @@ from datetime import UTC, datetime
 import msgspec
 from django.db import connection, transaction
 
-from boxbench import safecsv
 from boxbench.models import (
     Benchmark,
     MeasurementKind,
@@ -38,34 +34,11 @@ from boxbench.models import (
 from boxbench.rawdata.counts import counts_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
+from boxbench.rawdata.prefetch import Prefetch
 from boxbench.rawdata.schema import FORMS, FULL, PUBLIC, SCHEMA_VERSION
 
 PAGE = 5000
 CHUNK_BYTES = 256 * 1024
-CSV_COLUMNS = (
-    "run",
-    "benchmark",
-    "unit",
-    "provider",
-    "trial",
-    "round",
-    "seq",
-    "attempt",
-    "replaces",
-    "batch",
-    "outcome",
-    "owner",
-    "cause",
-    "job_host",
-    "started_at",
-    "ended_at",
-    "in_flight",
-    "cost_usd",
-    "placement",
-    "host_load",
-    "metrics",
-    "stages",
-)
 
 ENCODER = msgspec.json.Encoder(order="sorted")
 METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
@@ -303,56 +276,6 @@ def iter_trials(run: Run, seen: Seen | None = None, form: str = PUBLIC) -> Itera
             trials.close()
 
 
-class _Failed:
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-_END = object()
-
-
-class Prefetch:
-    """Items of `produce()` made in a thread of their own, at most `depth` ahead of use.
-
-    The database driver waits on the network without holding the interpreter, so fetching and
-    encoding overlap. `close()` stops the thread and waits for it, so the connection is free
-    again when it returns."""
-
-    def __init__(self, produce, depth: int = 2):
-        self.queue: queue.Queue = queue.Queue(depth)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(produce,), daemon=True)
-        self.thread.start()
-
-    def _put(self, item) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self, produce):
-        try:
-            for item in produce():
-                if not self._put(item):
-                    return
-            self._put(_END)
-        except BaseException as error:  # noqa: BLE001 - handed to the consuming thread, raised there
-            self._put(_Failed(error))
-
-    def __iter__(self):
-        while (item := self.queue.get()) is not _END:
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item
-
-    def close(self):
-        self.stop.set()
-        self.thread.join()
-
-
 def _records(trials, names, postgres, seen: Seen, links: bool):
     benchmarks, versions = names["benchmarks"], names["versions"]
     units, providers = names["units"], names["providers"]
@@ -455,53 +378,3 @@ def export_jsonl(run: Run, form: str = PUBLIC) -> Iterator[str]:
     """The JSON Lines export as text chunks."""
     for chunk in iter_jsonl_bytes(run, form):
         yield chunk.decode()
-
-
-def _dumps(value) -> str:
-    return ENCODER.encode(value).decode()
-
-
-def csv_row(run_id: str, record: TrialRecord) -> list:
-    def blank(value):
-        return "" if value is None else value
-
-    return [
-        run_id,
-        record.benchmark,
-        record.unit,
-        record.provider,
-        record.trial,
-        record.round,
-        record.seq,
-        record.attempt,
-        blank(record.replaces),
-        record.batch,
-        record.outcome,
-        record.owner,
-        record.cause,
-        record.job_host,
-        blank(record.started_at),
-        blank(record.ended_at),
-        blank(record.in_flight),
-        blank(record.cost_usd),
-        _dumps(record.placement),
-        _dumps(record.host_load),
-        _dumps(record.metrics),
-        _dumps(record.stages),
-    ]
-
-
-def export_csv(run: Run, form: str = PUBLIC) -> Iterator[str]:
-    """The flat CSV of a run's trials (of `form`: the public one holds the successful trials
-    only), through boxbench.safecsv (no spreadsheet formulas)."""
-    buffer = io.StringIO()
-    writer = safecsv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    run_id = str(run.id)
-    for record in iter_trials(run, form=form):
-        writer.writerow(csv_row(run_id, record))
-        if buffer.tell() > CHUNK_BYTES:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
