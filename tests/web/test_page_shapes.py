@@ -1,4 +1,4 @@
-"""Every materialized page has a declared shape (boxbench/leaderboard/shapes.py): the materializer
+"""Every materialized page has a declared shape (boxbench/leaderboard/shapes/): the materializer
 is checked against it at publication, and every page type renders from materialized data with
 no variable its template names missing, so a renamed key fails here, not on a page."""
 
