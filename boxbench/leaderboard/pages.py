@@ -2,18 +2,48 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from django.db.models import Count
+
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board, provider_cost, provider_info
 from boxbench.leaderboard.headlines import headlines
 from boxbench.leaderboard.sources import run_source
-from boxbench.models import Provider, Section
+from boxbench.models import Outcome, Provider, Section, Trial
 from stats import scores, workload
 
 
-def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes.OverviewPage:
-    """The score tree with titles, composites, and the run behind every benchmark."""
-    results = []
+def _series_key(board: Board) -> tuple[str, str]:
+    series = board.summary["job_host_series"]
+    return series["type"], series["region"]
+
+
+def overview_series(
+    boards: list[Board],
+) -> tuple[shapes.JobHostSeries | None, list[Board], list[Board]]:
+    """The one job-host series the overview combines, its boards, and the boards of any other
+    series. Each board states its own (type, region); results timed from job hosts of another
+    type or region are never combined, so the overview takes the series most boards share (a tie
+    goes to the newest publication) and names the other boards instead of scoring them."""
+    votes: dict[tuple[str, str], list] = {}
     for board in boards:
+        newest = max((run.published_at, str(run.id)) for run in board.runs.values())
+        votes.setdefault(_series_key(board), []).append(newest)
+    if not votes:
+        return None, [], []
+    chosen = max(votes, key=lambda key: (len(votes[key]), max(votes[key]), key))
+    combined = [b for b in boards if _series_key(b) == chosen]
+    others = [b for b in boards if _series_key(b) != chosen]
+    return {"type": chosen[0], "region": chosen[1]}, combined, others
+
+
+def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes.OverviewPage:
+    """The score tree with titles, composites, and the run behind every benchmark, over the boards
+    of one job-host series (overview_series)."""
+    series, combined, others = overview_series(boards)
+    results = []
+    for board in combined:
         benchmark = board.benchmark
         if not benchmark.charted:
             continue  # recorded without charting it, so it scores nothing either
@@ -39,7 +69,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
                     )
                 )
     tree = scores.score_tree(results).to_dict()
-    workloads = [b for b in boards if b.benchmark.section == Section.WORKLOAD]
+    workloads = [b for b in combined if b.benchmark.section == Section.WORKLOAD]
     composite = {}
     for kind, field in (("time", "workload_value"), ("cost", "workload_cost_usd")):
         by_provider: dict[str, dict] = {}
@@ -67,12 +97,45 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
             for b in boards
         },
         "composites": composite,
-        "headlines": headlines(boards),
+        "headlines": headlines(combined),
+        "job_host_series": series,
+        "not_combined": [
+            {
+                "benchmark": b.benchmark.slug,
+                "title": b.benchmark.title,
+                "type": _series_key(b)[0],
+                "region": _series_key(b)[1],
+            }
+            for b in others
+        ],
     }
 
 
 def _slug_cost(providers: dict[int, Provider], slug: str) -> bool:
     return any(p.slug == slug and provider_cost(p) for p in providers.values())
+
+
+def reported_regions(provider: Provider, boards: list[Board]) -> list[shapes.ReportedRegion]:
+    """The regions the provider's sandboxes reported (each trial's placement records it), over
+    the successful trials of the runs its published numbers come from: where a provider chooses
+    the region itself (Modal), this says where the numbers were timed."""
+    counts: Counter[str] = Counter()
+    for board in boards:
+        run = board.runs.get(provider.slug)
+        if run is None:
+            continue
+        found = (
+            Trial.objects.filter(
+                run=run, provider=provider, benchmark=board.benchmark, outcome=Outcome.SUCCESS
+            )
+            .values("placement__provider_region")
+            .annotate(n=Count("id"))
+        )
+        for row in found:
+            region = row["placement__provider_region"]
+            if isinstance(region, str) and region.strip():
+                counts[region.strip()[:64]] += row["n"]
+    return [{"region": r, "trials": n} for r, n in sorted(counts.items(), key=lambda x: -x[1])]
 
 
 def provider_page(
@@ -146,4 +209,5 @@ def provider_page(
             for s in tree["children"]
         ],
         "results": results,
+        "reported_regions": reported_regions(provider, boards),
     }

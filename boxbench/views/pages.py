@@ -109,10 +109,13 @@ def _visible_rows(rows: list[dict], columns: list[str], opened: set[str]) -> lis
 def _composite_rows(data: OverviewPage) -> list[dict]:
     time, cost = data["composites"].get("time", {}), data["composites"].get("cost", {})
     rows = [
-        {"provider": data["providers"].get(p, {"provider_name": p}), "time": time.get(p),
-         "cost": cost.get(p)}
+        {
+            "provider": data["providers"].get(p, {"provider_name": p}),
+            "time": time.get(p),
+            "cost": cost.get(p),
+        }
         for p in sorted(set(time) | set(cost))
-    ]  # fmt: skip
+    ]
     rows = [r for r in rows if r["time"] is not None or r["cost"] is not None]
     return sorted(rows, key=lambda r: (r["time"] is None, r["time"] or 0))
 
@@ -174,13 +177,17 @@ def series_changes(history: HistoryPage, unit: str = "", provider: str = "") -> 
     """The changes between each series' two newest runs (on one unit, or of one provider),
     flagged ones first, each with its series' provider and image."""
     found = [
-        {**change, "provider_name": series["provider_name"], "benchmark": history["benchmark"],
-         "image_digest": series["image_digest"]}
+        {
+            **change,
+            "provider_name": series["provider_name"],
+            "benchmark": history["benchmark"],
+            "image_digest": series["image_digest"],
+        }
         for series in history["series"]
         if not provider or series["provider"] == provider
         for change in series["changes"]
         if not unit or change["unit"] == unit
-    ]  # fmt: skip
+    ]
     return sorted(found, key=lambda c: (not c["flagged"], c["provider_name"], c["unit"]))
 
 
@@ -262,8 +269,17 @@ def _trials_page(
     ).order_by("seq")
     if provider:
         trials = trials.filter(provider__slug=provider)
-    fields = ["id", "run_id", "seq", "round", "attempt", "provider__slug", "outcome", "metrics",
-              "clock_gates"]  # fmt: skip
+    fields = [
+        "id",
+        "run_id",
+        "seq",
+        "round",
+        "attempt",
+        "provider__slug",
+        "outcome",
+        "metrics",
+        "clock_gates",
+    ]
     if evidence:
         fields += ["owner", "cause", "replaces_id"]
     else:
@@ -297,13 +313,22 @@ def provider(request, slug):
         if found is None:
             raise Http404(f"no provider {slug!r}")
         data = {
-            "provider": found.slug, "provider_name": found.name, "region": found.region,
-            "region_marker": found.region_marker, "region_note": found.region_note,
-            "colour_index": found.pk - 1, "adapter": found.adapter,
-            "declaration": found.declaration, "declaration_digest": found.declaration_digest,
+            "provider": found.slug,
+            "provider_name": found.name,
+            "region": found.region,
+            "region_marker": found.region_marker,
+            "region_note": found.region_note,
+            "colour_index": found.pk - 1,
+            "adapter": found.adapter,
+            "declaration": found.declaration,
+            "declaration_digest": found.declaration_digest,
             "pricing": found.pricing,
-            "pricing_digest": found.pricing_digest, "overall": {}, "sections": [], "results": [],
-        }  # fmt: skip
+            "pricing_digest": found.pricing_digest,
+            "overall": {},
+            "sections": [],
+            "results": [],
+            "reported_regions": [],
+        }
     # Reversing three URLs for each of hundreds of unit rows cost more than the rest of the
     # page: reverse once per benchmark; a unit's address is "<benchmark url>units/<unit>/".
     for result in data["results"]:

@@ -155,6 +155,8 @@ def test_an_undeclared_key_deep_in_a_page_is_named_by_its_path():
         "benchmarks": {},
         "composites": {},
         "headlines": [],
+        "job_host_series": None,
+        "not_combined": [],
     }
     with pytest.raises(shapes.ShapeError, match=r"\$\.tree\.children\[0\]\.weight"):
         shapes.check(shapes.OverviewPage, overview, "the overview")

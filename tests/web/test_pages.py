@@ -374,3 +374,28 @@ def test_it_caps_a_large_units_distribution_chart_well_under_200_kb():
     assert len(points) == len(rows)
     assert all(len(t["y"]) == summary.MAX_POINTS for t in points)
     assert len(json.dumps(chart)) < 150_000  # of the page's 200 KB budget; the table has the rest
+
+
+def test_the_provider_page_names_the_regions_its_sandboxes_reported(client, imported_run):
+    # "boat" stands for a provider that places its sandboxes itself, as Modal does: each trial's
+    # placement records the region its sandbox reported.
+    from boxbench import publishing
+    from boxbench.models import Outcome
+    from tests.support.web import explain_failures
+
+    successes = Trial.objects.filter(
+        run=imported_run, provider__slug="boat", outcome=Outcome.SUCCESS
+    )
+    ids = list(successes.order_by("seq").values_list("pk", flat=True))
+    west, east = ids[: len(ids) // 4], ids[len(ids) // 4 :]
+    Trial.objects.filter(pk__in=west).update(placement={"provider_region": "us-west-2"})
+    Trial.objects.filter(pk__in=east).update(placement={"provider_region": "us-east-1"})
+    explain_failures(imported_run)
+    publishing.publish(imported_run)
+    cache.clear()
+    page = client.get("/providers/boat/").content.decode()
+    shown = re.search(r'id="reported-regions">(.*?)</p>', page, re.S)
+    assert shown is not None
+    assert f"us-east-1 ({len(east)} trials), us-west-2 ({len(west)} trials)." in shown.group(1)
+    # A provider whose sandboxes report no region says nothing of it.
+    assert 'id="reported-regions"' not in client.get("/providers/local/").content.decode()

@@ -413,3 +413,34 @@ def test_it_never_combines_runs_timed_from_job_hosts_of_another_region(client, p
     assert "Not combined with these results" in page and "eu-west-1" in page
     # The same region and type as the fixture's (not recorded) would have been combined.
     assert summary["job_host_series"] == {"type": "not recorded", "region": "not recorded"}
+
+
+def test_the_overview_never_combines_boards_timed_from_job_hosts_of_another_region(
+    client, published_run
+):
+    # Every provider's CPU numbers are measured again from job hosts in another region: the CPU
+    # board follows them, and the overview, which cannot combine the two series, scores the
+    # boards of the series most of them share and names the CPU board instead.
+    region = {"job_host": "far-host", "seq_base": 0, "job_host_region": "eu-west-1"}
+    region["job_host_type"] = "c7i.xlarge"
+    providers = ("local", "docker", "boat")
+    rerun = later_run("cpu-eu", {"providers": {slug: dict(region) for slug in providers}})
+    cpu = Benchmark.objects.get(slug="cpu")
+    for i, slug in enumerate(providers):
+        values = [{"total": 1000.0 * (i + 1) + k} for k in range(20)]
+        add_trials(rerun, cpu, cpu.units.get(), Provider.objects.get(slug=slug), values, 100 * i)
+    publish(rerun)
+    assert Aggregate.objects.get(scope="benchmark", key="cpu").data["job_host_series"] == {
+        "type": "c7i.xlarge",
+        "region": "eu-west-1",
+    }
+    overview = Aggregate.objects.get(scope="overview", key="").data
+    assert overview["job_host_series"] == {"type": "not recorded", "region": "not recorded"}
+    assert overview["not_combined"] == [
+        {"benchmark": "cpu", "title": "CPU", "type": "c7i.xlarge", "region": "eu-west-1"}
+    ]
+    machine = next(c for c in overview["tree"]["children"] if c["key"] == "machine_performance")
+    assert machine["scores"] == {}  # the CPU board is not scored in the overview
+    page = client.get("/").content.decode()
+    assert "Not combined (timed from job hosts of another type or region" in page
+    assert "eu-west-1" in page

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from boxbench.leaderboard.shapes.boards import (
+    JobHostSeries,
     ProviderInfo,
     RunSource,
     Source,
@@ -79,12 +80,23 @@ class Headline(TypedDict):
     runs: list[HeadlineRun]
 
 
+class NotCombined(TypedDict):
+    """A board the overview leaves out of its scores: timed from job hosts of another series."""
+
+    benchmark: str
+    title: str
+    type: str
+    region: str
+
+
 class OverviewPage(TypedDict):
     tree: ScoreNode
     providers: dict[str, ProviderInfo]
     benchmarks: dict[str, OverviewBenchmark]
     composites: Composites
     headlines: list[Headline]
+    job_host_series: JobHostSeries | None  # what the scores combine; None before any board
+    not_combined: list[NotCombined]
 
 
 # -- the provider page --------------------------------------------------------------------------
@@ -128,6 +140,11 @@ class SectionScore(ScoreAndRank):
     label: str
 
 
+class ReportedRegion(TypedDict):
+    region: str  # as the provider's sandbox reported it (a trial's placement)
+    trials: int  # successful trials of the published runs that reported it
+
+
 class ProviderPage(ProviderInfo):
     region: str
     adapter: str
@@ -138,6 +155,7 @@ class ProviderPage(ProviderInfo):
     overall: ScoreAndRank  # empty for a provider added since the last publication
     sections: list[SectionScore]
     results: list[ProviderResult]
+    reported_regions: list[ReportedRegion]
 
 
 # -- the comparison of two providers ----------------------------------------------------------
