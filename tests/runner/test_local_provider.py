@@ -1,3 +1,5 @@
+import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -5,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner import clock
+from runner.providers.answers import Capped, Reader
 from runner.providers.base import ExecTimeout, SandboxSpec
 from runner.providers.local import adapter as local_module
 
@@ -137,6 +140,15 @@ def test_it_reports_exit_codes_signals_and_commands_it_cannot_start(local):
     assert missing.exit_code == 127 and b"/no/such/tool" in missing.stderr
     elsewhere = local.exec(sandbox, ["pwd"], 60, workdir="/tmp")
     assert elsewhere.stdout == b"/tmp\n"
+    unknown = local.exec(sandbox, ["no-such-tool"], 60)
+    assert unknown.exit_code == 127 and b"no-such-tool" in unknown.stderr
+    sh(local, sandbox, "printf 'echo hi' > /tmp/plain && chmod -x /tmp/plain")
+    assert local.exec(sandbox, ["/tmp/plain"], 60).exit_code == 126
+    nowhere = local.exec(sandbox, ["pwd"], 60, workdir="/no/such/dir")
+    assert nowhere.exit_code == 127 and b"/no/such/dir" in nowhere.stderr
+    # A command starts with SIGPIPE at its default, as from a shell: `yes` ends quietly.
+    piped = sh(local, sandbox, "yes | head -n 1")
+    assert (piped.exit_code, piped.stdout, piped.stderr) == (0, b"y\n", b"")
 
 
 def test_it_says_a_destroyed_sandbox_is_not_running(local):
@@ -286,3 +298,25 @@ def test_it_reports_a_process_it_cannot_kill(local, monkeypatch):
     monkeypatch.undo()
     local.destroy(sandbox)
     assert local.is_gone(sandbox.id)
+
+
+def test_a_helper_that_dies_mid_command_is_no_reply_not_a_connection_reset():
+    # The runner's end of the helper's connection, and pipes whose writers are already closed.
+    conn, helper = socket.socketpair()
+    stdin_r, stdin_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    for fd in (stdin_r, out_w, err_w):
+        os.close(fd)
+    # A helper that dies (its sandbox destroyed) with a kill request unread resets the
+    # connection: the exec must hear "no reply" (a provider failure), not an OSError.
+    conn.send(b"k")
+    helper.close()
+    outputs = tuple(Capped(Reader("local", "exec"), 1024, name, "max_output_mib") for name in "oe")
+    ours = [stdin_w, out_r, err_r]
+    try:
+        assert local_module._exchange(conn, ours, b"", time.monotonic() + 30, outputs) is None
+    finally:
+        conn.close()
+        for fd in ours[1:]:
+            os.close(fd)

@@ -16,11 +16,11 @@ exec helper (spawner.py), which ends after the sandbox's lifetime: then the sand
 namespace loses its init and the kernel ends every process in it, so a crashed runner leaves at
 most a directory behind, which `bench cleanup` removes.
 
-Commands are forked by that exec helper, reached on a Unix socket the runner binds before
-bubblewrap starts and hands to it. A forked command is born in the sandbox's namespaces, cgroups,
-user and filter: no `nsenter` and no cgroup migration per exec, which cost about 7 ms per call
-under load (bench/bench_exec_latency.py). Background processes started by one call survive until
-the next.
+Commands are started by that exec helper (posix_spawn), reached on a Unix socket the runner
+binds before bubblewrap starts and hands to it. A command is born in the sandbox's namespaces,
+cgroups, user and filter: no `nsenter` and no cgroup migration per exec, which cost about 7 ms
+per call under load (bench/bench_exec_latency.py). Background processes started by one call
+survive until the next.
 
 The cpu, memory and pids limits are cgroups (v2 cpu.max/memory.max/pids.max, or v1 CFS quota,
 memory limit and pids.max) nested under the runner's own cgroup; a create that cannot set them up

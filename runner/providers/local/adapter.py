@@ -1,4 +1,4 @@
-"""The `local` adapter: bubblewrap sandboxes on the job host, commands forked by the exec helper
+"""The `local` adapter: bubblewrap sandboxes on the job host, commands started by the exec helper
 inside each (spawner.py). The package docstring describes the design."""
 
 from __future__ import annotations
@@ -232,34 +232,68 @@ class LocalProvider(Provider):
             "--unshare-all",
             *(["--share-net"] if spec.network else []),
             # Its own user namespace, mapping only the sandbox user, with no nested one allowed.
-            "--unshare-user", "--disable-userns",
-            "--uid", str(uid), "--gid", str(SANDBOX_GID if self.setpriv else os.getegid()),
-            "--cap-drop", "ALL",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid",
+            str(uid),
+            "--gid",
+            str(SANDBOX_GID if self.setpriv else os.getegid()),
+            "--cap-drop",
+            "ALL",
             "--new-session",
-            "--seccomp", str(seccomp),
-            "--hostname", "sandbox",
+            "--seccomp",
+            str(seccomp),
+            "--hostname",
+            "sandbox",
             *toolchain_binds(),
             *etc_args,
-            "--proc", "/proc",
-            "--dev", "/dev",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
             # Sized tmpfs mounts: their pages count against the sandbox's memory cgroup.
-            "--size", str(SHM_MIB * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm",
-            "--size", str(tmp_mib * 2**20), "--perms", "1777", "--tmpfs", "/tmp",
-            "--size", str(app_mib * 2**20), "--tmpfs", "/app",
-            "--remount-ro", "/dev",
-            "--remount-ro", "/",
-            "--chdir", "/app",
-            "--setenv", "PATH", SANDBOX_PATH,
+            "--size",
+            str(SHM_MIB * 2**20),
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/dev/shm",
+            "--size",
+            str(tmp_mib * 2**20),
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            str(app_mib * 2**20),
+            "--tmpfs",
+            "/app",
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/app",
+            "--setenv",
+            "PATH",
+            SANDBOX_PATH,
             # Names the sandbox on bubblewrap's command line, where destroy looks for it.
-            "--setenv", "BOXBENCH_SANDBOX", sandbox_id,
-            "--info-fd", str(info_write),
+            "--setenv",
+            "BOXBENCH_SANDBOX",
+            sandbox_id,
+            "--info-fd",
+            str(info_write),
             "--",
             # bash, not dash: dash cannot redirect to descriptors above 9.
-            "/bin/bash", "-c",
-            f'echo ready >&{ready_write}; exec {ready_write}>&-; '
+            "/bin/bash",
+            "-c",
+            f"echo ready >&{ready_write}; exec {ready_write}>&-; "
             f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" "$3" {PIDS_MAX}',
-            "sh", f"{spec.lifetime_s:.3f}", SPAWNER, meta["token"],
-        ]  # fmt: skip
+            "sh",
+            f"{spec.lifetime_s:.3f}",
+            SPAWNER,
+            meta["token"],
+        ]
         with open(directory / "bwrap.log", "wb") as log:
             try:
                 bwrap = subprocess.Popen(
@@ -702,11 +736,7 @@ def _start_time(pid: int) -> int | None:
 
 def _alive(pid: int, pid_start: int | None) -> bool:
     fields = _stat(pid)
-    if fields is None:
-        return False
-    if pid_start is not None and int(fields[19]) != pid_start:
-        return False
-    return fields[0] != "Z"
+    return fields is not None and fields[0] != "Z" and pid_start in (None, int(fields[19]))
 
 
 def _fds(*fds: int) -> bytes:
@@ -756,7 +786,10 @@ def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: floa
                     else:
                         events.unregister(key.fd)
                 else:
-                    chunk = conn.recv(4096)
+                    try:
+                        chunk = conn.recv(4096)
+                    except ConnectionResetError:  # the helper died mid-command (a destroy)
+                        chunk = b""  # as its end of file: no reply
                     reply += chunk
                     if not chunk or reply.endswith(b"\n"):
                         events.unregister(conn)

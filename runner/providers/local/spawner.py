@@ -3,7 +3,7 @@
 runner/providers/local/adapter.py reads this file as text and starts it inside bubblewrap
 (`python3 -I -S -c <this file> FD LIFETIME TOKEN NPROC`), already in the sandbox's namespaces,
 cgroups, seccomp filter and unprivileged user, so
-every command it forks is born there: no `nsenter` and no cgroup migration per exec (on cgroup v1
+every command it starts is born there: no `nsenter` and no cgroup migration per exec (on cgroup v1
 a migration waits for an RCU grace period, milliseconds under load). Standard library only; nothing
 of the project is importable here.
 
@@ -25,11 +25,13 @@ the RLIMIT_NPROC every command inherits; the sandbox's pids cgroup is the other 
 
 import array
 import contextlib
+import errno
 import hmac
 import json
 import os
 import resource
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -74,35 +76,71 @@ def _receive(conn, token):
     return request, list(fds)
 
 
+def _search(name, path):
+    """The program execvpe would run: the first executable `name` on `path`, else the first
+    file of that name (which then fails to start with EACCES: 126, as execvpe's does)."""
+    return shutil.which(name, path=path) or shutil.which(name, mode=os.F_OK, path=path)
+
+
 def _spawn(request, fds):
-    """Fork the command with its descriptors as 0, 1, 2, in its own session; return its pid."""
+    """Start the command with its descriptors as 0, 1, 2, in its own session; return its pid,
+    or the exit code of a command that could not start (126, 127: the shell's), having written
+    why to its stderr. posix_spawn (a vfork, no copy of this process's memory) rather than fork:
+    its cost is part of every exec's latency."""
     argv, env, workdir = request["argv"], request["env"], request["workdir"]
-    pid = os.fork()
-    if pid == 0:
+    program = argv[0] if "/" in argv[0] else _search(argv[0], env.get("PATH", ""))
+    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in fds if fd > 2]
+    try:
+        if program is None:
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        os.chdir(workdir)  # posix_spawn has no chdir; this helper is single-threaded
         try:
-            os.setsid()
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-            for fd in fds:
-                if fd > 2:
-                    os.close(fd)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            os.chdir(workdir)
-            os.execvpe(argv[0], argv, env)
-        except OSError as exc:
-            where = workdir if exc.filename == workdir else argv[0]
-            os.write(2, f"boxbench-exec: {where}: {exc.strerror}\n".encode())
-            os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
-        os._exit(127)  # not reached: execvpe replaced this process
-    for fd in fds:
-        os.close(fd)
-    return pid
+            return os.posix_spawn(
+                program, argv, env, file_actions=actions, setsid=True, setsigdef=(signal.SIGPIPE,)
+            ), None
+        finally:
+            os.chdir("/")
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+            raise  # no process to start (the sandbox's process limit): as a failed fork was
+        where = workdir if exc.filename == workdir else argv[0]
+        os.write(fds[2], f"boxbench-exec: {where}: {exc.strerror}\n".encode())
+        return None, 127 if isinstance(exc, FileNotFoundError) else 126
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _reply(conn, message):
     with contextlib.suppress(OSError):  # the runner gave up on this command: nothing to tell
         conn.sendall(json.dumps(message).encode() + b"\n")
     conn.close()
+
+
+def _ended(events, live, pid):
+    """The command `pid` ended: reap it and tell the runner its exit."""
+    pidfd, conn = live.pop(pid)
+    events.unregister(pidfd)
+    os.close(pidfd)
+    _, status = os.waitpid(pid, 0)
+    with contextlib.suppress(KeyError):  # already unregistered by a kill request
+        events.unregister(conn)
+    _reply(conn, {"exit": os.waitstatus_to_exitcode(status)})
+
+
+def _kill(events, live, pid):
+    """The runner asked to kill the command `pid`, or went away. When the command's end came in
+    the same batch of events and was handled first, there is nothing left to kill: its
+    connection is closed and its pid may be another process's by now (acting on it killed this
+    helper, and so the sandbox, once under load)."""
+    if pid not in live:
+        return
+    _, conn = live[pid]
+    events.unregister(conn)
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
 
 
 def main():
@@ -114,6 +152,7 @@ def main():
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     events = selectors.DefaultSelector()
     events.register(listener, selectors.EVENT_READ, ("accept",))
+    live = {}  # pid -> (pidfd, connection) of each command still running or not yet reaped
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -124,7 +163,10 @@ def main():
                 conn, _ = listener.accept()
                 try:
                     request, fds = _receive(conn, token)
-                    pid = _spawn(request, fds)
+                    pid, failed = _spawn(request, fds)
+                    if pid is None:
+                        _reply(conn, {"exit": failed})
+                        continue
                     pidfd = os.pidfd_open(pid)
                 except PermissionError:
                     conn.close()  # not the runner: no answer
@@ -132,22 +174,13 @@ def main():
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     _reply(conn, {"error": f"{type(exc).__name__}: {exc}"})
                     continue
-                events.register(pidfd, selectors.EVENT_READ, ("exited", pid, conn))
-                events.register(conn, selectors.EVENT_READ, ("kill", pid, pidfd))
+                live[pid] = (pidfd, conn)
+                events.register(pidfd, selectors.EVENT_READ, ("exited", pid))
+                events.register(conn, selectors.EVENT_READ, ("kill", pid))
             elif kind == "exited":
-                _, pid, conn = key.data
-                events.unregister(key.fileobj)
-                os.close(key.fileobj)
-                _, status = os.waitpid(pid, 0)
-                with contextlib.suppress(KeyError):  # already unregistered by a kill request
-                    events.unregister(conn)
-                _reply(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                _ended(events, live, key.data[1])
             else:  # the runner asked to kill the command, or went away
-                _, pid, _ = key.data
-                events.unregister(key.fileobj)
-                for kill in (os.killpg, os.kill):
-                    with contextlib.suppress(OSError):
-                        kill(pid, signal.SIGKILL)
+                _kill(events, live, key.data[1])
 
 
 if __name__ == "__main__":
