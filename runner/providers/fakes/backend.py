@@ -5,7 +5,9 @@ its commands, files, /proc/uptime and $EPOCHREALTIME are real. On top, the backe
 cloud control plane keeps: metadata, a lifetime after which the sandbox is gone (a reaper thread
 destroys it, and its id answers 404 from then on), a moment before which the data plane is not
 ready (the fake answers 502 until then), a concurrency cap and a create-rate cap (429 with
-Retry-After), and a table of running processes so a client can signal one by its number.
+Retry-After), and a table of running processes so a client can signal one by its number. A box
+can start from one of the local provider's snapshots (a copy of another's files), for a fake's
+snapshots and forks.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class Backend:
         self._numbers = itertools.count(1000)
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._background: list[threading.Thread] = []
         self._reaper = threading.Thread(target=self._reap, name="fake-reaper", daemon=True)
         self._reaper.start()
 
@@ -129,8 +132,9 @@ class Backend:
             self.boxes[box.id] = box
         return box
 
-    def start(self, box: Box, network: bool = False) -> None:
-        """Make the local sandbox behind `box`; on failure the box is marked failed and raised."""
+    def start(self, box: Box, network: bool = False, snapshot: str | None = None) -> None:
+        """Make the local sandbox behind `box`, holding the files of the local provider's
+        `snapshot` when given; on failure the box is marked failed and raised."""
         lifetime = max(1.0, box.expires_at - time.time()) + LOCAL_MARGIN_S
         spec = SandboxSpec(
             cpus=box.cpus,
@@ -140,7 +144,10 @@ class Backend:
             network=network,
         )
         try:
-            box.local = self.local.create(spec)
+            if snapshot is None:
+                box.local = self.local.create(spec)
+            else:
+                box.local = self.local.restore(snapshot, spec)
         except ProviderError:
             box.state = "failed"
             raise
@@ -199,8 +206,25 @@ class Backend:
             for box in expired:
                 self._retire(box, "expired")
 
+    def in_background(self, target, *args) -> None:
+        """Run `target(*args)` on a thread of its own, as a provider answers before its work is
+        done (provisioning, a stop). close() waits for these threads, so none of them makes a
+        sandbox in a directory its test has already removed."""
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        with self._lock:
+            self._background = [t for t in self._background if t.is_alive()] + [thread]
+        thread.start()
+
+    def sleep_unless_closed(self, seconds: float) -> bool:
+        """Sleep `seconds`; False at once when the backend closes meanwhile."""
+        return not self._stop.wait(seconds)
+
     def close(self) -> None:
         self._stop.set()
+        with self._lock:
+            background = list(self._background)
+        for thread in background:
+            thread.join(60)
         with self._lock:
             boxes = list(self.boxes.values())
         for box in boxes:

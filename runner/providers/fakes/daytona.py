@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import threading
-import time
 import uuid
 from datetime import UTC, datetime
 from email.parser import BytesParser
@@ -44,17 +42,30 @@ def api_error(status: int, message: str, headers: dict | None = None) -> Respons
 
 def toolbox_error(status: int, code: str, message: str, request: Request) -> Response:
     """The daemon's ErrorResponse (libs/common-go/pkg/errors)."""
-    return Response.json(status, {
-        "statusCode": status, "message": message, "code": code,
-        "timestamp": datetime.now(UTC).isoformat(), "path": request.path,
-        "method": request.method,
-    })  # fmt: skip
+    return Response.json(
+        status,
+        {
+            "statusCode": status,
+            "message": message,
+            "code": code,
+            "timestamp": datetime.now(UTC).isoformat(),
+            "path": request.path,
+            "method": request.method,
+        },
+    )
 
 
 class DaytonaFake:
-    def __init__(self, root: str | Path, *, create_delay_s: float = 0.2, max_concurrent: int = 20,
-                 create_rate_per_s: float | None = None, idle_timeout_s: float = 300.0,
-                 snapshots: dict | None = None):  # fmt: skip
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        create_delay_s: float = 0.2,
+        max_concurrent: int = 20,
+        create_rate_per_s: float | None = None,
+        idle_timeout_s: float = 300.0,
+        snapshots: dict | None = None,
+    ):
         self.api_key = "dtn_" + secrets.token_hex(20)
         self.backend = Backend(
             root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix=""
@@ -76,9 +87,13 @@ class DaytonaFake:
         self.backend.close()
 
     def adapter_settings(self) -> dict:
-        return {"api_url": self.api.url + "/api", "api_key": self.api_key,
-                "toolbox_url": self.toolbox.url + "/toolbox",
-                "snapshot": next(iter(self.snapshots)), "poll_interval_s": 0.02}  # fmt: skip
+        return {
+            "api_url": self.api.url + "/api",
+            "api_key": self.api_key,
+            "toolbox_url": self.toolbox.url + "/toolbox",
+            "snapshot": next(iter(self.snapshots)),
+            "poll_interval_s": 0.02,
+        }
 
     def _authorized(self, request: Request) -> bool:
         return request.headers.get("authorization") == f"Bearer {self.api_key}"
@@ -94,8 +109,9 @@ class DaytonaFake:
         elif mode == "not_json":
             self.api.faults.add("POST", "^/api/sandbox$", answer=lambda r: hostile.html())
         elif mode == "oversized_download":
-            self.toolbox.faults.add("POST", "/files/bulk-download$",
-                                    answer=lambda r: _oversized_part())  # fmt: skip
+            self.toolbox.faults.add(
+                "POST", "/files/bulk-download$", answer=lambda r: _oversized_part()
+            )
         else:
             raise hostile.unknown(mode, "daytona")
 
@@ -118,7 +134,7 @@ class DaytonaFake:
                 return Response.json(200, self.dto(box))
             if request.method == "DELETE":
                 box.extra["state"] = "destroying"
-                threading.Thread(target=self.backend.kill, args=(box,), daemon=True).start()
+                self.backend.in_background(self.backend.kill, box)
                 return Response.json(200, self.dto(box))
         return api_error(404, f"Cannot {request.method} {request.path}")
 
@@ -146,16 +162,24 @@ class DaytonaFake:
             cpus=size[0],
             memory_mib=size[1] * 1024,
         )
-        box.extra.update(state="creating", snapshot=snapshot, body=body, stop_min=stop_min,
-                         target=body.get("target") or "us", sessions={})  # fmt: skip
+        box.extra.update(
+            state="creating",
+            snapshot=snapshot,
+            body=body,
+            stop_min=stop_min,
+            target=body.get("target") or "us",
+            sessions={},
+        )
         failure, self.fail_next_create = self.fail_next_create, None
-        threading.Thread(target=self._provision, args=(box, failure), daemon=True).start()
+        self.backend.in_background(self._provision, box, failure)
         return Response.json(200, self.dto(box))
 
     def _provision(self, box: Box, failure: str | None) -> None:
-        time.sleep(self.create_delay_s / 2)
+        if not self.backend.sleep_unless_closed(self.create_delay_s / 2):
+            return
         box.extra["state"] = "pulling_snapshot"
-        time.sleep(self.create_delay_s / 2)
+        if not self.backend.sleep_unless_closed(self.create_delay_s / 2):
+            return
         if failure:
             box.extra.update(state=failure, error="planted failure: the runner could not start it")
             box.state = "failed"
@@ -171,18 +195,29 @@ class DaytonaFake:
         created = box.created_at.isoformat().replace("+00:00", "Z")
         body = box.extra["body"]
         return {
-            "id": box.id, "organizationId": "fake-org", "name": body.get("name") or box.id,
-            "snapshot": box.extra["snapshot"], "user": body.get("user") or "daytona",
-            "env": body.get("env") or {}, "labels": box.metadata, "public": False,
-            "networkBlockAll": bool(body.get("networkBlockAll", False)), "kvm": False,
-            "target": box.extra["target"], "cpu": box.cpus, "gpu": 0,
-            "memory": box.memory_mib // 1024, "disk": body.get("disk") or 3,
-            "state": box.extra["state"], "errorReason": box.extra.get("error"),
+            "id": box.id,
+            "organizationId": "fake-org",
+            "name": body.get("name") or box.id,
+            "snapshot": box.extra["snapshot"],
+            "user": body.get("user") or "daytona",
+            "env": body.get("env") or {},
+            "labels": box.metadata,
+            "public": False,
+            "networkBlockAll": bool(body.get("networkBlockAll", False)),
+            "kvm": False,
+            "target": box.extra["target"],
+            "cpu": box.cpus,
+            "gpu": 0,
+            "memory": box.memory_mib // 1024,
+            "disk": body.get("disk") or 3,
+            "state": box.extra["state"],
+            "errorReason": box.extra.get("error"),
             "autoStopInterval": box.extra["stop_min"],
             "autoDeleteInterval": body.get("autoDeleteInterval", -1),
-            "createdAt": created, "updatedAt": created,
+            "createdAt": created,
+            "updatedAt": created,
             "toolboxProxyUrl": self.toolbox.url + "/toolbox",
-        }  # fmt: skip
+        }
 
     def list(self, request: Request) -> Response:
         try:
@@ -190,9 +225,10 @@ class DaytonaFake:
         except ValueError:
             return api_error(400, "labels must be JSON-encoded")
         boxes = [
-            b for b in list(self.backend.boxes.values())
+            b
+            for b in list(self.backend.boxes.values())
             if all(b.metadata.get(k) == v for k, v in wanted.items())
-        ]  # fmt: skip
+        ]
         # ListSandboxesResponse: one page of items and the next page's cursor (none: the fake
         # never holds more than a page).
         return Response.json(200, {"items": [self.dto(b) for b in boxes], "nextCursor": None})
@@ -247,8 +283,13 @@ class DaytonaFake:
             data = self.backend.read_file(box, path)
             if data is None:
                 name, kind = "error", "application/json"
-                data = json.dumps({"message": f"file not found: {path}", "statusCode": 404,
-                                   "code": "FILE_NOT_FOUND"}).encode()  # fmt: skip
+                data = json.dumps(
+                    {
+                        "message": f"file not found: {path}",
+                        "statusCode": 404,
+                        "code": "FILE_NOT_FOUND",
+                    }
+                ).encode()
             else:
                 name, kind = "file", "application/octet-stream"
             body += (
@@ -264,8 +305,9 @@ class DaytonaFake:
         body = request.json() or {}
         command = body.get("command")
         if not isinstance(command, str) or not command.strip():
-            return toolbox_error(400, "BAD_REQUEST",
-                                 "command cannot be empty or whitespace-only", request)  # fmt: skip
+            return toolbox_error(
+                400, "BAD_REQUEST", "command cannot be empty or whitespace-only", request
+            )
         timeout = body.get("timeout") or DEFAULT_EXEC_TIMEOUT_S
         process = self.backend.spawn(
             box,
@@ -339,8 +381,12 @@ class DaytonaFake:
             return {"exitCode": -1, "output": "", "stdout": "", "stderr": process.error or ""}
         stdout = result.stdout.decode(errors="replace")
         stderr = result.stderr.decode(errors="replace")
-        return {"exitCode": result.exit_code, "output": stdout + stderr, "stdout": stdout,
-                "stderr": stderr}  # fmt: skip
+        return {
+            "exitCode": result.exit_code,
+            "output": stdout + stderr,
+            "stdout": stdout,
+            "stderr": stderr,
+        }
 
 
 def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:

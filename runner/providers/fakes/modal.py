@@ -241,7 +241,7 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             network=network,
         )
         self.fake.records[box.id] = box
-        threading.Thread(target=self.fake.provision, args=(box, network), daemon=True).start()
+        self.fake.backend.in_background(self.fake.provision, box, network)
         sandbox_id = box.id
         if "missing_id" in self.fake.planted:
             self.fake.planted.discard("missing_id")
@@ -292,8 +292,10 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             # A fresh page each time, all made at one instant: the client's `before` never
             # moves on, and the listing goes on for PAGES pages.
             self.fake.hostile_pages += 1
-            page = [api_pb2.SandboxInfo(id=f"sb-hostile-{uuid.uuid4().hex[:12]}", created_at=1.0)
-                    for _ in range(100)]  # fmt: skip
+            page = [
+                api_pb2.SandboxInfo(id=f"sb-hostile-{uuid.uuid4().hex[:12]}", created_at=1.0)
+                for _ in range(100)
+            ]
             await stream.send_message(api_pb2.SandboxListResponse(sandboxes=page))
             return
         wanted = {t.tag_name: t.tag_value for t in request.tags}
@@ -558,7 +560,8 @@ class ModalFake:
 
     def provision(self, box: Box, network: bool) -> None:
         """Schedule the sandbox `create_delay_s` after create: only then does it get a task id."""
-        time.sleep(self.create_delay_s)
+        if not self.backend.sleep_unless_closed(self.create_delay_s):
+            return  # the fake stopped first
         if box.extra.get("result") is not None:
             return  # terminated before it was scheduled: it never runs
         failure, self.fail_next_create = self.fail_next_create, False

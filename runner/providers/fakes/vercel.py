@@ -23,7 +23,6 @@ import json
 import re
 import secrets
 import tarfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -49,9 +48,15 @@ def error(status: int, code: str, message: str, headers: dict | None = None) -> 
 
 
 class VercelFake:
-    def __init__(self, root: str | Path, *, create_delay_s: float = 0.2,
-                 max_concurrent: int = 20, create_rate_per_s: float | None = None,
-                 idle_timeout_s: float = 300.0):  # fmt: skip
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        create_delay_s: float = 0.2,
+        max_concurrent: int = 20,
+        create_rate_per_s: float | None = None,
+        idle_timeout_s: float = 300.0,
+    ):
         self.token = "vcp_" + secrets.token_hex(20)
         self.team_id = "team_" + secrets.token_hex(10)
         self.project_id = "prj_" + secrets.token_hex(10)
@@ -81,9 +86,14 @@ class VercelFake:
         self.backend.close()
 
     def adapter_settings(self) -> dict:
-        return {"api_url": self.api.url + "/api", "token": self.token, "team_id": self.team_id,
-                "project_id": self.project_id, "poll_interval_s": 0.02,
-                "ledger_dir": str(self.root / "ledgers")}  # fmt: skip
+        return {
+            "api_url": self.api.url + "/api",
+            "token": self.token,
+            "team_id": self.team_id,
+            "project_id": self.project_id,
+            "poll_interval_s": 0.02,
+            "ledger_dir": str(self.root / "ledgers"),
+        }
 
     def hostile(self, mode: str) -> None:
         """Answer as a broken or hostile Vercel would (fakes/hostile.py); the adapter lists from
@@ -103,8 +113,10 @@ class VercelFake:
     # -- routing ---------------------------------------------------------------------------------
 
     def handle(self, request: Request) -> Response:
-        if (request.headers.get("authorization") != f"Bearer {self.token}"
-                or request.arg("teamId") != self.team_id):  # fmt: skip
+        if (
+            request.headers.get("authorization") != f"Bearer {self.token}"
+            or request.arg("teamId") != self.team_id
+        ):
             return error(403, "forbidden", "Not authorized")
         path = request.path.removeprefix("/api")
         if path == "/v1/sandboxes":
@@ -167,18 +179,25 @@ class VercelFake:
         try:
             self.backend.admit()
         except Busy as exc:
-            return error(429, "too_many_requests", str(exc),
-                         {"Retry-After": str(exc.retry_after_s)})  # fmt: skip
+            return error(
+                429, "too_many_requests", str(exc), {"Retry-After": str(exc.retry_after_s)}
+            )
         box = self.backend.reserve(timeout / 1000, cpus=vcpus, memory_mib=vcpus * 2048)
-        box.extra.update(status="pending", body=body, commands={}, timeout=timeout,
-                         requested=int(time.time() * 1000))  # fmt: skip
+        box.extra.update(
+            status="pending",
+            body=body,
+            commands={},
+            timeout=timeout,
+            requested=int(time.time() * 1000),
+        )
         self.records[box.id] = box
         failure, self.fail_next_create = self.fail_next_create, False
-        threading.Thread(target=self._provision, args=(box, failure), daemon=True).start()
+        self.backend.in_background(self._provision, box, failure)
         return Response.json(200, {"sandbox": self.dto(box), "routes": []})
 
     def _provision(self, box: Box, failure: bool) -> None:
-        time.sleep(self.create_delay_s)
+        if not self.backend.sleep_unless_closed(self.create_delay_s):
+            return
         if failure:
             box.state = "failed"
             return
@@ -193,18 +212,24 @@ class VercelFake:
     def stop_box(self, box: Box) -> Response:
         if box.state in ("running", "creating"):
             box.extra["status"] = "stopping"
-            threading.Thread(target=self.backend.kill, args=(box, "stopped"), daemon=True).start()
+            self.backend.in_background(self.backend.kill, box, "stopped")
         return Response.json(200, {"sandbox": self.dto(box)})
 
     def dto(self, box: Box) -> dict:
         created = int(box.created_at.timestamp() * 1000)
         item = {
-            "id": box.id, "memory": box.memory_mib, "vcpus": box.cpus, "region": "iad1",
+            "id": box.id,
+            "memory": box.memory_mib,
+            "vcpus": box.cpus,
+            "region": "iad1",
             "runtime": box.extra["body"].get("runtime") or "node22",
-            "timeout": box.extra["timeout"], "status": self.status(box),
-            "requestedAt": box.extra["requested"], "createdAt": created, "cwd": "/vercel/sandbox",
+            "timeout": box.extra["timeout"],
+            "status": self.status(box),
+            "requestedAt": box.extra["requested"],
+            "createdAt": created,
+            "cwd": "/vercel/sandbox",
             "updatedAt": int(time.time() * 1000),
-        }  # fmt: skip
+        }
         if "started" in box.extra:
             item["startedAt"] = box.extra["started"]
         if item["status"] == "stopped":
@@ -219,8 +244,9 @@ class VercelFake:
         boxes = sorted(self.records.values(), key=lambda b: b.created_at, reverse=True)
         limit = int(request.arg("limit") or 50)
         page = [self.dto(b) for b in boxes[:limit]]
-        return Response.json(200, {"sandboxes": page, "pagination": {
-            "count": len(page), "next": None, "prev": None}})  # fmt: skip
+        return Response.json(
+            200, {"sandboxes": page, "pagination": {"count": len(page), "next": None, "prev": None}}
+        )
 
     # -- commands and files ----------------------------------------------------------------------
 
@@ -231,9 +257,15 @@ class VercelFake:
             code = process.result.exit_code if process.result is not None else -1
             if process.killed:
                 code = 137
-        return {"id": command_id, "name": body["command"], "args": body.get("args") or [],
-                "cwd": body.get("cwd") or "/vercel/sandbox", "sandboxId": box.id,
-                "exitCode": code, "startedAt": started}  # fmt: skip
+        return {
+            "id": command_id,
+            "name": body["command"],
+            "args": body.get("args") or [],
+            "cwd": body.get("cwd") or "/vercel/sandbox",
+            "sandboxId": box.id,
+            "exitCode": code,
+            "startedAt": started,
+        }
 
     def command(self, request: Request, box: Box) -> Response:
         body = request.json()
@@ -241,9 +273,11 @@ class VercelFake:
             return error(400, "bad_request", "command is required")
         command_id = "cmd_" + uuid.uuid4().hex[:20]
         process = self.backend.spawn(
-            box, [body["command"], *(body.get("args") or [])], env=body.get("env") or None,
+            box,
+            [body["command"], *(body.get("args") or [])],
+            env=body.get("env") or None,
             workdir=body.get("cwd"),
-        )  # fmt: skip
+        )
         box.extra["commands"][command_id] = (body, process, int(time.time() * 1000))
         if not body.get("wait"):
             return Response.json(200, {"command": self.command_dto(box, command_id)})
@@ -267,8 +301,13 @@ class VercelFake:
         def lines():
             process.done.wait()
             if process.result is None:
-                item = {"stream": "error", "data": {"code": "command_failed",
-                        "message": process.error or "the command could not run"}}  # fmt: skip
+                item = {
+                    "stream": "error",
+                    "data": {
+                        "code": "command_failed",
+                        "message": process.error or "the command could not run",
+                    },
+                }
                 yield json.dumps(item).encode() + b"\n"
                 return
             for stream in ("stdout", "stderr"):
