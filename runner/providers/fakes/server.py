@@ -128,6 +128,14 @@ class FakeHTTPServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
 
+    def shutdown_request(self, request):
+        # Counted once the socket is shut, not when the handler returns: a test that waits for
+        # an idle drop and then calls again must find the connection closed, not closing.
+        try:
+            super().shutdown_request(request)
+        finally:
+            self.connection_closed()
+
     def handle_error(self, request, client_address):
         pass  # a client that hung up (a timed-out exec) is not the fake's error
 
@@ -162,12 +170,6 @@ class _Handler(BaseHTTPRequestHandler):
         # the client's delayed ACK (about 40 ms on Linux), which would dwarf the fake's own cost.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connection_no = self.server.next_connection()
-
-    def finish(self):
-        try:
-            super().finish()
-        finally:
-            self.server.connection_closed()
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         pass  # tests read server.requests; nothing goes to stderr
