@@ -87,6 +87,10 @@ EXIT_CODE_POLL = waiting.every(0.01)
 EXIT_CODE_WAIT_S = 2.0
 # A container being removed (auto-remove raced a destroy) is asked after every 20 ms.
 REMOVAL_POLL = waiting.every(0.02)
+# Podman reads every image's files while it lists images: one another client removes meanwhile
+# turns the whole listing into a 500 naming the vanished file. A listing is safe to ask again.
+RELIST = waiting.Backoff(first_s=0.1, factor=2.0)
+RELIST_WITHIN_S = 2.0
 MIN_FREE_BYTES = 5 * 1024**3
 NOT_READY_STATUS = {502, 503, 504}
 # Written by `./boxbench.sh run` (relative to BOXBENCH_VAR_DIR): the engine socket it started.
@@ -472,8 +476,9 @@ class DockerProvider(Provider):
         cap = self.limits.download_bytes
         # The archive holds the file and its tar headers (TAR_ROOM): a file past the cap fails
         # while the archive streams in, never held whole.
-        capped = Capped(self._reader("download"), cap + TAR_ROOM, f"the archive of {path}",
-                        "max_download_mib")  # fmt: skip
+        capped = Capped(
+            self._reader("download"), cap + TAR_ROOM, f"the archive of {path}", "max_download_mib"
+        )
 
         def fetch():
             chunks, _ = self.api.get_archive(sandbox.id, path)
@@ -578,7 +583,16 @@ class DockerProvider(Provider):
         """Snapshot images left behind, for `bench cleanup` (delete each with delete_snapshot)."""
         # One label per query: Podman 4.3 answers nothing when given two label filters.
         filters = {"label": f"{BATCH_LABEL}={label}" if label else BATCH_LABEL}
-        found = self._call("list snapshots", lambda: self.api.images(filters=filters))
+        found = self._call(
+            "list snapshots",
+            lambda: waiting.retry_while(
+                _vanished_while_listed,
+                lambda: self.api.images(filters=filters),
+                RELIST_WITHIN_S,
+                RELIST,
+                errors=(docker.errors.APIError,),
+            ),
+        )
         return [_live(image) for image in found if _kind(image) == "snapshot"]
 
     # -- doctor --------------------------------------------------------------------------------
@@ -657,6 +671,11 @@ def tls_from_directory(directory: str, variable: str) -> docker.tls.TLSConfig:
 def _no_such_container(exc: docker.errors.APIError) -> bool:
     # Podman answers 500 "does not exist in database" while auto-remove is under way.
     return isinstance(exc, docker.errors.NotFound) or "no such container" in str(exc).lower()
+
+
+def _vanished_while_listed(exc: BaseException) -> bool:
+    explanation = str(getattr(exc, "explanation", "") or "").lower()
+    return getattr(exc, "status_code", None) == 500 and "does not exist" in explanation
 
 
 def _close_exec(response) -> None:

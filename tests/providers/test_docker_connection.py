@@ -171,3 +171,62 @@ def test_it_names_the_package_when_podman_has_no_init_binary(engine_stub):
     with pytest.raises(ProviderError, match="apt-get install catatonit") as caught:
         provider.create(spec)
     assert caught.value.operation == "create"
+
+
+class ImageListStub(EngineStub):
+    """Podman listing images while another client removes one: a 500 naming the vanished file,
+    `failures` times, then the listing."""
+
+    failures = 1
+    asked = 0
+
+    def do_GET(self):
+        cls = type(self)
+        cls.asked += 1
+        if cls.asked <= cls.failures:
+            self.status = 500
+            self.message = (
+                'locating item named "manifest" for image with ID "42963366" (consider removing '
+                "the image to resolve the issue): file does not exist"
+            )
+            return super().do_GET()
+        body = json.dumps([{"Id": "sha256:" + "a" * 64, "Created": 0, "Labels": LABELS}]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+LABELS = {"boxbench.batch": "bb-test", "boxbench.kind": "snapshot"}
+
+
+@pytest.fixture
+def image_list_stub():
+    servers = []
+
+    def start(failures):
+        handler = type("Handler", (ImageListStub,), {"failures": failures, "asked": 0})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return handler, f"tcp://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_it_lists_snapshots_again_when_an_image_vanished_while_listed(image_list_stub):
+    handler, url = image_list_stub(failures=2)
+    [snapshot] = docker_provider(host=url, api_version="1.41").list_snapshots("bb-test")
+    assert snapshot.id == "sha256:" + "a" * 64
+    assert handler.asked == 3
+
+
+def test_a_listing_that_keeps_failing_is_a_provider_error_naming_it(image_list_stub):
+    handler, url = image_list_stub(failures=100)
+    with pytest.raises(ProviderError, match="list snapshots: HTTP 500: .*file does not exist"):
+        docker_provider(host=url, api_version="1.41").list_snapshots("bb-test")
+    assert 2 <= handler.asked < 10
