@@ -88,3 +88,21 @@ def chain_provider(local, monkeypatch, settings):
         return provider
 
     return use
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and then, before the PostgreSQL test database is dropped, the sessions
+    other threads or child processes left on it are ended (one was a recovery sweep's
+    `lost_steps` query): otherwise the drop fails with "being accessed by other users", a warning
+    of pytest-django's and so an error. Only sessions that set the database up pay for it."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
