@@ -32,6 +32,11 @@ CLIENTS = {
     "daytona": ("daytona", "urllib3", "httpx"),
     "vercel": ("httpx",),
     "modal": ("modal", "grpclib"),
+    "agentcore": ("boto3", "botocore"),
+}
+# Adapters over a command-line tool: the command that prints the tool's version, as the client.
+TOOLS = {
+    "apple-container": ("container", "--version"),
 }
 
 
@@ -64,7 +69,10 @@ def adapter_version(adapter: str) -> dict:
         "adapter": adapter,
         "source_sha256": digest.hexdigest(),
         "files": [str(p.relative_to(ROOT)) for p in files],
-        "clients": {name: _installed(name) for name in CLIENTS.get(adapter, ())},
+        "clients": {
+            **{name: _installed(name) for name in CLIENTS.get(adapter, ())},
+            **({TOOLS[adapter][0]: _tool_version(TOOLS[adapter])} if adapter in TOOLS else {}),
+        },
     }
 
 
@@ -76,6 +84,20 @@ def _module_files(module_name: str) -> list[Path]:
     if spec.submodule_search_locations:  # a package: every source file in it
         return sorted(p for p in origin.parent.rglob("*.py") if "__pycache__" not in p.parts)
     return [origin]
+
+
+def _tool_version(argv: tuple[str, ...]) -> str:
+    """The first line the tool prints for its version, or why there is none."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except FileNotFoundError:
+        return "not installed"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown: {exc}"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return f"unknown: {' '.join(argv)} exited {done.returncode}"
+    return lines[0][:200]
 
 
 def _installed(distribution: str) -> str:

@@ -116,6 +116,23 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
     }
     assert provenance.adapter_version("e2b")["clients"]["e2b"] == metadata.version("e2b")
     assert provenance.adapter_version("daytona")["clients"]["daytona"] == "0.226.1"
+    assert provenance.adapter_version("agentcore")["clients"] == {
+        "boto3": metadata.version("boto3"),
+        "botocore": metadata.version("botocore"),
+    }
+
+
+def test_an_adapter_over_a_command_line_tool_records_the_tools_version(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert provenance.adapter_version("apple-container")["clients"] == {
+        "container": "not installed"
+    }
+    tool = tmp_path / "container"
+    tool.write_text("#!/bin/sh\necho 'container CLI version 0.6.0 (build: release)'\n")
+    tool.chmod(0o755)
+    assert provenance.adapter_version("apple-container")["clients"] == {
+        "container": "container CLI version 0.6.0 (build: release)"
+    }
 
 
 def test_it_says_why_the_commit_is_unknown_outside_a_checkout(tmp_path):
