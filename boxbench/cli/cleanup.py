@@ -40,6 +40,10 @@ def handle(options, out):
         if options.get("provider") and slug not in options["provider"]:
             continue
         provider = get_provider(slug, declaration)
+        problem = provider.configuration_problem()
+        if problem:  # not configured here (no credentials, no SDK): nothing of ours to list
+            out.write(f"skipped {slug}: {problem}")
+            continue
         try:
             leftovers = _leftovers(provider)
         except ProviderError as exc:  # an unreachable or unconfigured provider: say so, go on

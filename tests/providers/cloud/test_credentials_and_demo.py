@@ -298,3 +298,23 @@ def test_an_sdk_adapter_is_refused_without_its_sdk(monkeypatch, slug):
     assert f"pip install -r requirements-{slug}.txt" in provider.configuration_problem()
     with pytest.raises(ProviderError, match=f"requirements-{slug}.txt"):
         provider.list_sandboxes()
+
+
+@pytest.mark.parametrize("slug", ["e2b", "daytona"])
+def test_bench_cleanup_skips_a_provider_whose_sdk_is_missing(db, monkeypatch, slug):
+    # As on a machine where `./boxbench.sh run` installed only requirements.txt: the SDK neither
+    # is found nor imports. Cleanup says why it skips the provider; it never lists through it.
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        return None if name == slug else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setitem(sys.modules, slug, None)  # `import slug` raises ImportError
+    out = io.StringIO()
+    call_command("bench", "cleanup", "--provider", slug, stdout=out)
+    assert f"skipped {slug}:" in out.getvalue()
+    assert f"requirements-{slug}.txt" in out.getvalue()
