@@ -157,9 +157,17 @@ def test_a_failed_audit_leaves_the_run_completed_and_says_how_to_audit_it_again(
 def test_the_cli_runs_a_plan_through_the_sync_queue(chain_provider, sync_queue):
     out = io.StringIO()
     call_command(
-        "bench", "run", "--benchmark", "destroy", "--trials", "2", "--concurrency", "1",
-        "--wait", stdout=out,
-    )  # fmt: skip
+        "bench",
+        "run",
+        "--benchmark",
+        "destroy",
+        "--trials",
+        "2",
+        "--concurrency",
+        "1",
+        "--wait",
+        stdout=out,
+    )
     run = Run.objects.get()
     assert run.status == RunStatus.COMPLETED
     assert "local        destroy              2/2 successes" in out.getvalue()
@@ -202,9 +210,15 @@ def test_the_admin_starts_watches_and_cancels_runs(chain_provider, client, sync_
     assert form.status_code == 200 and b"Start the run" in form.content
     response = client.post(
         reverse("admin:boxbench_run_start"),
-        {"name": "from admin", "benchmarks": ["create"], "providers": ["local"], "trials": 2,
-         "concurrency": 1, "allow_busy_account": "on"},
-    )  # fmt: skip
+        {
+            "name": "from admin",
+            "benchmarks": ["create"],
+            "providers": ["local"],
+            "trials": 2,
+            "concurrency": 1,
+            "allow_busy_account": "on",
+        },
+    )
     run = Run.objects.get(name="from admin")
     assert response.status_code == 302 and run.status == RunStatus.COMPLETED
     assert run.manifest["plan"]["allow_busy_account"] is True
@@ -303,9 +317,13 @@ def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider
     settings.RUNNER_JOB_HOST_CAP = 4
     units = ["six-ensure-bytearray", "toolz-dissoc-if"]
     capped = plan_run(
-        "capped", benchmarks=["deepswe-boxbench"], providers=["local"], trials=1, seed=1,
+        "capped",
+        benchmarks=["deepswe-boxbench"],
+        providers=["local"],
+        trials=1,
+        seed=1,
         units={"deepswe-boxbench": units},
-    )  # fmt: skip
+    )
     assert capped.manifest["benchmarks"]["deepswe-boxbench"]["parallel_trials"] == 4
     assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
     with pytest.raises(PlanError, match="unknown unit"):
@@ -317,9 +335,14 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
 
     default = get_plan("default")
     run = plan_run(
-        "default", benchmarks=list(default.benchmarks), units=default.units,
-        providers=["local"], trials=default.trials, concurrency=default.concurrency, seed=1,
-    )  # fmt: skip
+        "default",
+        benchmarks=list(default.benchmarks),
+        units=default.units,
+        providers=["local"],
+        trials=default.trials,
+        concurrency=default.concurrency,
+        seed=1,
+    )
     benchmarks = run.manifest["benchmarks"]
     assert run.manifest["refusals"] == []
     assert {"create", "destroy", "cpu-single", "hard-links", "deepswe-boxbench"} <= set(benchmarks)
@@ -343,9 +366,14 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
 
     full = get_plan("full")
     run = plan_run(
-        "full", benchmarks=list(full.benchmarks), units=full.units, providers=["local"],
-        trials=full.trials, concurrency=full.concurrency, seed=1,
-    )  # fmt: skip
+        "full",
+        benchmarks=list(full.benchmarks),
+        units=full.units,
+        providers=["local"],
+        trials=full.trials,
+        concurrency=full.concurrency,
+        seed=1,
+    )
     benchmarks = run.manifest["benchmarks"]
     assert set(benchmarks) == set(all_benchmarks())
     assert len(benchmarks["deepswe-boxbench"]["units"]) == 10
@@ -364,9 +392,17 @@ def test_the_cli_splits_comma_separated_providers(chain_provider):
 def test_the_cli_publishes_a_run_that_passes_its_audit(chain_provider, sync_queue):
     out = io.StringIO()
     call_command(
-        "bench", "run", "--benchmark", "destroy", "--trials", "2", "--provider", "local",
-        "--publish", stdout=out,
-    )  # fmt: skip
+        "bench",
+        "run",
+        "--benchmark",
+        "destroy",
+        "--trials",
+        "2",
+        "--provider",
+        "local",
+        "--publish",
+        stdout=out,
+    )
     run = Run.objects.get()
     assert run.published and f"Published run {run.name}" in out.getvalue()
 
@@ -460,6 +496,27 @@ def test_it_checks_the_refill_time_limit_before_every_refill(chain_provider, loc
     cancelled = refills.get(state=TrialState.CANCELLED)
     assert "the refill time limit of 600 s expired" in cancelled.cause
     assert "refill time limit" in run.manifest["topups"]["local"]["stopped"]
+
+
+def test_it_checks_the_run_budget_before_every_refill(chain_provider, local, monkeypatch):
+    # As above, but the first refill spends the budget: the round opened within it, and the
+    # second refill still does not run.
+    spent = [0.0]
+    monkeypatch.setattr(chain.Chain, "_spent_usd", lambda self: spent[0])
+
+    class CostlyRefills(FaultyProvider):
+        def create(self, spec):
+            if self.calls.count("create") == 4:  # the fifth create is the first refill's
+                spent[0] = 5.0
+            return super().create(spec)
+
+    chain_provider(CostlyRefills(local, create_errors=2))
+    run = start(plan(trials=4, budget_usd=2.0))
+    refills = run.trials.filter(round__gte=5)
+    assert refills.filter(outcome=Outcome.SUCCESS).count() == 1
+    cancelled = refills.get(state=TrialState.CANCELLED)
+    assert "the run budget of 2 USD is spent" in cancelled.cause
+    assert "run budget" in run.manifest["topups"]["local"]["stopped"]
 
 
 def test_the_manifest_and_every_trial_record_the_job_hosts_type_and_region(
