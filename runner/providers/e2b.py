@@ -24,6 +24,13 @@ kept (it only words the error); its connection pool, process-wide, idle connecti
 - files: `files.write` and `files.read(format="bytes")`.
 - destroy: `Sandbox.kill`; gone once `get_info` answers not found. Listing: `Sandbox.list` by
   metadata, running and paused, page by page.
+- snapshot: `Sandbox.create_snapshot` (E2B's default, memory and files; the source keeps running),
+  named `<batch label>-<epoch seconds>-<6 hex>`: E2B gives a name already taken a new build of
+  the same snapshot, so each must be unique, and the listing (`Sandbox.list_snapshots`) has no
+  labels or creation times but the name. restore: `Sandbox.create` with the snapshot id as its
+  template. delete: `Sandbox.delete_snapshot`; gone once the listing by that id no longer holds it.
+- fork: `Sandbox.fork` with count 1: one POST answering a list of one sandbox or one error; the
+  fork carries the source's metadata (its batch label), and leaves no snapshot of its own.
 
 Configuration (docs/providers.md): E2B_API_KEY or E2B_API_KEY_FILE; E2B_DOMAIN (default
 e2b.app), or E2B_API_URL and E2B_SANDBOX_URL; BOXBENCH_E2B_TEMPLATE, the template built from
@@ -36,8 +43,11 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
+import secrets
 import shlex
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
@@ -60,6 +70,9 @@ BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
 REQUEST_TIMEOUT_S = 60.0
 SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
+# The name a snapshot is made with (namespace and tag stripped): its batch label, when it was
+# made, and a random part that keeps two snapshots of one batch apart.
+SNAPSHOT_NAME = re.compile(r"^(?P<label>.+)-(?P<epoch>[0-9]{10})-[0-9a-f]{6}$")
 
 
 def _sdk():
@@ -184,23 +197,30 @@ class E2BProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
+        return self._start("create", self.template, spec)
+
+    def _start(self, operation: str, template: str, spec: SandboxSpec) -> Sandbox:
+        """A sandbox of `template` (a template name or a snapshot id) for `spec`."""
         e2b = _sdk()
-        params = self._params("create")
+        params = self._params(operation)
         box = self._call(
-            "create",
+            operation,
             lambda: e2b.Sandbox.create(
-                template=self.template,
-                timeout=max(1, int(-(-spec.lifetime_s // 1))),
+                template=template,
+                timeout=_timeout_s(spec),
                 metadata={BATCH_KEY: spec.label},
                 allow_internet_access=spec.network,
                 **params,
             ),
         )
+        return self._sandbox(operation, box, spec, template)
+
+    def _sandbox(self, operation: str, box, spec: SandboxSpec, template: str) -> Sandbox:
         return Sandbox(
-            id=box.sandbox_id,
+            id=_required(self._reader(operation), box.sandbox_id, "sandbox id"),
             label=spec.label,
             facts={
-                "template": self.template,
+                "template": template,
                 "envd_version": str(getattr(box, "_envd_version", "")),
                 "enforced": {"cpus": True, "memory": True},
                 "sdk_connection_retries": sdk_retries(),
@@ -282,17 +302,21 @@ class E2BProvider(HTTPProvider):
     def upload(self, sandbox, path, data) -> None:
         box = self._box(sandbox, "upload")
         self._call(
-            "upload", lambda: box.files.write(path, data), data_plane=True,
+            "upload",
+            lambda: box.files.write(path, data),
+            data_plane=True,
             secrets=(self._token(box),),
-        )  # fmt: skip
+        )
 
     def download(self, sandbox, path) -> bytes:
         box = self._box(sandbox, "download")
         secrets = (self._token(box),)
         capped = Capped(
-            self._reader("download", *secrets), self.limits.download_bytes, f"the file {path}",
+            self._reader("download", *secrets),
+            self.limits.download_bytes,
+            f"the file {path}",
             "max_download_mib",
-        )  # fmt: skip
+        )
 
         def read() -> bytes:
             # Streamed, so a file past the cap costs at most the cap in memory.
@@ -337,6 +361,76 @@ class E2BProvider(HTTPProvider):
             if not listing.more(pages.next_token if pages.has_next else None):
                 return found
 
+    # -- snapshots and forks ---------------------------------------------------------------------
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        e2b = _sdk()
+        params = self._params("snapshot")
+        name = f"{sandbox.label}-{int(time.time())}-{secrets.token_hex(3)}"
+        info = self._call(
+            "snapshot", lambda: e2b.Sandbox.create_snapshot(sandbox.id, name=name, **params)
+        )
+        return _required(self._reader("snapshot"), info.snapshot_id, "snapshot id")
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        sandbox = self._start("restore", snapshot_id, spec)
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        e2b = _sdk()
+        params = self._params("delete snapshot")
+        # The SDK answers False for a snapshot E2B no longer has: gone, as a delete wants.
+        self._call("delete snapshot", lambda: e2b.Sandbox.delete_snapshot(snapshot_id, **params))
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        found = self._snapshots("snapshot_gone", name=snapshot_id)
+        return all(info.snapshot_id != snapshot_id for info in found)
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        """Snapshots left behind, for `bench cleanup`: those named by `snapshot`, with the batch
+        label and creation time read back from the name (any other has no label: not ours)."""
+        found = []
+        for info in self._snapshots("list snapshots"):
+            named = _snapshot_name(info.names)
+            made = datetime.fromtimestamp(int(named["epoch"]), UTC) if named else None
+            live = LiveSandbox(info.snapshot_id, named["label"] if named else "", made)
+            if label is None or live.label == label:
+                found.append(live)
+        return found
+
+    def _snapshots(self, operation: str, name: str | None = None) -> list:
+        """Every snapshot of the account (or of that name or id), page by page."""
+        e2b = _sdk()
+        params = self._params(operation)
+        pages = e2b.Sandbox.list_snapshots(name=name, limit=100, **params)
+        listing = Listing(self._reader(operation), self.limits.pages)
+        found = []
+        while True:
+            found += self._call(operation, pages.next_items)
+            if not listing.more(pages.next_token if pages.has_next else None):
+                return found
+
+    def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+        e2b = _sdk()
+        params = self._params("fork")
+        forks = self._call(
+            "fork",
+            lambda: e2b.Sandbox.fork(sandbox.id, timeout=_timeout_s(spec), count=1, **params),
+        )
+        if len(forks) != 1:
+            for made in forks:  # none of them is the one fork asked for: none may outlive this
+                if isinstance(made, e2b.Sandbox):
+                    with contextlib.suppress(ProviderError):
+                        self.destroy(Sandbox(made.sandbox_id, spec.label))
+            raise self._reader("fork").fail(f"the answer holds {len(forks)} forks, not 1")
+        [made] = forks
+        if isinstance(made, Exception):
+            raise self._failure("fork", made, False, ())
+        copy = self._sandbox("fork", made, spec, self.template)
+        copy.facts["forked_from"] = sandbox.id
+        return copy
+
     def endpoints(self) -> list[tuple[str, int]]:
         return [host_port(self.api_url), host_port(self.sandbox_url or f"https://{self.domain}")]
 
@@ -353,6 +447,30 @@ class E2BProvider(HTTPProvider):
             DoctorCheck("template", True, f"{self.template} (BOXBENCH_E2B_TEMPLATE)"),
             DoctorCheck("sdk", True, f"e2b {version}, connection retries {sdk_retries()}"),
         ]
+
+
+def _timeout_s(spec: SandboxSpec) -> int:
+    """The lifetime as E2B's `timeout`: whole seconds, rounded up."""
+    return max(1, int(-(-spec.lifetime_s // 1)))
+
+
+def _required(reader: Reader, value, what: str) -> str:
+    """An id the answer must hold: a string, not empty."""
+    if not isinstance(value, str):
+        raise reader.fail(f"the {what} in the answer is a {type(value).__name__}, not a string")
+    if not value:
+        raise reader.fail(f"the {what} in the answer is empty")
+    return value
+
+
+def _snapshot_name(names) -> dict | None:
+    """The parts of the name `snapshot` gave (label, epoch) among a snapshot's full names
+    (`<team>/<name>`), or None for a snapshot named otherwise."""
+    for full in names or []:
+        named = SNAPSHOT_NAME.match(str(full).rpartition("/")[2].partition(":")[0])
+        if named:
+            return named.groupdict()
+    return None
 
 
 def _status(exc: BaseException) -> int | None:

@@ -131,6 +131,14 @@ def exercise(found) -> None:
     with pytest.raises(ProviderError):
         provider.exec(sandbox, ["sleep", "5"], 0.3)
     provider.list_sandboxes(SPEC.label)
+    if found.slug == "e2b":  # snapshots and forks: only E2B declares them
+        snapshot_id = provider.snapshot(sandbox)
+        provider.destroy(provider.restore(snapshot_id, SPEC))
+        provider.list_snapshots(SPEC.label)
+        provider.delete_snapshot(snapshot_id)
+        assert provider.snapshot_gone(snapshot_id)
+        provider.delete_snapshot(snapshot_id)  # 404: gone already
+        provider.destroy(provider.fork(sandbox, SPEC))
     assert all(check.ok for check in provider.doctor())
     provider.destroy(sandbox)
     assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
