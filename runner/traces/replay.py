@@ -142,7 +142,9 @@ git commit -q -m 'boxbench: {trace.slug}'
 
 
 # No EXIT trap of our own: the guest clock wrapper around this script owns that trap, so every
-# way out goes through __bb_end, which stops the deny proxy first.
+# way out goes through __bb_end, which stops the deny proxy first and waits for its end: a
+# signalled process is not gone until the kernel runs it again, which on a busy host came after
+# the script's own end. KILL, since a command of the trace could have stopped the proxy.
 # __bb_clocks takes a wall reading between two /proc/uptime reads and keeps it only when both
 # reads show the same 10 ms tick: on a busy host the shell can be descheduled between two reads
 # for tens of milliseconds (seen here: 110 ms at load 9 on 2 cores), which would make the uptime
@@ -164,7 +166,9 @@ _RUN_FUNCTION = r"""__bb_put() {
   printf '%s %s\n' "$1" "$__bb_seal" >&3
 }
 __bb_end() {
-  [ -n "${__bb_proxy:-}" ] && kill "$__bb_proxy" 2> /dev/null
+  if [ -n "${__bb_proxy:-}" ]; then
+    kill -KILL "$__bb_proxy" 2> /dev/null; wait "$__bb_proxy" 2> /dev/null
+  fi
   exit "$1"
 }
 __bb_clocks() {

@@ -148,6 +148,19 @@ def test_it_leaves_no_timeout_or_proxy_behind():
     assert not any(_alive(pid) for pid in children)
 
 
+def test_it_ends_a_deny_proxy_that_a_command_stopped():
+    # A hostile command stops the proxy: a TERM would stay pending and the proxy outlive the
+    # replay (as a proxy not yet run again after its TERM did on a busy host); it is killed and
+    # waited for.
+    script = (
+        'for pid in $(cat /proc/$(cut -d " " -f 4 /proc/$PPID/stat)/task/*/children); do '
+        "grep -q 'deny[p]roxy' /proc/$pid/cmdline && kill -STOP $pid && echo $pid; done; true"
+    )
+    run, records = _run([Command(script, 0, 0.0)])
+    [proxy] = [int(pid) for pid in run.output.split()]
+    assert records.done and not _alive(proxy)
+
+
 def test_a_sandbox_without_a_working_timeout_is_a_benchmark_error(tmp_path, monkeypatch):
     fake = tmp_path / "timeout"
     fake.write_text("#!/bin/sh\necho 'timeout: unrecognized option' >&2\nexit 125\n")
