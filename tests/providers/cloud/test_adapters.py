@@ -224,6 +224,7 @@ def test_the_other_outcome_classes_pass_through_the_adapter(cloud, raised, outco
 
 
 def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path):
+    calls = 10
     for slug in ("e2b", "daytona", "vercel"):
         # The idle limit leaves a busy job host seconds between two calls: at 2 s, a stalled
         # test process once let the fake drop the warm connection mid-loop.
@@ -232,13 +233,21 @@ def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path):
             sandbox = provider.create(SPEC)
             lifecycle.readiness_check(provider, sandbox)
             before = found.data_plane.connections
-            for _ in range(5):
+            for _ in range(calls):
                 provider.exec(sandbox, ["true"], 10)
-            assert found.data_plane.connections == before  # warm: no new connection
-            closed = found.data_plane.closed
-            assert found.data_plane.wait_closed(closed + 1, 60)  # the fake drops it when idle
+            opened = found.data_plane.connections - before
+            if slug == "e2b":
+                # E2B's SDK speaks through pyqwest (hyper), whose pool takes a finished
+                # connection back on a thread of its own: a call made before that opens one
+                # more, as a busy job host sees now and then. Still, calls share connections.
+                assert opened < calls // 2
+            else:
+                assert opened == 0  # httpx and urllib3 pool it before the call returns
+            # The fake drops every connection once idle; the next call opens a fresh one.
+            assert found.data_plane.wait_closed(found.data_plane.connections, 60)
+            opened = found.data_plane.connections
             assert provider.exec(sandbox, ["true"], 10).exit_code == 0
-            assert found.data_plane.connections == before + 1
+            assert found.data_plane.connections == opened + 1
             provider.destroy(sandbox)
 
 
