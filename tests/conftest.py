@@ -74,6 +74,14 @@ def skipped_time():
 
 
 @pytest.fixture
+def sync_queue(monkeypatch):
+    """Queued tasks (the audit a finished run enqueues) run at once, in the caller."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
+
+
+@pytest.fixture
 def chain_provider(local, monkeypatch, settings):
     """Make runs use `local` (or what the setter is given, a wrapped one say) with short
     lifecycle limits; returns a setter. The job host counts as large, so tests not about the

@@ -122,13 +122,6 @@ def test_it_cancels_a_run_and_cleans_up_its_sandboxes(chain_provider, local):
     assert run.trials.filter(state=TrialState.CANCELLED).count() == 4
 
 
-@pytest.fixture
-def sync_queue(monkeypatch):
-    from django_q.conf import Conf
-
-    monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
-
-
 def test_it_enqueues_the_audit_by_name_when_the_last_chain_ends(chain_provider):
     from django_q.brokers import get_broker
     from django_q.signing import SignedPackage

@@ -18,13 +18,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def sync_queue(monkeypatch):
-    from django_q.conf import Conf
-
-    monkeypatch.setattr(Conf, "SYNC", True)  # read once at import; the settings fixture is too late
-
-
-@pytest.fixture
 def step_log(monkeypatch):
     """(provider, step, start, end) of every step that ran, and how many ran at once."""
     log, lock, running = [], threading.Lock(), {"now": 0, "most": 0}
