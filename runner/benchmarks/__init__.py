@@ -21,6 +21,7 @@ BENCHMARKS = [
     "runner.benchmarks.snapshots:SNAPSHOT_RESTORE",
     "runner.benchmarks.snapshots:FORK",
     "runner.benchmarks.deepswe",
+    "runner.benchmarks.rl_rollouts",
     "runner.benchmarks.machine_cpu:SINGLE",
     "runner.benchmarks.machine_cpu:ALL",
     "runner.benchmarks.machine_memory_bandwidth",
