@@ -43,13 +43,12 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
-import secrets
 import shlex
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from runner.providers import snapshot_names
 from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
 from runner.providers.base import (
     CredentialsRejected,
@@ -70,9 +69,6 @@ BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
 REQUEST_TIMEOUT_S = 60.0
 SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
-# The name a snapshot is made with (namespace and tag stripped): its batch label, when it was
-# made, and a random part that keeps two snapshots of one batch apart.
-SNAPSHOT_NAME = re.compile(r"^(?P<label>.+)-(?P<epoch>[0-9]{10})-[0-9a-f]{6}$")
 
 
 def _sdk():
@@ -366,7 +362,7 @@ class E2BProvider(HTTPProvider):
     def snapshot(self, sandbox: Sandbox) -> str:
         e2b = _sdk()
         params = self._params("snapshot")
-        name = f"{sandbox.label}-{int(time.time())}-{secrets.token_hex(3)}"
+        name = snapshot_names.make(sandbox.label)
         info = self._call(
             "snapshot", lambda: e2b.Sandbox.create_snapshot(sandbox.id, name=name, **params)
         )
@@ -392,9 +388,8 @@ class E2BProvider(HTTPProvider):
         label and creation time read back from the name (any other has no label: not ours)."""
         found = []
         for info in self._snapshots("list snapshots"):
-            named = _snapshot_name(info.names)
-            made = datetime.fromtimestamp(int(named["epoch"]), UTC) if named else None
-            live = LiveSandbox(info.snapshot_id, named["label"] if named else "", made)
+            label_made = _snapshot_name(info.names)
+            live = LiveSandbox(info.snapshot_id, *(label_made or ("", None)))
             if label is None or live.label == label:
                 found.append(live)
         return found
@@ -463,13 +458,13 @@ def _required(reader: Reader, value, what: str) -> str:
     return value
 
 
-def _snapshot_name(names) -> dict | None:
-    """The parts of the name `snapshot` gave (label, epoch) among a snapshot's full names
-    (`<team>/<name>`), or None for a snapshot named otherwise."""
+def _snapshot_name(names) -> tuple[str, datetime] | None:
+    """The batch label and creation time in the name `snapshot` gave, among a snapshot's full
+    names (`<team>/<name>:<tag>`), or None for a snapshot named otherwise."""
     for full in names or []:
-        named = SNAPSHOT_NAME.match(str(full).rpartition("/")[2].partition(":")[0])
+        named = snapshot_names.read(str(full).rpartition("/")[2].partition(":")[0])
         if named:
-            return named.groupdict()
+            return named
     return None
 
 
