@@ -3,22 +3,22 @@ written before it and not those written after, every snapshot is deleted and con
 fake's refusals are named provider failures, and a demo run of both benchmarks leaves nothing."""
 
 import dataclasses
-import io
 import json
 
 import pytest
-from django.core.management import call_command
 
-from boxbench.models import Run, Trial
-from runner import chain, lifecycle
 from runner.outcomes import EvidenceKind
-from runner.providers import demo
-from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.base import ProviderError
 from runner.providers.fakes.server import Response
-from tests.providers.cloud.helpers import LIMITS, run, running_fake
-
-SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-snap", lifetime_s=120)
-LIST = ["/bin/sh", "-c", "ls /app/state"]
+from tests.providers.cloud.copies import (
+    SPEC,
+    cleaned_up,
+    demo_run,
+    forked_copy,
+    ready,
+    restored_copy,
+)
+from tests.providers.cloud.helpers import run, running_fake
 
 
 @pytest.fixture
@@ -27,31 +27,9 @@ def e2b(tmp_path):
         yield found
 
 
-def ready(provider, spec=SPEC):
-    sandbox = provider.create(spec)
-    lifecycle.readiness_check(provider, sandbox)
-    return sandbox
-
-
-def write(provider, sandbox, name: str) -> None:
-    script = 'mkdir -p /app/state && echo "$1" > /app/state/"$1"'
-    assert provider.exec(sandbox, ["/bin/sh", "-c", script, "sh", name], 10).exit_code == 0
-
-
-def files(provider, sandbox) -> bytes:
-    lifecycle.readiness_check(provider, sandbox)
-    return provider.exec(sandbox, LIST, 10).stdout
-
-
 def test_a_restored_snapshot_holds_the_files_from_before_it_and_is_deleted(e2b):
     provider = e2b.provider
-    source = ready(provider)
-    write(provider, source, "before")
-    snapshot_id = provider.snapshot(source)
-    write(provider, source, "after")
-    restored = provider.restore(snapshot_id, SPEC)
-    assert files(provider, restored) == b"before\n"
-    assert restored.facts["restored_from"] == snapshot_id
+    source, snapshot_id, restored = restored_copy(provider)
     # Found by its batch label, as `bench cleanup` looks for it.
     [listed] = provider.list_snapshots(SPEC.label)
     assert listed.id == snapshot_id and listed.created_at is not None
@@ -82,13 +60,7 @@ def test_two_snapshots_of_one_batch_stay_apart(e2b):
 
 def test_a_fork_holds_the_files_from_before_it_and_the_source_keeps_running(e2b):
     provider = e2b.provider
-    source = ready(provider)
-    write(provider, source, "before")
-    copy = provider.fork(source, SPEC)
-    write(provider, source, "after")
-    assert files(provider, copy) == b"before\n"
-    assert files(provider, source) == b"after\nbefore\n"
-    assert copy.facts["forked_from"] == source.id and copy.made_snapshots == []
+    source, copy = forked_copy(provider)
     # The fork carries the source's metadata: cleanup finds it by the batch label.
     assert sorted(s.id for s in provider.list_sandboxes(SPEC.label)) == sorted([source.id, copy.id])
     for sandbox in (copy, source):
@@ -153,53 +125,15 @@ def test_answers_without_a_copy_are_named_and_leave_no_sandbox(e2b):
 
 
 def test_bench_cleanup_removes_left_snapshots_of_boxbench_only(db, tmp_path):
-    with demo.demo_session(["e2b"], root=str(tmp_path)) as fakes:
-        from runner.providers import get_provider
-
-        provider = get_provider("e2b")
-        source = ready(provider, dataclasses.replace(SPEC, label="bb-left"))
-        left = provider.snapshot(source)
-        foreign = dataclasses.replace(source, label="someone-else")
-        kept = provider.snapshot(foreign)
-        provider.destroy(source)
-        out = io.StringIO()
-        call_command("bench", "cleanup", "--provider", "e2b", "--max-age", "0", stdout=out)
-        assert f"removed e2b {left} label=bb-left" in out.getvalue()
-        assert [s.snapshot_id for s in fakes["e2b"].snapshots.values()] == [kept]
+    with cleaned_up("e2b", tmp_path) as (_, fake, left, kept):
+        assert [s.snapshot_id for s in fake.snapshots.values()] == [kept]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_demo_run_of_snapshots_and_forks_succeeds_and_leaves_nothing(monkeypatch):
-    left = {}
-    original = demo.fake_class
+    def leftovers(fake):
+        return {"sandboxes": list(fake.backend.boxes), "snapshots": list(fake.snapshots)}
 
-    def watched_fake(slug):
-        class Watched(original(slug)):
-            def stop(self):
-                # What the run left behind, before the fake's own stop clears it away.
-                left["sandboxes"] = [b.id for b in self.backend.boxes.values()]
-                left["snapshots"] = list(self.snapshots)
-                super().stop()
-
-        return Watched
-
-    monkeypatch.setattr(demo, "fake_class", watched_fake)
-    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
-    call_command(
-        "bench",
-        "run",
-        "--demo",
-        "--provider",
-        "e2b",
-        "--benchmark",
-        "snapshot-restore,fork",
-        "--trials",
-        "3",
-        "--inline",
-        stdout=io.StringIO(),
-    )
-    run_ = Run.objects.get()
-    trials = Trial.objects.filter(run=run_)
-    assert run_.status == "completed" and trials.count() == 6
-    assert [(t.outcome, t.cause) for t in trials] == [("success", "")] * 6
+    trials, left, _ = demo_run(monkeypatch, "e2b", leftovers)
+    assert trials == [("success", "")] * 6
     assert left == {"sandboxes": [], "snapshots": []}
