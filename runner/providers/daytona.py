@@ -27,6 +27,11 @@ toolbox proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL). The SDK sends it 
 `toolboxProxyUrl` the API names, so a sandbox whose toolbox is anywhere else is refused (and
 deleted) before any toolbox call.
 
+Snapshots and forks (docs/providers.md): `Sandbox.create_snapshot(name)`, the name carrying the
+batch label and creation time (Daytona's snapshots have no labels), then read back, since the SDK
+returns whether or not Daytona kept it; restore is a create from it; delete by the id in the
+answer for that name, never for another; `Sandbox.fork`, offered by Daytona for VM sandboxes only.
+
 Commands run in a session (one per sandbox, made on first use), each in a subshell so nothing
 leaks between commands: synchronously when its time limit is at most SYNC_LIMIT_S, otherwise with
 `run_async` and polling of the command's status, then its logs. A command past its limit is killed
@@ -52,6 +57,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from runner import waiting
+from runner.providers import snapshot_names
 from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Reader
 from runner.providers.base import (
     CredentialsRejected,
@@ -211,12 +217,17 @@ class DaytonaProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
+        return self._start("create", self.base_snapshot, spec)
+
+    def _start(self, operation: str, snapshot: str, spec: SandboxSpec) -> Sandbox:
+        """A started sandbox of Daytona snapshot `snapshot` (the prepared one, or one that
+        `snapshot` made) for `spec`."""
         import daytona
 
-        client = self._daytona("create")
+        client = self._daytona(operation)
         create_label = uuid.uuid4().hex
         params = daytona.CreateSandboxFromSnapshotParams(
-            snapshot=self.base_snapshot,
+            snapshot=snapshot,
             # The second label finds this sandbox again should the SDK's wait fail.
             labels={BATCH_KEY: spec.label, CREATE_KEY: create_label},
             network_block_all=not spec.network,
@@ -228,7 +239,7 @@ class DaytonaProvider(HTTPProvider):
         # One POST, then the SDK's wait for `started`. The SDK deletes nothing when the wait
         # fails: the adapter finds the sandbox by its create label and deletes it.
         try:
-            box = self._call("create", lambda: client.create(params, timeout=CREATE_LIMIT_S))
+            box = self._call(operation, lambda: client.create(params, timeout=CREATE_LIMIT_S))
         except ProviderError as exc:
             self._delete_labelled(client, create_label)
             state = _failed_state(str(exc))
@@ -236,8 +247,13 @@ class DaytonaProvider(HTTPProvider):
                 exc.code = state
                 exc.args = (f"{exc}; the sandbox reached state {state}",)
             raise
+        return self._sandbox(operation, box, spec)
+
+    def _sandbox(self, operation: str, box, spec: SandboxSpec) -> Sandbox:
+        """The started sandbox `box` as the lifecycle holds it; deleted if its toolbox is one the
+        key may not go to."""
         try:
-            self._check_toolbox(box, "create")
+            self._check_toolbox(box, operation)
         except ProviderError:
             with contextlib.suppress(Exception):
                 box.delete(timeout=REQUEST_TIMEOUT_S)
@@ -248,6 +264,7 @@ class DaytonaProvider(HTTPProvider):
             created_at=datetime.now(UTC),
             facts={
                 "snapshot": box.snapshot,
+                "sandbox_class": getattr(box, "sandbox_class", None),
                 "target": box.target,
                 "cpu": box.cpu,
                 "memory_gib": box.memory,
@@ -464,6 +481,112 @@ class DaytonaProvider(HTTPProvider):
             return found
 
         return self._call("list", walk)
+
+    # -- snapshots and forks ---------------------------------------------------------------------
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        """Daytona's snapshot of the sandbox (its file system; the sandbox is `snapshotting`
+        meanwhile, then back to `started`), known by the name given it, which is its id here."""
+        box = self._box(sandbox, "snapshot")
+        name = snapshot_names.make(sandbox.label)
+        self._call("snapshot", lambda: box.create_snapshot(name, timeout=CREATE_LIMIT_S))
+        # The SDK returns once the sandbox leaves `snapshotting`, whether or not Daytona kept a
+        # snapshot (a failed one only puts the sandbox back): it must be there, made of this
+        # sandbox (a name taken meanwhile names another's), and active.
+        made = self._own_snapshot("snapshot", name)
+        if made.source_sandbox_id not in (None, sandbox.id):
+            raise self._reader("snapshot").fail(
+                f"snapshot {name} was made of sandbox {made.source_sandbox_id}, not {sandbox.id}"
+            )
+        state = str(getattr(made.state, "value", made.state))
+        if state != "active":
+            raise ProviderError(
+                f"daytona snapshot: {name} is {state}, not active: {made.error_reason or ''}",
+                "snapshot",
+                code=state,
+            )
+        return name
+
+    def _own_snapshot(self, operation: str, name: str):
+        """The snapshot named `name` (GET /snapshots/{name}); an answer for any other snapshot is
+        refused, so no delete can be turned onto one boxbench did not make (its prepared one)."""
+        client = self._daytona(operation)
+        made = self._call(operation, lambda: client.snapshot.get(name))
+        if made.name != name or made.general:
+            raise self._reader(operation).fail(
+                f"asked for snapshot {name!r}, the answer is {'a general' if made.general else ''}"
+                f" snapshot {made.name!r}"
+            )
+        return made
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        sandbox = self._start("restore", snapshot_id, spec)
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        client = self._daytona("delete snapshot")
+        try:
+            made = self._own_snapshot("delete snapshot", snapshot_id)
+            # By the id in the answer: the SDK's delete by name would look the name up again.
+            self._call("delete snapshot", lambda: client.snapshot.delete(made))
+        except ProviderError as exc:
+            if exc.code != "not_found":  # gone already, as a delete wants
+                raise
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        try:
+            self._own_snapshot("snapshot_gone", snapshot_id)
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return False  # still listed, `removing` included
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        """Snapshots left behind, for `bench cleanup`: those `snapshot` named, with the batch
+        label and creation time read back from the name (Daytona's snapshots carry no labels);
+        a snapshot named otherwise has no label, and general (Daytona's own) ones are skipped."""
+        client = self._daytona("list snapshots")
+        found: list[LiveSandbox] = []
+        page = 1
+        while True:
+            answer = self._call(
+                "list snapshots", lambda at=page: client.snapshot.list(page=at, limit=LIST_PAGE)
+            )
+            for item in answer.items:
+                named = snapshot_names.read(item.name)
+                # Known by its name, as `snapshot` returned it.
+                live = LiveSandbox(item.name, *(named or ("", None)))
+                if not item.general and (label is None or live.label == label):
+                    found.append(live)
+            if page >= answer.total_pages:
+                return found
+            if page >= self.limits.pages:
+                raise self._reader("list snapshots").fail(
+                    f"the snapshot list goes on past {self.limits.pages} pages; setting max_pages",
+                    "endless_listing",
+                )
+            page += 1
+
+    def fork(self, sandbox: Sandbox, spec: SandboxSpec) -> Sandbox:
+        """Daytona's fork (a copy-on-write clone of a running VM sandbox: Daytona forks only the
+        linux-vm and windows classes), named so that a fork whose wait fails can be found and
+        deleted; it carries the source's labels, the batch label among them."""
+        box = self._box(sandbox, "fork")
+        name = f"{spec.label}-fork-{uuid.uuid4().hex[:12]}"
+        try:
+            made = self._call("fork", lambda: box.fork(name=name, timeout=CREATE_LIMIT_S))
+        except ProviderError:
+            client = self._daytona("fork")
+            with contextlib.suppress(Exception):
+                client.get(name, request_timeout=REQUEST_TIMEOUT_S).delete(
+                    timeout=REQUEST_TIMEOUT_S
+                )
+            raise
+        copy = self._sandbox("fork", made, spec)
+        copy.facts["forked_from"] = sandbox.id
+        return copy
 
     def endpoints(self) -> list[tuple[str, int]]:
         return [host_port(url) for url in sorted(self.key_origins)]

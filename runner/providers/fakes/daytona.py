@@ -9,14 +9,29 @@ sandbox is started. `/process/execute` merges stdout and stderr and kills the co
 `timeout` (10 s when none is given), answering 408. Sessions run commands with separate stdout
 and stderr, synchronously or with `runAsync`. `autoStopInterval` minutes without toolbox
 activity stop the sandbox, and with `autoDeleteInterval` 0 it is deleted then (404 afterwards).
+
+Snapshots and forks (apps/api/src/sandbox, v0.190.0: sandbox.service.ts createSnapshotFromSandbox
+and forkSandbox, snapshot.controller.ts): `POST /sandbox/{id}/snapshot {name}` answers the sandbox
+in state `snapshotting` and makes the snapshot in the background; the sandbox goes back to
+`started` either way, and a snapshot that could not be made (its name taken) is simply never
+listed, as with Daytona's runners. `GET /snapshots/{idOrName}`, `GET /snapshots?page&limit`,
+`DELETE /snapshots/{uuid}` (400 for an id that is not a UUID, 403 for a general snapshot; the
+snapshot is `removing`, then gone). A create naming a made snapshot starts from its files.
+`POST /sandbox/{id}/fork {name}` answers the new sandbox in state `creating` (422 unless the
+source's class is linux-vm or windows, 400 unless it is started); it copies the source's labels.
+The fake copies files only, through the local provider's snapshots (a tar of /app and /tmp).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
+import threading
+import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -27,7 +42,10 @@ from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
-SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)$")
+SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)(/snapshot|/fork)?$")
+SNAPSHOT_PATH = re.compile(r"^/snapshots/([^/]+)$")
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+FORKABLE = ("linux-vm", "windows")
 TOOLBOX_PATH = re.compile(r"^/toolbox/([^/]+)(/.*)$")
 SESSION_PATH = re.compile(r"^/process/session/([^/]+)(?:/(exec)|/command/([^/]+)(/logs)?)?$")
 DEFAULT_EXEC_TIMEOUT_S = 10
@@ -35,7 +53,14 @@ DEFAULT_EXEC_TIMEOUT_S = 10
 
 def api_error(status: int, message: str, headers: dict | None = None) -> Response:
     """NestJS's error body, as the Daytona API sends it."""
-    names = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}
+    names = {
+        400: "Bad Request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "Not Found",
+        422: "Unprocessable Entity",
+        429: "Too Many Requests",
+    }
     body = {"statusCode": status, "message": message, "error": names.get(status, "Error")}
     return Response.json(status, body, headers)
 
@@ -55,6 +80,44 @@ def toolbox_error(status: int, code: str, message: str, request: Request) -> Res
     )
 
 
+@dataclass
+class Snapshot:
+    """A snapshot of a sandbox: a copy of its files (the local provider's snapshot)."""
+
+    name: str
+    local: str | None  # None: a prepared snapshot, which holds no files of a sandbox
+    source: str | None
+    cpu: int
+    memory_gib: int
+    sandbox_class: str
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    state: str = "active"
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def dto(self) -> dict:
+        made = self.created_at.isoformat().replace("+00:00", "Z")
+        return {
+            "id": self.id,
+            "organizationId": "fake-org",
+            "general": False,
+            "name": self.name,
+            "imageName": None,
+            "state": self.state,
+            "size": 0.1,
+            "entrypoint": None,
+            "cpu": self.cpu,
+            "gpu": 0,
+            "mem": self.memory_gib,
+            "disk": 3,
+            "errorReason": None,
+            "createdAt": made,
+            "updatedAt": made,
+            "lastUsedAt": made,
+            "sourceSandboxId": self.source,
+            "sandboxClass": self.sandbox_class,
+        }
+
+
 class DaytonaFake:
     def __init__(
         self,
@@ -65,6 +128,7 @@ class DaytonaFake:
         create_rate_per_s: float | None = None,
         idle_timeout_s: float = 300.0,
         snapshots: dict | None = None,
+        sandbox_class: str = "linux-vm",
     ):
         self.api_key = "dtn_" + secrets.token_hex(20)
         self.backend = Backend(
@@ -72,6 +136,14 @@ class DaytonaFake:
         )
         self.create_delay_s = create_delay_s
         self.snapshots = snapshots or {"boxbench-standard": (2, 4)}  # name: (cpu, memory GiB)
+        # The prepared snapshots' class: linux-vm, the class Daytona forks.
+        self.sandbox_class = sandbox_class
+        # Every snapshot of the organization by name: the prepared ones, and those of sandboxes.
+        self.catalog = {
+            name: Snapshot(name, None, None, cpu, memory, sandbox_class)
+            for name, (cpu, memory) in self.snapshots.items()
+        }
+        self._lock = threading.Lock()
         self.fail_next_create: str | None = None  # "error" or "build_failed"
         self.api = FakeHTTPServer(self.handle_api, idle_timeout_s, "daytona-api")
         self.toolbox = FakeHTTPServer(self.handle_toolbox, idle_timeout_s, "daytona-toolbox")
@@ -125,11 +197,22 @@ class DaytonaFake:
             return self.create(request)
         if path == "/sandbox" and request.method == "GET":
             return self.list(request)
+        if path == "/snapshots" and request.method == "GET":
+            return self.list_snapshots(request)
+        named = SNAPSHOT_PATH.match(path)
+        if named and request.method in ("GET", "DELETE"):
+            return self.snapshot_call(request.method, named.group(1))
         match = SANDBOX_PATH.match(path)
         if match:
-            box = self.backend.get(match.group(1))
+            box = self.find(match.group(1))
             if box is None:
                 return api_error(404, f"Sandbox with ID or name {match.group(1)} not found")
+            if match.group(2) == "/snapshot" and request.method == "POST":
+                return self.snapshot(request, box)
+            if match.group(2) == "/fork" and request.method == "POST":
+                return self.fork(request, box)
+            if match.group(2):
+                return api_error(404, f"Cannot {request.method} {request.path}")
             if request.method == "GET":
                 return Response.json(200, self.dto(box))
             if request.method == "DELETE":
@@ -143,9 +226,14 @@ class DaytonaFake:
         if not isinstance(body, dict):
             return api_error(400, "request body must be a CreateSandbox object")
         snapshot = body.get("snapshot") or next(iter(self.snapshots))
-        size = self.snapshots.get(snapshot)
-        if size is None:
-            return api_error(400, f"Snapshot {snapshot} not found")
+        made = self.find_snapshot(snapshot)
+        if made is None:
+            return api_error(
+                400, f"Snapshot {snapshot} not found. Did you add it through the Daytona Dashboard?"
+            )
+        if made.state != "active":
+            return api_error(400, f"Snapshot {snapshot} is {made.state}")
+        size = (made.cpu, made.memory_gib)
         labels = body.get("labels") or {}
         stop_min = body.get("autoStopInterval", 15)
         if not isinstance(labels, dict) or not isinstance(stop_min, int) or stop_min < 0:
@@ -169,12 +257,13 @@ class DaytonaFake:
             stop_min=stop_min,
             target=body.get("target") or "us",
             sessions={},
+            sandbox_class=made.sandbox_class,
         )
         failure, self.fail_next_create = self.fail_next_create, None
-        self.backend.in_background(self._provision, box, failure)
+        self.backend.in_background(self._provision, box, failure, made.local)
         return Response.json(200, self.dto(box))
 
-    def _provision(self, box: Box, failure: str | None) -> None:
+    def _provision(self, box: Box, failure: str | None, files: str | None = None) -> None:
         if not self.backend.sleep_unless_closed(self.create_delay_s / 2):
             return
         box.extra["state"] = "pulling_snapshot"
@@ -185,7 +274,8 @@ class DaytonaFake:
             box.state = "failed"
             return
         try:
-            self.backend.start(box, network=not box.extra["body"].get("networkBlockAll", False))
+            network = not box.extra["body"].get("networkBlockAll", False)
+            self.backend.start(box, network, files)
         except ProviderError as exc:
             box.extra.update(state="error", error=str(exc))
             return
@@ -216,6 +306,7 @@ class DaytonaFake:
             "autoDeleteInterval": body.get("autoDeleteInterval", -1),
             "createdAt": created,
             "updatedAt": created,
+            "sandboxClass": box.extra["sandbox_class"],
             "toolboxProxyUrl": self.toolbox.url + "/toolbox",
         }
 
@@ -232,6 +323,133 @@ class DaytonaFake:
         # ListSandboxesResponse: one page of items and the next page's cursor (none: the fake
         # never holds more than a page).
         return Response.json(200, {"items": [self.dto(b) for b in boxes], "nextCursor": None})
+
+    # -- snapshots and forks -------------------------------------------------------------------
+
+    def find(self, ref: str) -> Box | None:
+        """A sandbox by id or name, as the API looks one up."""
+        box = self.backend.get(ref)
+        if box is None:
+            named = [b for b in list(self.backend.boxes.values()) if b.extra["body"].get("name")]
+            box = next((b for b in named if b.extra["body"]["name"] == ref), None)
+            box = self.backend.get(box.id) if box is not None else None
+        return box
+
+    def find_snapshot(self, ref: str, by_id: bool = False) -> Snapshot | None:
+        with self._lock:
+            found = [
+                s for s in self.catalog.values() if s.id == ref or (not by_id and s.name == ref)
+            ]
+        return found[0] if found else None
+
+    def snapshot(self, request: Request, box: Box) -> Response:
+        body = request.json()
+        name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            return api_error(400, "name must be a string")
+        state = box.extra["state"]
+        if state not in ("started", "stopped") or box.local is None:
+            return api_error(
+                400, "Sandbox must be in started or stopped state to create a snapshot"
+            )
+        box.extra["state"] = "snapshotting"
+        self.backend.in_background(self._snapshot, box, name, state)
+        return Response.json(200, self.dto(box))
+
+    def _snapshot(self, box: Box, name: str, state: str) -> None:
+        """Copy the files, keep the snapshot unless its name is taken, and put the sandbox back
+        in its state either way (Daytona's runner only logs a failed snapshot)."""
+        local = None
+        with contextlib.suppress(ProviderError):
+            if box.local is not None:  # not killed meanwhile
+                local = self.backend.local.snapshot(box.local)
+        with self._lock:
+            kept = local is not None and name not in self.catalog
+            if kept:
+                self.catalog[name] = Snapshot(
+                    name,
+                    local,
+                    box.id,
+                    box.cpus,
+                    box.memory_mib // 1024,
+                    box.extra["sandbox_class"],
+                )
+        if local is not None and not kept:
+            self.backend.local.delete_snapshot(local)
+        if box.extra["state"] == "snapshotting":
+            box.extra["state"] = state
+
+    def list_snapshots(self, request: Request) -> Response:
+        try:
+            page, limit = int(request.arg("page") or 1), int(request.arg("limit") or 100)
+        except ValueError:
+            return api_error(400, "page and limit must be integers")
+        if page < 1 or not 1 <= limit <= 200:
+            return api_error(400, "page must be at least 1, limit between 1 and 200")
+        with self._lock:
+            found = sorted(self.catalog.values(), key=lambda s: s.created_at, reverse=True)
+        pages = max(1, -(-len(found) // limit))
+        items = [s.dto() for s in found[(page - 1) * limit : page * limit]]
+        answer = {"items": items, "total": len(found), "page": page, "totalPages": pages}
+        return Response.json(200, answer)
+
+    def snapshot_call(self, method: str, ref: str) -> Response:
+        """GET by id or name; DELETE by id only (the API parses it as a UUID)."""
+        if method == "DELETE" and not UUID.match(ref):
+            return api_error(400, "Validation failed (uuid is expected)")
+        made = self.find_snapshot(ref, by_id=method == "DELETE")
+        if made is None:
+            return api_error(404, f"Snapshot {ref} not found")
+        if method == "GET":
+            return Response.json(200, made.dto())
+        made.state = "removing"
+        self.backend.in_background(self._remove, made)
+        return Response(200)
+
+    def _remove(self, made: Snapshot) -> None:
+        with self._lock:
+            self.catalog.pop(made.name, None)
+        if made.local is not None:
+            self.backend.local.delete_snapshot(made.local)
+
+    def fork(self, request: Request, source: Box) -> Response:
+        body = request.json() if request.body else {}
+        name = body.get("name") if isinstance(body, dict) else 0
+        if name is not None and not isinstance(name, str):
+            return api_error(400, "name must be a string")
+        if source.extra["sandbox_class"] not in FORKABLE:
+            return api_error(422, "Forking is not supported for this sandbox")
+        if source.extra["state"] != "started" or source.local is None:
+            return api_error(400, "Sandbox must be in started state to fork")
+        try:
+            self.backend.admit()
+        except Busy as exc:
+            return api_error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        try:
+            local = self.backend.local.snapshot(source.local)
+        except ProviderError as exc:
+            return api_error(500, f"Failed to fork sandbox: {exc}")
+        box = self.backend.reserve(
+            max(1.0, source.expires_at - time.time()),
+            label=source.label,
+            metadata=source.metadata,
+            cpus=source.cpus,
+            memory_mib=source.memory_mib,
+        )
+        box.extra.update(
+            {k: source.extra[k] for k in ("snapshot", "stop_min", "target", "sandbox_class")},
+            state="creating",
+            body={**source.extra["body"], "name": name},
+            sessions={},
+        )
+        self.backend.in_background(self._fork, box, local)
+        return Response.json(200, self.dto(box))
+
+    def _fork(self, box: Box, local: str) -> None:
+        try:
+            self._provision(box, None, local)
+        finally:
+            self.backend.local.delete_snapshot(local)
 
     # -- toolbox ---------------------------------------------------------------------------------
 

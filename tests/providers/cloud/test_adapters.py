@@ -15,8 +15,8 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot and fork: only E2B declares them (test_e2b_snapshots.py); elsewhere they are
-    # refused (R401) before a run starts.
+    # Snapshot and fork have tests of their own where declared (test_e2b_snapshots.py,
+    # test_daytona_snapshots.py); Vercel declares neither, so they are refused (R401) there.
     and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
 )
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
