@@ -26,6 +26,12 @@ Ending: `terminate`; a sandbox is gone once Modal reports a result for it (termi
 failed) or no longer knows it. Listing: `Sandbox.list(app_id=, tags=)` (running sandboxes having at
 least those tags) plus each one's tags, so `bench cleanup` sees the label and the creation time.
 
+Snapshots (docs/providers.md): `snapshot_filesystem` (an image, kept SNAPSHOT_TTL_S), restored
+by a create from `Image.from_id`; deleted with `modal.experimental.image_delete`, gone once the
+image no longer loads. An answer naming the standard image is refused, so cleanup never deletes
+it. Modal lists no images by label: boxbench's own ledger lists what `bench cleanup` may delete.
+Modal has no fork call: fork is not declared.
+
 Configuration (docs/providers.md): MODAL_TOKEN_ID, MODAL_TOKEN_SECRET (or `_FILE`);
 MODAL_SERVER_URL; BOXBENCH_MODAL_APP (default boxbench); BOXBENCH_MODAL_IMAGE (a registry
 reference of boxbench's standard image; default boxbench-standard:latest).
@@ -57,6 +63,7 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.providers.credentials import MissingCredential, credential, redact
+from runner.providers.ledger import Ledger
 
 BATCH_TAG = "boxbench.batch"
 CREATED_TAG = "boxbench.created"
@@ -66,6 +73,8 @@ MAX_LIFETIME_S = 24 * 3600  # Modal's longest sandbox timeout
 STDIN_CHUNK = 1024 * 1024  # below the SDK's 16 MiB stdin buffer and gRPC's message limits
 MISSING_FILE = 44  # the exit code of the download script when the path is not a regular file
 SDK_MISSING = "the modal package is not installed: pip install -r requirements-modal.txt"
+SNAPSHOT_TIMEOUT_S = 300
+SNAPSHOT_TTL_S = 24 * 3600  # kept a day: a trial deletes its own at once
 
 
 def _drop(record: logging.LogRecord) -> bool:
@@ -126,6 +135,7 @@ class ModalProvider(Provider):
             if missing:
                 self._problem = "not configured: set " + ", ".join(missing)
         self._client = self._app = self._image = None
+        self._ledger: Ledger | None = None
         self._stack = contextlib.ExitStack()
         self.limits = AnswerLimits.from_settings(self.settings)
 
@@ -232,19 +242,24 @@ class ModalProvider(Provider):
                 operation="create",
                 code="no_custom_images",
             )
+        _, image = self._app_and_image("create")
+        return self._start("create", image, spec)
+
+    def _start(self, operation: str, image, spec: SandboxSpec) -> Sandbox:
+        """A sandbox of `image` (the prepared one, or a snapshot's) for `spec`."""
         if spec.lifetime_s > MAX_LIFETIME_S:
             raise ProviderError(
                 f"modal sandboxes live at most 24 h, not {spec.lifetime_s:g} s",
-                operation="create",
+                operation=operation,
                 code="unsupported_lifetime",
             )
         modal = _sdk()
-        app, image = self._app_and_image("create")
+        app, _ = self._app_and_image(operation)
         created_at = datetime.now(UTC)
         cores = spec.cpus / 2  # Modal's unit is a physical core: two vCPU
         tags = {BATCH_TAG: spec.label, CREATED_TAG: created_at.isoformat(timespec="seconds")}
         box = self._call(
-            "create",
+            operation,
             lambda: modal.Sandbox.create(
                 app=app,
                 image=image,
@@ -388,6 +403,86 @@ class ModalProvider(Provider):
             return found
 
         return self._call("list", listing)
+
+    # -- snapshots --------------------------------------------------------------------------------
+
+    @property
+    def snapshot_ledger(self) -> Ledger:
+        """boxbench's record of the snapshots it made: Modal lists no images by label."""
+        if self._ledger is None:
+            self._ledger = Ledger.for_provider("modal-snapshots", self.settings.get("ledger_dir"))
+        return self._ledger
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        """`snapshot_filesystem`: an image of the sandbox's file system (no memory), kept for
+        SNAPSHOT_TTL_S, so one a crashed trial left behind expires by itself."""
+        box = self._box(sandbox, "snapshot")
+        image = self._call(
+            "snapshot",
+            lambda: box.snapshot_filesystem(timeout=SNAPSHOT_TIMEOUT_S, ttl=SNAPSHOT_TTL_S),
+        )
+        image_id = getattr(image, "object_id", None)
+        reader = self._reader("snapshot")
+        if not isinstance(image_id, str) or not image_id:
+            raise reader.fail("the snapshot answer holds no image id")
+        self._refuse_standard(reader, image_id)
+        self.snapshot_ledger.created(image_id, sandbox.label, datetime.now(UTC), SNAPSHOT_TTL_S)
+        return image_id
+
+    def _refuse_standard(self, reader: Reader, image_id: str) -> None:
+        """Every snapshot is deleted after its trial: an answer naming the standard image as a
+        snapshot would have that delete take the image every sandbox starts from."""
+        _, standard = self._app_and_image(reader.operation)
+        if image_id == standard.object_id:
+            raise reader.fail(
+                f"the snapshot answer names {image_id}, the standard image ({self.image_ref}), "
+                "which boxbench never deletes"
+            )
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        modal = _sdk()
+        # Looked up as Sandbox.create resolves it: a snapshot Modal no longer has is not found.
+        image = modal.Image.from_id(snapshot_id, client=self.client)
+        sandbox = self._start("restore", image, spec)
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        modal = _sdk()
+        self._refuse_standard(self._reader("delete snapshot"), snapshot_id)
+        try:
+            self._call(
+                "delete snapshot",
+                lambda: modal.experimental.image_delete(snapshot_id, client=self.client),
+            )
+        except ProviderError as exc:
+            if exc.code != "not_found":  # gone already (its ttl passed), as a delete wants
+                raise
+        self.snapshot_ledger.stopped(snapshot_id)
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        modal = _sdk()
+        app, _ = self._app_and_image("snapshot_gone")
+        # An Image cannot be hydrated on demand; `build` loads it (ImageFromId), and rebuilds
+        # nothing: NOT_FOUND once Modal deleted it.
+        try:
+            self._call(
+                "snapshot_gone",
+                lambda: modal.Image.from_id(snapshot_id, client=self.client).build(app),
+            )
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return False
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        """Snapshots left behind, for `bench cleanup`: those in the ledger never deleted."""
+        return [
+            LiveSandbox(entry.id, entry.label, entry.created_at)
+            for entry in self.snapshot_ledger.open_entries()
+            if label is None or entry.label == label
+        ]
 
     def endpoints(self) -> list[tuple[str, int]]:
         parts = urlsplit(self.server_url)

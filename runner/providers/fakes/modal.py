@@ -13,9 +13,17 @@ SandboxCreateV2 (answers at once, before the sandbox runs: no task id yet); Sand
 (empty until the sandbox is scheduled, `create_delay_s` later); SandboxGetCommandRouterAccess;
 SandboxWaitV2 (long poll; TIMEOUT once the sandbox's `timeout_secs` passed, TERMINATED after
 terminate); SandboxListV2 (sandboxes having at least the given tags, running ones unless
-`include_finished`); SandboxTagsGetV2/SetV2; SandboxTerminateV2; and on the router
-TaskExecStart, TaskExecStdinWrite, TaskExecStdioRead, TaskExecWait, TaskExecPoll. Anything
-else answers UNIMPLEMENTED with its name.
+`include_finished`); SandboxTagsGetV2/SetV2; SandboxTerminateV2; ImageFromId and ImageDelete
+(modal.experimental's image_delete); and on the router TaskExecStart, TaskExecStdinWrite,
+TaskExecStdioRead, TaskExecWait, TaskExecPoll, TaskSnapshotFilesystem. Anything else answers
+UNIMPLEMENTED with its name.
+
+Snapshots (`Sandbox.snapshot_filesystem`): TaskSnapshotFilesystem makes an image of the sandbox's
+files (the local provider's snapshot, a tar of /app and /tmp: no memory, as Modal's) and answers
+its id; a request repeated with the same `snapshot_id` answers the same image. SandboxCreateV2
+accepts that id as its image; ImageFromId answers NOT_FOUND once ImageDelete removed it (or its
+`ttl_seconds` passed); ImageDelete deletes any image it knows, the standard one too, as Modal's
+would.
 
 Every control-plane call needs the token metadata (`x-modal-token-id`, `x-modal-token-secret`;
 UNAUTHENTICATED without), every router call the JWT issued for its sandbox. An unknown or expired
@@ -147,6 +155,8 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             "SandboxTagsGetV2",
             "SandboxTagsSetV2",
             "SandboxTerminateV2",
+            "ImageFromId",
+            "ImageDelete",
         }
     )
 
@@ -208,7 +218,7 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         definition = request.definition
         if request.app_id not in self.fake.apps.values():
             raise GRPCError(Status.NOT_FOUND, f"App {request.app_id} not found")
-        if definition.image_id not in self.fake.images.values():
+        if not self.fake.has_image(definition.image_id):
             raise GRPCError(Status.NOT_FOUND, f"Image {definition.image_id} not found")
         timeout = definition.timeout_secs or 300
         if timeout > 24 * 3600:
@@ -241,7 +251,9 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             network=network,
         )
         self.fake.records[box.id] = box
-        self.fake.backend.in_background(self.fake.provision, box, network)
+        snapshot = self.fake.snapshots.get(definition.image_id)
+        files = snapshot.local if snapshot is not None else None
+        self.fake.backend.in_background(self.fake.provision, box, network, files)
         sandbox_id = box.id
         if "missing_id" in self.fake.planted:
             self.fake.planted.discard("missing_id")
@@ -358,10 +370,32 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             response.existing_result.CopyFrom(existing)
         await stream.send_message(response)
 
+    async def ImageFromId(self, stream):  # noqa: N802
+        request = await self._begin(stream, "ImageFromId")
+        if not self.fake.has_image(request.image_id):
+            raise GRPCError(Status.NOT_FOUND, f"Image {request.image_id} not found")
+        await stream.send_message(
+            api_pb2.ImageFromIdResponse(image_id=request.image_id, metadata=api_pb2.ImageMetadata())
+        )
+
+    async def ImageDelete(self, stream):  # noqa: N802
+        request = await self._begin(stream, "ImageDelete")
+        if not self.fake.has_image(request.image_id):
+            raise GRPCError(Status.NOT_FOUND, f"Image {request.image_id} not found")
+        await asyncio.to_thread(self.fake.delete_image, request.image_id)
+        await stream.send_message(empty_pb2.Empty())
+
 
 class CommandRouter(_Unimplemented, TaskCommandRouterBase):
     served = frozenset(
-        {"TaskExecStart", "TaskExecStdinWrite", "TaskExecStdioRead", "TaskExecWait", "TaskExecPoll"}
+        {
+            "TaskExecStart",
+            "TaskExecStdinWrite",
+            "TaskExecStdioRead",
+            "TaskExecWait",
+            "TaskExecPoll",
+            "TaskSnapshotFilesystem",
+        }
     )
 
     def __init__(self, fake: ModalFake):
@@ -433,6 +467,13 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
                 sr_pb2.TaskExecStdioReadResponse(data=data[at : at + STDIO_CHUNK])
             )
 
+    async def TaskSnapshotFilesystem(self, stream):  # noqa: N802
+        request, box = await self._begin(stream, "TaskSnapshotFilesystem")
+        if not request.snapshot_id or (request.ttl_seconds <= 0 and request.ttl_seconds != -1):
+            raise GRPCError(Status.INVALID_ARGUMENT, "snapshot_id and a positive ttl are required")
+        image_id = await asyncio.to_thread(self.fake.snapshot, box, request)
+        await stream.send_message(sr_pb2.TaskSnapshotFilesystemResponse(image_id=image_id))
+
     def _exit(self, process, response_type):
         if process.result is not None and not process.killed:
             return response_type(code=process.result.exit_code)
@@ -453,6 +494,16 @@ class CommandRouter(_Unimplemented, TaskCommandRouterBase):
             await stream.send_message(sr_pb2.TaskExecPollResponse())
             return
         await stream.send_message(self._exit(process, sr_pb2.TaskExecPollResponse))
+
+
+@dataclass
+class SnapshotImage:
+    """An image made of a sandbox's files: the local provider's snapshot behind it."""
+
+    local: str
+    source: str
+    request: str  # the client's snapshot_id: a repeated request answers the same image
+    expires_at: float  # epoch seconds; inf for no expiry
 
 
 class ModalFake:
@@ -480,6 +531,9 @@ class ModalFake:
         self.peers: list[tuple[str, int | None]] = []  # (RPC name, client port): connection reuse
         self.apps: dict[str, str] = {}
         self.images: dict[bytes, str] = {}
+        self.snapshots: dict[str, SnapshotImage] = {}  # image id: a sandbox's snapshot
+        self.deleted_images: list[str] = []  # every ImageDelete that removed an image
+        self._images_lock = threading.Lock()
         self.records: dict[str, Box] = {}  # every sandbox made: finished ones stay listable
         self._tasks: dict[str, Box] = {}
         self._loop = asyncio.new_event_loop()
@@ -530,6 +584,7 @@ class ModalFake:
             "server_url": self.url,
             "token_id": self.token_id,
             "token_secret": self.token_secret,
+            "ledger_dir": str(self.root / "ledgers"),
         }
 
     def hostile(self, mode: str) -> None:
@@ -539,7 +594,7 @@ class ModalFake:
             self.planted.clear()
             self.faults.clear()
             self.hostile_pages = 0
-        elif mode in ("endless_listing", "missing_id", "oversized_download"):
+        elif mode in ("endless_listing", "missing_id", "oversized_download", "standard_snapshot"):
             self.planted.add(mode)
         else:
             raise hostile.unknown(mode, "modal")
@@ -558,7 +613,7 @@ class ModalFake:
         if fault.status is not None:
             raise GRPCError(fault.status, fault.message)
 
-    def provision(self, box: Box, network: bool) -> None:
+    def provision(self, box: Box, network: bool, files: str | None = None) -> None:
         """Schedule the sandbox `create_delay_s` after create: only then does it get a task id."""
         if not self.backend.sleep_unless_closed(self.create_delay_s):
             return  # the fake stopped first
@@ -572,7 +627,7 @@ class ModalFake:
             )
             return
         try:
-            self.backend.start(box, network=network)
+            self.backend.start(box, network, files)
         except ProviderError as exc:
             box.extra["result"] = GENERIC(
                 status=GENERIC.GENERIC_STATUS_FAILURE, exception=f"Sandbox failed to start: {exc}"
@@ -585,6 +640,47 @@ class ModalFake:
             return
         self._tasks[task_id] = box
         box.extra["task_id"] = task_id
+
+    def has_image(self, image_id: str) -> bool:
+        with self._images_lock:
+            snapshot = self.snapshots.get(image_id)
+            if snapshot is not None and snapshot.expires_at <= time.time():
+                self.snapshots.pop(image_id)
+                self.backend.local.delete_snapshot(snapshot.local)
+                snapshot = None
+            return snapshot is not None or image_id in self.images.values()
+
+    def snapshot(self, box: Box, request) -> str:
+        """The image id of `box`'s files, made once per client snapshot_id."""
+        if "standard_snapshot" in self.planted:  # hostile: the standard image's id
+            self.planted.discard("standard_snapshot")
+            return next(iter(self.images.values()))
+        with self._images_lock:
+            for image_id, made in self.snapshots.items():
+                if made.request == request.snapshot_id:
+                    return image_id
+        if box.local is None:  # the router serves only a scheduled task
+            raise GRPCError(Status.FAILED_PRECONDITION, "the sandbox is not running")
+        try:
+            local = self.backend.local.snapshot(box.local)
+        except ProviderError as exc:
+            raise GRPCError(Status.INTERNAL, f"snapshot failed: {exc}") from None
+        ttl = request.ttl_seconds
+        expires = time.time() + ttl if ttl > 0 else float("inf")
+        image_id = f"im-{secrets.token_hex(11)}"
+        with self._images_lock:
+            self.snapshots[image_id] = SnapshotImage(local, box.id, request.snapshot_id, expires)
+        return image_id
+
+    def delete_image(self, image_id: str) -> None:
+        with self._images_lock:
+            snapshot = self.snapshots.pop(image_id, None)
+            for key, known in list(self.images.items()):
+                if known == image_id:
+                    del self.images[key]
+            self.deleted_images.append(image_id)
+        if snapshot is not None:
+            self.backend.local.delete_snapshot(snapshot.local)
 
     def find(self, sandbox_id: str) -> Box | None:
         self.backend.get(sandbox_id)  # retires it when past its timeout

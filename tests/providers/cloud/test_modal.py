@@ -27,7 +27,7 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot and fork: not declared here, so refused (R401) before a run starts.
+    # Snapshot and Restore has its own tests (test_modal_snapshots.py); Fork is refused (R401).
     and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
 )
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
