@@ -421,11 +421,9 @@ class ModalProvider(Provider):
             "snapshot",
             lambda: box.snapshot_filesystem(timeout=SNAPSHOT_TIMEOUT_S, ttl=SNAPSHOT_TTL_S),
         )
-        image_id = getattr(image, "object_id", None)
-        reader = self._reader("snapshot")
-        if not isinstance(image_id, str) or not image_id:
-            raise reader.fail("the snapshot answer holds no image id")
-        self._refuse_standard(reader, image_id)
+        # The SDK itself refuses an answer without an image id (InvalidError: `rejected`).
+        image_id = image.object_id
+        self._refuse_standard(self._reader("snapshot"), image_id)
         self.snapshot_ledger.created(image_id, sandbox.label, datetime.now(UTC), SNAPSHOT_TTL_S)
         return image_id
 

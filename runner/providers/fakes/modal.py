@@ -63,6 +63,14 @@ GENERIC = api_pb2.GenericResult
 STDIO_CHUNK = 64 * 1024
 LONG_POLL_CAP_S = 10.0  # SandboxWait's long poll never holds a call longer than this
 IMAGE_BUILDER_VERSION = "2026.10"  # the newest the 1.6.4 client knows
+# Hostile answers (fakes/hostile.py's, and two of snapshots: the standard image's id, none).
+HOSTILE_MODES = (
+    "endless_listing",
+    "missing_id",
+    "oversized_download",
+    "standard_snapshot",
+    "empty_snapshot",
+)
 
 
 @dataclass
@@ -594,7 +602,7 @@ class ModalFake:
             self.planted.clear()
             self.faults.clear()
             self.hostile_pages = 0
-        elif mode in ("endless_listing", "missing_id", "oversized_download", "standard_snapshot"):
+        elif mode in HOSTILE_MODES:
             self.planted.add(mode)
         else:
             raise hostile.unknown(mode, "modal")
@@ -655,6 +663,9 @@ class ModalFake:
         if "standard_snapshot" in self.planted:  # hostile: the standard image's id
             self.planted.discard("standard_snapshot")
             return next(iter(self.images.values()))
+        if "empty_snapshot" in self.planted:  # hostile: protobuf's default, no id at all
+            self.planted.discard("empty_snapshot")
+            return ""
         with self._images_lock:
             for image_id, made in self.snapshots.items():
                 if made.request == request.snapshot_id:

@@ -11,6 +11,8 @@ from runner import waiting
 from runner.outcomes import EvidenceKind
 from runner.providers import snapshot_names
 from runner.providers.base import CredentialsRejected, ProviderError
+from runner.providers.fakes import hostile
+from runner.providers.fakes.server import Response
 from tests.providers.cloud.copies import (
     SPEC,
     cleaned_up,
@@ -130,6 +132,41 @@ def test_daytonas_refusals_are_named_provider_failures(tmp_path):
         assert (capped.value.operation, capped.value.code) == ("fork", "rate_limited")
         for sandbox in (other, source):
             provider.destroy(sandbox)
+
+
+def test_a_fork_that_fails_to_start_is_deleted(daytona):
+    provider, fake = daytona.provider, daytona.fake
+    source = ready(provider)
+
+    def failed(request):  # a fork's state, as the SDK's wait polls it, in error
+        box = fake.find(request.path.rsplit("/", 1)[1])
+        dto = fake.dto(box)
+        if dto["name"].startswith(f"{SPEC.label}-fork-") and box.extra["state"] == "started":
+            dto.update(state="error", errorReason="planted: the runner could not start it")
+        return Response.json(200, dto)
+
+    daytona.api.faults.add("GET", "^/api/sandbox/[^/]+$", times=100, answer=failed)
+    with pytest.raises(ProviderError, match="planted") as refused:
+        provider.fork(source, SPEC)
+    assert refused.value.operation == "fork"
+    # Found by the name the adapter gave it, and deleted: only the source is left.
+    daytona.api.faults.clear()
+    assert [s.id for s in provider.list_sandboxes(SPEC.label)] == [source.id]
+    provider.destroy(source)
+
+
+def test_answers_the_sdk_cannot_read_are_bad_answers(daytona):
+    provider = daytona.provider
+    source = ready(provider)
+    daytona.api.faults.add("POST", "/snapshot$", answer=lambda r: hostile.html())
+    with pytest.raises(ProviderError, match="not JSON") as snapshot:
+        provider.snapshot(source)
+    assert (snapshot.value.operation, snapshot.value.code) == ("snapshot", "bad_answer")
+    daytona.api.faults.add("POST", "/fork$", status=200, body={"state": "started"})
+    with pytest.raises(ProviderError, match="missing required field") as fork:
+        provider.fork(source, SPEC)
+    assert (fork.value.operation, fork.value.code) == ("fork", "bad_answer")
+    provider.destroy(source)
 
 
 def test_a_container_sandbox_is_not_forked(tmp_path):

@@ -85,6 +85,10 @@ def test_a_snapshot_answer_naming_the_standard_image_is_refused_and_never_delete
     result = run(modal, None, benchmark="snapshot-restore")
     assert result.outcome == "provider_failure" and "the standard image" in result.cause
     assert fake.deleted_images == [] and fake.has_image(standard)
+    fake.hostile("empty_snapshot")  # no image id: the SDK refuses it before the adapter sees it
+    with pytest.raises(ProviderError, match="does not start with") as empty:
+        provider.snapshot(source)
+    assert empty.value.code == "rejected" and provider.list_snapshots() == []
     provider.destroy(source)
 
 
