@@ -4,7 +4,6 @@ documented failures (async creation, NOT_FOUND, UNAVAILABLE and DEADLINE_EXCEEDE
 retries, RESOURCE_EXHAUSTED at the plan limit, sandboxes ending at their timeout)."""
 
 import asyncio
-import contextlib
 import time
 
 import pytest
@@ -18,10 +17,9 @@ from grpclib import Status
 from runner import lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
-from runner.providers import get_provider
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
-from runner.providers.fakes.modal import ModalFake
-from tests.providers.cloud.helpers import Cloud, run
+from tests.providers.cloud.helpers import run
+from tests.providers.cloud.modal_helpers import running_modal
 
 SANDBOX_OPERATIONS = sorted(
     slug
@@ -31,15 +29,6 @@ SANDBOX_OPERATIONS = sorted(
     and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
 )
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
-
-
-@contextlib.contextmanager
-def running_modal(root, **options):
-    fake = ModalFake(root, **options).start()
-    try:
-        yield Cloud("modal", fake, get_provider("modal", settings=fake.adapter_settings()))
-    finally:
-        fake.stop()
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from tests.providers.cloud.copies import (
     restored_copy,
 )
 from tests.providers.cloud.helpers import run
-from tests.providers.cloud.test_modal import running_modal
+from tests.providers.cloud.modal_helpers import running_modal
 
 
 @pytest.fixture
