@@ -93,10 +93,13 @@ def test_each_unit_is_pinned_by_its_session_and_its_steps():
 
 
 def test_a_provider_without_snapshots_is_refused_not_supported():
-    refused = rules.refusals(get_declaration("daytona"), rl_rollouts.DEFINITION, 1)
+    refused = rules.refusals(get_declaration("agentcore"), rl_rollouts.DEFINITION, 1)
     assert ("R401", "Not Supported") in [(r.code, r.label) for r in refused]
     for declaring in ("local", "docker", "e2b"):
         assert rules.refusals(get_declaration(declaring), rl_rollouts.DEFINITION, 1) == []
+    # Daytona snapshots, but its account holds 2 sandboxes at once: a trial needs 3.
+    refused = rules.refusals(get_declaration("daytona"), rl_rollouts.DEFINITION, 1)
+    assert [(r.code, r.label) for r in refused] == [("R403", "Account Limit")]
 
 
 @pytest.fixture
