@@ -84,6 +84,7 @@ class EvidenceKind(Words):
     RECOVERY = "recovery"  # recovery ended the trial (its worker was lost)
     REPLAY = "replay"  # a DeepSWE replay's summary
     REPLAY_OUTPUT_TAIL = "replay_output_tail"  # the end of a failed replay's output
+    ISOLATION_PROBE = "isolation_probe"  # one isolation probe's raw answer, and what it lacked
 
 
 class ChainState(Words):

@@ -19,6 +19,8 @@ from stats import bars, estimators, scores
 MAX_DERIVED_STAGES = 8  # 2^8 - 1 = 255 stage subsets precomputed per provider and unit
 MAX_POINTS = 400  # per-trial points drawn per provider; beyond, evenly spaced ranks
 POOLED = "pooled_median"  # many calls per trial (Latency per Call): statistics over pooled calls
+# Probe readings (Isolation): summarized like a median, but untimed facts, never audited or scored.
+PROBE = "probe"
 TIME_UNITS = frozenset({"ms", "s", "us", "µs", "min"})  # a time median carries a 95 % interval
 
 
@@ -201,3 +203,15 @@ def finite_or_none(value):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def probe_reading(values) -> dict:
+    """One probe on one provider: the lower median of its readings over the successful trials,
+    with their range, so a reading that varied between trials shows it."""
+    x = estimators.as_values(values, "probe readings")
+    return {
+        "n": int(x.size),
+        "median": estimators.median(x),
+        "min": float(x.min()),
+        "max": float(x.max()),
+    }

@@ -29,6 +29,7 @@ BENCHMARKS = [
     "runner.benchmarks.machine_disk_rand:READ",
     "runner.benchmarks.machine_disk_rand:WRITE",
     "runner.benchmarks.machine_hard_links",
+    "runner.benchmarks.isolation",
 ]
 
 
