@@ -13,6 +13,7 @@ from django.db.models import Min
 from boxbench.models import Outcome, Provider, Run, Trial
 from stats import audit as stats_audit
 from stats import estimators
+from stats.summary import PROBE
 
 
 def audit_frame(run: Run) -> pd.DataFrame:
@@ -23,7 +24,13 @@ def audit_frame(run: Run) -> pd.DataFrame:
     value is divided by its (provider, unit) lower median: one pair pools units that differ by an
     order of magnitude, run in trace order, so raw values would correlate by construction.
     """
-    trials = Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).order_by("seq")
+    # Probe readings (Isolation) are facts, not timings: drift, rounds, overlap and host load
+    # say nothing about them, and a reading of 0 is a true answer the audit would refuse.
+    trials = (
+        Trial.objects.filter(run=run, outcome=Outcome.SUCCESS)
+        .exclude(benchmark__statistic=PROBE)
+        .order_by("seq")
+    )
     # Declared by the provider (runner/declarations); absent means its sandboxes are remote.
     shares_job_host = {
         slug: (declaration or {}).get("shares_job_host") is True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
-from boxbench.leaderboard import shapes
+from boxbench.leaderboard import probes, shapes
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
@@ -25,6 +25,8 @@ def materialize() -> int:
     boards = []
     for benchmark in benchmarks:
         board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
+        if probes.is_probe(board):
+            board.summary["probes"] = probes.probe_rows(board, providers)
         boards.append(board)
         rows.append(_page(Scope.BENCHMARK, benchmark.slug, data=board.summary))
         for unit_data in board.units:
@@ -44,10 +46,12 @@ def materialize() -> int:
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
+    # Probe readings are facts, not timings: nothing to compare or to follow across runs.
+    timed = [board for board in boards if not probes.is_probe(board)]
     # Every pair of providers, both orders: few providers, and a page read is then one row.
-    for (a, b), data in compare_pages(boards, providers).items():
+    for (a, b), data in compare_pages(timed, providers).items():
         rows.append(_page(Scope.COMPARE, a, b, data=data))
-    for slug, data in history_pages(boards, published, held, providers).items():
+    for slug, data in history_pages(timed, published, held, providers).items():
         rows.append(_page(Scope.HISTORY, slug, data=data))
     Aggregate.objects.replace_all(rows)
     return len(rows)

@@ -143,7 +143,11 @@ def provider_page(
 ) -> shapes.ProviderPage:
     """Everything measured on one provider, with its declaration and pricing."""
     results = []
+    probe_rows = []
     for board in boards:
+        if "probes" in board.summary:  # what the sandbox is, shown beside the speed results
+            probe_rows += [r for r in board.summary["probes"] if r["provider"] == provider.slug]
+            continue
         summary = next((r for r in board.summary["rows"] if r["provider"] == provider.slug), None)
         if summary is None:
             continue
@@ -210,4 +214,5 @@ def provider_page(
         ],
         "results": results,
         "reported_regions": reported_regions(provider, boards),
+        "probes": probe_rows,
     }

@@ -220,6 +220,23 @@ class UnitEntry(TypedDict):
     trial_count: int
 
 
+class ProbeRow(ProviderInfo):
+    """One probe of a probe benchmark (Isolation) on one provider: the lower median of its
+    readings over the successful trials and their range, or, with none, why (`missing`)."""
+
+    benchmark: str
+    probe: str
+    title: str
+    unit: str
+    expected: str
+    meaning: str
+    n: int
+    median: float | None
+    min: float | None
+    max: float | None
+    missing: str
+
+
 class BenchmarkPage(BenchmarkContext):
     title: str
     version: str
@@ -236,3 +253,4 @@ class BenchmarkPage(BenchmarkContext):
     multi_unit: bool
     units: list[UnitEntry]
     rows: list[SummaryRow]
+    probes: NotRequired[list[ProbeRow]]  # a probe benchmark's readings (statistic "probe")

@@ -7,6 +7,7 @@ from typing import NotRequired, TypedDict
 
 from boxbench.leaderboard.shapes.boards import (
     JobHostSeries,
+    ProbeRow,
     ProviderInfo,
     RunSource,
     Source,
@@ -156,6 +157,7 @@ class ProviderPage(ProviderInfo):
     sections: list[SectionScore]
     results: list[ProviderResult]
     reported_regions: list[ReportedRegion]
+    probes: NotRequired[list[ProbeRow]]  # what its sandboxes are (probe benchmarks' readings)
 
 
 # -- the comparison of two providers ----------------------------------------------------------
