@@ -28,6 +28,8 @@ def overview_csv(request):
 
 def benchmark_csv(request, slug):
     data = aggregate(Scope.BENCHMARK, slug)
+    if "probes" in data:
+        return csv_response(tables.probe_table(data), f"{slug}.csv")
     if chosen_view(request, data) == "cost":
         return csv_response(tables.benchmark_cost_table(data), f"{slug}-cost.csv")
     return csv_response(tables.benchmark_table(data), f"{slug}.csv")

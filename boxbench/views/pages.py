@@ -124,6 +124,8 @@ def benchmark(request, slug):
     summary: BenchmarkPage | None = Aggregate.objects.page(Scope.BENCHMARK, slug)
     if summary is None:
         return _benchmark_without_results(request, slug)
+    if "probes" in summary:
+        return _probe_page(request, summary)
     units = [u["slug"] for u in summary["units"]]
     chosen = request.GET.get("unit") or units[0]
     if chosen not in units:
@@ -171,6 +173,21 @@ def benchmark(request, slug):
             derived=_derived(unit),
         )
     return render(request, "boxbench/benchmark.html", context)
+
+
+def _probe_page(request, summary: BenchmarkPage):
+    """A probe benchmark (Isolation): its readings per probe and provider, not a speed board."""
+    if request.GET.get("view") == "cost":
+        raise Http404("a probe benchmark has no Cost view")
+    if request.GET.get("unit", summary["units"][0]["slug"]) != summary["units"][0]["slug"]:
+        raise Http404(f"benchmark {summary['benchmark']} has no unit {request.GET['unit']!r}")
+    context = {
+        "summary": summary,
+        "table": tables.probe_table(summary),
+        "csv_url": reverse("benchmark-csv", args=[summary["benchmark"]]),
+        "unit_url": reverse("unit", args=[summary["benchmark"], summary["units"][0]["slug"]]),
+    }
+    return render(request, "boxbench/probes.html", context)
 
 
 def series_changes(history: HistoryPage, unit: str = "", provider: str = "") -> list[dict]:

@@ -92,6 +92,38 @@ def benchmark_table(summary: BenchmarkPage) -> Table:
     return _noted(Table(columns, rows, BLANK), summary)
 
 
+PROBE_BLANK = {
+    "detected": "No reading: the last column says why.",
+    "min": "No reading.",
+    "max": "No reading.",
+    "why no reading": "Every successful trial gave this reading.",
+    "expected": "No expected answer: the reading describes the sandbox, neither right nor wrong.",
+}
+
+
+def probe_table(summary: BenchmarkPage) -> Table:
+    """A probe benchmark's readings (Isolation): one row per probe and provider, the lower
+    median over the successful trials (detected) beside the expected answer, with the range."""
+    columns = ["probe", "title", "provider", "unit", "expected", "detected", "min", "max", "n"]
+    columns.append("why no reading")
+    rows = [
+        [
+            r["probe"],
+            r["title"],
+            r["provider"],
+            r["unit"],
+            r["expected"],
+            num(r["median"]),
+            num(r["min"]),
+            num(r["max"]),
+            str(r["n"]),
+            r["missing"],
+        ]
+        for r in summary.get("probes", [])
+    ]
+    return Table(columns, rows, PROBE_BLANK)
+
+
 def cost_ordered(summary: BenchmarkPage) -> BenchmarkPage:
     """The All view's rows in the Cost view's order: by cost rank, then provider."""
     rows = sorted(
