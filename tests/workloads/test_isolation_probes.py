@@ -248,3 +248,14 @@ def test_every_script_is_python_and_every_reading_is_catalogued_once():
     assert set(probes.GROUPS) == set(probes.scripts(2, 4096))
     assert len(probes.BY_NAME) == len(probes.PROBES)
     assert {f"refused_{o}" for o in probes.OPERATIONS} <= set(probes.BY_NAME)
+
+
+def test_the_methodology_documents_every_reading_and_its_expected_answer():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "methodology.md").read_text()
+    section = text.split("## Isolation probes", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert rows == set(probes.BY_NAME)
