@@ -259,3 +259,50 @@ def test_the_methodology_documents_every_reading_and_its_expected_answer():
         line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
     }
     assert rows == set(probes.BY_NAME)
+
+
+class Answered:
+    def __init__(self, exit_code: int, stdout: bytes = b"", stderr: bytes = b""):
+        self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+
+
+class FakeTrial:
+    """The part of a trial's context the probes use: every exec answers the same."""
+
+    def __init__(self, answer: Answered):
+        from runner.benchmarks import isolation
+
+        self.definition = isolation.DEFINITION
+        self.answer = answer
+        self.recorded: dict[str, float] = {}
+        self.evidence_kept: list[dict] = []
+
+    def exec(self, argv, timeout, stdin=None):
+        assert argv[:3] == ["python3", "-I", "-c"] and timeout <= 60
+        return self.answer
+
+    def record(self, name, value, **_):
+        self.recorded[name] = value
+
+    def evidence(self, kind, data):
+        self.evidence_kept.append(data)
+
+
+def test_without_python3_in_the_image_nothing_is_read_and_each_probe_says_why():
+    from runner.benchmarks import isolation
+
+    trial = FakeTrial(Answered(127, stderr=b"python3: not found"))
+    isolation.run(trial)
+    assert trial.recorded == {"probes_answered": 0}
+    why = {name: text for data in trial.evidence_kept for name, text in data["missing"].items()}
+    assert why == dict.fromkeys(probes.BY_NAME, "python3 is not in the sandbox's image")
+
+
+def test_a_malformed_answer_ends_the_trial_as_a_benchmark_error_naming_the_probe():
+    from runner.benchmarks import isolation
+    from runner.benchmarks.base import BenchmarkError
+
+    trial = FakeTrial(Answered(0, stdout=b"<html>gateway</html>"))
+    with pytest.raises(BenchmarkError, match="probe resources: not one JSON object"):
+        isolation.run(trial)
+    assert trial.evidence_kept[0]["error"].startswith("probe resources")
