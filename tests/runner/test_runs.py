@@ -370,13 +370,16 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     benchmarks = run.manifest["benchmarks"]
     assert set(benchmarks) == set(all_benchmarks())
     assert len(benchmarks["deepswe-boxbench"]["units"]) == 10
+    # Timed benchmarks run the spec's 20 trials per unit at least; the untimed probes, three.
+    assert benchmarks.pop("isolation")["trials_per_unit"] == 3
     assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
     # The default plan is the full one less the long machine runs, RL rollouts (each trial
-    # prepares and restores a task: minutes more on docker) and eight DeepSWE units.
+    # prepares and restores a task: minutes more on docker), the isolation probes (20 trials of
+    # their CPU burn would be minutes of probing) and eight DeepSWE units.
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
     machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
-    assert left_out == machine | {"rl-rollouts"}
+    assert left_out == machine | {"rl-rollouts", "isolation"}
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):
