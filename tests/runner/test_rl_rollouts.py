@@ -127,4 +127,4 @@ def test_a_published_run_scores_it_for_time_and_cost_among_the_workloads(
     sections = {node["key"]: node for node in tree["children"]}
     for section in ("workload_time", "workload_cost"):
         [workload] = [c for c in sections[section]["children"] if c["key"] == rl_rollouts.SLUG]
-        assert workload["scores"] == {"local": 100.0}
+        assert workload["scores"] == {"local": pytest.approx(100.0)}
