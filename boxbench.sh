@@ -260,6 +260,7 @@ cmd_test() {
   setup_venv requirements-modal.txt
   setup_venv requirements-e2b.txt
   setup_venv requirements-daytona.txt
+  setup_venv requirements-vercel.txt
   setup_venv requirements-agentcore.txt
   start_postgres
   local pg_url=${BOXBENCH_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}

@@ -30,7 +30,7 @@ CLIENTS = {
     "opensandbox": ("opensandbox", "httpx"),
     "e2b": ("e2b", "connectrpc", "pyqwest"),
     "daytona": ("daytona", "urllib3", "httpx"),
-    "vercel": ("httpx",),
+    "vercel": ("vercel-sandbox", "httpx2"),
     "modal": ("modal", "grpclib"),
     "agentcore": ("boto3", "botocore"),
 }
