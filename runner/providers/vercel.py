@@ -1,124 +1,170 @@
-"""`vercel`: Vercel Sandbox (Firecracker microVMs) over its REST API.
+"""`vercel`: Vercel Sandbox (Firecracker microVMs), through Vercel's official Python SDK
+(`vercel-sandbox`, pinned in requirements-vercel.txt), unmodified.
 
-API (vercel/sandbox packages/vercel-sandbox/src/api-client), `Authorization: Bearer <token>` and
-the team id as the `teamId` query parameter of every call: POST /v1/sandboxes answers with status
-`pending`; create polls GET /v1/sandboxes/{id} until `running` (failing on `failed` or
-`aborted`). The sandbox gets `timeout` = its lifetime in milliseconds, which Vercel enforces: it
-is stopped then, even if the runner crashed. There are no labels, no metadata filter and no
-delete, only POST /v1/sandboxes/{id}/stop, and stopped sandboxes stay listed. So boxbench keeps
-its own ledger (runner/providers/ledger.py) of what it created; `list_sandboxes` and `bench
-cleanup` work from it, and a sandbox counts as gone once its status is stopped, failed or aborted.
+The SDK is configured only through its documented settings: a standalone `SyncSandboxClient` with
+`SandboxServiceOptions(base_url=, credentials_factory=)` (the token, team and project boxbench was
+given; nothing read from the environment or an OIDC token) and an `httpx_client_factory`. The
+factory's client is the SDK's own (httpx2) with boxbench's pool (idle connections kept 300 s, as
+the methodology asks, where the SDK's default keeps them 5 s) and a guard in its transport: each
+request of an adapter call is held to what is left of that call's time limit, and every answer
+to the call's byte cap, so neither a hung server nor a hostile answer outlasts the call.
 
-Commands: POST /v1/sandboxes/{id}/cmd. A command whose time limit is at most SYNC_LIMIT_S runs
-with `wait: true` (an ndjson answer: the command, then the command with its exit code); a longer
-one runs in the background (no `wait`) and is polled with GET …/cmd/{cmdId}. Output comes from GET
-…/cmd/{cmdId}/logs (ndjson lines with `stream` stdout, stderr or error). A command past its limit
-is killed with POST /v1/sandboxes/{id}/{cmdId}/kill. The command API has no stdin, so stdin is
-uploaded to a temporary file and redirected. Files: POST …/fs/write (a gzip tar extracted in the
-directory named by `x-cwd`) and POST …/fs/read (404 when missing).
+Vercel's API as the SDK speaks it: named sandboxes, each run a session. POST /v3/sandboxes, then
+the SDK itself polls GET /v2/sandboxes/{name} every 0.5 s until the session runs (no deadline of
+its own: the guard's is CREATE_LIMIT_S). Commands and files go to the session,
+/v2/sandboxes/sessions/{id}/cmd and /fs/...; DELETE /v2/sandboxes/{name} ends one.
 
-The team id is not a secret like the token, but it names the account: it is redacted from every
-error message and from httpx's request log lines (which carry the URL at INFO).
+What the SDK would add on its own (docs/providers.md lists it): a sandbox handle's commands and
+files resume a stopped sandbox and replay the call once (lifecycle recovery): the adapter calls
+the session handle instead, which never does; a command whose stream breaks after it started is
+followed through its logs and wait routes with two retries 0.2 and 0.4 s apart (kept: the
+command already ran, and the guard's deadline still holds the whole call); stdin writes are
+retried up to 5 times (not used: stdin travels as a file).
+
+- create: `create_sandbox` named `<label>-<12 hex>`, tagged `boxbench-batch=<label>`, with the
+  lifetime as its `execution_time_limit` (Vercel stops the session then, even if the runner
+  crashed), not persistent, the network policy the benchmark asks for, and the snapshot
+  BOXBENCH_VERCEL_SNAPSHOT as its source when set (else Vercel's default image).
+- exec: `run_process` on the session, one ndjson stream; its `kill_after` is the time limit, so
+  Vercel kills an overdue command (SIGKILL) and the adapter reports ExecTimeout. The SDK hands
+  output over as text (UTF-8, invalid bytes replaced). Its command API has no stdin of its own
+  here: stdin is uploaded to a temporary file and redirected.
+- files: the session's `fs.write_bytes` (a gzip tar) and `fs.read_bytes`.
+- destroy: DELETE with `deleteOrphanSnapshots`; gone once GET answers 404 or a stopped status.
+  Listing: `query_sandboxes` by the batch tag; a stopped sandbox costs nothing and is not live.
+- snapshot: the session's `snapshot` (files only; Vercel stops the session it snapshots, so the
+  next command on the source resumes it first, untimed); restore: a create with the snapshot as
+  its source; delete: `delete_snapshot`, gone once `get_snapshot` answers 404 or `deleted`.
 
 Configuration (docs/providers.md): VERCEL_TOKEN or VERCEL_TOKEN_FILE; VERCEL_TEAM_ID;
-VERCEL_PROJECT_ID; VERCEL_API_URL (default https://vercel.com/api); BOXBENCH_VERCEL_SNAPSHOT
-(a snapshot holding boxbench's standard toolchain; without it, the runtime image).
+VERCEL_PROJECT_ID; VERCEL_API_URL (default https://vercel.com/api); BOXBENCH_VERCEL_SNAPSHOT.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
-import logging
-import math
-import tarfile
+import importlib.util
+import secrets
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-import httpx
-import msgspec
-
-from runner import waiting
-from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Reader
+from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
 from runner.providers.base import (
+    CredentialsRejected,
     DoctorCheck,
     ExecResult,
     ExecTimeout,
     LiveSandbox,
+    NotReady,
     ProviderError,
     Sandbox,
     SandboxSpec,
 )
 from runner.providers.credentials import redact
-from runner.providers.http import HTTPProvider, read_capped, send, status_error, transport_error
-from runner.providers.ledger import Ledger
+from runner.providers.http import DETAIL_CHARS, KEEPALIVE_EXPIRY_S, HTTPProvider
+from runner.providers.sdk_logs import redact_sdk_logs
 
+BATCH_TAG = "boxbench-batch"
 WORKDIR = "/app"
-SYNC_LIMIT_S = 60.0  # above this a command runs in the background: no HTTP call waits that long
-RUNNING = "running"
-FAILED = {"failed", "aborted"}
+REQUEST_LIMIT_S = 60.0  # one control-plane or file call
+CREATE_LIMIT_S = 300.0  # create, with the SDK's polling until the session runs
+GRACE_S = 10.0  # past a command's limit: Vercel's kill and the stream's last lines
+KILLED = 137  # a command Vercel killed (128 + SIGKILL)
 GONE = {"stopped", "failed", "aborted"}
-CREATE_LIMIT_S = 300.0
-# A background command's status: after 50 ms, then 1.5 times longer each time, at most 1 s apart.
-COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
 MIB_PER_VCPU = 2048  # Vercel fixes memory at 2 GB per vCPU
-RUNTIME = "python3.13"
+PAGE_SIZE = 50  # the most the SDK asks for in one page
+SDK_MISSING = "the vercel-sandbox package is not installed: pip install -r requirements-vercel.txt"
 
 
-# The answers the adapter reads (the api-client's schemas); anything else in them is ignored.
-class _Box(msgspec.Struct):
-    id: str
-    status: str = ""
-    region: str | None = None
-    runtime: str | None = None
-    vcpus: float | None = None
-    memory: float | None = None
+@dataclass(frozen=True)
+class _Call:
+    """What one adapter call allows every request the SDK sends for it."""
+
+    deadline: float  # monotonic
+    limit_s: float
+    capped: Capped  # every answer's bytes, counted against the call's cap
 
 
-class _BoxAnswer(msgspec.Struct):
-    sandbox: _Box
+_CALL: ContextVar[_Call | None] = ContextVar("boxbench_vercel_call", default=None)
 
 
-class _Command(msgspec.Struct):
-    id: str
-    exit_code: int | None = msgspec.field(name="exitCode", default=None)
+def sdk_installed() -> bool:
+    try:
+        return importlib.util.find_spec("vercel.sandbox") is not None
+    except ModuleNotFoundError:  # no `vercel` namespace at all
+        return False
 
 
-class _CommandAnswer(msgspec.Struct):
-    command: _Command
+def _guarded_client():
+    """The SDK's HTTP client, with boxbench's pool and the per-call guard in its transport."""
+    import httpx2
+
+    class Guard(httpx2.BaseTransport):
+        def __init__(self):
+            limits = httpx2.Limits(max_connections=100, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+            self.inner = httpx2.HTTPTransport(limits=limits)
+
+        def handle_request(self, request):
+            call = _CALL.get()
+            if call is None:
+                return self.inner.handle_request(request)
+            left = call.deadline - time.monotonic()
+            if left <= 0:
+                raise httpx2.ReadTimeout(
+                    f"past the call's limit of {call.limit_s:g} s", request=request
+                )
+            given = request.extensions.get("timeout") or {}
+            request.extensions["timeout"] = {
+                key: left if given.get(key) is None else min(given[key], left)
+                for key in ("connect", "read", "write", "pool")
+            }
+            response = self.inner.handle_request(request)
+            return httpx2.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=Counted(response.stream, call.capped),
+                extensions=response.extensions,
+            )
+
+        def close(self):
+            self.inner.close()
+
+    class Counted(httpx2.SyncByteStream):
+        def __init__(self, stream, capped: Capped):
+            self.stream, self.capped = stream, capped
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.stream:
+                self.capped.count(len(chunk))
+                yield chunk
+
+        def close(self):
+            self.stream.close()
+
+    # Nothing from the environment (proxies, .netrc) takes part, as in every HTTP adapter.
+    return httpx2.Client(
+        transport=Guard(), timeout=httpx2.Timeout(REQUEST_LIMIT_S), trust_env=False
+    )
 
 
-class _LogError(msgspec.Struct):
-    code: str | int | None = None
-    message: str | None = None
+class _Sink:
+    """A text stream the SDK writes a command's output to, held to the output cap."""
 
+    def __init__(self, capped: Capped):
+        self.capped = capped
 
-class _LogLine(msgspec.Struct):
-    stream: str = ""
-    data: str | _LogError | None = None
+    def write(self, text: str) -> int:
+        self.capped.add(text.encode())
+        return len(text)
 
-
-class _RedactURLs(logging.Filter):
-    """Removes the team id from httpx's request log lines (they carry the full URL)."""
-
-    def __init__(self):
-        super().__init__()
-        self.secrets: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            cleaned = redact(message, *self.secrets)
-            if cleaned != message:
-                record.msg, record.args = cleaned, ()
-        return True
-
-
-_URL_FILTER = _RedactURLs()
-for _name in ("httpx", "httpcore"):
-    logging.getLogger(_name).addFilter(_URL_FILTER)
+    def flush(self) -> None:
+        pass
 
 
 class VercelProvider(HTTPProvider):
@@ -130,13 +176,12 @@ class VercelProvider(HTTPProvider):
         super().__init__(declaration, settings)
         self.api_url = self._url("api_url", "VERCEL_API_URL", "https://vercel.com/api")
         self.base_snapshot = self._setting("snapshot", "BOXBENCH_VERCEL_SNAPSHOT")
-        self.poll_interval_s = float(self.settings.get("poll_interval_s", 0.25))
-        self._ledger_dir = self.settings.get("ledger_dir")
-        self._ledger: Ledger | None = None
         self._team = self._setting("team_id", "VERCEL_TEAM_ID")
         self._project = self._setting("project_id", "VERCEL_PROJECT_ID")
-        if self._team:
-            _URL_FILTER.secrets.add(self._team)
+        self._sdk_missing = not sdk_installed()
+        self._sdk_client: Any = None
+        self._lock = threading.Lock()
+        self._to_resume: set[str] = set()  # sandboxes whose session a snapshot stopped
 
     def _required(self) -> list[tuple[str, str | None]]:
         return [
@@ -145,11 +190,8 @@ class VercelProvider(HTTPProvider):
             ("VERCEL_PROJECT_ID", self._project),
         ]
 
-    @property
-    def ledger(self) -> Ledger:
-        if self._ledger is None:
-            self._ledger = Ledger.for_provider(self.slug, self._ledger_dir)
-        return self._ledger
+    def configuration_problem(self) -> str | None:
+        return SDK_MISSING if self._sdk_missing else super().configuration_problem()
 
     def _secrets(self) -> tuple:
         return (self._key, self._team)
@@ -157,361 +199,398 @@ class VercelProvider(HTTPProvider):
     def _reader(self, operation: str) -> Reader:
         return Reader("vercel", operation, self._secrets())
 
-    def _request(
-        self,
-        method,
-        path,
-        operation,
-        data_plane=False,
-        stream=False,
-        cap=None,
-        setting="",
-        **kwargs,
-    ):
+    def _sdk(self, operation: str):
+        """The SDK's client, made once, after the configuration is checked."""
         self._refuse_if_unconfigured(operation)
-        headers = {"Authorization": f"Bearer {self._key}", **kwargs.pop("headers", {})}
-        params = {"teamId": self._team, **kwargs.pop("params", {})}
-        url = self.api_url + path
-        try:
-            if stream:
-                request = self.client.build_request(
-                    method, url, headers=headers, params=params, **kwargs
+        if self._sdk_missing:
+            raise ProviderError(f"vercel {operation}: {SDK_MISSING}", operation, "unconfigured")
+        for package in ("vercel", "httpx2", "httpcore2"):
+            redact_sdk_logs(package, *self._secrets())
+        with self._lock:
+            if self._sdk_client is None:
+                from vercel.sandbox import SandboxCredentials
+                from vercel.sandbox.sync import SandboxServiceOptions, SyncSandboxClient
+
+                given = SandboxCredentials(str(self._key), self._team, self._project)
+                options = SandboxServiceOptions(
+                    base_url=self.api_url, credentials_factory=lambda: given
                 )
-                return self.client.send(request, stream=True)
-            return send(
-                self.client,
-                method,
-                url,
-                self._reader(operation),
-                cap or self.limits.answer_bytes,
-                setting=setting,
-                headers=headers,
-                params=params,
-                **kwargs,
-            )
-        except httpx.HTTPError as exc:
-            raise transport_error(
-                exc, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
-            ) from None
+                self._sdk_client = SyncSandboxClient.create(
+                    options=options, httpx_client_factory=_guarded_client
+                )
+            return self._sdk_client
 
-    def _call(self, method, path, operation, ok=(200,), data_plane=False, **kwargs):
-        response = self._request(method, path, operation, data_plane, **kwargs)
-        if response.status_code not in ok:
-            raise status_error(
-                response, "vercel", operation, data_plane=data_plane, secrets=self._secrets()
-            )
-        return response
+    def _call(
+        self,
+        operation: str,
+        fn,
+        *,
+        data_plane: bool = False,
+        limit_s: float = REQUEST_LIMIT_S,
+        cap: int | None = None,
+        what: str = "the answer",
+        setting: str = "",
+    ):
+        """One SDK call under one deadline and one byte cap; whatever it raises becomes an
+        adapter error naming the call."""
+        capped = Capped(self._reader(operation), cap or self.limits.answer_bytes, what, setting)
+        token = _CALL.set(_Call(time.monotonic() + limit_s, limit_s, capped))
+        try:
+            return fn()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._failure(operation, exc, data_plane) from exc
+        finally:
+            _CALL.reset(token)
 
-    def _read(self, response: httpx.Response, kind, operation: str):
-        return self._reader(operation).json(response.content, kind)
+    def _failure(self, operation: str, exc: BaseException, data_plane: bool) -> ProviderError:
+        """An SDK exception as the adapter error the lifecycle classifies (no credential in it)."""
+        import httpx2
+        from vercel.sandbox import (
+            SandboxApiError,
+            SandboxPathNotFoundError,
+            SandboxResponseError,
+            SandboxStreamError,
+            SandboxTerminalStateError,
+        )
 
-    def _box(self, sandbox_id: str, operation: str, ok=(200,)) -> httpx.Response:
-        return self._call("GET", f"/v1/sandboxes/{sandbox_id}", operation, ok)
+        reader = self._reader(operation)
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, SandboxApiError) and not isinstance(exc, SandboxPathNotFoundError):
+            exc = cause  # a failed file write carries the API's answer
+        said = redact(f"{type(exc).__name__}: {exc}", *self._secrets())[:DETAIL_CHARS]
+        message = f"vercel {operation}: {said}"
+        if isinstance(exc, SandboxApiError):
+            status = exc.status_code
+            if status in (401, 403):
+                return CredentialsRejected(message, operation, "unauthorized")
+            if status == 429:
+                wait = exc.response.headers.get("retry-after")
+                told = f" (Retry-After {wait})" if wait else ""
+                return ProviderError(message + told, operation, "rate_limited")
+            if data_plane and status in (502, 503, 504):
+                return NotReady(message, operation, "not_ready")
+            if status == 404:
+                return ProviderError(message, operation, "not_found")
+            if status == 410:
+                return ProviderError(message, operation, exc.code or "gone")
+            return ProviderError(message, operation, str(status))
+        if isinstance(exc, SandboxPathNotFoundError):
+            return ProviderError(message, operation, "not_found")
+        if isinstance(exc, SandboxResponseError):
+            return reader.fail(_unreadable(exc), BAD_ANSWER)
+        if isinstance(exc, SandboxStreamError):
+            return ProviderError(message, operation, exc.code or "stream_error")
+        if isinstance(exc, SandboxTerminalStateError):
+            return ProviderError(message, operation, str(exc.status))
+        if isinstance(exc, httpx2.TimeoutException):
+            return ProviderError(message, operation, "timeout")
+        if isinstance(exc, httpx2.TransportError):
+            if data_plane:
+                return NotReady(message, operation, "not_ready")
+            return ProviderError(message, operation, "transport")
+        return ProviderError(message, operation, "sdk_error")
+
+    def _session(self, sandbox: Sandbox, operation: str):
+        """The session handle of the sandbox: its commands and files never resume or replay."""
+        name = sandbox.id
+        if name in self._to_resume or getattr(sandbox, "handle", None) is None:
+            client = self._sdk(operation)
+            resume = name in self._to_resume
+            get = client.resume_sandbox if resume else client.get_sandbox
+            sandbox.handle = self._call(operation, lambda: get(name=name))
+            self._to_resume.discard(name)
+        handle: Any = sandbox.handle
+        session = handle.current_session
+        if session is None:
+            raise self._reader(operation).fail(f"sandbox {name} has no current session")
+        return session
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def create(self, spec: SandboxSpec) -> Sandbox:
         if spec.image:
             raise ProviderError(
-                f"vercel runs its {RUNTIME} runtime or a prepared snapshot, not image "
-                f"{spec.image!r}",
+                f"vercel runs its default image or a prepared snapshot, not image {spec.image!r}",
                 operation="create",
                 code="no_custom_images",
             )
+        return self._start("create", spec, self.base_snapshot or None)
+
+    def _start(self, operation: str, spec: SandboxSpec, snapshot_id: str | None) -> Sandbox:
         if spec.memory_mib != spec.cpus * MIB_PER_VCPU:
             raise ProviderError(
                 f"vercel fixes memory at 2 GB per vCPU: {spec.cpus} vCPU cannot have "
                 f"{spec.memory_mib} MiB",
-                operation="create",
+                operation=operation,
                 code="unsupported_size",
             )
-        body = {
-            "projectId": self._project,
-            "timeout": max(1000, math.ceil(spec.lifetime_s * 1000)),
-            "resources": {"vcpus": spec.cpus},
-            "runtime": RUNTIME,
-            "networkPolicy": {"mode": "allow-all" if spec.network else "deny-all"},
-        }
-        if self.base_snapshot:
-            body["source"] = {"type": "snapshot", "snapshotId": self.base_snapshot}
-        created = self._call("POST", "/v1/sandboxes", "create", json=body)
-        dto = self._read(created, _BoxAnswer, "create").sandbox
-        sandbox_id = dto.id
+        from vercel.sandbox import NetworkPolicy, SandboxResources, SnapshotSource
+
+        client = self._sdk(operation)
+        name = f"{spec.label}-{secrets.token_hex(6)}"
+        network = NetworkPolicy.allow_all() if spec.network else NetworkPolicy.deny_all()
         created_at = datetime.now(UTC)
-        self.ledger.created(sandbox_id, spec.label, created_at, spec.lifetime_s)
-        latest = [dto]
-
-        def running() -> bool:
-            status = latest[0].status
-            if status in FAILED or status in GONE:
-                raise ProviderError(
-                    f"vercel create: sandbox {sandbox_id} reached status {status}",
-                    operation="create",
-                    code=status,
-                )
-            return status == RUNNING
-
-        def asked_again() -> bool:
-            latest[0] = self._read(self._box(sandbox_id, "create"), _BoxAnswer, "create").sandbox
-            return running()
-
-        # Polled from poll_interval_s, 1.5 times longer each time, at most 1 s apart.
-        poll = waiting.Backoff(first_s=self.poll_interval_s, factor=1.5, cap_s=1.0)
-        # The answer to the POST is the first look: the next comes after a pause.
-        if not (
-            running() or waiting.poll_until(asked_again, CREATE_LIMIT_S, poll, ask_first=False)
-        ):
-            with contextlib.suppress(ProviderError):
-                self._call("POST", f"/v1/sandboxes/{sandbox_id}/stop", "create")
-            raise ProviderError(
-                f"vercel create: {sandbox_id} not running after {CREATE_LIMIT_S:g} s "
-                f"(status {latest[0].status})",
-                operation="create",
-                code="create_timeout",
-            )
-        dto = latest[0]
+        handle = self._call(
+            operation,
+            lambda: client.create_sandbox(
+                name=name,
+                source=SnapshotSource(snapshot_id=snapshot_id) if snapshot_id else None,
+                execution_time_limit=max(1.0, spec.lifetime_s),
+                resources=SandboxResources(vcpus=spec.cpus),
+                persistent=False,
+                network_policy=network,
+                tags={BATCH_TAG: spec.label},
+            ),
+            limit_s=CREATE_LIMIT_S,
+        )
+        if handle.name != name:
+            raise self._reader(operation).fail(f"the answer names sandbox {handle.name!r}")
         return Sandbox(
-            id=sandbox_id,
+            id=name,
             label=spec.label,
             created_at=created_at,
             facts={
-                "region": dto.region,
-                "runtime": dto.runtime,
-                "cpus": dto.vcpus,
-                "memory_mib": dto.memory,
+                "region": handle.region,
+                "image": handle.image,
+                "cpus": handle.vcpus,
+                "memory_mib": handle.memory,
+                "session": handle.current_session_id,
                 "enforced": {"cpus": True, "memory": True},
             },
+            handle=handle,
         )
 
     def exec(self, sandbox, argv, timeout, stdin=None, workdir=None, env=None) -> ExecResult:
         if not argv:
             raise ProviderError("vercel exec: empty argv", operation="exec")
-        stdin_path = None
+        session = self._session(sandbox, "exec")
         if stdin is not None:
             stdin_path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex[:12]}"
             self.upload(sandbox, stdin_path, stdin)
             script = f'"$@" < {stdin_path}; __rc=$?; rm -f {stdin_path}; exit $__rc'
             argv = ["/bin/sh", "-c", script, "sh", *argv]
-        body = {
-            "command": argv[0],
-            "args": list(argv[1:]),
-            "cwd": workdir or WORKDIR,
-            "env": dict(env or {}),
-            "sudo": False,
-        }
-        path = f"/v1/sandboxes/{sandbox.id}/cmd"
-        deadline = time.monotonic() + timeout
-        if timeout <= SYNC_LIMIT_S:
-            command_id, exit_code = self._run_waiting(sandbox, path, body, timeout)
-        else:
-            response = self._call("POST", path, "exec", data_plane=True, json=body)
-            command_id = self._read(response, _CommandAnswer, "exec").command.id
-            exit_code = self._await(sandbox, command_id, deadline, timeout)
-        stdout, stderr = self._logs(sandbox, command_id)
-        return ExecResult(exit_code, stdout, stderr)
-
-    def _run_waiting(self, sandbox, path, body, timeout) -> tuple[str, int]:
-        """POST with wait: the first ndjson line names the command, the second ends it."""
-        response = self._request(
-            "POST",
-            path,
-            "exec",
-            data_plane=True,
-            stream=True,
-            json={**body, "wait": True},
-            timeout=httpx.Timeout(timeout + 1.0, connect=10.0),
-        )
-        command_id = None
-        reader = self._reader("exec")
+        reader, cap = self._reader("exec"), self.limits.output_bytes
+        stdout = _Sink(Capped(reader, cap, "the command's stdout", "max_output_mib"))
+        stderr = _Sink(Capped(reader, cap, "the command's stderr", "max_output_mib"))
+        started: list = []  # the SDK's process handle, once Vercel says the command runs
+        began = time.monotonic()
         try:
-            if response.status_code != 200:
-                answer = read_capped(response, reader, self.limits.answer_bytes)
-                raise status_error(
-                    answer, "vercel", "exec", data_plane=True, secrets=self._secrets()
-                )
-            if response.headers.get("content-type") != "application/x-ndjson":
-                raise ProviderError(
-                    "vercel exec: expected a stream of command data (application/x-ndjson)",
-                    operation="exec",
-                    code=BAD_ANSWER,
-                )
-            lines = _lines(
-                response.iter_bytes(),
-                Capped(reader, self.limits.answer_bytes, "the command stream"),
+            done = self._call(
+                "exec",
+                lambda: session.run_process(
+                    argv[0],
+                    list(argv[1:]),
+                    cwd=workdir or WORKDIR,
+                    env=dict(env or {}),
+                    kill_after=timeout,
+                    stdout=stdout,
+                    stderr=stderr,
+                    on_start=started.append,
+                ),
+                # Before the command starts, a refused or broken connection is readiness.
+                data_plane=True,
+                limit_s=timeout + GRACE_S,
+                cap=self.limits.exec_answer_bytes(),
+                what="the command's stream",
+                setting="max_output_mib",
             )
-            command_id = reader.json(next(lines), _CommandAnswer, "the command stream").command.id
-            exit_code = None
-            # Read to the end even after the exit code: closing a stream that is not drained
-            # closes its connection, and the next call would pay for a new one.
-            for line in lines:
-                if line.strip() and exit_code is None:
-                    finished = reader.json(line, _CommandAnswer, "the command stream").command
-                    exit_code = finished.exit_code
-            if exit_code is not None:
-                return command_id, exit_code
-            raise ProviderError(
-                f"vercel exec: the command stream of {command_id} ended without an exit code",
-                operation="exec",
-            )
-        except httpx.ReadTimeout:
-            if command_id:
-                self._kill(sandbox, command_id)
-            raise ExecTimeout(
-                f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
-                operation="exec",
-            ) from None
-        except (httpx.HTTPError, StopIteration) as exc:
-            raise ProviderError(
-                f"vercel exec: the command stream broke off: {type(exc).__name__}",
-                operation="exec",
-                code="transport",
-            ) from None
-        finally:
-            response.close()
+        except ProviderError as exc:
+            if started and exc.code == TOO_LARGE:
+                self._kill(started[0])  # the command may still be writing
+            if started and isinstance(exc, NotReady):
+                raise ProviderError(str(exc), "exec", "transport") from exc
+            if started and exc.code == "timeout":
+                self._kill(started[0])
+                raise self._overdue(sandbox, timeout) from None
+            raise
+        if done.returncode == KILLED and time.monotonic() - began >= timeout * 0.99:
+            raise self._overdue(sandbox, timeout)
+        return ExecResult(done.returncode, stdout.capped.data, stderr.capped.data)
 
-    def _await(self, sandbox, command_id, deadline, timeout) -> int:
-        path = f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}"
-        command: list[_Command] = []
-
-        def exited() -> bool:
-            answer = self._call("GET", path, "exec", data_plane=True)
-            command[:] = [self._read(answer, _CommandAnswer, "exec").command]
-            return command[0].exit_code is not None
-
-        if waiting.poll_until(exited, deadline - time.monotonic(), COMMAND_POLL):
-            return int(command[0].exit_code or 0)
-        self._kill(sandbox, command_id)
-        raise ExecTimeout(
+    def _overdue(self, sandbox: Sandbox, timeout: float) -> ExecTimeout:
+        return ExecTimeout(
             f"vercel: command did not return within {timeout:g} s in {sandbox.id}",
             operation="exec",
         )
 
-    def _kill(self, sandbox, command_id) -> None:
+    def _kill(self, process) -> None:
+        # The command may have ended meanwhile; the first failure is reported either way.
         with contextlib.suppress(ProviderError):
-            self._call(
-                "POST", f"/v1/sandboxes/{sandbox.id}/{command_id}/kill", "exec", json={"signal": 9}
-            )
-
-    def _logs(self, sandbox, command_id) -> tuple[bytes, bytes]:
-        limits, reader = self.limits, self._reader("exec")
-        try:
-            response = self._call(
-                "GET",
-                f"/v1/sandboxes/{sandbox.id}/cmd/{command_id}/logs",
-                "exec",
-                data_plane=True,
-                cap=limits.exec_answer_bytes(),
-                setting="max_output_mib",
-            )
-            out = {
-                stream: Capped(
-                    reader, limits.output_bytes, f"the command's {stream}", "max_output_mib"
-                )
-                for stream in ("stdout", "stderr")
-            }
-            for line in response.content.splitlines():
-                if not line.strip():
-                    continue
-                item = reader.json(line, _LogLine, "a log line")
-                if item.stream == "error":
-                    error = item.data if isinstance(item.data, _LogError) else _LogError()
-                    raise ProviderError(
-                        f"vercel exec: log stream error {error.code}: {error.message}",
-                        operation="exec",
-                        code=str(error.code or "stream_error"),
-                    )
-                if item.stream in out:
-                    if not isinstance(item.data, str):
-                        raise reader.fail(f"a {item.stream} log line's `data` is not a string")
-                    out[item.stream].add(item.data.encode())
-        except ProviderError as exc:
-            if exc.code == TOO_LARGE:
-                self._kill(sandbox, command_id)  # the command may still be writing
-            raise
-        return bytes(out["stdout"].data), bytes(out["stderr"].data)
+            self._call("exec", process.kill)
 
     def upload(self, sandbox, path, data) -> None:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            member = tarfile.TarInfo(path.lstrip("/"))
-            member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
-            archive.addfile(member, io.BytesIO(data))
-        self._call(
-            "POST",
-            f"/v1/sandboxes/{sandbox.id}/fs/write",
-            "upload",
-            data_plane=True,
-            content=gzip.compress(buffer.getvalue(), mtime=0),
-            headers={"Content-Type": "application/gzip", "x-cwd": "/"},
-        )
+        session = self._session(sandbox, "upload")
+        self._call("upload", lambda: session.fs.write_bytes(path, data), data_plane=True)
 
     def download(self, sandbox, path) -> bytes:
+        session = self._session(sandbox, "download")
         return self._call(
-            "POST",
-            f"/v1/sandboxes/{sandbox.id}/fs/read",
             "download",
+            lambda: session.fs.read_bytes(path),
             data_plane=True,
-            json={"path": path},
             cap=self.limits.download_bytes,
+            what=f"the file {path}",
             setting="max_download_mib",
-        ).content
-
-    def destroy(self, sandbox) -> None:
-        response = self._call("POST", f"/v1/sandboxes/{sandbox.id}/stop", "destroy", ok=(200, 404))
-        if response.status_code == 404 or self._status(response, "destroy") in GONE:
-            self.ledger.stopped(sandbox.id)
-
-    def is_gone(self, sandbox_id: str) -> bool:
-        response = self._box(sandbox_id, "is_gone", ok=(200, 404))
-        gone = response.status_code == 404 or self._status(response, "is_gone") in GONE
-        if gone:
-            self.ledger.stopped(sandbox_id)
-        return gone
-
-    def _status(self, response: httpx.Response, operation: str) -> str:
-        return self._read(response, _BoxAnswer, operation).sandbox.status
-
-    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
-        """The ledger's sandboxes not yet confirmed stopped, each checked with the API (one the
-        provider stopped at its timeout is recorded as stopped here and not listed)."""
-        found = []
-        for entry in self.ledger.open_entries():
-            if label is not None and entry.label != label:
-                continue
-            if self.is_gone(entry.id):
-                continue
-            found.append(LiveSandbox(id=entry.id, label=entry.label, created_at=entry.created_at))
-        return found
-
-    def _doctor_probe(self) -> None:
-        self._call(
-            "GET", "/v1/sandboxes", "doctor", params={"project": self._project, "limit": "1"}
         )
 
+    def destroy(self, sandbox) -> None:
+        handle = getattr(sandbox, "handle", None)  # none on a listed sandbox
+        if handle is None:
+            client = self._sdk("destroy")
+            try:
+                handle = self._call("destroy", lambda: client.get_sandbox(name=sandbox.id))
+            except ProviderError as exc:
+                if exc.code == "not_found":
+                    return  # gone already: a destroy wants nothing more
+                raise
+        self._call("destroy", lambda: handle.destroy(delete_orphan_snapshots=True))
+        self._to_resume.discard(sandbox.id)
+
+    def is_gone(self, sandbox_id: str) -> bool:
+        client = self._sdk("is_gone")
+        try:
+            found = self._call("is_gone", lambda: client.get_sandbox(name=sandbox_id))
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return _status(found) in GONE
+
+    def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
+        from vercel.sandbox import SandboxQueryByCreatedAt, TagFilter
+
+        client = self._sdk("list")
+        tag = TagFilter(key=BATCH_TAG, value=label) if label is not None else None
+        query = SandboxQueryByCreatedAt(tag=tag)
+        listing = Listing(self._reader("list"), self.limits.pages, PAGE_SIZE)
+
+        def walk() -> list[LiveSandbox]:
+            found = []
+            for item in client.query_sandboxes(query=query, page_size=PAGE_SIZE):
+                listing.item(item.name)  # at most max_pages pages' worth, none twice
+                if _status(item) in GONE:
+                    continue
+                tags = item.tags or {}
+                found.append(LiveSandbox(item.name, tags.get(BATCH_TAG, ""), _when(item)))
+            return found
+
+        return self._call("list", walk)
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def snapshot(self, sandbox: Sandbox) -> str:
+        session = self._session(sandbox, "snapshot")
+        made = self._call("snapshot", session.snapshot)
+        self._to_resume.add(sandbox.id)  # Vercel stopped the session it snapshotted
+        return made.id
+
+    def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
+        sandbox = self._start("restore", spec, snapshot_id)
+        sandbox.facts["restored_from"] = snapshot_id
+        return sandbox
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        client = self._sdk("delete snapshot")
+        try:
+            found = self._call(
+                "delete snapshot", lambda: client.get_snapshot(snapshot_id=snapshot_id)
+            )
+            self._call("delete snapshot", found.delete)
+        except ProviderError as exc:
+            if exc.code != "not_found":  # gone already: what a delete wants
+                raise
+
+    def snapshot_gone(self, snapshot_id: str) -> bool:
+        client = self._sdk("snapshot_gone")
+        try:
+            found = self._call(
+                "snapshot_gone", lambda: client.get_snapshot(snapshot_id=snapshot_id)
+            )
+        except ProviderError as exc:
+            if exc.code == "not_found":
+                return True
+            raise
+        return _status(found) == "deleted"
+
+    def list_snapshots(self, label: str | None = None) -> list[LiveSandbox]:
+        """Snapshots left behind, for `bench cleanup`: those of the batch's sandboxes (Vercel's
+        snapshots carry no tags; a sandbox's name holds its label). A destroyed sandbox takes its
+        snapshots with it (deleteOrphanSnapshots)."""
+        client = self._sdk("list snapshots")
+        listing = Listing(self._reader("list snapshots"), self.limits.pages, PAGE_SIZE)
+        names = {s.id: s.label for s in self._all_sandboxes(label)}
+
+        def walk() -> list[LiveSandbox]:
+            found = []
+            for name, owner in names.items():
+                for item in client.query_snapshots(name=name, page_size=PAGE_SIZE):
+                    listing.item(item.id)
+                    if _status(item) == "created":
+                        made = datetime.fromtimestamp(item.created_at / 1000, UTC)
+                        found.append(LiveSandbox(item.id, owner, made))
+            return found
+
+        return self._call("list snapshots", walk)
+
+    def _all_sandboxes(self, label: str | None) -> list[LiveSandbox]:
+        """Every sandbox of the batch (or the project), stopped ones too."""
+        from vercel.sandbox import SandboxQueryByCreatedAt, TagFilter
+
+        client = self._sdk("list snapshots")
+        tag = TagFilter(key=BATCH_TAG, value=label) if label is not None else None
+        listing = Listing(self._reader("list snapshots"), self.limits.pages, PAGE_SIZE)
+
+        def walk() -> list[LiveSandbox]:
+            found = []
+            query = SandboxQueryByCreatedAt(tag=tag)
+            for item in client.query_sandboxes(query=query, page_size=PAGE_SIZE):
+                listing.item(item.name)
+                found.append(LiveSandbox(item.name, (item.tags or {}).get(BATCH_TAG, "")))
+            return found
+
+        return self._call("list snapshots", walk)
+
+    def _doctor_probe(self) -> None:
+        client = self._sdk("doctor")
+        self._call("doctor", lambda: next(iter(client.query_sandboxes(page_size=1)), None))
+
     def _doctor_details(self) -> list[DoctorCheck]:
+        from importlib import metadata
+
+        source = (
+            f"snapshot {self.base_snapshot}"
+            if self.base_snapshot
+            else "Vercel's default image (BOXBENCH_VERCEL_SNAPSHOT unset)"
+        )
         return [
-            DoctorCheck(
-                "ledger",
-                True,
-                f"{len(self.ledger.open_entries())} open entries in {self.ledger.path}",
-            ),
-            DoctorCheck(
-                "source",
-                True,
-                self.base_snapshot
-                and f"snapshot {self.base_snapshot}"
-                or f"runtime {RUNTIME} (BOXBENCH_VERCEL_SNAPSHOT unset)",
-            ),
+            DoctorCheck("source", True, source),
+            DoctorCheck("sdk", True, f"vercel-sandbox {metadata.version('vercel-sandbox')}"),
         ]
 
 
-def _lines(chunks, capped: Capped):
-    """The lines of an ndjson stream as they arrive, all of it within `capped`'s cap."""
-    pending = b""
-    for chunk in chunks:
-        capped.add(chunk)
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        yield from complete
-    if pending:
-        yield pending
+def _status(item) -> str:
+    """A handle's status as its wire value (the SDK's enums, or a plain string)."""
+    status = getattr(item, "status", None)
+    return str(getattr(status, "value", status))
+
+
+def _when(item) -> datetime | None:
+    created = getattr(item, "created_at", None)
+    return datetime.fromtimestamp(created / 1000, UTC) if isinstance(created, int) else None
+
+
+def _unreadable(exc: BaseException) -> str:
+    """What the SDK could not read in an answer, as boxbench's readers word it."""
+    from pydantic import ValidationError
+
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):
+        missing = [".".join(map(str, e["loc"])) for e in cause.errors() if e["type"] == "missing"]
+        if missing:
+            return f"the answer is missing required field {', '.join(missing[:3])}"
+        return f"the answer does not fit the SDK's schema: {cause.errors()[0]['msg']}"
+    if isinstance(cause, ValueError) and "JSON" in str(exc):
+        return "the answer is not JSON"
+    return str(exc)

@@ -367,7 +367,6 @@ HOSTILE_CODE = {
 NOT_APPLICABLE = {
     ("daytona", "endless_listing"): "the fake serves one page (Daytona's SDK walks the cursor "
     "pages itself; the adapter stops after max_pages pages' worth of sandboxes)",
-    ("vercel", "endless_listing"): "the adapter lists from boxbench's own ledger (no labels)",
     ("modal", "not_json"): "Modal answers in protobuf over gRPC, which the SDK decodes",
 }
 

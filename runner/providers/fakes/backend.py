@@ -115,10 +115,12 @@ class Backend:
         metadata: dict | None = None,
         cpus: int = 2,
         memory_mib: int = 4096,
+        box_id: str | None = None,
     ) -> Box:
-        """A new box record, not yet backed by a local sandbox (see start)."""
+        """A new box record, not yet backed by a local sandbox (see start); `box_id` when the
+        provider lets the client name it (Vercel's named sandboxes)."""
         box = Box(
-            id=f"{self.prefix}{uuid.uuid4().hex[:18]}",
+            id=box_id or f"{self.prefix}{uuid.uuid4().hex[:18]}",
             label=label,
             metadata=dict(metadata or {}),
             created_at=datetime.now(UTC),

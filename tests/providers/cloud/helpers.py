@@ -57,15 +57,19 @@ class Cloud:
         return {
             "e2b": "^/v2/sandboxes$",
             "daytona": "^/api/sandbox$",
-            "vercel": "^/api/v1/sandboxes$",
+            "vercel": "^/api/v3/sandboxes$",
         }[self.slug]
 
     def delete_path(self) -> str:
-        """Where a sandbox is ended: DELETE, or Vercel's POST .../stop."""
-        return {"e2b": "^/sandboxes/", "daytona": "^/api/sandbox/", "vercel": "/stop$"}[self.slug]
+        """Where a sandbox is ended (DELETE, for every provider)."""
+        return {
+            "e2b": "^/sandboxes/",
+            "daytona": "^/api/sandbox/",
+            "vercel": "^/api/v2/sandboxes/[^/]+$",
+        }[self.slug]
 
     def delete_method(self) -> str:
-        return "POST" if self.slug == "vercel" else "DELETE"
+        return "DELETE"
 
     def not_ready(self, times: int) -> None:
         """The data plane answers 502 `times` times (E2B's proxy, Daytona's toolbox proxy,

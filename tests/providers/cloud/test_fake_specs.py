@@ -131,7 +131,7 @@ def exercise(found) -> None:
     with pytest.raises(ProviderError):
         provider.exec(sandbox, ["sleep", "5"], 0.3)
     provider.list_sandboxes(SPEC.label)
-    if found.slug in ("e2b", "daytona"):  # snapshots and forks: Vercel declares neither
+    if found.slug in ("e2b", "daytona", "vercel"):  # snapshots: these three declare them
         snapshot_id = provider.snapshot(sandbox)
         provider.destroy(provider.restore(snapshot_id, SPEC))
         provider.list_snapshots(SPEC.label)
@@ -140,7 +140,10 @@ def exercise(found) -> None:
         gone = lambda: provider.snapshot_gone(snapshot_id)  # noqa: E731
         assert waiting.poll_until(gone, 5, waiting.every(0.02))
         provider.delete_snapshot(snapshot_id)  # 404: gone already
+    if found.slug in ("e2b", "daytona"):  # forks: Vercel declares none
         provider.destroy(provider.fork(sandbox, SPEC))
+    if found.slug == "vercel":  # the snapshot stopped the session: the next command resumes it
+        provider.exec(sandbox, ["true"], 10)
     assert all(check.ok for check in provider.doctor())
     provider.destroy(sandbox)
     assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
@@ -183,8 +186,8 @@ def test_the_fake_keeps_to_the_published_spec(slug, tmp_path):
 
 
 def check_ndjson(exchanges, schemas: dict) -> list[str]:
-    """Vercel's streams: `/cmd` with wait sends the command, then the finished command; logs
-    send stdout, stderr or error lines (the SDK's LogLine union)."""
+    """Vercel's streams: `/cmd` with wait and logs sends the command, its log records, then the
+    finished command; logs send stdout, stderr or error records (what log_stream.py reads)."""
     import json
 
     problems, streams = [], 0
@@ -196,18 +199,26 @@ def check_ndjson(exchanges, schemas: dict) -> list[str]:
         lines = [json.loads(line) for line in b"".join(sent).splitlines() if line.strip()]
         where = f"{request.method} {request.path}"
         if request.path.endswith("/cmd"):
-            names = ["CommandResponse", "CommandFinishedResponse"]
-            if len(lines) != len(names):
-                problems.append(f"{where}: {len(lines)} ndjson lines where the SDK reads 2")
-            for index, (line, name) in enumerate(zip(lines, names, strict=False)):
+            if len(lines) < 2 or "command" not in lines[0] or "command" not in lines[-1]:
+                problems.append(f"{where}: the stream does not start and end with the command")
+                continue
+            for index, line in enumerate(lines):
+                name = "CommandResponse" if index in (0, len(lines) - 1) else log_record(line)
                 problems += validate(line, {"$ref": "#/" + name}, schemas, f"{where}[{index}]")
+            if lines[-1]["command"].get("exitCode") is None:
+                problems.append(f"{where}: the last command has no exit code")
         else:
             for index, line in enumerate(lines):
-                name = "LogError" if line.get("stream") == "error" else "LogLineOutput"
-                problems += validate(line, {"$ref": "#/" + name}, schemas, f"{where}[{index}]")
+                problems += validate(
+                    line, {"$ref": "#/" + log_record(line)}, schemas, f"{where}[{index}]"
+                )
     if streams < 2:
         problems.append("no command or log stream was checked")
     return problems
+
+
+def log_record(line: dict) -> str:
+    return "LogError" if line.get("stream") == "error" else "LogLineOutput"
 
 
 def check_connect(exchanges, proto: dict) -> list[str]:

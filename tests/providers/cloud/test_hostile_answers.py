@@ -142,6 +142,30 @@ def test_e2b_shows_an_echoed_access_token_neither_in_an_error_nor_a_log(tmp_path
     assert not shows_part_of(caplog.text, token), caplog.text
 
 
+def test_vercel_shows_an_echoed_token_or_team_neither_in_an_error_nor_a_log(tmp_path, caplog):
+    # The team id travels in every URL's query string, which httpx2 (under Vercel's SDK) logs at
+    # INFO, and the token in a header: a Vercel that echoes both into an error must put them in
+    # no message and no log line. Pieces of 8 characters: shorter ones of random hex turn up in
+    # the sandboxes' own names by chance.
+    from tests.providers.cloud.helpers import running_fake
+
+    caplog.set_level(logging.DEBUG)
+    with running_fake("vercel", tmp_path) as cloud:
+        fake = cloud.fake
+        sandbox = cloud.provider.create(SPEC)
+        echoed = f"{fake.token} of {fake.team_id} refused"
+        body = {"error": {"code": "internal_server_error", "message": echoed}}
+        cloud.api.faults.add("POST", "/cmd$", status=500, body=body)
+        with pytest.raises(ProviderError) as failed:
+            cloud.provider.exec(sandbox, ["true"], 10)
+        cloud.provider.destroy(sandbox)
+        planted = (fake.token, fake.team_id.removeprefix("team_"))
+    assert "refused" in str(failed.value) and "teamId=[redacted]" in caplog.text
+    for secret in planted:
+        assert not shows_part_of(str(failed.value), secret, 8), str(failed.value)
+        assert not shows_part_of(caplog.text, secret, 8), caplog.text
+
+
 def endless_pages():
     """An OpenSandbox listing whose every page says another follows (hostile.PAGES of them)."""
     served = itertools.count(1)
