@@ -113,3 +113,23 @@ def run(
         limits=limits,
         **kwargs,
     )
+
+
+# For the copy tests (snapshots, forks): a ready sandbox, a file written into it, what it holds.
+STATE = ["/bin/sh", "-c", "ls /app/state"]
+
+
+def ready(provider, spec):
+    sandbox = provider.create(spec)
+    lifecycle.readiness_check(provider, sandbox)
+    return sandbox
+
+
+def write(provider, sandbox, name: str) -> None:
+    script = 'mkdir -p /app/state && echo "$1" > /app/state/"$1"'
+    assert provider.exec(sandbox, ["/bin/sh", "-c", script, "sh", name], 10).exit_code == 0
+
+
+def files(provider, sandbox) -> bytes:
+    lifecycle.readiness_check(provider, sandbox)
+    return provider.exec(sandbox, STATE, 10).stdout
