@@ -179,6 +179,7 @@ class VercelProvider(HTTPProvider):
         self._team = self._setting("team_id", "VERCEL_TEAM_ID")
         self._project = self._setting("project_id", "VERCEL_PROJECT_ID")
         self._sdk_missing = not sdk_installed()
+        self.create_limit_s = float(self.settings.get("create_limit_s", CREATE_LIMIT_S))
         self._sdk_client: Any = None
         self._lock = threading.Lock()
         self._to_resume: set[str] = set()  # sandboxes whose session a snapshot stopped
@@ -332,19 +333,25 @@ class VercelProvider(HTTPProvider):
         name = f"{spec.label}-{secrets.token_hex(6)}"
         network = NetworkPolicy.allow_all() if spec.network else NetworkPolicy.deny_all()
         created_at = datetime.now(UTC)
-        handle = self._call(
-            operation,
-            lambda: client.create_sandbox(
-                name=name,
-                source=SnapshotSource(snapshot_id=snapshot_id) if snapshot_id else None,
-                execution_time_limit=max(1.0, spec.lifetime_s),
-                resources=SandboxResources(vcpus=spec.cpus),
-                persistent=False,
-                network_policy=network,
-                tags={BATCH_TAG: spec.label},
-            ),
-            limit_s=CREATE_LIMIT_S,
-        )
+        try:
+            handle = self._call(
+                operation,
+                lambda: client.create_sandbox(
+                    name=name,
+                    source=SnapshotSource(snapshot_id=snapshot_id) if snapshot_id else None,
+                    execution_time_limit=max(1.0, spec.lifetime_s),
+                    resources=SandboxResources(vcpus=spec.cpus),
+                    persistent=False,
+                    network_policy=network,
+                    tags={BATCH_TAG: spec.label},
+                ),
+                limit_s=self.create_limit_s,
+            )
+        except ProviderError:
+            # The POST may have made it before the polling failed: by its name, none outlives this.
+            with contextlib.suppress(ProviderError):
+                self.destroy(Sandbox(id=name, label=spec.label))
+            raise
         if handle.name != name:
             raise self._reader(operation).fail(f"the answer names sandbox {handle.name!r}")
         return Sandbox(

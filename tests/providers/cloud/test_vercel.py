@@ -1,0 +1,50 @@
+"""What Vercel's SDK would do on its own, held to one call: it sends each call once, its polling
+of a create that never runs ends at the adapter's limit without leaving the sandbox, and a
+stopped session is never resumed behind the adapter's back (the SDK's lifecycle recovery)."""
+
+import pytest
+
+from runner.providers.base import ProviderError, SandboxSpec
+from tests.providers.cloud.helpers import running_fake
+
+SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-vercel", lifetime_s=120)
+
+
+def test_vercels_sdk_sends_each_call_once(tmp_path):
+    with running_fake("vercel", tmp_path) as found:
+        found.api.faults.add(
+            "POST", found.create_path(), times=2, status=503, body={"message": "no capacity"}
+        )
+        with pytest.raises(ProviderError, match="HTTP 503") as refused:
+            found.provider.create(SPEC)
+        creates = [r for r in found.api.requests if r.method == "POST"]
+        assert len(creates) == 1 and refused.value.code == "503"
+
+
+def test_a_create_that_never_runs_ends_at_the_limit_and_leaves_no_sandbox(tmp_path):
+    # The SDK polls every 0.5 s until the session runs, with no deadline of its own.
+    with running_fake("vercel", tmp_path, create_delay_s=60.0) as found:
+        provider = found.adapter(create_limit_s=1.5)
+        with pytest.raises(ProviderError) as late:
+            provider.create(SPEC)
+        assert (late.value.operation, late.value.code) == ("create", "timeout")
+        polls = [r for r in found.api.requests if r.method == "GET"]
+        assert 1 <= len(polls) <= 4 and found.fake.records == {}
+
+
+def test_a_stopped_session_is_not_resumed_behind_the_adapters_back(tmp_path):
+    with running_fake("vercel", tmp_path) as found:
+        provider, fake = found.provider, found.fake
+        sandbox = provider.create(SPEC)
+        fake.backend.kill(fake.records[sandbox.id].session.box, "stopped")
+        for call in (
+            lambda: provider.exec(sandbox, ["true"], 10),
+            lambda: provider.upload(sandbox, "/app/x", b"x"),
+            lambda: provider.download(sandbox, "/app/x"),
+        ):
+            with pytest.raises(ProviderError) as stopped:
+                call()
+            assert stopped.value.code == "sandbox_stopped"
+        assert not [r for r in found.api.requests if r.arg("resume") == "true"]
+        assert provider.is_gone(sandbox.id)
+        provider.destroy(sandbox)
