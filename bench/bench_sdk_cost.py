@@ -1,6 +1,7 @@
 """The client time a provider's official SDK adds, beside a bare HTTP call to the same server.
 
-    python bench/bench_sdk_cost.py [--calls 200] [--creates 50] [--provider opensandbox,e2b,daytona]
+    python bench/bench_sdk_cost.py [--calls 200] [--creates 50]
+        [--provider opensandbox,e2b,daytona,vercel]
 
 OpenSandbox: boxbench's execd (the daemon every OpenSandbox sandbox here runs) on loopback, and a
 loopback stand-in for the lifecycle API that answers create (202 Running) and the endpoint
@@ -27,6 +28,13 @@ client differs); exec is the session's POST .../exec of `(cd /app && true)`; the
 the toolbox's POST /files/bulk-upload (multipart) and POST /files/bulk-download (a multipart
 answer).
 
+Vercel: its loopback fake (runner/providers/fakes/vercel.py), the adapter on Vercel's SDK beside
+one httpx client sending what the SDK sends, on one kept-alive connection: exec is the session's
+POST .../cmd?wait=true&logs=true of `true`, its ndjson stream read to the end (the SDK sends it
+with `Connection: close`, so each of its commands opens a connection: that is part of what it
+adds); the file round trip is POST .../fs/write (a gzip tar) and POST .../fs/read. No create: the
+fake boots a bubblewrap sandbox for each, which would drown the client's share.
+
 Prints lower medians and nearest-rank p95 in ms for each, and the added time: the median of the
 paired differences (SDK call minus the bare call next to it). Nothing is asserted.
 """
@@ -34,6 +42,8 @@ paired differences (SDK call minus the bare call next to it). Nothing is asserte
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import os
 import secrets
@@ -41,9 +51,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -395,13 +407,73 @@ def e2b_pairs(directory: Path, args):
     return f"e2b SDK {_installed('e2b')}", pairs, fake.stop
 
 
+class BareVercel:
+    """The calls Vercel's SDK makes for a command and a file round trip, sent by one httpx
+    client over one kept-alive connection."""
+
+    def __init__(self, settings: dict, session: str):
+        self.http = httpx.Client(
+            base_url=f"{settings['api_url']}/v2/sandboxes/sessions/{session}",
+            headers={"Authorization": f"Bearer {settings['token']}"},
+            params={"teamId": settings["team_id"]},
+            timeout=30,
+        )
+
+    def exec(self) -> None:
+        body = {"command": "true", "args": [], "cwd": "/app", "env": {}, "sudo": False}
+        body.update(wait=True, logs=True, timeout=30_000)
+        params = {"wait": "true", "logs": "true"}
+        with self.http.stream("POST", "/cmd", params=params, json=body) as answer:
+            last = answer.read().splitlines()[-1]  # the stream, to its end
+        assert json.loads(last)["command"]["exitCode"] == 0
+
+    def files(self) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            member = tarfile.TarInfo("app/bare.bin")
+            member.size = len(PAYLOAD)
+            archive.addfile(member, io.BytesIO(PAYLOAD))
+        headers = {"Content-Type": "application/gzip", "x-cwd": "/"}
+        written = self.http.post(
+            "/fs/write", content=gzip.compress(buffer.getvalue()), headers=headers
+        )
+        written.raise_for_status()
+        read = self.http.post("/fs/read", json={"path": "/app/bare.bin"})
+        assert read.content == PAYLOAD
+
+
+def vercel_pairs(directory: Path, args):
+    from runner.providers.fakes.vercel import VercelFake
+
+    fake = VercelFake(directory).start()
+    settings = fake.adapter_settings()
+    provider = get_provider("vercel", settings=settings)
+    sandbox = provider.create(E2B_SPEC)
+    bare = BareVercel(settings, sandbox.facts["session"])
+
+    def sdk_files():
+        provider.upload(sandbox, "/app/sdk.bin", PAYLOAD)
+        assert provider.download(sandbox, "/app/sdk.bin") == PAYLOAD
+
+    pairs = {
+        "exec true": (lambda: provider.exec(sandbox, ["true"], 30), bare.exec, args.calls, None),
+        "file 64 KiB": (sdk_files, bare.files, args.calls, None),
+    }
+    return f"vercel SDK {metadata.version('vercel-sandbox')}", pairs, fake.stop
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200, help="execs and file round trips")
     parser.add_argument("--creates", type=int, default=50)
-    parser.add_argument("--provider", default="opensandbox,e2b,daytona")
+    parser.add_argument("--provider", default="opensandbox,e2b,daytona,vercel")
     args = parser.parse_args()
-    builders = {"opensandbox": opensandbox_pairs, "e2b": e2b_pairs, "daytona": daytona_pairs}
+    builders = {
+        "opensandbox": opensandbox_pairs,
+        "e2b": e2b_pairs,
+        "daytona": daytona_pairs,
+        "vercel": vercel_pairs,
+    }
     print(f"httpx {httpx.__version__}; ms")
     print(
         f"{'provider':<12} {'operation':<12} {'n':>4} {'SDK median':>11} {'SDK p95':>8} "
