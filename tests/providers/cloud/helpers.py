@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 from dataclasses import dataclass
 
 from runner import lifecycle
@@ -133,3 +134,29 @@ def write(provider, sandbox, name: str) -> None:
 def files(provider, sandbox) -> bytes:
     lifecycle.readiness_check(provider, sandbox)
     return provider.exec(sandbox, STATE, 10).stdout
+
+
+def demo_run_leftovers(monkeypatch, slug: str, benchmarks: str, trials: int, sandboxes) -> dict:
+    """Run `benchmarks` on `slug`'s fake in demo mode, inline: what the fake still held when the
+    run stopped it, its `sandboxes(fake)` and its snapshots, before its own stop clears them."""
+    from django.core.management import call_command
+
+    from runner import chain
+    from runner.providers import demo
+
+    left: dict = {}
+    original = demo.fake_class
+
+    def watched_fake(name):
+        class Watched(original(name)):
+            def stop(self):
+                left.update(sandboxes=sandboxes(self), snapshots=list(self.snapshots))
+                super().stop()
+
+        return Watched
+
+    monkeypatch.setattr(demo, "fake_class", watched_fake)
+    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
+    arguments = ["--demo", "--provider", slug, "--benchmark", benchmarks, "--trials", str(trials)]
+    call_command("bench", "run", *arguments, "--inline", stdout=io.StringIO())
+    return left

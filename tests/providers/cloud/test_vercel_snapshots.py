@@ -9,11 +9,17 @@ import pytest
 from django.core.management import call_command
 
 from boxbench.models import Run, Trial
-from runner import chain
 from runner.outcomes import EvidenceKind
 from runner.providers import demo, get_provider
 from runner.providers.base import ProviderError, SandboxSpec
-from tests.providers.cloud.helpers import LIMITS, files, ready, run, running_fake, write
+from tests.providers.cloud.helpers import (
+    demo_run_leftovers,
+    files,
+    ready,
+    run,
+    running_fake,
+    write,
+)
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-snap", lifetime_s=120)
 
@@ -96,33 +102,8 @@ def test_bench_cleanup_removes_left_snapshots_of_boxbench_only(db, tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_demo_run_of_snapshot_restore_succeeds_and_leaves_nothing(monkeypatch):
-    left = {}
-    original = demo.fake_class
-
-    def watched_fake(slug):
-        class Watched(original(slug)):
-            def stop(self):
-                # What the run left behind, before the fake's own stop clears it away.
-                left["sandboxes"] = sorted(self.records)
-                left["snapshots"] = list(self.snapshots)
-                super().stop()
-
-        return Watched
-
-    monkeypatch.setattr(demo, "fake_class", watched_fake)
-    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
-    call_command(
-        "bench",
-        "run",
-        "--demo",
-        "--provider",
-        "vercel",
-        "--benchmark",
-        "snapshot-restore",
-        "--trials",
-        "3",
-        "--inline",
-        stdout=io.StringIO(),
+    left = demo_run_leftovers(
+        monkeypatch, "vercel", "snapshot-restore", 3, lambda fake: sorted(fake.records)
     )
     run_ = Run.objects.get()
     trials = Trial.objects.filter(run=run_)
