@@ -48,10 +48,10 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
@@ -101,8 +101,10 @@ def sdk_installed() -> bool:
         return False
 
 
-def _guarded_client():
-    """The SDK's HTTP client, with boxbench's pool and the per-call guard in its transport."""
+def _guarded_client(fallback: Callable[[], _Call]):
+    """The SDK's HTTP client, with boxbench's pool and the per-call guard in its transport.
+    `fallback` is the guard of a request sent outside any call's context: the SDK sends an
+    upload's body from a thread of its own, which does not inherit the call's."""
     import httpx2
 
     class Guard(httpx2.BaseTransport):
@@ -111,9 +113,7 @@ def _guarded_client():
             self.inner = httpx2.HTTPTransport(limits=limits)
 
         def handle_request(self, request):
-            call = _CALL.get()
-            if call is None:
-                return self.inner.handle_request(request)
+            call = _CALL.get() or fallback()
             left = call.deadline - time.monotonic()
             if left <= 0:
                 raise httpx2.ReadTimeout(
@@ -214,12 +214,20 @@ class VercelProvider(HTTPProvider):
 
                 given = SandboxCredentials(str(self._key), self._team, self._project)
                 options = SandboxServiceOptions(
-                    base_url=self.api_url, credentials_factory=lambda: given
+                    base_url=self.api_url,
+                    credentials_factory=lambda: given,
+                    # The SDK's own bound on a file transfer (default 5 minutes).
+                    file_transfer_timeout=timedelta(seconds=REQUEST_LIMIT_S),
                 )
                 self._sdk_client = SyncSandboxClient.create(
-                    options=options, httpx_client_factory=_guarded_client
+                    options=options,
+                    httpx_client_factory=lambda: _guarded_client(self._fallback_call),
                 )
             return self._sdk_client
+
+    def _fallback_call(self) -> _Call:
+        capped = Capped(self._reader("upload"), self.limits.answer_bytes, "the answer")
+        return _Call(time.monotonic() + REQUEST_LIMIT_S, REQUEST_LIMIT_S, capped)
 
     def _call(
         self,

@@ -5,6 +5,8 @@ stopped session is never resumed behind the adapter's back (the SDK's lifecycle 
 import pytest
 
 from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.fakes import hostile
+from runner.providers.fakes.server import Response
 from tests.providers.cloud.helpers import running_fake
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-vercel", lifetime_s=120)
@@ -47,4 +49,19 @@ def test_a_stopped_session_is_not_resumed_behind_the_adapters_back(tmp_path):
             assert stopped.value.code == "sandbox_stopped"
         assert not [r for r in found.api.requests if r.arg("resume") == "true"]
         assert provider.is_gone(sandbox.id)
+        provider.destroy(sandbox)
+
+
+def test_an_upload_the_sdk_sends_from_its_own_thread_is_still_bounded(tmp_path):
+    # The SDK streams an upload's body from a thread of its own, outside the adapter call's
+    # context: the transport's guard still holds its answer to the answer cap.
+    with running_fake("vercel", tmp_path) as found:
+        provider = found.provider
+        sandbox = provider.create(SPEC)
+        oversized = Response(500, hostile.oversized_body(), {"Content-Type": "application/json"})
+        found.api.faults.add("POST", "/fs/write$", answer=lambda request: oversized)
+        with pytest.raises(ProviderError) as refused:
+            provider.upload(sandbox, "/app/x", b"x")
+        assert (refused.value.operation, refused.value.code) == ("upload", "too_large")
+        provider.upload(sandbox, "/app/x", b"x")
         provider.destroy(sandbox)
