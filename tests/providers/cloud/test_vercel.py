@@ -7,7 +7,7 @@ import pytest
 from runner.providers.base import ProviderError, SandboxSpec
 from runner.providers.fakes import hostile
 from runner.providers.fakes.server import Response
-from tests.providers.cloud.helpers import running_fake
+from tests.providers.cloud.helpers import run, running_fake
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-vercel", lifetime_s=120)
 
@@ -65,3 +65,12 @@ def test_an_upload_the_sdk_sends_from_its_own_thread_is_still_bounded(tmp_path):
         assert (refused.value.operation, refused.value.code) == ("upload", "too_large")
         provider.upload(sandbox, "/app/x", b"x")
         provider.destroy(sandbox)
+
+
+def test_a_create_whose_session_fails_is_a_provider_failure_and_leaves_nothing(tmp_path):
+    with running_fake("vercel", tmp_path) as found:
+        found.fake.fail_next_create = True
+        result = run(found, None, benchmark="create")
+        assert (result.outcome, result.owner) == ("provider_failure", "provider")
+        assert "failed" in result.cause and result.cleanup_verified
+        assert found.fake.records == {}
