@@ -97,13 +97,28 @@ def units() -> list[UnitDefinition]:
 def run(ctx: TrialContext) -> None:
     trace = _trace(ctx)
     _prepare(ctx, trace)
+    replay_and_record(ctx, trace, replay.replay_script(trace), metric="tool_time")
+
+
+def replay_and_record(
+    ctx: TrialContext,
+    session: replay.Session,
+    script: str,
+    metric: str,
+    stages: list[str] | None = None,
+    result: str = "final git patch",
+) -> None:
+    """Run a prepared replay script, judge its records and record the metric and stage sums.
+
+    Shared with the CI pipelines workload (runner/benchmarks/ci_pipelines.py), whose steps replay
+    here as commands; `stages` and `result` are judge's (runner/traces/replay.py)."""
     # No whole-script clock gate: the script also holds untimed parts (proxy start, digest), and a
     # clock step there touches no measured span. replay.judge gates each command's own span.
     # The records are sealed with a key only this process and the script know: a command that
     # rewrites them (to publish invented times) breaks the seal, a benchmark error.
     key = replay.new_key()
     ctx.upload(f"{replay.WORKDIR}/{replay.KEY_FILE}", key.encode())
-    result = ctx.background(replay.replay_script(trace), timeout=REPLAY_LIMIT_S, check_gate=False)
+    ran = ctx.background(script, timeout=REPLAY_LIMIT_S, check_gate=False)
     text = ctx.exec(["/bin/cat", f"{replay.WORKDIR}/{replay.RECORDS}"], timeout=60)
     if text.exit_code != 0:
         raise ProviderFailure("the replay records file cannot be read back from /app")
@@ -111,11 +126,11 @@ def run(ctx: TrialContext) -> None:
         records = replay.parse_records(text.stdout.decode(errors="replace"), key)
     except ValueError as exc:
         raise BenchmarkError(str(exc)) from None
-    verdict = replay.judge(trace, records)
+    verdict = replay.judge(session, records, stages, result)
     ctx.evidence(
         EvidenceKind.REPLAY,
         {
-            "script_exit_code": result.exit_code,
+            "script_exit_code": ran.exit_code,
             "proxy_port": records.proxy_port,
             "digest": records.digest,
             "commands": [
@@ -132,12 +147,12 @@ def run(ctx: TrialContext) -> None:
     if verdict.outcome == Outcome.EXCLUDED:
         raise Excluded(verdict.cause)
     if verdict.outcome == Outcome.PROVIDER_FAILURE:
-        raise ProviderFailure(f"{verdict.cause} (script exit code {result.exit_code})")
+        raise ProviderFailure(f"{verdict.cause} (script exit code {ran.exit_code})")
     if verdict.outcome == Outcome.BENCHMARK_ERROR:
         raise BenchmarkError(verdict.cause)
-    if result.exit_code != 0:
-        raise BenchmarkError(f"the replay script exited {result.exit_code} after a clean replay")
-    ctx.record("tool_time", verdict.tool_time_ms, clock="guest", gate="pass")
+    if ran.exit_code != 0:
+        raise BenchmarkError(f"the replay script exited {ran.exit_code} after a clean replay")
+    ctx.record(metric, verdict.tool_time_ms, clock="guest", gate="pass")
     for stage, value in verdict.stage_ms.items():
         ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
 

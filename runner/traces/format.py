@@ -124,16 +124,20 @@ def dump_trace(data: dict) -> str:
 def load_trace(path: Path | str, check_archive: bool = True) -> Trace:
     """Read and validate one trace.json; with check_archive, also its archive's SHA-256."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-    trace = parse_trace(raw, path)
+    trace = parse_trace(read_json(path, TraceError, "trace"), path)
     if check_archive:
         verify_archive(trace)
     return trace
+
+
+def read_json(path: Path, error: type[ValueError], what: str) -> object:
+    """A unit file's JSON; a missing, undecodable or malformed file raises `error` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what} file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{path}: not valid JSON ({exc})") from None
 
 
 def parse_trace(raw: object, path: Path) -> Trace:

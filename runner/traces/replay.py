@@ -20,11 +20,12 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import Protocol
 
 from runner.clock import gate
 from runner.outcomes import Outcome
 from runner.traces import classify
-from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, Trace
+from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, Command, Trace
 
 WORKDIR = "/app"
 # Replay files live inside .git so they never show in `git status` or the patch digest.
@@ -46,6 +47,20 @@ TIMEOUT_EXIT = 124
 TIMEOUT_KILLED = 137
 SETUP_FAILED = 90
 HOME = "/tmp/boxbench-home"
+
+
+class Session(Protocol):
+    """What a replay reads of its unit: a trace (format.Trace) or a CI pipeline
+    (runner/pipelines/format.Pipeline), whose steps are its commands, each expected to exit 0."""
+
+    @property
+    def slug(self) -> str: ...
+
+    @property
+    def commands(self) -> tuple[Command, ...]: ...
+
+    @property
+    def patch_sha256(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -211,12 +226,13 @@ fi
 
 
 def replay_script(
-    trace: Trace,
+    trace: Session,
     workdir: str = WORKDIR,
     proxy: bool = True,
     recording: bool = False,
     home: str = HOME,
     limit: bool = True,
+    verify: str | None = None,
 ) -> str:
     """The one background script: proxy, every command timed in order, then the patch digest.
 
@@ -225,6 +241,8 @@ def replay_script(
     directory, so caches that tools write there never reach the patch digest. `limit=False`
     drops the per-command limit (`timeout`) and nothing else: only the reference that
     bench/bench_replay.py and the tests compare the limited replay with, never a trial.
+    `verify` is Bash that sets $__bb_digest in place of the patch digest (a CI pipeline's
+    artifacts); untimed like it, after the last command.
     """
     head = f"""cd {workdir} || exit {SETUP_FAILED}
 exec 3>> {RECORDS} 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
@@ -259,7 +277,8 @@ __bb_put "__PROXY $__bb_port"
         expected = "any" if recording else command.exit_code
         quoted = bash_quote(command.command)
         lines.append(f"__bb_run {index} {expected} {limit_s} {quoted}\n")
-    lines.append(digest_snippet('__bb_put "__DIGEST $__bb_digest"\n'))
+    then = '__bb_put "__DIGEST $__bb_digest"\n'
+    lines.append(verify + then if verify is not None else digest_snippet(then))
     if not recording:
         lines.append(
             f'if [ "$__bb_digest" != "{trace.patch_sha256}" ]; then '
@@ -373,8 +392,16 @@ def _decimal(text: str) -> Decimal:
     return Decimal(text.replace(",", "."))
 
 
-def judge(trace: Trace, records: ReplayRecords) -> Verdict:
-    """The Failures table: success, excluded (does not replay here) or provider failure."""
+def judge(
+    trace: Session,
+    records: ReplayRecords,
+    stages: list[str] | None = None,
+    result: str = "final git patch",
+) -> Verdict:
+    """The Failures table: success, excluded (does not replay here) or provider failure.
+
+    `stages` gives each command's stage where the unit declares them (CI pipeline steps); by
+    default the classifier labels each command. `result` names what the final digest covers."""
     if records.setup_error:
         return Verdict(Outcome.BENCHMARK_ERROR, f"replay setup failed: {records.setup_error}")
     expected_indices = list(range(len(records.commands)))
@@ -402,8 +429,7 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
     if records.digest_mismatch:
         return Verdict(
             Outcome.EXCLUDED,
-            f"final git patch SHA-256 {records.digest} differs from the trace's "
-            f"{trace.patch_sha256}",
+            f"{result} SHA-256 {records.digest} differs from the pinned {trace.patch_sha256}",
         )
     if not records.done or len(records.commands) != len(trace.commands):
         return Verdict(
@@ -424,15 +450,19 @@ def judge(trace: Trace, records: ReplayRecords) -> Verdict:
         Outcome.SUCCESS,
         "",
         tool_time_ms=sum(c.wall_ms for c in records.commands),
-        stage_ms=stage_sums(trace, records.commands),
+        stage_ms=stage_sums(trace, records.commands, stages),
     )
 
 
-def stage_sums(trace: Trace, runs: list[CommandRun]) -> dict[str, float]:
+def stage_sums(
+    trace: Session, runs: list[CommandRun], stages: list[str] | None = None
+) -> dict[str, float]:
     """Per-stage sums of command runtimes, every stage present (0 when none of its commands)."""
+    if stages is None:
+        stages = [classify.classify(c.command) for c in trace.commands]
     sums = dict.fromkeys(classify.STAGES, 0.0)
     for run in runs:
-        sums[classify.classify(trace.commands[run.index].command)] += run.wall_ms
+        sums[stages[run.index]] += run.wall_ms
     return sums
 
 
