@@ -22,6 +22,7 @@ BENCHMARKS = [
     "runner.benchmarks.snapshots:FORK",
     "runner.benchmarks.deepswe",
     "runner.benchmarks.rl_rollouts",
+    "runner.benchmarks.ci_pipelines",
     "runner.benchmarks.machine_cpu:SINGLE",
     "runner.benchmarks.machine_cpu:ALL",
     "runner.benchmarks.machine_memory_bandwidth",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.benchmarks import ci_pipelines
 from runner.pipelines.bundle import make_bundle, prepare_script
 from runner.pipelines.format import (
     KINDS,
@@ -186,3 +187,19 @@ def test_the_replay_script_runs_each_step_with_the_fixed_mask_and_date_then_veri
     assert "git --no-pager diff" not in script  # the patch digest is replaced, not added to
     assert f'!= "{pipeline.patch_sha256}"' in script
     assert "git init -q -b main ." in prepare_script()
+
+
+def test_the_benchmark_declares_its_units_floor_and_that_they_are_its_own():
+    definition = ci_pipelines.DEFINITION
+    units = ci_pipelines.units()
+    assert (definition.section, definition.metric, definition.clock) == (
+        "workload",
+        "pipeline_time",
+        "guest",
+    )
+    # 90% of 20 trials on each of the seven units, as DeepSWE's floor across its units.
+    assert definition.ranking_floor == 126 == -(-9 * 20 * len(units) // 10)
+    assert "boxbench's own units" in definition.description
+    assert "boxbench's own" in ci_pipelines.NOT_THE_REFERENCE
+    assert all(u.definition["own_units"] == ci_pipelines.NOT_THE_REFERENCE for u in units)
+    assert len({u.digest for u in units}) == len(units)

@@ -1,0 +1,43 @@
+"""CI pipeline units replayed end to end on the real local provider, each with its verified result.
+
+Every unit runs once (about three minutes together here, idle; lz4-ci alone is a minute), so the
+file is its own loop: `pytest -q -n 0 tests/workloads/test_pipelines_local.py`.
+"""
+
+import pytest
+
+from runner import lifecycle
+from runner.benchmarks import ci_pipelines
+from runner.pipelines.format import PIPELINES_DIR, load_pipeline
+
+FAST = lifecycle.Limits(
+    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
+)
+PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
+SLUGS = [p.parent.name for p in sorted(PIPELINES_DIR.glob("*/pipeline.json"))]
+
+
+def _trial(local, slug, definition=ci_pipelines.DEFINITION):
+    unit = next(u for u in ci_pipelines.units() if u.slug == slug)
+    return lifecycle.run_trial(
+        local, definition, unit, ci_pipelines.run, label="test", pricing=PRICING, limits=FAST
+    )
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_it_replays_each_pipeline_on_local_with_its_tests_passing_and_artifacts_pinned(local, slug):
+    result = _trial(local, slug)
+    assert (result.outcome, result.cause) == ("success", "")
+    pipeline = load_pipeline(PIPELINES_DIR / slug / "pipeline.json")
+    replayed = next(e.data for e in result.evidence if e.kind == "replay")
+    # The result digest covers the checked-out commit and every artifact's SHA-256.
+    assert replayed["digest"] == pipeline.patch_sha256
+    assert [c[1] for c in replayed["commands"]] == [0] * len(pipeline.steps)
+    values = {(m.kind, m.name): m.value for m in result.measurements}
+    stages = {s: values[("stage", s)] for s in ci_pipelines.DEFINITION.stage_names}
+    assert values[("metric", "pipeline_time")] == pytest.approx(sum(stages.values()))
+    assert stages["Read"] == 0
+    for stage in {s.stage for s in pipeline.steps}:
+        assert stages[stage] > 0
+    assert replayed["proxy_port"] > 0
+    assert result.cost_usd > 0
