@@ -24,7 +24,7 @@ from boxbench.leaderboard.sources import (
 )
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from runner import host_price
-from runner.benchmarks import deepswe
+from runner.benchmarks import ci_pipelines, deepswe
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
 
@@ -38,7 +38,10 @@ REFUSAL_STATUS_FLAGS = {
 
 # Said on every row of a benchmark's CSV downloads (a last column, `note`), as its page and the
 # methodology say it, so a downloaded table cannot pass for the reference set's numbers.
-DOWNLOAD_NOTES = {deepswe.SLUG: deepswe.NOT_THE_REFERENCE}
+DOWNLOAD_NOTES = {
+    deepswe.SLUG: deepswe.NOT_THE_REFERENCE,
+    ci_pipelines.SLUG: ci_pipelines.NOT_THE_REFERENCE,
+}
 
 
 @dataclass

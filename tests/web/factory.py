@@ -145,42 +145,54 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
                         values = [b * scale * rng.lognormal(0, 0.1) for b in base]
                         stages = dict(zip(benchmark["stage_names"], values, strict=True))
                         total = sum(values) + 5.0
-                    began = start + timedelta(seconds=seq * 30)
                     lines.append(
-                        json.dumps(
-                            {
-                                "type": "trial",
-                                "benchmark": benchmark["slug"],
-                                "benchmark_version": "1",
-                                "unit": unit["slug"],
-                                "provider": slug,
-                                "trial": str(uuid.UUID(int=seq)),
-                                "round": 1 + i % 4,
-                                "seq": seq,
-                                "attempt": 1,
-                                "replaces": None,
-                                "batch": f"{slug}-b1",
-                                "outcome": "success" if ok else "provider_failure",
-                                "owner": "" if ok else "provider",
-                                "cause": "" if ok else "create returned HTTP 503",
-                                "job_host": "job-1",
-                                "started_at": began.isoformat().replace("+00:00", "Z"),
-                                "ended_at": (began + timedelta(seconds=20))
-                                .isoformat()
-                                .replace("+00:00", "Z"),
-                                "in_flight": 0.0,
-                                "placement": {"cpu_count": 2},
-                                "host_load": {"cpu_peak": 0.3},
-                                "metrics": {"total": round(total, 3)} if ok else {},
-                                "stages": {k: round(v, 3) for k, v in stages.items()} if ok else {},
-                                "cost_usd": round(total * 2e-8, 12) if ok else 0.0,
-                                "clock_gates": {"stages": {k: "pass" for k in stages}}
-                                if ok and stages
-                                else {},
-                            }
+                        trial_line(
+                            benchmark["slug"],
+                            unit["slug"],
+                            slug,
+                            seq,
+                            i,
+                            start,
+                            ok,
+                            {"total": round(total, 3)} if ok else {},
+                            {k: round(v, 3) for k, v in stages.items()} if ok else {},
+                            round(total * 2e-8, 12) if ok else 0.0,
                         )
                     )
     return lines
+
+
+def trial_line(benchmark, unit, provider, seq, i, start, ok, metrics, stages, cost_usd) -> str:
+    """One trial's raw-data line: trial `i` of its cell, the `seq`-th of the run, 30 s apart."""
+    began = start + timedelta(seconds=seq * 30)
+    return json.dumps(
+        {
+            "type": "trial",
+            "benchmark": benchmark,
+            "benchmark_version": "1",
+            "unit": unit,
+            "provider": provider,
+            "trial": str(uuid.UUID(int=seq)),
+            "round": 1 + i % 4,
+            "seq": seq,
+            "attempt": 1,
+            "replaces": None,
+            "batch": f"{provider}-b1",
+            "outcome": "success" if ok else "provider_failure",
+            "owner": "" if ok else "provider",
+            "cause": "" if ok else "create returned HTTP 503",
+            "job_host": "job-1",
+            "started_at": began.isoformat().replace("+00:00", "Z"),
+            "ended_at": (began + timedelta(seconds=20)).isoformat().replace("+00:00", "Z"),
+            "in_flight": 0.0,
+            "placement": {"cpu_count": 2},
+            "host_load": {"cpu_peak": 0.3},
+            "metrics": metrics,
+            "stages": stages,
+            "cost_usd": cost_usd,
+            "clock_gates": {"stages": dict.fromkeys(stages, "pass")} if stages else {},
+        }
+    )
 
 
 def write_run(path, trials_per_cell: int = 20) -> str:
