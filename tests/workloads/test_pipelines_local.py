@@ -4,10 +4,14 @@ Every unit runs once (about three minutes together here, idle; lz4-ci alone is a
 file is its own loop: `pytest -q -n 0 tests/workloads/test_pipelines_local.py`.
 """
 
+import json
+import shutil
+
 import pytest
 
 from runner import lifecycle
 from runner.benchmarks import ci_pipelines
+from runner.benchmarks.base import UnitDefinition
 from runner.pipelines.format import PIPELINES_DIR, load_pipeline
 
 FAST = lifecycle.Limits(
@@ -41,3 +45,47 @@ def test_it_replays_each_pipeline_on_local_with_its_tests_passing_and_artifacts_
         assert stages[stage] > 0
     assert replayed["proxy_port"] > 0
     assert result.cost_usd > 0
+
+
+@pytest.fixture
+def altered_xxhash(tmp_path, monkeypatch):
+    """A copy of xxhash-ci the test may change, which the benchmark then loads."""
+    root = tmp_path / "pipelines"
+    shutil.copytree(PIPELINES_DIR / "xxhash-ci", root / "xxhash-ci")
+    monkeypatch.setattr(ci_pipelines, "PIPELINES_DIR", root)
+    path = root / "xxhash-ci" / "pipeline.json"
+
+    def alter(change):
+        raw = json.loads(path.read_text())
+        change(raw)
+        path.write_text(json.dumps(raw))
+        return UnitDefinition(slug="xxhash-ci")
+
+    return alter
+
+
+def test_an_artifact_that_differs_from_its_pin_excludes_the_trial(local, altered_xxhash):
+    unit = altered_xxhash(lambda raw: raw["artifacts"][0].update(sha256="0" * 64))
+    result = lifecycle.run_trial(
+        local, ci_pipelines.DEFINITION, unit, ci_pipelines.run, label="test", limits=FAST
+    )
+    assert (result.outcome, result.owner) == ("excluded", "trace")
+    assert result.cause.startswith("result (commit and artifacts) SHA-256 ")
+    assert not [m for m in result.measurements if m.name == "pipeline_time"]
+    # The output tail shows the listing hashed, so the artifact that differs can be named.
+    tail = next(e.data for e in result.evidence if e.kind == "replay_output_tail")["text"]
+    assert "  build/libxxhash.a" in tail and "0" * 64 not in tail
+
+
+def test_a_failing_test_step_excludes_the_trial_naming_the_step(local, altered_xxhash):
+    def failing_test(raw):
+        raw["steps"][-1]["run"] = raw["steps"][-1]["run"].replace("0x02CC5D05ULL", "0x02CC5D06ULL")
+
+    unit = altered_xxhash(failing_test)
+    result = lifecycle.run_trial(
+        local, ci_pipelines.DEFINITION, unit, ci_pipelines.run, label="test", limits=FAST
+    )
+    assert (result.outcome, result.owner) == ("excluded", "trace")
+    assert result.cause.startswith("command 3 exited 1, the trace recorded 0")
+    tail = next(e.data for e in result.evidence if e.kind == "replay_output_tail")["text"]
+    assert "FAIL XXH32 empty" in tail
