@@ -7,8 +7,9 @@ short or that a reader looks for first (cpu-single, disk-seq, hard-links), each 
 floor's 20 trials per unit so every eligible provider is ranked. The other machine benchmarks
 (cpu-all, memory-bandwidth, the 4 KiB random disk pair) run 5 to 8 s of tool time per trial, about
 5 minutes each for two providers on such a machine: they are in `full`, as RL rollouts are (a
-trial prepares a task and restores it four times: 9 to 40 s a trial on docker here) and the
-isolation probes are (the plan's 20 trials of their CPU burn and allocations would be minutes).
+trial prepares a task and restores it four times: 9 to 40 s a trial on docker here), the
+isolation probes are (the plan's 20 trials of their CPU burn and allocations would be minutes)
+and CI Actions is (its pipelines run 5 s to 95 s per trial on such a machine).
 
 `full` is every benchmark on every unit with each benchmark's own trials per unit.
 """

@@ -373,13 +373,15 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     # Timed benchmarks run the spec's 20 trials per unit at least; the untimed probes, three.
     assert benchmarks.pop("isolation")["trials_per_unit"] == 3
     assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
+    assert len(benchmarks["ci-actions-boxbench"]["units"]) == 7
     # The default plan is the full one less the long machine runs, RL rollouts (each trial
     # prepares and restores a task: minutes more on docker), the isolation probes (20 trials of
-    # their CPU burn would be minutes of probing) and eight DeepSWE units.
+    # their CPU burn would be minutes of probing), the CI pipelines (seconds to minutes per
+    # trial) and eight DeepSWE units.
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
     machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
-    assert left_out == machine | {"rl-rollouts", "isolation"}
+    assert left_out == machine | {"rl-rollouts", "isolation", "ci-actions-boxbench"}
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):
