@@ -21,6 +21,7 @@ from runner.pipelines.format import (
     result_digest,
     verify_snippet,
 )
+from runner.pipelines.record import record
 from runner.traces import replay
 from runner.traces.classify import BUILD, TEST, classify
 from runner.traces.format import TRACES_DIR, sha256_file
@@ -203,3 +204,35 @@ def test_the_benchmark_declares_its_units_floor_and_that_they_are_its_own():
     assert "boxbench's own" in ci_pipelines.NOT_THE_REFERENCE
     assert all(u.definition["own_units"] == ci_pipelines.NOT_THE_REFERENCE for u in units)
     assert len({u.digest for u in units}) == len(units)
+
+
+def _stale_copy(tmp_path, change=None):
+    folder = tmp_path / "xxhash-ci"
+    shutil.copytree(PIPELINES_DIR / "xxhash-ci", folder)
+    raw = json.loads((folder / "pipeline.json").read_text())
+    raw["bundle"].update(commit="0" * 40, sha256="0" * 64)
+    for step in raw["steps"]:
+        step["duration_ms"] = 0
+    raw["artifacts"][0]["sha256"] = "0" * 64
+    if change:
+        change(raw)
+    (folder / "pipeline.json").write_text(json.dumps(raw))
+    (folder / raw["bundle"]["file"]).unlink()
+    return folder
+
+
+def test_recording_a_unit_anew_on_this_host_gives_its_shipped_pins(tmp_path):
+    shipped = load_pipeline(XXHASH)
+    record(_stale_copy(tmp_path))
+    recorded = load_pipeline(tmp_path / "xxhash-ci/pipeline.json")
+    assert (recorded.commit, recorded.bundle.sha256) == (shipped.commit, shipped.bundle.sha256)
+    assert recorded.artifacts == shipped.artifacts
+    assert all(step.duration_ms > 0 for step in recorded.steps)
+
+
+def test_recording_names_the_step_that_fails(tmp_path):
+    folder = _stale_copy(
+        tmp_path, lambda raw: raw["steps"][1].update(run="echo broken >&2; exit 3")
+    )
+    with pytest.raises(PipelineError, match=r"steps\[1\] exited 3:\nbroken"):
+        record(folder)
