@@ -142,9 +142,17 @@ def probe_rows(rows, probe):
 def test_the_csv_carries_each_probe_declared_against_detected_per_provider(client, isolation_run):
     rows = rows_of(client.get("/benchmarks/isolation.csv"))
     assert rows[0] == [
-        "probe", "title", "provider", "unit", "expected", "detected", "min", "max", "n",
+        "probe",
+        "title",
+        "provider",
+        "unit",
+        "expected",
+        "detected",
+        "min",
+        "max",
+        "n",
         "why no reading",
-    ]  # fmt: skip
+    ]
     burn = probe_rows(rows, "cpus_enforced")
     assert burn["docker"] | {} == {
         "probe": "cpus_enforced",
