@@ -217,6 +217,10 @@ def parse_declaration(raw, where: str) -> Declaration:
             fail(f"pricing.{key} must be a number >= 0, got {pricing[key]!r}")
     if not (_number(pricing["minimum_s"]) and pricing["minimum_s"] >= 0):
         fail(f"pricing.minimum_s must be a number >= 0, got {pricing['minimum_s']!r}")
+    rates = ("per_vcpu_second", "per_gib_second", "per_sandbox")
+    if pricing["provider_sourced"] and not any(pricing[key] > 0 for key in rates):
+        # Every trial would cost 0, which no cost score can rank (a geometric mean of costs).
+        fail(f"pricing.provider_sourced is true but {', '.join(rates)} are all 0")
 
     return Declaration(
         provider=data["provider"],

@@ -66,7 +66,8 @@ def declared_pricing(provider: str, env: Mapping[str, str] | None = None) -> dic
     found = SELF_HOSTED.get(provider)
     if found is None or not env.get(f"{found.prefix}_PER_HOUR", "").strip():
         return None
-    per_hour = _number(env, f"{found.prefix}_PER_HOUR", positive=False)
+    # A price of 0 would make every cost 0, which no cost score can rank (a geometric mean).
+    per_hour = _number(env, f"{found.prefix}_PER_HOUR", positive=True)
     source = env.get(f"{found.prefix}_SOURCE", "").strip()
     if not source:
         raise HostPriceError(

@@ -39,6 +39,11 @@ def test_it_reads_whether_a_providers_sandboxes_share_the_job_host(tmp_path):
         ),
         (("schema_version: 1", "schema_version: 2"), "schema_version must be 1"),
         (("currency: USD", "currency: EUR"), "pricing.currency must be USD"),
+        (
+            ("provider_sourced: false", "provider_sourced: true"),
+            "pricing.provider_sourced is true but per_vcpu_second, per_gib_second, per_sandbox"
+            " are all 0",
+        ),
         (("{cpus: 1, memory_mib: 2048}", "{cpus: 0, memory_mib: 2048}"), "machine_sizes[0]"),
         (("concurrent_sandboxes: 8", "concurrent_sandboxes: -1"), "limits.concurrent_sandboxes"),
         (("shares_job_host: true", "shares_job_host: yes please"), "shares_job_host must be"),

@@ -71,8 +71,9 @@ def test_the_remote_engine_host_has_its_own_price_and_vcpus(env):
     "name, value, message",
     [
         ("BOXBENCH_HOST_PRICE_PER_HOUR", "cheap", "BOXBENCH_HOST_PRICE_PER_HOUR='cheap' is not a"),
-        ("BOXBENCH_HOST_PRICE_PER_HOUR", "-1", "must be a >= 0 number"),
-        ("BOXBENCH_HOST_PRICE_PER_HOUR", "nan", "must be a >= 0 number"),
+        ("BOXBENCH_HOST_PRICE_PER_HOUR", "-1", "must be a positive number"),
+        ("BOXBENCH_HOST_PRICE_PER_HOUR", "nan", "must be a positive number"),
+        ("BOXBENCH_HOST_PRICE_PER_HOUR", "0", "must be a positive number"),
         ("BOXBENCH_HOST_PRICE_SOURCE", " ", "BOXBENCH_HOST_PRICE_SOURCE is unset"),
         ("BOXBENCH_HOST_PRICE_DATE", "December", "BOXBENCH_HOST_PRICE_DATE='December' must be"),
         ("BOXBENCH_JOB_HOST_CPUS", "0", "BOXBENCH_JOB_HOST_CPUS='0' must be a positive"),
