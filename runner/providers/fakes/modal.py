@@ -546,6 +546,7 @@ class ModalFake:
         self._tasks: dict[str, Box] = {}
         self._loop = asyncio.new_event_loop()
         self._server: Server | None = None
+        self._thread: threading.Thread | None = None
         self.port = 0
 
     @property
@@ -571,8 +572,11 @@ class ModalFake:
             self.port = self._server._server.sockets[0].getsockname()[1]
             started.set()
             self._loop.run_forever()
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
 
-        threading.Thread(target=serve, name="fake-modal", daemon=True).start()
+        self._thread = threading.Thread(target=serve, name="fake-modal", daemon=True)
+        self._thread.start()
         if not started.wait(30):
             raise RuntimeError("the Modal fake's gRPC server did not start within 30 s")
         return self
@@ -581,10 +585,18 @@ class ModalFake:
         async def close():
             self._server.close()
             await self._server.wait_closed()
+            # Handlers still waiting (a command's stream, say) end here, not when the loop is
+            # collected later, in another test, as "Task was destroyed but it is pending".
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
         if self.port:
             asyncio.run_coroutine_threadsafe(close(), self._loop).result(30)
             self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(30)
         self.backend.close()
 
     def adapter_settings(self) -> dict:

@@ -4,6 +4,8 @@ documented failures (async creation, NOT_FOUND, UNAVAILABLE and DEADLINE_EXCEEDE
 retries, RESOURCE_EXHAUSTED at the plan limit, sandboxes ending at their timeout)."""
 
 import asyncio
+import contextlib
+import threading
 import time
 
 import pytest
@@ -14,7 +16,7 @@ pytest.importorskip(
 
 from grpclib import Status
 
-from runner import lifecycle
+from runner import lifecycle, waiting
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
@@ -328,3 +330,27 @@ def test_every_rpc_the_fake_serves_is_one_of_the_wheels_services():
             assert mapping[name].func == getattr(servicer, name)
         refused = set(mapping) - servicer.served
         assert refused and all(mapping[name].func.__name__ == "refuse" for name in refused)
+
+
+def test_stopping_the_fake_ends_every_handler_still_running(tmp_path):
+    # A command still streaming when its test ends: its handler must end when the fake stops,
+    # not when the loop is collected later, in another test ("Task was destroyed but it is
+    # pending", an error once warnings are).
+    def handlers(loop) -> int:
+        try:
+            tasks = list(asyncio.all_tasks(loop))
+        except RuntimeError:  # the loop's task set changed while read from this thread
+            return 0
+        return sum(t.get_coro().__qualname__ == "request_handler" for t in tasks)
+
+    def sleep_in(provider, sandbox):
+        with contextlib.suppress(Exception):  # the fake stops under it
+            provider.exec(sandbox, ["sleep", "30"], 60)
+
+    with running_modal(tmp_path) as found:
+        provider, fake = found.provider, found.fake
+        sandbox = provider.create(SPEC)
+        lifecycle.readiness_check(provider, sandbox)
+        threading.Thread(target=sleep_in, args=(provider, sandbox), daemon=True).start()
+        assert waiting.poll_until(lambda: handlers(fake._loop) > 0, 30, waiting.every(0.02))
+    assert fake._loop.is_closed()  # closed only once every handler has ended
