@@ -1,4 +1,4 @@
-"""CI Actions (issue 25): pipeline time of replayed CI jobs, on boxbench's own units.
+"""CI Actions: pipeline time of replayed CI jobs, on boxbench's own units.
 
 Each unit is a CI job of a real open-source project (runner/pipelines/<slug>/pipeline.json): a
 checkout from a shipped git bundle, dependency installs from shipped wheels with the network

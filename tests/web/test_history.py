@@ -1,4 +1,4 @@
-"""Results series and change detection (issue 26, points 3 and 4): two comparable runs with a
+"""Results series and change detection: two comparable runs with a
 planted 20 % slowdown for one provider and benchmark flag that change and nothing else; a third
 run with another image digest starts a new series and is compared with nothing."""
 

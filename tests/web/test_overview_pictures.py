@@ -1,4 +1,4 @@
-"""The overview's pictures (issue 26, point 1): the score tree's sections as a chart, each
+"""The overview's pictures: the score tree's sections as a chart, each
 section's headline benchmark as bars with intervals linking to its page, and the run, schedule
 seed and job hosts behind each; the numbers are the materialized pages' own."""
 
