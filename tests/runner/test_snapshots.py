@@ -167,7 +167,7 @@ def test_a_left_snapshot_is_listed_by_label_for_cleanup(local):
 
 @pytest.mark.parametrize("benchmark", COPIES, ids=lambda b: b.DEFINITION.slug)
 def test_a_provider_without_the_capability_is_refused_not_supported(benchmark):
-    refused = rules.refusals(get_declaration("vercel"), benchmark.DEFINITION, 1)
+    refused = rules.refusals(get_declaration("agentcore"), benchmark.DEFINITION, 1)
     assert [(r.code, r.label) for r in refused] == [("R401", "Not Supported")]
     for declaring in ("local", "docker", "e2b", "daytona"):
         assert rules.refusals(get_declaration(declaring), benchmark.DEFINITION, 1) == []
