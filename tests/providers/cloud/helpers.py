@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 from dataclasses import dataclass
 
 from runner import lifecycle
@@ -114,49 +113,3 @@ def run(
         limits=limits,
         **kwargs,
     )
-
-
-# For the copy tests (snapshots, forks): a ready sandbox, a file written into it, what it holds.
-STATE = ["/bin/sh", "-c", "ls /app/state"]
-
-
-def ready(provider, spec):
-    sandbox = provider.create(spec)
-    lifecycle.readiness_check(provider, sandbox)
-    return sandbox
-
-
-def write(provider, sandbox, name: str) -> None:
-    script = 'mkdir -p /app/state && echo "$1" > /app/state/"$1"'
-    assert provider.exec(sandbox, ["/bin/sh", "-c", script, "sh", name], 10).exit_code == 0
-
-
-def files(provider, sandbox) -> bytes:
-    lifecycle.readiness_check(provider, sandbox)
-    return provider.exec(sandbox, STATE, 10).stdout
-
-
-def demo_run_leftovers(monkeypatch, slug: str, benchmarks: str, trials: int, sandboxes) -> dict:
-    """Run `benchmarks` on `slug`'s fake in demo mode, inline: what the fake still held when the
-    run stopped it, its `sandboxes(fake)` and its snapshots, before its own stop clears them."""
-    from django.core.management import call_command
-
-    from runner import chain
-    from runner.providers import demo
-
-    left: dict = {}
-    original = demo.fake_class
-
-    def watched_fake(name):
-        class Watched(original(name)):
-            def stop(self):
-                left.update(sandboxes=sandboxes(self), snapshots=list(self.snapshots))
-                super().stop()
-
-        return Watched
-
-    monkeypatch.setattr(demo, "fake_class", watched_fake)
-    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
-    arguments = ["--demo", "--provider", slug, "--benchmark", benchmarks, "--trials", str(trials)]
-    call_command("bench", "run", *arguments, "--inline", stdout=io.StringIO())
-    return left
