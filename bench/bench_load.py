@@ -311,6 +311,7 @@ def main():
             except httpx.TransportError:
                 time.sleep(0.2)
         unit = f"deepswe-unit-{DEEPSWE_UNITS // 2}"
+        deepswe_page_3 = "?a=alpha&b=bravo&benchmark=deepswe&page=3"
         visitor: list[str] = []
         metrics = [f"Authorization: Bearer {token}"]
         pages = [
@@ -323,10 +324,12 @@ def main():
             ("unit page, staff", f"/benchmarks/deepswe/units/{unit}/", staff),
             ("provider /providers/alpha/", "/providers/alpha/", visitor),
             ("compare alpha vs bravo", "/compare/?a=alpha&b=bravo", visitor),
+            ("compare deepswe page 3", f"/compare/{deepswe_page_3}", visitor),
             ("compare CSV", "/compare.csv?a=alpha&b=bravo", visitor),
             ("API overview", "/api/v1/overview", visitor),
             ("API unit", f"/api/v1/benchmarks/deepswe/units/{unit}", visitor),
             ("API compare", "/api/v1/compare?a=alpha&b=bravo", visitor),
+            ("API compare deepswe page 3", f"/api/v1/compare{deepswe_page_3}", visitor),
             ("API run audit", f"/api/v1/runs/{run_id}/audit", visitor),
             ("badge alpha/create", "/providers/alpha/create.svg", visitor),
             ("run /runs/<id>/", f"/runs/{run_id}/", visitor),

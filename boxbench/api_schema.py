@@ -16,7 +16,7 @@ import msgspec
 
 from boxbench.leaderboard.shapes import (
     BenchmarkPage,
-    ComparePage,
+    CompareSlice,
     HeldBackPair,
     HistoryPage,
     OverviewPage,
@@ -79,7 +79,7 @@ class ProviderAnswer(Answer):
 
 class CompareAnswer(Answer):
     kind: Literal["compare"]
-    page: ComparePage
+    page: CompareSlice
     table: Table
 
 
@@ -142,8 +142,15 @@ ENDPOINTS = (
     Endpoint(
         "compare",
         CompareAnswer,
-        "Two providers side by side; the table is /compare.csv's.",
-        (("a", "query", True), ("b", "query", True)),
+        "Two providers side by side: every benchmark's verdict counts, and the rows of each one's "
+        "first units, or with ?benchmark= all of that benchmark's units, ?page=N at a time; the "
+        "table holds the rows answered, /compare.csv every row.",
+        (
+            ("a", "query", True),
+            ("b", "query", True),
+            ("benchmark", "query", False),
+            ("page", "query", False),
+        ),
     ),
     Endpoint("runs/{run}/manifest", ManifestAnswer, "A run's manifest.", (("run", "path", True),)),
     Endpoint(

@@ -12,7 +12,7 @@ from boxbench.models import Aggregate, Scope
 from boxbench.views import tables
 from boxbench.views.access import aggregate, chosen_view, visible_run
 from boxbench.views.cache import publication_version, uncached
-from boxbench.views.compare import chosen_pair
+from boxbench.views.compare import chosen_pair, chosen_slice
 
 PUBLIC_UNIT_KEYS = PublicUnitPage.__required_keys__ | PublicUnitPage.__optional_keys__
 EXCLUDED_ID_SHOWN = 8  # characters of an excluded trial's id, as the run page shows them
@@ -72,7 +72,7 @@ def compare(request):
     pair = chosen_pair(request)
     if pair is None:
         raise Http404("a comparison needs two providers: ?a=<slug>&b=<slug>")
-    data = aggregate(Scope.COMPARE, *pair)
+    data = chosen_slice(request, pair)
     return _answer("compare", page=data, table=_table(tables.compare_table(data)))
 
 

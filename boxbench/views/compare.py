@@ -1,12 +1,18 @@
-"""Two providers side by side (/compare/?a=<slug>&b=<slug>) and its CSV: read from the pair's
-materialized page (boxbench.leaderboard.comparisons), never computed per request."""
+"""Two providers side by side (/compare/?a=<slug>&b=<slug>, a benchmark's units with
+&benchmark=<slug>[&page=N]) and its CSV: read from the pair's materialized page
+(boxbench.leaderboard.comparisons), never computed per request, and cut to what the address shows
+(boxbench.leaderboard.compare_slices). The CSV holds every row."""
+
+from urllib.parse import urlencode
 
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 
-from boxbench.leaderboard.shapes import ComparePage, OverviewPage
+from boxbench.leaderboard import compare_slices
+from boxbench.leaderboard.shapes import ComparePage, CompareSlice, OverviewPage
 from boxbench.models import Aggregate, Scope
-from boxbench.views import tables
+from boxbench.views import canonical, tables
 from boxbench.views.access import aggregate
 from boxbench.views.downloads import csv_response
 
@@ -33,12 +39,65 @@ def comparable_providers() -> list[dict]:
     return sorted(found, key=lambda info: info["provider_name"])
 
 
+def chosen_slice(request, pair: tuple[str, str]) -> CompareSlice:
+    """The part of the pair's comparison the address names (?benchmark=, ?page=); a 404 naming
+    what the comparison lacks."""
+    data: ComparePage = aggregate(Scope.COMPARE, *pair)
+    number = canonical.whole_number(request, "page")
+    try:
+        return compare_slices.cut(data, request.GET.get("benchmark", ""), number)
+    except compare_slices.NotInComparison as missing:
+        raise Http404(str(missing)) from None
+
+
+def address(pair: tuple[str, str], benchmark: str = "", page: int = 1) -> str:
+    """The address of one part of a comparison, written as canonical.py keeps it."""
+    query = [("a", pair[0]), ("b", pair[1])]
+    if benchmark:
+        query.append(("benchmark", benchmark))
+    if page > 1:
+        query.append(("page", str(page)))
+    return reverse("compare") + "?" + urlencode(query)
+
+
+def _pages_context(data: CompareSlice, pair: tuple[str, str]) -> dict:
+    """Each benchmark's link to all its units, and for a benchmark's own page the units it shows
+    and its neighbours' addresses."""
+    context: dict = {
+        "benchmarks": [{**b, "address": address(pair, b["benchmark"])} for b in data["benchmarks"]]
+    }
+    chosen = next((b for b in data["benchmarks"] if b["benchmark"] == data["benchmark"]), None)
+    if chosen:
+        first = (data["page"] - 1) * compare_slices.UNITS_PER_PAGE + 1
+        context["chosen"] = {
+            **chosen,
+            "first": first,
+            "last": first + chosen["units_shown"] - 1,
+            "previous": address(pair, chosen["benchmark"], data["page"] - 1)
+            if data["page"] > 1
+            else "",
+            "next": address(pair, chosen["benchmark"], data["page"] + 1)
+            if data["page"] < data["pages"]
+            else "",
+        }
+    return context
+
+
 def compare(request):
     pair = chosen_pair(request)
-    data: ComparePage | None = aggregate(Scope.COMPARE, *pair) if pair else None
-    context = {"providers": comparable_providers(), "page": data, "pair": pair}
-    if data:
-        context["table"] = tables.compare_table(data)
+    if pair is None and ("benchmark" in request.GET or "page" in request.GET):
+        raise Http404("a comparison needs two providers: ?a=<slug>&b=<slug>")
+    context = {"providers": comparable_providers(), "page": None, "pair": pair}
+    if pair:
+        data = chosen_slice(request, pair)
+        context.update(
+            page=data,
+            whole=address(pair),
+            here=address(pair, data["benchmark"], data["page"]),
+            swapped=address((pair[1], pair[0]), data["benchmark"], data["page"]),
+            units_shown=compare_slices.UNITS_SHOWN,
+            **_pages_context(data, pair),
+        )
     return render(request, "boxbench/compare.html", context)
 
 

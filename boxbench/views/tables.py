@@ -3,7 +3,13 @@ page and its CSV download (same rows, same formatting)."""
 
 from dataclasses import dataclass, field
 
-from boxbench.leaderboard.shapes import BenchmarkPage, ComparePage, OverviewPage, UnitPage
+from boxbench.leaderboard.shapes import (
+    BenchmarkPage,
+    ComparePage,
+    CompareSlice,
+    OverviewPage,
+    UnitPage,
+)
 from boxbench.templatetags.boxbench_format import num, score, usd
 
 # Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
@@ -323,7 +329,7 @@ def score_table(overview: OverviewPage) -> Table:
     return Table(columns, rows)
 
 
-def compare_table(page: ComparePage) -> Table:
+def compare_table(page: ComparePage | CompareSlice) -> Table:
     """Two providers side by side: per benchmark, unit and series, both medians, the ratio b/a
     with its 95 % interval, the detectable difference and the verdict."""
     columns = [

@@ -14,6 +14,7 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 
 from boxbench import publishing
+from boxbench.leaderboard import compare_slices
 from boxbench.models import Aggregate, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl
 from tests.support.web import explain_failures
@@ -210,3 +211,64 @@ def test_without_a_pair_the_page_offers_the_published_providers(client, compared
     for slug in ("local", "docker", "boat"):
         assert f'<option value="{slug}"' in page
     assert 'value="tiny"' not in page  # refused everywhere: nothing to compare
+
+
+@pytest.fixture
+def one_unit_at_a_time(monkeypatch):
+    """A page of one unit, so the fixture's few units reach a benchmark's second page."""
+    monkeypatch.setattr(compare_slices, "UNITS_SHOWN", 1)
+    monkeypatch.setattr(compare_slices, "UNITS_PER_PAGE", 1)
+
+
+def many_units(data: dict) -> tuple[str, list[str]]:
+    """The benchmark of the comparison with the most units, and its units in order."""
+    units: dict[str, list[str]] = {}
+    for r in data["rows"]:
+        if r["unit"] not in units.setdefault(r["benchmark"], []):
+            units[r["benchmark"]].append(r["unit"])
+    slug = max(units, key=lambda s: len(units[s]))
+    assert len(units[slug]) >= 2, "the fixture needs a benchmark with two units"
+    return slug, units[slug]
+
+
+def test_a_benchmark_with_more_units_than_shown_opens_page_by_page(
+    client, compared_run, one_unit_at_a_time
+):
+    data = Aggregate.objects.page(Scope.COMPARE, "local", "docker")
+    slug, units = many_units(data)
+    first = client.get("/compare/?a=local&b=docker").content.decode()
+    address = f"/compare/?a=local&amp;b=docker&amp;benchmark={slug}"
+    assert f'the first 1: <a href="{address}">all {len(units)}</a>' in first
+    assert f'id="{slug}-{units[0]}"' in first and f'id="{slug}-{units[1]}"' not in first
+    seen = []
+    for number, unit in enumerate(units, start=1):
+        query = f"?a=local&b=docker&benchmark={slug}" + (f"&page={number}" if number > 1 else "")
+        page = client.get("/compare/" + query).content.decode()
+        assert f"units {number} to {number} of {len(units)}" in page
+        assert ("next units" in page) == (number < len(units))
+        answer = client.get("/api/v1/compare" + query).json()
+        assert {r["unit"] for r in answer["page"]["rows"]} == {unit}
+        assert len(answer["table"]["rows"]) == len(answer["page"]["rows"])
+        seen += answer["table"]["rows"]
+    # Every row of the benchmark, page by page, is the CSV's, in its order.
+    rows = list(csv.reader(io.StringIO(client.get("/compare.csv?a=local&b=docker").text)))
+    assert seen == [r for r in rows[1:] if r[0] == slug]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?a=local&b=docker&benchmark=nowhere",  # not a benchmark of the comparison
+        "?a=local&b=docker&benchmark={slug}&page=99",  # beyond its last page
+        "?a=local&b=docker&page=2",  # pages are a benchmark's
+        "?a=local&b=docker&benchmark={slug}&page=02",  # not as the page's links write it
+        "?benchmark={slug}",  # no pair
+    ],
+)
+def test_a_part_of_a_comparison_that_does_not_exist_is_a_404(
+    client, compared_run, one_unit_at_a_time, query
+):
+    slug, _ = many_units(Aggregate.objects.page(Scope.COMPARE, "local", "docker"))
+    for path in ("/compare/", "/api/v1/compare"):
+        response = client.get(path + query.format(slug=slug))
+        assert response.status_code == 404, (path, query)

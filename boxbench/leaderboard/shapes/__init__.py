@@ -35,8 +35,10 @@ from boxbench.leaderboard.shapes.boards import (
     UnitScope,
 )
 from boxbench.leaderboard.shapes.readers import (
+    CompareBenchmark,
     ComparePage,
     CompareRow,
+    CompareSlice,
     CompareSummary,
     Composites,
     Headline,
@@ -102,7 +104,9 @@ __all__ = [
     "ProviderPage",
     "CompareRow",
     "CompareSummary",
+    "CompareBenchmark",
     "ComparePage",
+    "CompareSlice",
     "HistoryPoint",
     "SeriesChange",
     "Series",

@@ -201,6 +201,31 @@ class ComparePage(TypedDict):
     rows: list[CompareRow]
 
 
+class CompareBenchmark(TypedDict):
+    """One benchmark both providers published: how many units they share, the verdicts over
+    all its rows (main metric and stages), and how many of its units this answer shows."""
+
+    benchmark: str
+    benchmark_title: str
+    units: int
+    counts: dict[str, int]  # verdict: rows
+    units_shown: int
+
+
+class CompareSlice(TypedDict):
+    """One address of a comparison: the whole comparison's summary and benchmarks, and the
+    rows of the units this address shows (`benchmark` "" is the first address)."""
+
+    a: ProviderInfo
+    b: ProviderInfo
+    summary: CompareSummary
+    benchmarks: list[CompareBenchmark]
+    benchmark: str
+    page: int
+    pages: int
+    rows: list[CompareRow]
+
+
 # -- a benchmark's results series and their history -------------------------------------------
 
 

@@ -1,0 +1,103 @@
+"""A comparison cut to what one address shows (boxbench.leaderboard.compare_slices): each
+benchmark's counts over all its rows, the first units of each, a benchmark's units page by page,
+and an address that names nothing refused. Pure: no database."""
+
+import pytest
+
+from boxbench.leaderboard import compare_slices
+from boxbench.leaderboard.compare_slices import UNITS_PER_PAGE, UNITS_SHOWN, NotInComparison, cut
+
+MANY_UNITS = 2 * UNITS_PER_PAGE + 7  # three pages, the last one short
+
+
+def row(benchmark: str, unit: str, stage: str, verdict: str) -> dict:
+    return {
+        "benchmark": benchmark,
+        "benchmark_title": benchmark.title(),
+        "unit": unit,
+        "unit_title": unit,
+        "stage": stage,
+        "verdict": verdict,
+    }
+
+
+def comparison() -> dict:
+    rows = [row("create", "default", "", "a"), row("create", "default", "boot", "none")]
+    for i in range(MANY_UNITS):
+        # Each unit's main metric and one stage; verdicts rotate so the counts are not uniform.
+        rows.append(row("deepswe", f"unit-{i:03d}", "", ("a", "b", "none")[i % 3]))
+        rows.append(row("deepswe", f"unit-{i:03d}", "replay", "not_comparable"))
+    rows.append(row("cpu", "default", "", "b"))
+    summary = {"counts": {}, "text": "the whole comparison's summary"}
+    return {"a": {"provider": "x"}, "b": {"provider": "y"}, "summary": summary, "rows": rows}
+
+
+def units_of(rows: list[dict], benchmark: str) -> list[str]:
+    return list(dict.fromkeys(r["unit"] for r in rows if r["benchmark"] == benchmark))
+
+
+def test_the_first_address_shows_every_benchmark_and_the_first_units_of_each():
+    page = comparison()
+    shown = cut(page)
+    assert shown["benchmark"] == "" and (shown["page"], shown["pages"]) == (1, 1)
+    assert shown["summary"] == page["summary"] and shown["a"] == page["a"]
+    assert units_of(shown["rows"], "deepswe") == [f"unit-{i:03d}" for i in range(UNITS_SHOWN)]
+    # A unit shown brings all of its series; small benchmarks show whole.
+    assert len([r for r in shown["rows"] if r["benchmark"] == "deepswe"]) == 2 * UNITS_SHOWN
+    assert [r for r in shown["rows"] if r["benchmark"] != "deepswe"] == [
+        r for r in page["rows"] if r["benchmark"] != "deepswe"
+    ]
+    by_slug = {b["benchmark"]: b for b in shown["benchmarks"]}
+    assert list(by_slug) == ["create", "deepswe", "cpu"]  # the materialized order
+    deepswe = by_slug["deepswe"]
+    assert (deepswe["units"], deepswe["units_shown"]) == (MANY_UNITS, UNITS_SHOWN)
+    # The counts are over every row of the benchmark, not only the rows shown.
+    assert deepswe["counts"] == {
+        "a": len(range(0, MANY_UNITS, 3)),
+        "b": len(range(1, MANY_UNITS, 3)),
+        "none": len(range(2, MANY_UNITS, 3)),
+        "not_comparable": MANY_UNITS,
+    }
+    assert by_slug["create"]["counts"] == {"a": 1, "b": 0, "none": 1, "not_comparable": 0}
+    assert sum(sum(b["counts"].values()) for b in shown["benchmarks"]) == len(page["rows"])
+
+
+def test_a_benchmarks_pages_show_each_of_its_units_once_and_nothing_else():
+    page = comparison()
+    seen = []
+    for number in (1, 2, 3):
+        shown = cut(page, "deepswe", number)
+        assert (shown["benchmark"], shown["page"], shown["pages"]) == ("deepswe", number, 3)
+        assert {r["benchmark"] for r in shown["rows"]} == {"deepswe"}
+        counts = {b["benchmark"]: b["units_shown"] for b in shown["benchmarks"]}
+        assert counts == {"create": 0, "deepswe": len(units_of(shown["rows"], "deepswe")), "cpu": 0}
+        seen += shown["rows"]
+    assert seen == [r for r in page["rows"] if r["benchmark"] == "deepswe"]
+    assert len(units_of(cut(page, "deepswe", 3)["rows"], "deepswe")) == 7
+    assert cut(page, "cpu")["pages"] == 1
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "number", "message"),
+    [
+        ("nowhere", 1, "no benchmark 'nowhere' in common"),
+        ("deepswe", 4, "deepswe has 3 page(s) of units, not 4"),
+        ("", 2, "pages are a benchmark's"),
+    ],
+)
+def test_an_address_that_names_nothing_is_refused_saying_what(benchmark, number, message):
+    with pytest.raises(NotInComparison, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cut(comparison(), benchmark, number)
+
+
+def test_an_empty_comparison_has_no_benchmarks():
+    page = {**comparison(), "rows": []}
+    assert cut(page)["benchmarks"] == [] and cut(page)["rows"] == []
+
+
+def test_the_sizes_are_read_when_a_page_is_cut(monkeypatch):
+    # The web tests shrink these to reach a benchmark's second page with few units.
+    monkeypatch.setattr(compare_slices, "UNITS_SHOWN", 1)
+    monkeypatch.setattr(compare_slices, "UNITS_PER_PAGE", 1)
+    assert len(units_of(cut(comparison())["rows"], "deepswe")) == 1
+    assert cut(comparison(), "deepswe")["pages"] == MANY_UNITS
