@@ -1,11 +1,14 @@
 """Dashboard and /metrics latency under load: wrk against gunicorn over PostgreSQL, 1M trials.
 
     .venv/bin/python bench/bench_load.py [--trials 1000000] [--in-progress 200000]
+        [--earlier-runs 99] [--earlier-trials-per-cell 3]
         [--database-url URL] [--reuse] [--redis redis://127.0.0.1:6380/0] [--seconds 10]
         [--only "staff,/metrics"] [--workers 2] [--threads 4] [--port 8765]
 
-Fills a fresh database with a synthetic run (bench/synthetic.py, spread over many DeepSWE units so
-each cell holds a realistic ~1,300 trials) through `bench import`, materializes the dashboard, adds
+Fills a fresh database with --earlier-runs published runs (a week apart, each a point of every
+history series; 3 trials per provider and unit by default) and then a synthetic run
+(bench/synthetic.py, spread over many DeepSWE units so each cell holds a realistic ~1,300 trials)
+through `bench import`, so the dashboard holds 100 published runs; materializes it, adds
 an unpublished run with --in-progress trials (queued, running and done) through the ORM, starts
 gunicorn (by default 2 workers x 4 threads, for a 2-core machine) and runs wrk with 20 connections
 for each page, as a visitor and as a staff member with every page permission (a session cookie),
@@ -65,6 +68,35 @@ rows = materialize()
 print(f"audited {len(report['pairs'])} pairs in {audit_s:.1f} s; "
       f"materialized {rows} aggregates in {time.perf_counter() - start:.1f} s")
 print(run.id)
+"""
+
+
+EARLIER = r"""
+import sys, tempfile, time, django
+django.setup()
+from datetime import timedelta
+from pathlib import Path
+from django.utils import timezone
+from bench import synthetic
+from boxbench.models import Run
+from boxbench.rawdata import import_jsonl
+from bench.bench_load import wide_benchmarks
+synthetic.BENCHMARKS[:] = wide_benchmarks()
+count, per_cell = int(sys.argv[1]), int(sys.argv[2])
+cells = sum(b[8] for b in synthetic.BENCHMARKS) * len(synthetic.PROVIDERS)
+now = timezone.now()
+start = time.perf_counter()
+with tempfile.TemporaryDirectory() as tmp:
+    for i in range(count):
+        path = Path(tmp) / f"earlier-{i}.jsonl"
+        lines = synthetic.synthetic_run(trials=cells * per_cell, seed=1000 + i, name=f"earlier-{i}")
+        path.write_text("".join(lines), encoding="utf-8")
+        run = import_jsonl(str(path)).run
+        # A week apart, all before the load-test run, which is published last.
+        published = now - timedelta(days=7 * (count - i))
+        Run.objects.filter(id=run.id).update(published=True, published_at=published)
+        path.unlink()
+print(f"imported and published {count} earlier runs in {time.perf_counter() - start:.1f} s")
 """
 
 
@@ -131,9 +163,19 @@ def wide_benchmarks():
     return [(*b[:8], DEEPSWE_UNITS, b[9]) if b[0] == "deepswe" else b for b in synthetic.BENCHMARKS]
 
 
-def fill(url: str, trials: int) -> str:
+def fill(url: str, trials: int, earlier: int, earlier_per_cell: int) -> str:
     reset_database(url)
     env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="boxbench.settings")
+    if earlier:
+        done = subprocess.run(
+            [sys.executable, "-c", EARLIER, str(earlier), str(earlier_per_cell)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        print(done.stdout.strip().splitlines()[-1], flush=True)
     synthetic.BENCHMARKS[:] = wide_benchmarks()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "load.jsonl"
@@ -213,6 +255,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--in-progress", type=int, default=200_000)
+    parser.add_argument(
+        "--earlier-runs",
+        type=int,
+        default=99,
+        help="Published runs before the load-test run, each a point of every history series.",
+    )
+    parser.add_argument(
+        "--earlier-trials-per-cell",
+        type=int,
+        default=3,
+        help="Trials per provider and unit in each earlier run.",
+    )
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=20)
@@ -245,7 +299,7 @@ def main():
     # gunicorn with DEBUG off refuses the development key.
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     if not args.reuse:
-        fill(args.database_url, args.trials)
+        fill(args.database_url, args.trials, args.earlier_runs, args.earlier_trials_per_cell)
     count_in_progress = (
         "import django; django.setup(); from boxbench.models import Trial;"
         "print(Trial.objects.filter(run__name='in-progress').count())"
@@ -323,11 +377,13 @@ def main():
             ("unit page", f"/benchmarks/deepswe/units/{unit}/", visitor),
             ("unit page, staff", f"/benchmarks/deepswe/units/{unit}/", staff),
             ("provider /providers/alpha/", "/providers/alpha/", visitor),
+            ("history: benchmark deepswe, unit", f"/benchmarks/deepswe/?unit={unit}", visitor),
             ("compare alpha vs bravo", "/compare/?a=alpha&b=bravo", visitor),
             ("compare deepswe page 3", f"/compare/{deepswe_page_3}", visitor),
             ("compare CSV", "/compare.csv?a=alpha&b=bravo", visitor),
             ("API overview", "/api/v1/overview", visitor),
             ("API unit", f"/api/v1/benchmarks/deepswe/units/{unit}", visitor),
+            ("API history deepswe", f"/api/v1/benchmarks/deepswe/history?unit={unit}", visitor),
             ("API compare", "/api/v1/compare?a=alpha&b=bravo", visitor),
             ("API compare deepswe page 3", f"/api/v1/compare{deepswe_page_3}", visitor),
             ("API run audit", f"/api/v1/runs/{run_id}/audit", visitor),
@@ -342,15 +398,14 @@ def main():
         ]
         # Prometheus scrapes one request at a time: /metrics alone, beside a static file alone.
         scrape = ("/metrics, 1 connection", "/metrics", metrics)
-        first = {}
+        first, size = {}, {}
         for name, path, headers in pages:  # the first render, which fills the shared cache
             cookies = dict(h.split(": ", 1) for h in headers)
             start = time.perf_counter()
-            response = httpx.get(base + path, headers=cookies, timeout=60)
+            response = httpx.get(base + path, headers=cookies, timeout=300)
             first[name] = (time.perf_counter() - start) * 1000
             assert response.status_code == 200, (path, response.status_code)
-            if name == "unit page":
-                print(f"unit page payload: {len(response.content) / 1024:.0f} KiB")
+            size[name] = len(response.content) / 1024
         raw_downloads(base, run_id)
         static = "/static/boxbench/site.css"
         print(
@@ -359,10 +414,10 @@ def main():
             f"wrk; reference: {static} from the same server, measured before each page"
         )
         print(
-            f"{'page':<34} {'first':>8} {'p50':>8} {'p99':>8} {'req/s':>8} "
+            f"{'page':<34} {'KiB':>6} {'first':>8} {'p50':>8} {'p99':>8} {'req/s':>8} "
             f"{'static p99':>10} {'ratio':>6}  load"
         )
-        first[scrape[0]] = first["/metrics"]
+        first[scrape[0]], size[scrape[0]] = first["/metrics"], size["/metrics"]
         words = [word for word in args.only.split(",") if word]
         measured = [
             page for page in [*pages, scrape] if not words or any(w in page[0] for w in words)
@@ -372,7 +427,7 @@ def main():
             reference = latency(base + static, args.seconds, connections, [])
             figures = latency(base + path, args.seconds, connections, headers)
             print(
-                f"{name:<34} {first[name]:>6.0f}ms {figures['p50']:>6.1f}ms "
+                f"{name:<34} {size[name]:>6.0f} {first[name]:>6.0f}ms {figures['p50']:>6.1f}ms "
                 f"{figures['p99']:>6.1f}ms {figures['rate']:>8.0f} {reference['p99']:>8.1f}ms "
                 f"{figures['p99'] / reference['p99']:>6.2f}  {_load()}",
                 flush=True,

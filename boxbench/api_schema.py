@@ -18,7 +18,7 @@ from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     CompareSlice,
     HeldBackPair,
-    HistoryPage,
+    HistorySlice,
     OverviewPage,
     ProviderPage,
     PublicUnitPage,
@@ -69,7 +69,7 @@ class UnitAnswer(Answer):
 
 class HistoryAnswer(Answer):
     kind: Literal["history"]
-    page: HistoryPage
+    page: HistorySlice
 
 
 class ProviderAnswer(Answer):
@@ -129,9 +129,9 @@ ENDPOINTS = (
     Endpoint(
         "benchmarks/{slug}/history",
         HistoryAnswer,
-        "A benchmark's results series: every published run's medians, and the changes between "
-        "each series' two newest runs.",
-        (("slug", "path", True),),
+        "A benchmark's results series on one unit (?unit=, by default the first of `units`): "
+        "every published run's median, and the changes between each series' two newest runs.",
+        (("slug", "path", True), ("unit", "query", False)),
     ),
     Endpoint(
         "providers/{slug}",

@@ -66,7 +66,11 @@ urlpatterns = [
         cached(api.unit, params=("view",)),
         name="api-unit",
     ),
-    path("api/v1/benchmarks/<slug:slug>/history", cached(api.history), name="api-history"),
+    path(
+        "api/v1/benchmarks/<slug:slug>/history",
+        cached(api.history, params=("unit",)),
+        name="api-history",
+    ),
     path("api/v1/providers/<slug:slug>", cached(api.provider), name="api-provider"),
     path(
         "api/v1/compare",

@@ -7,6 +7,7 @@ import msgspec
 from django.http import Http404, HttpResponse
 
 from boxbench import api_schema, holdbacks
+from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
 from boxbench.views import tables
@@ -61,7 +62,11 @@ def unit(request, slug, unit_slug):
 
 
 def history(request, slug):
-    return _answer("history", page=aggregate(Scope.HISTORY, slug))
+    try:
+        page = slices.cut_history(aggregate(Scope.HISTORY, slug), request.GET.get("unit", ""))
+    except slices.NotOnPage as missing:
+        raise Http404(str(missing)) from None
+    return _answer("history", page=page)
 
 
 def provider(request, slug):

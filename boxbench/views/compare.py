@@ -1,7 +1,7 @@
 """Two providers side by side (/compare/?a=<slug>&b=<slug>, a benchmark's units with
 &benchmark=<slug>[&page=N]) and its CSV: read from the pair's materialized page
 (boxbench.leaderboard.comparisons), never computed per request, and cut to what the address shows
-(boxbench.leaderboard.compare_slices). The CSV holds every row."""
+(boxbench.leaderboard.slices). The CSV holds every row."""
 
 from urllib.parse import urlencode
 
@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench.leaderboard import compare_slices
+from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import ComparePage, CompareSlice, OverviewPage
 from boxbench.models import Aggregate, Scope
 from boxbench.views import canonical, tables
@@ -45,8 +45,8 @@ def chosen_slice(request, pair: tuple[str, str]) -> CompareSlice:
     data: ComparePage = aggregate(Scope.COMPARE, *pair)
     number = canonical.whole_number(request, "page")
     try:
-        return compare_slices.cut(data, request.GET.get("benchmark", ""), number)
-    except compare_slices.NotInComparison as missing:
+        return slices.cut_comparison(data, request.GET.get("benchmark", ""), number)
+    except slices.NotOnPage as missing:
         raise Http404(str(missing)) from None
 
 
@@ -68,7 +68,7 @@ def _pages_context(data: CompareSlice, pair: tuple[str, str]) -> dict:
     }
     chosen = next((b for b in data["benchmarks"] if b["benchmark"] == data["benchmark"]), None)
     if chosen:
-        first = (data["page"] - 1) * compare_slices.UNITS_PER_PAGE + 1
+        first = (data["page"] - 1) * slices.UNITS_PER_PAGE + 1
         context["chosen"] = {
             **chosen,
             "first": first,
@@ -95,7 +95,7 @@ def compare(request):
             whole=address(pair),
             here=address(pair, data["benchmark"], data["page"]),
             swapped=address((pair[1], pair[0]), data["benchmark"], data["page"]),
-            units_shown=compare_slices.UNITS_SHOWN,
+            units_shown=slices.UNITS_SHOWN,
             **_pages_context(data, pair),
         )
     return render(request, "boxbench/compare.html", context)

@@ -14,7 +14,7 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 
 from boxbench import publishing
-from boxbench.leaderboard import compare_slices
+from boxbench.leaderboard import slices
 from boxbench.models import Aggregate, Scope, Trial
 from boxbench.rawdata import PUBLIC, export_jsonl
 from tests.support.web import explain_failures
@@ -216,8 +216,8 @@ def test_without_a_pair_the_page_offers_the_published_providers(client, compared
 @pytest.fixture
 def one_unit_at_a_time(monkeypatch):
     """A page of one unit, so the fixture's few units reach a benchmark's second page."""
-    monkeypatch.setattr(compare_slices, "UNITS_SHOWN", 1)
-    monkeypatch.setattr(compare_slices, "UNITS_PER_PAGE", 1)
+    monkeypatch.setattr(slices, "UNITS_SHOWN", 1)
+    monkeypatch.setattr(slices, "UNITS_PER_PAGE", 1)
 
 
 def many_units(data: dict) -> tuple[str, list[str]]:

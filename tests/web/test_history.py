@@ -94,7 +94,8 @@ def test_the_benchmark_page_charts_the_history_and_lists_the_changes(client, tmp
     assert len(chart["data"]) == len(history["series"])
     for trace in chart["data"]:
         assert [c[0] for c in trace["customdata"]] == [f"/runs/{first.id}/", f"/runs/{second.id}/"]
-    assert client.get("/api/v1/benchmarks/cpu/history").json()["page"] == history
+    answer = client.get("/api/v1/benchmarks/cpu/history").json()["page"]
+    assert answer == {**history, "unit": "cpu", "units": ["cpu"]}
     page = response.content.decode()
     assert "CPU cpu 17 % lower than run run-1" in page
     assert page.index("CPU cpu 17 %") < page.index("<td>no</td>")  # flagged ones first
@@ -129,3 +130,33 @@ def test_the_feed_and_the_provider_page_carry_the_flagged_change(client, tmp_pat
     page = client.get("/providers/local/").content.decode()
     assert "CPU cpu 17 % lower than run run-1" in page
     assert client.get("/providers/nobody/feed.xml").status_code == 404
+
+
+def test_the_history_api_answers_one_unit_at_a_time(client, tmp_path):
+    variant(tmp_path / "1.jsonl", 1)
+    variant(tmp_path / "2.jsonl", 2)
+    pages = dict(Aggregate.objects.filter(scope=Scope.HISTORY).values_list("key", "data"))
+    slug, whole = next(
+        (key, page)
+        for key, page in pages.items()
+        if len({p["unit"] for s in page["series"] for p in s["points"]}) > 1
+    )
+    address = f"/api/v1/benchmarks/{slug}/history"
+    units = client.get(address).json()["page"]["units"]
+    assert client.get(address).json()["page"]["unit"] == units[0]
+    assert set(units) == {p["unit"] for s in whole["series"] for p in s["points"]}
+    points: dict[str, list] = {s["provider"]: [] for s in whole["series"]}
+    changes: dict[str, list] = {s["provider"]: [] for s in whole["series"]}
+    for unit in units:
+        page = client.get(f"{address}?unit={unit}").json()["page"]
+        assert page["unit"] == unit
+        for series in page["series"]:
+            assert {p["unit"] for p in series["points"]} <= {unit}
+            points[series["provider"]] += series["points"]
+            changes[series["provider"]] += series["changes"]
+    # Unit by unit, the answers hold every point and change of the whole history.
+    for series in whole["series"]:
+        key = lambda p: (p["run"], p["unit"])  # noqa: E731
+        assert sorted(points[series["provider"]], key=key) == sorted(series["points"], key=key)
+        assert len(changes[series["provider"]]) == len(series["changes"])
+    assert client.get(f"{address}?unit=nowhere").status_code == 404

@@ -284,6 +284,14 @@ class HistoryPage(TypedDict):
     series: list[Series]
 
 
+class HistorySlice(HistoryPage):
+    """A history as one address answers it (leaderboard.slices): each series with the points
+    and changes of one unit, and every unit that has a point."""
+
+    unit: str
+    units: list[str]
+
+
 # -- the run page -------------------------------------------------------------------------------
 
 

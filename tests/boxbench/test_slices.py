@@ -1,11 +1,17 @@
-"""A comparison cut to what one address shows (boxbench.leaderboard.compare_slices): each
-benchmark's counts over all its rows, the first units of each, a benchmark's units page by page,
-and an address that names nothing refused. Pure: no database."""
+"""Pages cut to what one address shows (boxbench.leaderboard.slices): a comparison's counts
+over all of each benchmark's rows, the first units of each, a benchmark's units page by page; a
+history one unit at a time; and an address that names nothing refused. Pure: no database."""
 
 import pytest
 
-from boxbench.leaderboard import compare_slices
-from boxbench.leaderboard.compare_slices import UNITS_PER_PAGE, UNITS_SHOWN, NotInComparison, cut
+from boxbench.leaderboard import slices
+from boxbench.leaderboard.slices import (
+    UNITS_PER_PAGE,
+    UNITS_SHOWN,
+    NotOnPage,
+    cut_comparison,
+    cut_history,
+)
 
 MANY_UNITS = 2 * UNITS_PER_PAGE + 7  # three pages, the last one short
 
@@ -38,7 +44,7 @@ def units_of(rows: list[dict], benchmark: str) -> list[str]:
 
 def test_the_first_address_shows_every_benchmark_and_the_first_units_of_each():
     page = comparison()
-    shown = cut(page)
+    shown = cut_comparison(page)
     assert shown["benchmark"] == "" and (shown["page"], shown["pages"]) == (1, 1)
     assert shown["summary"] == page["summary"] and shown["a"] == page["a"]
     assert units_of(shown["rows"], "deepswe") == [f"unit-{i:03d}" for i in range(UNITS_SHOWN)]
@@ -66,15 +72,15 @@ def test_a_benchmarks_pages_show_each_of_its_units_once_and_nothing_else():
     page = comparison()
     seen = []
     for number in (1, 2, 3):
-        shown = cut(page, "deepswe", number)
+        shown = cut_comparison(page, "deepswe", number)
         assert (shown["benchmark"], shown["page"], shown["pages"]) == ("deepswe", number, 3)
         assert {r["benchmark"] for r in shown["rows"]} == {"deepswe"}
         counts = {b["benchmark"]: b["units_shown"] for b in shown["benchmarks"]}
         assert counts == {"create": 0, "deepswe": len(units_of(shown["rows"], "deepswe")), "cpu": 0}
         seen += shown["rows"]
     assert seen == [r for r in page["rows"] if r["benchmark"] == "deepswe"]
-    assert len(units_of(cut(page, "deepswe", 3)["rows"], "deepswe")) == 7
-    assert cut(page, "cpu")["pages"] == 1
+    assert len(units_of(cut_comparison(page, "deepswe", 3)["rows"], "deepswe")) == 7
+    assert cut_comparison(page, "cpu")["pages"] == 1
 
 
 @pytest.mark.parametrize(
@@ -86,18 +92,49 @@ def test_a_benchmarks_pages_show_each_of_its_units_once_and_nothing_else():
     ],
 )
 def test_an_address_that_names_nothing_is_refused_saying_what(benchmark, number, message):
-    with pytest.raises(NotInComparison, match=message.replace("(", r"\(").replace(")", r"\)")):
-        cut(comparison(), benchmark, number)
+    with pytest.raises(NotOnPage, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cut_comparison(comparison(), benchmark, number)
 
 
 def test_an_empty_comparison_has_no_benchmarks():
     page = {**comparison(), "rows": []}
-    assert cut(page)["benchmarks"] == [] and cut(page)["rows"] == []
+    assert cut_comparison(page)["benchmarks"] == [] and cut_comparison(page)["rows"] == []
 
 
 def test_the_sizes_are_read_when_a_page_is_cut(monkeypatch):
     # The web tests shrink these to reach a benchmark's second page with few units.
-    monkeypatch.setattr(compare_slices, "UNITS_SHOWN", 1)
-    monkeypatch.setattr(compare_slices, "UNITS_PER_PAGE", 1)
-    assert len(units_of(cut(comparison())["rows"], "deepswe")) == 1
-    assert cut(comparison(), "deepswe")["pages"] == MANY_UNITS
+    monkeypatch.setattr(slices, "UNITS_SHOWN", 1)
+    monkeypatch.setattr(slices, "UNITS_PER_PAGE", 1)
+    assert len(units_of(cut_comparison(comparison())["rows"], "deepswe")) == 1
+    assert cut_comparison(comparison(), "deepswe")["pages"] == MANY_UNITS
+
+
+def history() -> dict:
+    def series(provider: str, units: list[str]) -> dict:
+        return {
+            "provider": provider,
+            "points": [{"run": run, "unit": u} for run in ("r1", "r2") for u in units],
+            "changes": [{"unit": u} for u in units],
+        }
+
+    return {
+        "benchmark": "deepswe",
+        "title": "DeepSWE",
+        "measure_unit": "ms",
+        "lower_is_better": True,
+        "series": [series("x", ["u1", "u2", "u3"]), series("y", ["u2"])],
+    }
+
+
+def test_a_history_is_answered_one_unit_at_a_time():
+    whole = history()
+    first = cut_history(whole)
+    assert (first["unit"], first["units"]) == ("u1", ["u1", "u2", "u3"])
+    assert [len(s["points"]) for s in first["series"]] == [2, 0]  # y has no point on u1
+    second = cut_history(whole, "u2")
+    assert [[p["unit"] for p in s["points"]] for s in second["series"]] == [["u2"] * 2] * 2
+    assert [s["changes"] for s in second["series"]] == [[{"unit": "u2"}]] * 2
+    assert whole == history()  # the materialized page is left as it was
+    with pytest.raises(NotOnPage, match="deepswe has no history on a unit 'u9'"):
+        cut_history(whole, "u9")
+    assert cut_history({**whole, "series": []})["unit"] == ""
