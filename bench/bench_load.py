@@ -82,14 +82,17 @@ from boxbench.models import Run
 from boxbench.rawdata import import_jsonl
 from bench.bench_load import wide_benchmarks
 synthetic.BENCHMARKS[:] = wide_benchmarks()
-count, per_cell = int(sys.argv[1]), int(sys.argv[2])
+count, per_cell, trials = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 cells = sum(b[8] for b in synthetic.BENCHMARKS) * len(synthetic.PROVIDERS)
+declared = max(1, trials // cells)  # the load-test run's trials per unit
 now = timezone.now()
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
     for i in range(count):
         path = Path(tmp) / f"earlier-{i}.jsonl"
-        lines = synthetic.synthetic_run(trials=cells * per_cell, seed=1000 + i, name=f"earlier-{i}")
+        lines = synthetic.synthetic_run(
+            trials=cells * per_cell, seed=1000 + i, name=f"earlier-{i}", declared_per_unit=declared
+        )
         path.write_text("".join(lines), encoding="utf-8")
         run = import_jsonl(str(path)).run
         # A week apart, all before the load-test run, which is published last.
@@ -168,7 +171,7 @@ def fill(url: str, trials: int, earlier: int, earlier_per_cell: int) -> str:
     env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="boxbench.settings")
     if earlier:
         done = subprocess.run(
-            [sys.executable, "-c", EARLIER, str(earlier), str(earlier_per_cell)],
+            [sys.executable, "-c", EARLIER, str(earlier), str(earlier_per_cell), str(trials)],
             cwd=ROOT,
             env=env,
             check=True,

@@ -144,13 +144,19 @@ def _unit_slug(benchmark: str, index: int, units: int) -> str:
 
 
 def synthetic_run(
-    trials: int = 1000, seed: int = 1, name: str = "synthetic", failure_rate: float = 0.02
+    trials: int = 1000,
+    seed: int = 1,
+    name: str = "synthetic",
+    failure_rate: float = 0.02,
+    declared_per_unit: int | None = None,
 ) -> Iterator[str]:
     """JSON Lines of a run with about `trials` trials spread over every cell, ending in the
-    version-2 trailer (the count of trial lines and the SHA-256 of the lines before it)."""
+    version-2 trailer (the count of trial lines and the SHA-256 of the lines before it). The
+    benchmarks declare `declared_per_unit` trials per unit (by default the trials each cell
+    gets): runs of one database must declare the same, since stored definitions never change."""
     digest = hashlib.sha256()
     count = 0
-    for line in _lines(trials, seed, name, failure_rate):
+    for line in _lines(trials, seed, name, failure_rate, declared_per_unit):
         digest.update(line.encode())
         count += 1
         yield line
@@ -158,7 +164,9 @@ def synthetic_run(
     yield json.dumps(trailer, separators=(",", ":")) + "\n"
 
 
-def _lines(trials: int, seed: int, name: str, failure_rate: float) -> Iterator[str]:
+def _lines(
+    trials: int, seed: int, name: str, failure_rate: float, declared: int | None
+) -> Iterator[str]:
     rng = random.Random(seed)
     run_id = str(uuid.UUID(int=rng.getrandbits(128)))
     cells = [
@@ -173,7 +181,8 @@ def _lines(trials: int, seed: int, name: str, failure_rate: float) -> Iterator[s
     # last possible one (and at 06:00 at the earliest, as small files always have).
     last = start + timedelta(seconds=2 * 2 * per_cell * len(cells), hours=1)
     ended = _iso(max(last, start + timedelta(hours=6)))
-    yield json.dumps(header(run_id, name, per_cell, ended), separators=(",", ":")) + "\n"
+    run_header = header(run_id, name, declared or per_cell, ended)
+    yield json.dumps(run_header, separators=(",", ":")) + "\n"
     seq = 0
     for index in range(per_cell * len(cells)):
         benchmark, unit, provider = cells[index % len(cells)]
