@@ -30,12 +30,14 @@ def chosen_pair(request) -> tuple[str, str] | None:
 
 
 def comparable_providers() -> list[dict]:
-    """The providers with published numbers, by name: those a comparison can name."""
+    """The providers a comparison can name, by name: those with a comparison page, that is with
+    timed results (probe readings are not compared) beside another provider's."""
     overview: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
     if not overview:
         return []
-    measured = {s for b in overview["benchmarks"].values() for s in b["provider_runs"]}
-    found = [info for slug, info in overview["providers"].items() if slug in measured]
+    keys = Aggregate.objects.filter(scope=Scope.COMPARE).values_list("key", flat=True)
+    compared = {slug for key in keys for slug in key.split("/")}
+    found = [info for slug, info in overview["providers"].items() if slug in compared]
     return sorted(found, key=lambda info: info["provider_name"])
 
 

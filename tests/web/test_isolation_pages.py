@@ -240,3 +240,23 @@ def test_the_pages_render_every_variable_their_templates_name(client, isolation_
         response = client.get(url)
         assert response.status_code == 200, url
         assert "@@missing" not in response.content.decode(), url
+
+
+def test_with_only_probes_published_compare_offers_nobody_and_says_why(client, tmp_path):
+    header = json.loads(factory.run_lines(trials_per_cell=3)[0])
+    header["benchmarks"] = [isolation_definition()]
+    lines = [json.dumps(header)]
+    seq = 0
+    for provider, trials in READINGS.items():
+        for metrics in trials:
+            seq += 1
+            lines.append(isolation_trial(provider, seq, metrics))
+    path = tmp_path / "probes.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    call_command("bench", "import", str(path))
+    publishing.publish(Run.objects.get(id=factory.RUN_ID))
+    assert Aggregate.objects.page(Scope.BENCHMARK, "isolation")  # published, yet not compared
+    page = client.get("/compare/").content.decode()
+    assert "<option" not in page
+    assert "No two providers have published timed results yet" in page
+    assert client.get("/compare/?a=docker&b=local").status_code == 404
