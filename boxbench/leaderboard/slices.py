@@ -22,7 +22,7 @@ from boxbench.leaderboard.shapes import (
 )
 
 UNITS_SHOWN = 12
-UNITS_PER_PAGE = 50
+UNITS_PER_PAGE = 25
 VERDICTS = ("a", "b", "none", "not_comparable")
 
 
