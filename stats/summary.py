@@ -70,19 +70,13 @@ def summarize(samples: Samples, method: Method) -> dict:
     if values.size == 0:
         return row
     lower = method.lower_is_better
+    row.update(center(samples, method))
     if method.statistic == POOLED:
-        median, interval, (tail, tail_kind), mean = pooled_statistics(samples.calls, lower)
+        (tail, tail_kind), mean = pooled_tail_and_mean(samples.calls, lower)
     else:
-        median = estimators.median(values)
-        interval = estimators.bootstrap_median_ci(values)
         tail, tail_kind = estimators.tail(values, lower)
         mean = estimators.mean(values)
-    if method.measure_unit not in TIME_UNITS:
-        interval = (None, None)  # the methodology gives an interval to the time median only
     row.update(
-        median=median,
-        ci_low=interval[0],
-        ci_high=interval[1],
         tail=tail,
         tail_kind=tail_kind,
         mean=mean,
@@ -111,22 +105,43 @@ def summarize(samples: Samples, method: Method) -> dict:
     return row
 
 
-def pooled_statistics(calls: list[np.ndarray], lower: bool):
-    """Latency per Call: every statistic over the pooled calls of the successful trials; the
-    interval resamples whole trials; the tail keeps the 20-trial floor, counted in trials.
+def center(samples: Samples, method: Method) -> dict:
+    """n, the median and its 95 % interval, as `summarize` gives them: all a history point
+    shows, without the tail, costs, stage bars and derived views that cost the rest.
+
+    Under the pooled statistic (Latency per Call) the median is over the pooled calls of the
+    successful trials and the interval resamples whole trials."""
+    values = samples.values
+    if values.size == 0:
+        return {"n": 0, "median": None, "ci_low": None, "ci_high": None}
+    interval: tuple[float | None, float | None]
+    if method.statistic == POOLED:
+        calls = cast(Sequence[Sequence[float]], samples.calls)
+        median = estimators.median(np.concatenate(samples.calls))
+        interval = estimators.pooled_bootstrap_median_ci(calls)
+    else:
+        median = estimators.median(values)
+        interval = estimators.bootstrap_median_ci(values)
+    if method.measure_unit not in TIME_UNITS:
+        interval = (None, None)  # the methodology gives an interval to the time median only
+    return {"n": int(values.size), "median": median, "ci_low": interval[0], "ci_high": interval[1]}
+
+
+def pooled_tail_and_mean(calls: list[np.ndarray], lower: bool):
+    """Latency per Call's tail and mean over the pooled calls of the successful trials; the
+    tail keeps the 20-trial floor, counted in trials.
 
     Below the floor the tail is the single worst trial, as for any benchmark, and a trial's value
     under this statistic is the lower median of its own calls: the slowest single call would be
     one call, not one trial, and far more extreme.
 
-    Returns (median, (ci_low, ci_high), (tail, tail_kind), mean)."""
+    Returns ((tail, tail_kind), mean)."""
     pooled = np.concatenate(calls)
-    interval = estimators.pooled_bootstrap_median_ci(cast(Sequence[Sequence[float]], calls))
     if len(calls) >= estimators.TAIL_FLOOR:
         tail = estimators.tail(pooled, lower)
     else:
         tail = estimators.tail([estimators.median(c) for c in calls], lower)
-    return estimators.median(pooled), interval, tail, estimators.mean(pooled)
+    return tail, estimators.mean(pooled)
 
 
 def distribution(values: np.ndarray) -> dict:

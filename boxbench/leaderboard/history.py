@@ -139,7 +139,7 @@ def _values(board: Board, provider: Provider, run: Run, units: dict, method):
         trials, measurements = load_trials(board.benchmark, {provider.id: run})
         grouped = group_cells(board.benchmark, trials, measurements, [])
         cells = {u: grouped.get((u, provider.id), EMPTY_CELL) for u in units}
-        rows = {units[u]: summary.summarize(c.samples, method) for u, c in cells.items()}
+        rows = {units[u]: summary.center(c.samples, method) for u, c in cells.items()}
     values, points = {}, []
     for unit_id, cell in cells.items():
         unit = units[unit_id]

@@ -168,3 +168,19 @@ def test_derived_keys_join_the_stages_in_bar_order():
 @pytest.mark.parametrize("value", [None, float("nan"), float("inf")])
 def test_non_finite_values_become_none(value):
     assert summary.finite_or_none(value) is None
+
+
+@pytest.mark.parametrize(
+    ("values", "calls", "method"),
+    [
+        ([5, 1, 3, 2, 4, 9, 7], [], Method(measure_unit="ms")),
+        ([1200, 1180, 1250], [], Method(lower_is_better=False, measure_unit="events/s")),
+        ([2.0, 5.0, 3.0], [[1.0, 2.0, 9.0], [5.0, 6.0], [3.0]], Method(statistic=summary.POOLED)),
+        ([], [], Method(measure_unit="ms")),
+    ],
+)
+def test_a_history_points_center_is_the_summarys(values, calls, method):
+    # History points of earlier runs use center() alone: it must give the board's numbers.
+    cell = Samples(values=np.array(values, dtype=float), calls=[np.array(c) for c in calls])
+    row = summary.summarize(cell, method)
+    assert summary.center(cell, method) == {k: row[k] for k in ("n", "median", "ci_low", "ci_high")}
