@@ -53,6 +53,15 @@ def nothing_to_chart(rows: list[dict]) -> str:
     )
 
 
+LEGEND_BELOW = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "traceorder": "normal",
+}
+
+
 def _layout(title: str, height: int, **extra) -> dict:
     layout = {
         "title": {"text": title, "font": {"size": 15}},
@@ -62,7 +71,9 @@ def _layout(title: str, height: int, **extra) -> dict:
         "font": FONT,
         "plot_bgcolor": "white",
         "showlegend": True,
-        "legend": {"orientation": "h", "y": -0.2, "traceorder": "normal"},
+        # At the figure's bottom, not a share of the plot's height below it: under a short plot
+        # that share put the legend on the axis title.
+        "legend": LEGEND_BELOW,
     }
     layout.update(extra)
     for axis in ("xaxis", "yaxis"):
@@ -380,7 +391,7 @@ def score_chart(overview: OverviewPage) -> dict | None:
             "categoryarray": list(reversed(labels)),
             "type": "category",
         },
-        legend={"orientation": "h", "y": -0.15, "traceorder": "reversed"},
+        legend={**LEGEND_BELOW, "traceorder": "reversed"},
     )
     return {"data": traces, "layout": layout}
 

@@ -2,6 +2,8 @@
 published run with its 95 % interval, each point linking to its run (layout only; the numbers
 are materialized, boxbench.leaderboard.history)."""
 
+from datetime import datetime, timedelta
+
 from boxbench.charts import _layout, plain, provider_colour
 from boxbench.leaderboard.shapes import HistoryPage
 from boxbench.templatetags.boxbench_format import num, short
@@ -47,18 +49,37 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
     if not traces:
         return None
     better = "lower" if history["lower_is_better"] else "higher"
+    # Two short lines: one long subtitle was cut at both ends on a phone.
     title = (
         f"History of {plain(unit)}: median per published run<br><sub>{measure}, {better} is "
-        "better; one line per results series; click a point to open its run</sub>"
+        "better; one line per results series;<br>click a point to open its run</sub>"
     )
+    published = sorted(x for trace in traces for x in trace["x"])
     layout = _layout(
         title,
-        420,
-        xaxis={"title": {"text": "published"}, "type": "date", "gridcolor": "#eee"},
+        440,
+        margin={"l": 10, "r": 20, "t": 80, "b": 50},
+        xaxis={
+            "title": {"text": "published"},
+            "type": "date",
+            "gridcolor": "#eee",
+            # Dates, level: runs published minutes apart drew sub-second ticks that collided.
+            "tickformat": "%Y-%m-%d",
+            "tickangle": 0,
+            "nticks": 5,
+            "range": [_day_before(published[0]), _day_after(published[-1])],
+        },
         yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
-        legend={"orientation": "h", "y": -0.3},
     )
     return {"data": traces, "layout": layout}
+
+
+def _day_before(moment: str) -> str:
+    return (datetime.fromisoformat(moment) - timedelta(days=1)).isoformat()
+
+
+def _day_after(moment: str) -> str:
+    return (datetime.fromisoformat(moment) + timedelta(days=1)).isoformat()
 
 
 def _minus(a, b):

@@ -1,12 +1,15 @@
-"""The overview's pictures and a comparison in headless Chromium, at 1280 px and on a phone
-(400 px): every chart drawn, its numbers those of the JSON API, no label cut off at the chart's
-edge and no two labels on top of each other. Screenshots go to var/screenshots/."""
+"""The overview's pictures, a comparison, a history chart and a badge in headless Chromium, at
+1280 px and on a phone (400 px): every chart drawn, its numbers those of the JSON API, no label cut
+off at the chart's edge (or the badge's) and no two labels on top of each other. Screenshots go to
+var/screenshots/."""
 
 import json
 
 import pytest
 
-from tests.support.web import visit
+from boxbench.history_charts import series_name
+from boxbench.templatetags.boxbench_format import num
+from tests.support.web import SHOTS, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -100,4 +103,45 @@ def test_a_comparison_reads_well(live_server, browser, published_run, client, wi
     shown = tab.locator("#compare-rows tbody tr").count()
     assert shown == len(api["rows"])
     assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_a_history_chart_and_a_badge_read_well_and_match_the_api(
+    live_server, browser, published_run, client, width
+):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    visit(tab, live_server.url + "/benchmarks/create/", f"history-{width}px")
+    assert assert_readable(tab, "/benchmarks/create/", width) >= 1
+    history = client.get("/api/v1/benchmarks/create/history").json()["page"]
+    expected = {
+        series_name(s): [p["median"] for p in s["points"] if p["median"] is not None]
+        for s in history["series"]
+    }
+    drawn = embedded(tab, "history-chart")["data"]
+    assert {trace["name"]: trace["y"] for trace in drawn} == {
+        name: medians for name, medians in expected.items() if medians
+    }
+    # The badge says what the benchmark's API answer says, and its text fits inside it.
+    rows = client.get("/api/v1/benchmarks/create").json()["page"]["rows"]
+    local = next(r for r in rows if r["provider"] == "local")
+    ranked = sum(r["rank"] is not None for r in rows)
+    # An SVG document: opened and drawn as a README's image would be, then screenshotted alone
+    # (a full-page screenshot of a bare SVG document never finishes in Chromium).
+    response = tab.goto(live_server.url + "/providers/local/create.svg")
+    assert response.status == 200 and response.headers["content-type"].startswith("image/svg")
+    tab.locator("svg").screenshot(path=str(SHOTS / f"badge-{width}px.png"))
+    texts = tab.locator("text").all_text_contents()
+    assert f"{num(local['workload_value'])} ms · #{local['rank']} of {ranked}" in texts
+    fits = tab.evaluate(
+        """() => { const svg = document.querySelector('svg');
+                   const width = svg.width.baseVal.value;
+                   return [...svg.querySelectorAll('text')].every(t => {
+                       const box = t.getBBox(); return box.x >= 0 && box.x + box.width <= width;
+                   }); }"""
+    )
+    assert fits
     context.close()
