@@ -57,6 +57,15 @@ def assert_readable(tab, path: str, width: int) -> int:
     return len(charts)
 
 
+def new_tab(browser, width: int):
+    """A browser context of this width and its tab, which collects the page's script errors."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    return context, tab
+
+
 def embedded(tab, chart_id: str) -> dict:
     return json.loads(tab.locator(f"#{chart_id}-data").text_content())
 
@@ -65,10 +74,7 @@ def embedded(tab, chart_id: str) -> dict:
 def test_the_overview_pictures_read_well_and_match_the_api(
     live_server, browser, published_run, client, width
 ):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    tab = context.new_page()
-    tab.errors = []
-    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    context, tab = new_tab(browser, width)
     visit(tab, live_server.url + "/", f"overview-pictures-{width}px")
     assert assert_readable(tab, "/", width) == 4  # the score chart and three headlines
     api = client.get("/api/v1/overview").json()["page"]
@@ -94,9 +100,7 @@ def test_the_overview_pictures_read_well_and_match_the_api(
 
 @pytest.mark.parametrize("width", [1280, 400])
 def test_a_comparison_reads_well(live_server, browser, published_run, client, width):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    tab = context.new_page()
-    tab.errors = []
+    context, tab = new_tab(browser, width)
     visit(tab, live_server.url + "/compare/?a=local&b=docker", f"compare-{width}px")
     api = client.get("/api/v1/compare?a=local&b=docker").json()["page"]
     assert tab.locator("#compare-summary").inner_text() == api["summary"]["text"]
@@ -110,10 +114,7 @@ def test_a_comparison_reads_well(live_server, browser, published_run, client, wi
 def test_a_history_chart_and_a_badge_read_well_and_match_the_api(
     live_server, browser, published_run, client, width
 ):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    tab = context.new_page()
-    tab.errors = []
-    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    context, tab = new_tab(browser, width)
     visit(tab, live_server.url + "/benchmarks/create/", f"history-{width}px")
     assert assert_readable(tab, "/benchmarks/create/", width) >= 1
     history = client.get("/api/v1/benchmarks/create/history").json()["page"]
