@@ -27,7 +27,7 @@ from stats.summary import PROBE
 
 SLUG = "isolation"
 # Per group: the exec's own limit, above the probe's bounded runtime.
-LIMITS_S = {"cpu_burn": 30.0, "memory": 60.0, "operations": 60.0}
+LIMITS_S = {"cpu_burn": 30.0, "memory": 90.0, "operations": 60.0}
 DEFAULT_LIMIT_S = 30.0
 EVIDENCE_BYTES = 2000  # of each raw answer kept as evidence
 

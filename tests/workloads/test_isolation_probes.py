@@ -5,6 +5,7 @@ import errno
 
 import pytest
 
+from runner.benchmarks import isolation
 from runner.benchmarks import isolation_probes as probes
 
 
@@ -113,7 +114,13 @@ def test_an_allocation_that_got_everything_shows_the_limit_does_not_hold():
 def test_an_allocation_that_timed_out_records_nothing_and_says_why():
     answer = probes.read_memory({"target_mib": 5120, "allocated_mib": 640, "end": "timeout"}, 4096)
     assert answer.readings == {}
-    assert "still running after 20 s" in answer.missing["memory_limit_holds"]
+    why = answer.missing["memory_limit_holds"]
+    assert f"still running after {probes.ALLOCATION_LIMIT_S} s" in why
+
+
+def test_the_allocation_bound_lies_inside_the_execs_own_limit():
+    # The probe must report a timeout itself, never be cut off by the exec without an answer.
+    assert isolation.LIMITS_S["memory"] >= probes.ALLOCATION_LIMIT_S + 10
 
 
 @pytest.mark.parametrize(
@@ -278,7 +285,7 @@ class FakeTrial:
         self.evidence_kept: list[dict] = []
 
     def exec(self, argv, timeout, stdin=None):
-        assert argv[:3] == ["python3", "-I", "-c"] and timeout <= 60
+        assert argv[:3] == ["python3", "-I", "-c"] and timeout <= max(isolation.LIMITS_S.values())
         return self.answer
 
     def record(self, name, value, **_):
