@@ -67,19 +67,15 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
             "tickformat": "%Y-%m-%d",
             "tickangle": 0,
             "nticks": 5,
-            "range": [_day_before(published[0]), _day_after(published[-1])],
+            "range": [_days_from(published[0], -1), _days_from(published[-1], 1)],
         },
         yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
     )
     return {"data": traces, "layout": layout}
 
 
-def _day_before(moment: str) -> str:
-    return (datetime.fromisoformat(moment) - timedelta(days=1)).isoformat()
-
-
-def _day_after(moment: str) -> str:
-    return (datetime.fromisoformat(moment) + timedelta(days=1)).isoformat()
+def _days_from(moment: str, days: int) -> str:
+    return (datetime.fromisoformat(moment) + timedelta(days=days)).isoformat()
 
 
 def _minus(a, b):

@@ -96,22 +96,27 @@ def isolation_trial(provider: str, seq: int, metrics: dict) -> str:
     )
 
 
-@pytest.fixture
-def imported(tmp_path):
-    """The dashboard fixture run with Isolation trials, imported and not yet audited."""
+def import_with_isolation(path, timed: bool) -> Run:
+    """The dashboard fixture run with Isolation trials added (timed) or alone (not timed),
+    written to `path` and imported."""
     lines = factory.run_lines(trials_per_cell=3)
     header = json.loads(lines[0])
-    header["benchmarks"].append(isolation_definition())
-    lines[0] = json.dumps(header)
+    header["benchmarks"] = [*(header["benchmarks"] if timed else []), isolation_definition()]
+    lines = [json.dumps(header), *(lines[1:] if timed else [])]
     seq = 0
     for provider, trials in READINGS.items():
         for metrics in trials:
             seq += 1
             lines.append(isolation_trial(provider, seq, metrics))
-    path = tmp_path / "run.jsonl"
     path.write_text("\n".join(lines) + "\n")
     call_command("bench", "import", str(path))
-    run = Run.objects.get(id=factory.RUN_ID)
+    return Run.objects.get(id=factory.RUN_ID)
+
+
+@pytest.fixture
+def imported(tmp_path):
+    """The dashboard fixture run with Isolation trials, imported and not yet audited."""
+    run = import_with_isolation(tmp_path / "run.jsonl", timed=True)
     for trial in Trial.objects.filter(
         run=run, benchmark__slug="isolation", provider__slug="docker"
     ):
@@ -243,18 +248,7 @@ def test_the_pages_render_every_variable_their_templates_name(client, isolation_
 
 
 def test_with_only_probes_published_compare_offers_nobody_and_says_why(client, tmp_path):
-    header = json.loads(factory.run_lines(trials_per_cell=3)[0])
-    header["benchmarks"] = [isolation_definition()]
-    lines = [json.dumps(header)]
-    seq = 0
-    for provider, trials in READINGS.items():
-        for metrics in trials:
-            seq += 1
-            lines.append(isolation_trial(provider, seq, metrics))
-    path = tmp_path / "probes.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    call_command("bench", "import", str(path))
-    publishing.publish(Run.objects.get(id=factory.RUN_ID))
+    publishing.publish(import_with_isolation(tmp_path / "probes.jsonl", timed=False))
     assert Aggregate.objects.page(Scope.BENCHMARK, "isolation")  # published, yet not compared
     page = client.get("/compare/").content.decode()
     assert "<option" not in page
