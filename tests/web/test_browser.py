@@ -5,6 +5,7 @@ import csv
 import io
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.web import csp_violations, visit
 from tests.web import factory
@@ -74,11 +75,12 @@ def test_it_switches_derived_views_and_keeps_the_choice_in_the_url(
     assert table.count() == 3
     both = table.first.locator("td").nth(2).inner_text()
     page.locator("#derived input[value=ready]").uncheck()
-    assert "stages=create" in page.url
+    page.wait_for_url("**stages=create**")
+    expect(table.first.locator("td").nth(2)).not_to_have_text(both)
     create_only = table.first.locator("td").nth(2).inner_text()
     assert float(create_only) < float(both)
     page.reload()
-    assert not page.locator("#derived input[value=ready]").is_checked()
+    expect(page.locator("#derived input[value=ready]")).not_to_be_checked()
     assert table.first.locator("td").nth(2).inner_text() == create_only
     assert page.errors == []
 
@@ -87,12 +89,16 @@ def test_it_expands_the_score_tree_down_to_units(live_server, page, published_ru
     visit(page, live_server.url + "/", "overview-collapsed")
     unit_row = page.locator('tr[data-path="workload_time/deepswe/trace-a"]')
     assert unit_row.count() == 0
+    # Each toggle is a link: a click starts a navigation and returns before the next page is
+    # there, so every check after one waits for that page.
     page.locator('a.toggle[data-path="workload_time"]').click()
+    page.wait_for_url("**/?open=workload_time#score-tree")
     page.locator('a.toggle[data-path="workload_time/deepswe"]').click()
-    assert unit_row.is_visible()
-    assert "open=workload_time%2Cworkload_time/deepswe" in page.url
+    page.wait_for_url("**/?open=workload_time%2Cworkload_time/deepswe#score-tree")
+    expect(unit_row).to_be_visible()
     page.locator('a.toggle[data-path="workload_time"]').click()
-    assert unit_row.count() == 0
+    page.wait_for_url(lambda url: "open=" not in url)
+    expect(unit_row).to_have_count(0)
     assert page.errors == []
 
 
@@ -119,6 +125,7 @@ def test_it_guides_a_newcomer_from_an_empty_overview_to_the_refused_runs_audit(
     runs = page.locator("#awaiting-runs tbody tr")
     assert runs.count() == 1 and "unresolved" in runs.first.inner_text()
     runs.first.get_by_role("link", name="dashboard-fixture").click()
+    page.wait_for_url(f"{live_server.url}/runs/{imported_run.id}/")
     visit(page, page.url, "first-visit-refused-run")
     failing = page.locator("#publication-refused #failing-checks tbody tr")
     assert failing.count() == len(holdbacks.failing_checks(imported_run.audit_report))
