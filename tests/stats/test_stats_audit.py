@@ -75,6 +75,17 @@ def test_it_fails_a_first_round_15_percent_slower():
     assert verdict(frame, "first_round") == "fail"
 
 
+def test_the_first_round_check_gives_both_groups_medians():
+    frame = clean_pair()
+    frame.loc[frame["round"] == 1, "value"] *= 1.3
+    first, later = frame[frame["round"] == 1]["value"], frame[frame["round"] != 1]["value"]
+    details = checks_of(frame)[0]["first_round"]["details"]
+    # Lower medians, as the effect's: an even group's is its lower middle value.
+    assert details["median_a"] == sorted(first)[(len(first) - 1) // 2]
+    assert details["median_b"] == sorted(later)[(len(later) - 1) // 2]
+    assert (details["n_a"], details["n_b"]) == (len(first), len(later))
+
+
 def test_it_leaves_first_round_unassessed_without_round_numbers():
     frame = clean_pair()
     frame["round"] = np.nan
