@@ -65,6 +65,7 @@ def run_page(request, run_id):
         "refusals": manifest.refusals,
         "demo": manifest.demo,
         "rerun_of": manifest.rerun_of,
+        "schedule": _schedule(manifest, pairs),
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
         request, permissions.PUBLISH
@@ -147,6 +148,26 @@ def _pairs(report: dict, resolved: dict) -> list[dict]:
         pairs.append({**pair, "check_list": checks})
     pairs.sort(key=lambda p: (VERDICT_ORDER.get(p["verdict"], 9), p["provider"], p["benchmark"]))
     return pairs
+
+
+def _schedule(manifest, pairs: list[dict]) -> dict:
+    """What the page discloses of the schedule, so a reader can see that no provider met a
+    fixed battery: the seed, each chain's shuffled (benchmark, round) order, and per pair the
+    audit's first round against the later ones, with both groups' medians."""
+    chains = [
+        {
+            "provider": provider,
+            "steps": [{"benchmark": b, "round": r} for b, r in chain.order],
+            "stopped": chain.stopped or chain.error,
+        }
+        for provider, chain in sorted(manifest.chains.items())
+    ]
+    first_round = [
+        {"provider": p["provider"], "benchmark": p["benchmark"], **p["checks"]["first_round"]}
+        for p in sorted(pairs, key=lambda p: (p["provider"], p["benchmark"]))
+        if "first_round" in p.get("checks", {})
+    ]
+    return {"seed": manifest.seed, "chains": chains, "first_round": first_round}
 
 
 def _blockers(run, pairs: list[dict]) -> list[dict]:
