@@ -167,7 +167,13 @@ def _schedule(manifest, pairs: list[dict]) -> dict:
         for p in sorted(pairs, key=lambda p: (p["provider"], p["benchmark"]))
         if "first_round" in p.get("checks", {})
     ]
-    return {"seed": manifest.seed, "chains": chains, "first_round": first_round}
+    failing = sum(1 for f in first_round if f.get("verdict") == "fail")
+    return {
+        "seed": manifest.seed,
+        "chains": chains,
+        "first_round": first_round,
+        "first_round_failing": failing,
+    }
 
 
 def _blockers(run, pairs: list[dict]) -> list[dict]:
