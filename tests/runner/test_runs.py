@@ -11,7 +11,7 @@ from django.db import connection
 from django.urls import reverse
 
 from boxbench.leaderboard.sources import ranking_floor, unit_scope
-from boxbench.models import Benchmark, Outcome, Run, RunStatus, Trial, TrialState, Unit
+from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner import chain, runs, steps, store
 from runner.plan import PlanError, batch_label, plan_run
 from runner.providers.base import SandboxSpec
@@ -338,28 +338,19 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     )
     benchmarks = run.manifest["benchmarks"]
     assert run.manifest["refusals"] == []
-    assert {"create", "destroy", "disk-seq", "hard-links", "deepswe-boxbench"} <= set(benchmarks)
+    assert {"create", "destroy", "cpu-single", "hard-links", "deepswe-boxbench"} <= set(benchmarks)
     assert benchmarks["deepswe-boxbench"]["units"] == ["six-ensure-bytearray", "toolz-dissoc-if"]
-    # Every workload family has a unit, so the workload section has a value from each.
-    assert benchmarks["ci-actions-boxbench"]["units"] == ["xxhash-ci"]
-    assert benchmarks["rl-rollouts"]["units"] == ["six-ensure-bytearray"]
     assert all(b["parallel_trials"] == 2 for b in benchmarks.values())
-    # Each benchmark's trials reach the floor it is ranked against: the declared one, or a
-    # subset's share of it per unit.
-    for slug, planned in benchmarks.items():
-        benchmark = Benchmark.objects.get(slug=slug)
-        declared = Unit.objects.filter(benchmark=benchmark).count()
-        floor = ranking_floor(benchmark, run, declared)
-        assert planned["trials_per_unit"] * len(planned["units"]) >= floor, slug
-        assert run.trials.filter(benchmark=benchmark).count() == 20 * len(planned["units"])
+    for slug, b in benchmarks.items():
+        if slug != "deepswe-boxbench":
+            assert b["trials_per_unit"] >= b["ranking_floor"]
+    assert run.trials.filter(benchmark__slug="deepswe-boxbench").count() == 40
     # Planning stores every unit, so the two are published as a subset against its share of 180.
-    deepswe = Benchmark.objects.get(slug="deepswe-boxbench")
+    deepswe = run.trials.filter(benchmark__slug="deepswe-boxbench").first().benchmark
     declared = Unit.objects.filter(benchmark=deepswe).count()
     assert (deepswe.version, deepswe.ranking_floor, declared) == ("2", 180, 10)
     assert ranking_floor(deepswe, run, declared) == 36
     assert unit_scope(2, declared)["text"] == "2 of 10 units"
-    ci = Benchmark.objects.get(slug="ci-actions-boxbench")
-    assert (ci.ranking_floor, ranking_floor(ci, run, 7)) == (126, 18)
 
 
 def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
@@ -383,13 +374,14 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     assert benchmarks.pop("isolation")["trials_per_unit"] == 3
     assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
     assert len(benchmarks["ci-actions-boxbench"]["units"]) == 7
-    # The default plan is the full one less the long machine runs and the isolation probes (20
-    # trials of their CPU burn would be minutes of probing), with the workloads on a few of
-    # their units.
+    # The default plan is the full one less the long machine runs, RL rollouts (each trial
+    # prepares and restores a task: minutes more on docker), the isolation probes (20 trials of
+    # their CPU burn would be minutes of probing), the CI pipelines (seconds to minutes per
+    # trial) and eight DeepSWE units.
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
-    machine = {"cpu-single", "cpu-all", "memory-bandwidth", "disk-rand-read-4k"}
-    assert left_out == machine | {"disk-rand-write-4k", "isolation"}
+    machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
+    assert left_out == machine | {"rl-rollouts", "isolation", "ci-actions-boxbench"}
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):
