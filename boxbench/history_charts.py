@@ -2,6 +2,7 @@
 published run with its 95 % interval, each point linking to its run (layout only; the numbers
 are materialized, boxbench.leaderboard.history)."""
 
+import math
 from datetime import datetime, timedelta
 
 from boxbench.charts import _layout, plain, provider_colour
@@ -55,6 +56,7 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
         "better; one line per results series;<br>click a point to open its run</sub>"
     )
     published = sorted(x for trace in traces for x in trace["x"])
+    start, end = _days_from(published[0], -1), _days_from(published[-1], 1)
     layout = _layout(
         title,
         440,
@@ -66,12 +68,25 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
             # Dates, level: runs published minutes apart drew sub-second ticks that collided.
             "tickformat": "%Y-%m-%d",
             "tickangle": 0,
-            "nticks": 5,
-            "range": [_days_from(published[0], -1), _days_from(published[-1], 1)],
+            "dtick": tick_days(start, end) * DAY_MS,
+            "range": [start, end],
         },
         yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
     )
     return {"data": traces, "layout": layout}
+
+
+DAY_MS = 86_400_000
+MAX_TICK_GAPS = 3
+
+
+def tick_days(start: str, end: str) -> int:
+    """Whole days between dated ticks, so the axis has at most three gaps between them. A date
+    label is about 76 px wide, and on a 400 px phone the plot is about 300 px: with only nticks
+    set, Plotly put ticks 12 hours apart on one run's two-day range, 74 px apart, and the labels
+    of neighbouring ticks overlapped."""
+    span = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    return max(1, math.ceil(span / timedelta(days=1) / MAX_TICK_GAPS))
 
 
 def _days_from(moment: str, days: int) -> str:

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from boxbench import publishing
+from boxbench.history_charts import tick_days
 from boxbench.models import Aggregate, Run, Scope
 from tests.support.web import explain_failures, figure
 from tests.web import factory
@@ -94,11 +95,29 @@ def test_the_benchmark_page_charts_the_history_and_lists_the_changes(client, tmp
     assert len(chart["data"]) == len(history["series"])
     for trace in chart["data"]:
         assert [c[0] for c in trace["customdata"]] == [f"/runs/{first.id}/", f"/runs/{second.id}/"]
+    # Dated ticks a whole number of days apart, at most three gaps: room for each label.
+    axis = chart["layout"]["xaxis"]
+    start, end = (datetime.fromisoformat(x) for x in axis["range"])
+    assert axis["dtick"] % 86_400_000 == 0
+    assert (end - start) / timedelta(milliseconds=axis["dtick"]) <= 3
     answer = client.get("/api/v1/benchmarks/cpu/history").json()["page"]
     assert answer == {**history, "unit": "cpu", "units": ["cpu"]}
     page = response.content.decode()
     assert "CPU cpu 17 % lower than run run-1" in page
     assert page.index("CPU cpu 17 %") < page.index("<td>no</td>")  # flagged ones first
+
+
+@pytest.mark.parametrize("hours", [0, 1, 30, 50, 73, 74, 98, 99, 200, 1000, 24 * 400])
+def test_the_history_axis_keeps_at_most_three_gaps_between_dated_ticks(hours):
+    # Its range is the runs' span and a day either side. Left to Plotly, one run's two days
+    # had ticks 12 h apart, 74 px on a phone, and their 76 px date labels overlapped.
+    last = datetime(2026, 12, 7, 2, 30)
+    start = (last - timedelta(hours=hours, days=1)).isoformat()
+    end = (last + timedelta(days=1)).isoformat()
+    days = tick_days(start, end)
+    span_days = (hours + 48) / 24
+    assert span_days / days <= 3
+    assert days == 1 or span_days / (days - 1) > 3  # the shortest step that keeps three
 
 
 def atom_entries(response) -> list[dict]:
