@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from boxbench import publishing
-from boxbench.history_charts import tick_days
+from boxbench.history_charts import DAY_MS, tick_days
 from boxbench.models import Aggregate, Run, Scope
 from tests.support.web import explain_failures, figure
 from tests.web import factory
@@ -98,7 +98,7 @@ def test_the_benchmark_page_charts_the_history_and_lists_the_changes(client, tmp
     # Dated ticks a whole number of days apart, at most three gaps: room for each label.
     axis = chart["layout"]["xaxis"]
     start, end = (datetime.fromisoformat(x) for x in axis["range"])
-    assert axis["dtick"] % 86_400_000 == 0
+    assert axis["dtick"] % DAY_MS == 0
     assert (end - start) / timedelta(milliseconds=axis["dtick"]) <= 3
     answer = client.get("/api/v1/benchmarks/cpu/history").json()["page"]
     assert answer == {**history, "unit": "cpu", "units": ["cpu"]}
