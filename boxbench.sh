@@ -270,13 +270,16 @@ cmd_test() {
   "$VENV/bin/ruff" format --check .
   say "mypy (stats/ and runner/)"
   "$VENV/bin/mypy"
-  # On SQLite each xdist worker has its own in-memory database. Many tests wait on subprocesses
-  # and sandboxes, so 3 workers on a 2-core machine; Podman and browser tests keep to one worker
-  # each (--dist loadgroup, tests/conftest.py).
-  say "Tests on SQLite (${BOXBENCH_TEST_WORKERS:-3} workers)"
-  env -u DATABASE_URL "$VENV/bin/pytest" -n "${BOXBENCH_TEST_WORKERS:-3}" --dist loadgroup "$@"
-  say "Tests that use the database, again on PostgreSQL ($pg_url)"
-  DATABASE_URL=$pg_url BOXBENCH_DATABASE_TESTS_ONLY=1 "$VENV/bin/pytest" "$@"
+  # Each xdist worker has a database of its own: in memory on SQLite, test_<name>_gw<N> on
+  # PostgreSQL (pytest-django names it). Many tests wait on subprocesses and sandboxes, so 3
+  # workers on a 2-core machine; Podman and browser tests keep to one worker each (--dist
+  # loadgroup, tests/conftest.py).
+  local workers=${BOXBENCH_TEST_WORKERS:-3}
+  say "Tests on SQLite ($workers workers)"
+  env -u DATABASE_URL "$VENV/bin/pytest" -n "$workers" --dist loadgroup "$@"
+  say "Tests that use the database, again on PostgreSQL ($pg_url, $workers workers)"
+  DATABASE_URL=$pg_url BOXBENCH_DATABASE_TESTS_ONLY=1 \
+    "$VENV/bin/pytest" -n "$workers" --dist loadgroup "$@"
 }
 
 case "${1:-}" in

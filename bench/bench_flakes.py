@@ -6,8 +6,8 @@ suite's normal parallelism.
 
 Each repetition is one pytest process over the chosen rooms, run as `./boxbench.sh test` runs
 them (boxbench.sh, cmd_test): on SQLite with `-n WORKERS --dist loadgroup`; with
-`--database-url`, on that PostgreSQL database, serially and only the tests that use the
-database, as the suite's second pass does (pytest-django creates and drops its `test_` copy).
+`--database-url`, on that PostgreSQL database, only the tests that use the database, as the
+suite's second pass does (pytest-django creates and drops each worker's `test_` copy).
 Every repetition writes a JUnit XML report; the table then gives each test's passes over the
 repetitions that ran it, with the repetitions it failed in and the first line of its last
 message: every test that failed at least once, or every test with `--all`; then the count of
@@ -79,12 +79,10 @@ def read_report(path: Path, repetition: int, tallies: dict[str, Tally]) -> int:
     return count
 
 
-def pytest_command(paths: list[str], workers: int, database_url: str | None, report: Path, extra):
+def pytest_command(paths: list[str], workers: int, report: Path, extra):
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *paths]
     command += [f"--junitxml={report}", "-o", "junit_family=xunit1", *extra]
-    if database_url is None:
-        command += ["-n", str(workers), "--dist", "loadgroup"]
-    return command
+    return command + ["-n", str(workers), "--dist", "loadgroup"]
 
 
 def environment(database_url: str | None) -> dict[str, str]:
@@ -100,7 +98,7 @@ def environment(database_url: str | None) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=3, help="xdist workers on SQLite")
+    parser.add_argument("--workers", type=int, default=3, help="xdist workers")
     parser.add_argument("--database-url", help="run the PostgreSQL pass on this database")
     parser.add_argument("--only", default="reliability,providers,browser")
     parser.add_argument("--keep", type=Path, help="keep each repetition's output here")
@@ -114,18 +112,15 @@ def main() -> int:
     paths = [p for room in rooms for p in ROOMS[room]]
     keep = args.keep or Path(tempfile.mkdtemp(prefix="bench-flakes-"))
     keep.mkdir(parents=True, exist_ok=True)
-    where = (
-        f"PostgreSQL ({args.database_url}), serial"
-        if args.database_url
-        else (f"SQLite, -n {args.workers} --dist loadgroup")
-    )
+    database = f"PostgreSQL ({args.database_url})" if args.database_url else "SQLite"
+    where = f"{database}, -n {args.workers} --dist loadgroup"
     print(f"{args.repeat} repetition(s) of {', '.join(rooms)} on {where}; output in {keep}")
 
     tallies: dict[str, Tally] = defaultdict(Tally)
     walls = []
     for repetition in range(1, args.repeat + 1):
         report = keep / f"report-{repetition}.xml"
-        command = pytest_command(paths, args.workers, args.database_url, report, args.extra)
+        command = pytest_command(paths, args.workers, report, args.extra)
         started = time.monotonic()
         with open(keep / f"output-{repetition}.txt", "wb") as out:
             status = subprocess.run(

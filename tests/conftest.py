@@ -4,11 +4,12 @@
 touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_TESTS_ONLY=1 only
 tests that use the database are collected.
 
-The SQLite pass runs on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
-own SQLite database file and its own tmp_path tree; what a worker would otherwise start once per
-worker and share with nobody, it shares with its group instead: every test that needs the Podman
-service runs on one worker (one service, one check of the standard image, no two imports of it at
-once), and the browser tests on one worker (one Chromium).
+Both passes run on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
+own database (in memory on SQLite, `test_<name>_gw<N>` on PostgreSQL: subprocesses a test starts
+are given that name, tests/reliability/conftest.py) and its own tmp_path tree; what a worker would
+otherwise start once per worker and share with nobody, it shares with its group instead: every
+test that needs the Podman service runs on one worker (one service, one check of the standard
+image, no two imports of it at once), and the browser tests on one worker (one Chromium).
 """
 
 import os
