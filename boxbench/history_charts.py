@@ -9,6 +9,9 @@ from boxbench.charts import _layout, plain, provider_colour
 from boxbench.leaderboard.shapes import HistoryPage
 from boxbench.templatetags.boxbench_format import num, short
 
+DAY_MS = 86_400_000
+MAX_TICK_GAPS = 3  # between dated ticks on the x axis
+
 
 def series_name(series: dict) -> str:
     """A series as a reader tells it apart: the provider, and the image when it has several."""
@@ -74,10 +77,6 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
         yaxis={"title": {"text": measure}, "gridcolor": "#eee"},
     )
     return {"data": traces, "layout": layout}
-
-
-DAY_MS = 86_400_000
-MAX_TICK_GAPS = 3
 
 
 def tick_days(start: str, end: str) -> int:
