@@ -92,13 +92,12 @@ def plan_run(
     for slug, wanted in units.items():
         if slug not in benchmarks:
             raise PlanError(f"units are given for {slug}, which the plan does not include")
-        known_units = [u.slug for u in modules[slug].units()]
-        missing = [u for u in wanted if u not in known_units]
-        if missing or not wanted:
-            raise PlanError(
-                f"unknown unit(s) {', '.join(missing) or '(none given)'} of {slug}; "
-                f"known: {', '.join(known_units)}"
-            )
+        if not wanted:
+            raise PlanError(f"no unit of {slug} is given")
+        problems = [p for p in (unit_problem(modules[slug], u) for u in wanted) if p]
+        if problems:
+            raise PlanError("; ".join(problems))
+    units = {slug: list(dict.fromkeys(wanted)) for slug, wanted in units.items()}
     parallel = {
         slug: rules.parallel_trials(
             modules[slug].DEFINITION,
@@ -186,6 +185,20 @@ def plan_run(
         blocks = _blocks(run_id, provider, manifest.benchmarks, benchmark_rows, order)
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
     return store.create_run(run_id, name, manifest, actor, chains)
+
+
+def unit_problem(benchmark, unit: str) -> str:
+    """Why `unit` cannot be planned for `benchmark`, naming both; "" when it can.
+
+    A benchmark may say more than "unknown" through `unit_problem(slug)` (a burst tier that is
+    not a positive integer, say); a unit its units() lists is always accepted.
+    """
+    known = [u.slug for u in benchmark.units()]
+    if unit in known:
+        return ""
+    slug = benchmark.DEFINITION.slug
+    why = getattr(benchmark, "unit_problem", lambda _: "")(unit) or "no such unit"
+    return f"unit {unit!r} of {slug}: {why} (known: {', '.join(known)})"
 
 
 def _shared_host_schedule(providers, declarations, job_hosts, modules, parallel) -> Schedule | None:

@@ -34,6 +34,12 @@ def add_arguments(parser):
         "--benchmark", action="append", help="Benchmark slug (repeatable or comma-separated)."
     )
     parser.add_argument(
+        "--unit",
+        action="append",
+        help="Units to run (repeatable or comma-separated; default: every unit): of the one "
+        "--benchmark given, or BENCHMARK:UNIT with several.",
+    )
+    parser.add_argument(
         "--provider",
         action="append",
         help="Provider slug (repeatable or comma-separated; default: local, needing no account).",
@@ -117,11 +123,14 @@ def _handle(options, out, demo_slugs=None):
     plan = named_plans.get_plan(options["plan"]) if options.get("plan") else None
     if plan and benchmarks:
         raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
+    if plan and options.get("unit"):
+        raise CommandError("--plan names its own units: give either --plan or --unit")
+    units = unit_choice(_names(options.get("unit")), benchmarks)
     try:
         run = plan_run(
             name,
             benchmarks=list(plan.benchmarks) if plan else benchmarks,
-            units=plan.units if plan else None,
+            units=plan.units if plan else units,
             providers=_names(options.get("provider")) or [DEFAULT_PROVIDER],
             trials=options.get("trials") or (plan.trials if plan else None),
             concurrency=options.get("concurrency") or (plan.concurrency if plan else None),
@@ -175,6 +184,30 @@ def _handle(options, out, demo_slugs=None):
 def _names(values: list[str] | None) -> list[str]:
     """Slugs from repeated flags, each possibly comma-separated: `--provider local,docker`."""
     return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+
+
+def unit_choice(units: list[str], benchmarks: list[str]) -> dict[str, list[str]] | None:
+    """`--unit` values as the plan's {benchmark: [units]}: bare units belong to the one
+    benchmark named; with several, each says its own (`BENCHMARK:UNIT`). Whether a unit exists
+    is the planner's question, so its refusal is the same from the CLI and the admin."""
+    if not units:
+        return None
+    chosen: dict[str, list[str]] = {}
+    for item in units:
+        benchmark, sep, unit = item.rpartition(":")
+        if not sep:
+            if len(benchmarks) != 1:
+                raise CommandError(
+                    f"--unit {item!r}: name one --benchmark, or write BENCHMARK:UNIT "
+                    f"(benchmarks given: {', '.join(benchmarks) or 'none'})"
+                )
+            benchmark = benchmarks[0]
+        elif benchmark not in benchmarks:
+            raise CommandError(f"--unit {item!r}: {benchmark} is not among the --benchmark given")
+        if not unit:
+            raise CommandError(f"--unit {item!r}: no unit after {benchmark}:")
+        chosen.setdefault(benchmark, []).append(unit)
+    return chosen
 
 
 def publish(run: Run, out) -> None:

@@ -319,7 +319,7 @@ def test_it_runs_each_benchmark_with_its_declared_parallel_trials(chain_provider
     )
     assert capped.manifest["benchmarks"]["deepswe-boxbench"]["parallel_trials"] == 4
     assert sorted(capped.trials.values_list("unit__slug", flat=True)) == units
-    with pytest.raises(PlanError, match="unknown unit"):
+    with pytest.raises(PlanError, match="unit .nope. of deepswe-boxbench: no such unit"):
         plan_run("bad", benchmarks=["deepswe-boxbench"], units={"deepswe-boxbench": ["nope"]})
 
 
