@@ -91,7 +91,9 @@ def per_publication(view, also=None, params: tuple[str, ...] = (), client: tuple
             moved = canonical.query_redirect(request, params, client)
             if moved is not None:
                 return moved
-        if request.method != "GET" or _has_messages(request):
+        # HEAD is answered like GET (the server sends no body): from the cache, or rendered
+        # and stored, so neither method renders a page more than once per publication.
+        if request.method not in ("GET", "HEAD") or _has_messages(request):
             return view(request, *args, **kwargs)
         extra = f":{also(request)}" if also else ""
         reader, found = audience.of_with(
