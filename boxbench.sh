@@ -268,7 +268,7 @@ cmd_test() {
   say "ruff"
   "$VENV/bin/ruff" check .
   "$VENV/bin/ruff" format --check .
-  say "mypy (stats/ and runner/)"
+  say "mypy (stats/, runner/, boxbench/)"
   "$VENV/bin/mypy"
   # Each xdist worker has a database of its own: in memory on SQLite, test_<name>_gw<N> on
   # PostgreSQL (pytest-django names it). Many tests wait on subprocesses and sandboxes, so 3

@@ -7,6 +7,7 @@ trial i. A missing value is None or NaN.
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class StackedBar:
     scale: float
     segments: list[Segment]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -44,7 +45,7 @@ class CostBar:
     total_cost: float  # the shown cost, which the segments fill exactly
     segments: list[CostSegment]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -58,7 +59,7 @@ class DerivedView:
     tail: float | None
     tail_label: str | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -69,7 +70,8 @@ def _floats(values: Sequence[float | None]) -> np.ndarray:
 
 def _valid(values: Sequence[float | None]) -> np.ndarray:
     x = _floats(values)
-    return x[np.isfinite(x)]
+    finite: np.ndarray = x[np.isfinite(x)]
+    return finite
 
 
 def stage_medians(stages: Mapping[str, Sequence[float | None]]) -> dict[str, float]:

@@ -6,6 +6,8 @@ comparison of the publication and at least MIN_EFFECT percent of the earlier med
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TypedDict
 
 from stats import estimators
 from stats.significance import bh, mann_whitney_p
@@ -14,7 +16,22 @@ MIN_EFFECT = 15.0  # percent of the earlier median, as the audit's between-group
 Q_LEVEL = 0.05
 
 
-def change(earlier, later) -> dict:
+class Change(TypedDict):
+    n_earlier: int
+    n_later: int
+    median_earlier: float
+    median_later: float
+    percent: float
+    p: float
+
+
+class FlaggedChange(Change):
+    q: float | None
+    flagged: bool
+    direction: str
+
+
+def change(earlier: Sequence[float], later: Sequence[float]) -> Change:
     """The later run's median against the earlier's: the percent change and the two-sided
     Mann-Whitney p-value (NaN when every value is tied)."""
     a = estimators.as_values(earlier, "the earlier run's values")
@@ -32,17 +49,17 @@ def change(earlier, later) -> dict:
 
 
 def flag(
-    changes: list[dict],
+    changes: list[Change],
     lower_is_better: list[bool],
     q_level: float = Q_LEVEL,
     min_effect: float = MIN_EFFECT,
-) -> list[dict]:
+) -> list[FlaggedChange]:
     """Each change with its q-value (BH over the testable ones), whether it is flagged, and its
     direction in words ("slower", "faster", "lower", "higher")."""
     testable = [i for i, c in enumerate(changes) if not math.isnan(c["p"])]
     qs = bh([changes[i]["p"] for i in testable])
     q_of = dict(zip(testable, (float(q) for q in qs), strict=True))
-    out = []
+    out: list[FlaggedChange] = []
     for i, (c, lower) in enumerate(zip(changes, lower_is_better, strict=True)):
         q = q_of.get(i)
         big = not math.isnan(c["percent"]) and abs(c["percent"]) >= min_effect
@@ -59,7 +76,7 @@ def flag(
     return out
 
 
-def describe(c: dict, benchmark: str, earlier_run: str) -> str:
+def describe(c: FlaggedChange, benchmark: str, earlier_run: str) -> str:
     """ "create 23 % slower than run X, q = 0.003"."""
     return (
         f"{benchmark} {abs(c['percent']):.0f} % {c['direction']} than run {earlier_run}, "

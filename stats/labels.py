@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from typing import Any
 
 
 class Label(StrEnum):
@@ -91,7 +92,7 @@ class Status:
     ranked: bool
     meaning: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "label": None if self.label is None else str(self.label),
             "ranked": self.ranked,

@@ -11,7 +11,7 @@ provider-sourced cost anywhere) adds 0 for everyone rather than leaving the coun
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 SECTIONS = ("workload_time", "workload_cost", "sandbox_operations", "machine_performance")
 SECTION_LABELS = {
@@ -37,7 +37,7 @@ class ScoreNode:
     def child(self, key: str) -> "ScoreNode":
         return next(c for c in self.children if c.key == key)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "key": self.key,
             "level": self.level,

@@ -4,7 +4,7 @@ and the Overview composites (docs/methodology.md, "Workload value")."""
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 from scipy.stats import gmean
@@ -27,7 +27,7 @@ class WorkloadValue:
     units: int  # |U|, the size of the unit set the geometric mean runs over
     substitutions: list[Substitution] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
             "units": self.units,
