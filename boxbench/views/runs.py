@@ -21,6 +21,7 @@ from boxbench.models import (
     Evidence,
     Provider,
     ResolutionKind,
+    Run,
     RunStatus,
     Scope,
     Trial,
@@ -51,6 +52,14 @@ def run_page(request, run_id):
     resolved = {(r["provider"], r["benchmark"], r["check_name"]): r for r in resolutions}
     manifest = run.typed_manifest
     pairs = _pairs(run.audit_report or {}, resolved)
+    openable = _openable(
+        request,
+        [r["run"] for r in rerun_links]
+        + [r["rerun"] for r in resolutions if r["rerun"]]
+        + ([manifest.rerun_of.run] if manifest.rerun_of else []),
+    )
+    rerun_links = [{**r, "link": r["run"] in openable} for r in rerun_links]
+    resolutions = [{**r, "link": r["rerun"] in openable} for r in resolutions]
     context = {
         "run": run,
         "badge": live.badge(run, live.failed_trials(cells)),
@@ -65,6 +74,7 @@ def run_page(request, run_id):
         "refusals": manifest.refusals,
         "demo": manifest.demo,
         "rerun_of": manifest.rerun_of,
+        "rerun_of_link": bool(manifest.rerun_of) and manifest.rerun_of.run in openable,
         "schedule": _schedule(manifest, pairs),
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
@@ -81,6 +91,15 @@ def run_page(request, run_id):
     response = render(request, "boxbench/run.html", context)
     # An unpublished run changes as it runs and is audited; a published one only by publication.
     return response if run.published else uncached(response)
+
+
+def _openable(request, run_ids: list[str]) -> set[str]:
+    """The runs among `run_ids` this reader may open: a visitor only the published ones (an
+    unpublished run's page is a 404 for them, so it is named, never linked)."""
+    if may(request, permissions.VIEW_UNPUBLISHED):
+        return set(run_ids)
+    published = Run.objects.filter(id__in=set(run_ids), published=True).values_list("id", flat=True)
+    return {str(run_id) for run_id in published}
 
 
 def _evidence_page(request, run):

@@ -271,6 +271,7 @@ def score_rows(overview: OverviewPage) -> list[dict]:
         elif node["level"] == "unit":
             label = titles.get(path[-1], {}).get("units", {}).get(node["key"], node["key"])
         source = titles.get(path[-1] if node["level"] == "unit" else node["key"], {})
+        measured = node["level"] in ("benchmark", "unit")
         out.append(
             {
                 "level": node["level"],
@@ -280,11 +281,10 @@ def score_rows(overview: OverviewPage) -> list[dict]:
                 "depth": depth,
                 "benchmark": path[-1] if node["level"] == "unit" else node["key"],
                 "unit": node["key"] if node["level"] == "unit" else "",
-                "run": source.get("run", "") if node["level"] in ("benchmark", "unit") else "",
-                "image_digest": source.get("image_digest", "")
-                if node["level"] in ("benchmark", "unit")
-                else "",
-                "units": _scope(source) if node["level"] in ("benchmark", "unit") else "",
+                # Each provider's own run: a re-run of one pair feeds that provider only.
+                "sources": source.get("sources", []) if measured else [],
+                "provider_runs": source.get("provider_runs", {}) if measured else {},
+                "units": _scope(source) if measured else "",
                 "ranking": sorted(
                     ((p, node["scores"][p], node["ranks"][p]) for p in node["scores"]),
                     key=lambda item: (item[2], item[0]),
@@ -313,6 +313,7 @@ def score_table(overview: OverviewPage) -> Table:
     rows = []
     for node in score_rows(overview):
         for provider, value, rank in node["ranking"]:
+            source = node["provider_runs"].get(provider, {})
             rows.append(
                 [
                     node["level"],
@@ -321,8 +322,8 @@ def score_table(overview: OverviewPage) -> Table:
                     provider,
                     score(value),
                     str(rank),
-                    node["run"],
-                    node["image_digest"],
+                    source.get("run", ""),
+                    source.get("image_digest", ""),
                     node["units"],
                 ]
             )

@@ -9,6 +9,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
@@ -16,6 +17,7 @@ from boxbench import publishing
 from boxbench.models import (
     AuditResolution,
     Benchmark,
+    MeasurementName,
     Provider,
     Run,
     RunStatus,
@@ -58,6 +60,32 @@ def explain_failures(run):
                 note="Create slows down over the run by design.",
             )
         )
+
+
+def rerun_of_docker_create(name, minutes, manifest=None):
+    """A completed run re-measuring docker on Create, its trials ending `minutes` from now."""
+    run = Run.objects.create(name=name, status="completed", manifest=manifest or {})
+    create, docker = Benchmark.objects.get(slug="create"), Provider.objects.get(slug="docker")
+    values = np.random.default_rng(minutes).lognormal(np.log(50), 0.02, 20)
+    at = timezone.now() + timedelta(minutes=minutes)
+    for i, value in enumerate(values):
+        Trial.objects.create(
+            run=run,
+            benchmark=create,
+            unit=create.units.get(),
+            provider=docker,
+            round=1 + i % 4,
+            seq=i + 1,
+            state="done",
+            outcome="success",
+            started_at=at,
+            ended_at=at,
+            metrics={"total": float(value)},
+        )
+    MeasurementName.objects.create(
+        run=run, benchmark=create, kind="metric", name="total", unit="ms", clock="job_host"
+    )
+    return run
 
 
 def make_running(run, queued: int = 60, minutes: float = 10.0):

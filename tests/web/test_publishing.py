@@ -1,27 +1,23 @@
 import os
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 
 from boxbench import holdbacks, publishing
 from boxbench.models import (
     Aggregate,
     AuditResolution,
     Benchmark,
-    MeasurementName,
     Outcome,
     Provider,
     Run,
     Scope,
     Trial,
 )
-from tests.support.web import explain_failures
+from tests.support.web import explain_failures, rerun_of_docker_create
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
@@ -141,32 +137,6 @@ def test_a_published_runs_trials_are_never_rewritten_by_an_outlier_exclusion(imp
     victim.refresh_from_db()
     assert victim.outcome == Outcome.SUCCESS
     assert not AuditResolution.objects.filter(check_name="outliers").exists()
-
-
-def rerun_of_docker_create(name, minutes):
-    """A completed run re-measuring docker on Create, its trials ending `minutes` from now."""
-    run = Run.objects.create(name=name, status="completed", manifest={})
-    create, docker = Benchmark.objects.get(slug="create"), Provider.objects.get(slug="docker")
-    values = np.random.default_rng(minutes).lognormal(np.log(50), 0.02, 20)
-    at = timezone.now() + timedelta(minutes=minutes)
-    for i, value in enumerate(values):
-        Trial.objects.create(
-            run=run,
-            benchmark=create,
-            unit=create.units.get(),
-            provider=docker,
-            round=1 + i % 4,
-            seq=i + 1,
-            state="done",
-            outcome="success",
-            started_at=at,
-            ended_at=at,
-            metrics={"total": float(value)},
-        )
-    MeasurementName.objects.create(
-        run=run, benchmark=create, kind="metric", name="total", unit="ms", clock="job_host"
-    )
-    return run
 
 
 def test_a_pair_resolved_by_a_rerun_publishes_from_the_rerun_only(imported_run):
