@@ -160,7 +160,10 @@ def compare(
             reason=reason,
         )
     low, high = ratio_interval(draws_a, draws_b)
-    if low > 1:
+    detectable = detectable_percent(a, b)
+    if below_detectable(median_a, median_b, detectable):
+        verdict = NO_DIFFERENCE
+    elif low > 1:
         verdict = A_BETTER if lower_is_better else B_BETTER
     elif high < 1:
         verdict = B_BETTER if lower_is_better else A_BETTER
@@ -174,21 +177,36 @@ def compare(
         ratio=median_b / median_a,
         ci_low=low,
         ci_high=high,
-        detectable_percent=detectable_percent(a, b),
+        detectable_percent=detectable,
         verdict=verdict,
         reason="",
     )
 
 
+def difference_percent(median_a: float, median_b: float) -> float:
+    """|b - a| as a percentage of the medians' geometric mean: the measure the detectable
+    difference is stated in."""
+    return 100.0 * abs(median_b - median_a) / math.sqrt(median_a * median_b)
+
+
+def below_detectable(median_a: float, median_b: float, detectable: float | None) -> bool:
+    """A difference smaller than the samples could detect is never called a difference, even
+    where the interval excludes 1: a verdict needs both a large enough ratio and the interval.
+    Without a detectable difference (no spread, or too few trials) the interval decides alone."""
+    if detectable is None or median_a <= 0 or median_b <= 0:
+        return False
+    return difference_percent(median_a, median_b) < detectable
+
+
 def describe(c: Comparison, a_name: str, b_name: str, lower_is_better: bool) -> str:
-    """The verdict in words: "A faster by 1.80x (1.60x to 2.00x)", "no difference larger than
-    12 % detectable", "not comparable: <reason>"."""
+    """The verdict in words: "A faster by 1.80x (1.60x to 2.00x)", "no detectable difference
+    (< 12 %)", "not comparable: <reason>"."""
     if c.verdict == NOT_COMPARABLE:
         return f"not comparable: {c.reason}"
     if c.verdict == NO_DIFFERENCE:
         if c.detectable_percent is None:
             return "no difference detectable at these sample sizes"
-        return f"no difference larger than {c.detectable_percent:.0f} % detectable"
+        return f"no detectable difference (< {c.detectable_percent:.0f} %)"
     assert c.ratio is not None and c.ci_low is not None and c.ci_high is not None
     word = "faster" if lower_is_better else "higher"
     # The winner's factor is how many times better it is: b/a when b is ahead on a higher-is-

@@ -32,12 +32,14 @@ def compare_pages(
     for first, second in itertools.combinations(shown, 2):
         a, b = by_slug[first], by_slug[second]
         found = [
-            (row, comparison)
+            (row, comparison, caveats_b_first)
             for board in boards
-            for row, comparison in _board_rows(board, a, b, draws)
+            for row, comparison, caveats_b_first in _board_rows(board, a, b, draws)
         ]
-        pages[(first, second)] = _page(a, b, found)
-        pages[(second, first)] = _page(b, a, [(_flip(r), c.flipped()) for r, c in found])
+        pages[(first, second)] = _page(a, b, [(r, c) for r, c, _ in found])
+        pages[(second, first)] = _page(
+            b, a, [(_flip(r, caveats), c.flipped()) for r, c, caveats in found]
+        )
     return pages
 
 
@@ -58,7 +60,8 @@ class _Draws:
 
 
 def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
-    """(row, comparison) for each unit and series of the board both providers published."""
+    """(row, comparison, the row's caveats in b-first order) for each unit and series of the
+    board both providers published."""
     benchmark = board.benchmark
     lower = benchmark.direction != "higher"
     pooled = benchmark.statistic == POOLED
@@ -69,7 +72,8 @@ def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
             continue
         cell_a = board.cells.get((page["unit_id"], a.id), EMPTY_CELL)
         cell_b = board.cells.get((page["unit_id"], b.id), EMPTY_CELL)
-        reason = _not_comparable(board, a, b, row_a, row_b)
+        reason = _not_comparable(board, a, b)
+        caveats, flipped_caveats = _caveats(a, b, row_a, row_b), _caveats(b, a, row_b, row_a)
         for stage in ["", *page["stages"]]:
             values_a, values_b = _series(cell_a, stage, pooled), _series(cell_b, stage, pooled)
             if not (values_a.size and values_b.size):
@@ -94,8 +98,10 @@ def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
                     "lower_is_better": True if stage else lower,
                     "run_a": row_a.get("run", ""),
                     "run_b": row_b.get("run", ""),
+                    "caveats": caveats,
                 },
                 comparison,
+                flipped_caveats,
             )
 
 
@@ -110,16 +116,10 @@ def _series(cell: Cell, stage: str, pooled: bool) -> np.ndarray:
     return cell.samples.values
 
 
-def _not_comparable(board: Board, a: Provider, b: Provider, row_a: dict, row_b: dict) -> str:
-    """Why a's and b's numbers on this unit should not be set side by side; "" when they may."""
+def _not_comparable(board: Board, a: Provider, b: Provider) -> str:
+    """Why a's and b's numbers on this unit may not be set side by side, as the methodology
+    forbids combining them; "" when they may."""
     reasons = []
-    unranked = [
-        f"{p.name} is {row['label'] or 'not ranked'}"
-        for p, row in ((a, row_a), (b, row_b))
-        if not row["ranked"]
-    ]
-    if unranked:
-        reasons.append("not both ranked (" + "; ".join(unranked) + ")")
     size = (board.benchmark.cpus, board.benchmark.memory_mib)
     for p in (a, b):
         sizes = (p.declaration or {}).get("machine_sizes")
@@ -127,18 +127,30 @@ def _not_comparable(board: Board, a: Provider, b: Provider, row_a: dict, row_b: 
             reasons.append(
                 f"different machine size ({p.name} declares no {size[0]} CPU / {size[1]} MiB)"
             )
+    hosts = [job_host_series(board.runs[p.slug], p.slug) for p in (a, b)]
+    if hosts[0] != hosts[1]:
+        reasons.append("timed from job hosts of another type or region")
+    return "; ".join(reasons)
+
+
+def _caveats(a: Provider, b: Provider, row_a: dict, row_b: dict) -> list[str]:
+    """What a reader should know beside the verdict: every board sets these two side by side,
+    so these are stated, not refused. An image digest starts a results series of one provider
+    over time; it does not forbid comparing two providers at one time."""
+    caveats = [
+        f"{p.name} is {row['label'] or 'not ranked'} here"
+        for p, row in ((a, row_a), (b, row_b))
+        if not row["ranked"]
+    ]
     if row_a.get("image_digest") != row_b.get("image_digest"):
-        reasons.append(
-            f"different image series ({_short(row_a.get('image_digest'))} and "
-            f"{_short(row_b.get('image_digest'))})"
+        caveats.append(
+            f"different images ({a.name} {_short(row_a.get('image_digest'))}, "
+            f"{b.name} {_short(row_b.get('image_digest'))})"
         )
     if row_a["region_marker"] != row_b["region_marker"]:
         where = [f"{p.name}: {p.region_marker or 'near the job host'}" for p in (a, b)]
-        reasons.append(f"timed across different distances ({', '.join(where)})")
-    hosts = [job_host_series(board.runs[p.slug], p.slug) for p in (a, b)]
-    if hosts[0] != hosts[1]:
-        reasons.append("timed from different job hosts")
-    return "; ".join(reasons)
+        caveats.append(f"timed across different distances ({', '.join(where)})")
+    return caveats
 
 
 def _short(digest: str | None) -> str:
@@ -147,8 +159,8 @@ def _short(digest: str | None) -> str:
     return digest.split(":", 1)[-1][:12]
 
 
-def _flip(row: dict) -> dict:
-    return {**row, "run_a": row["run_b"], "run_b": row["run_a"]}
+def _flip(row: dict, caveats: list[str]) -> dict:
+    return {**row, "run_a": row["run_b"], "run_b": row["run_a"], "caveats": caveats}
 
 
 def _page(a: Provider, b: Provider, found: list) -> shapes.ComparePage:

@@ -29,16 +29,23 @@ def chosen_pair(request) -> tuple[str, str] | None:
     return a, b
 
 
-def comparable_providers() -> list[dict]:
+def comparable_providers() -> tuple[list[dict], tuple[str, str] | None]:
     """The providers a comparison can name, by name: those with a comparison page, that is with
-    timed results (probe readings are not compared) beside another provider's."""
+    timed results (probe readings are not compared) beside another provider's; and the pair a
+    bare /compare/ opens on, the first two by overall rank (then by name)."""
     overview: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
     if not overview:
-        return []
+        return [], None
     keys = Aggregate.objects.filter(scope=Scope.COMPARE).values_list("key", flat=True)
     compared = {slug for key in keys for slug in key.split("/")}
     found = [info for slug, info in overview["providers"].items() if slug in compared]
-    return sorted(found, key=lambda info: info["provider_name"])
+    found.sort(key=lambda info: info["provider_name"])
+    ranks = overview["tree"]["ranks"]
+    by_rank = sorted(
+        found, key=lambda i: (ranks.get(i["provider"]) is None, ranks.get(i["provider"], 0))
+    )
+    first = (by_rank[0]["provider"], by_rank[1]["provider"]) if len(by_rank) > 1 else None
+    return found, first
 
 
 def chosen_slice(request, pair: tuple[str, str]) -> CompareSlice:
@@ -89,7 +96,10 @@ def compare(request):
     pair = chosen_pair(request)
     if pair is None and ("benchmark" in request.GET or "page" in request.GET):
         raise Http404("a comparison needs two providers: ?a=<slug>&b=<slug>")
-    context = {"providers": comparable_providers(), "page": None, "pair": pair}
+    providers, first = comparable_providers()
+    # A bare /compare/ opens on the first two ranked providers rather than an empty form.
+    pair = pair or first
+    context = {"providers": providers, "page": None, "pair": pair}
     if pair:
         data = chosen_slice(request, pair)
         context.update(

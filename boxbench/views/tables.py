@@ -349,6 +349,7 @@ def compare_table(page: ComparePage | CompareSlice) -> Table:
         "verdict",
         "run a",
         "run b",
+        "caveats",
     ]
     rows = [
         [
@@ -367,6 +368,7 @@ def compare_table(page: ComparePage | CompareSlice) -> Table:
             r["text"],
             r["run_a"],
             r["run_b"],
+            "; ".join(r.get("caveats", [])),
         ]
         for r in page["rows"]
     ]

@@ -85,7 +85,23 @@ def test_the_same_distribution_reads_as_no_detectable_difference():
     assert c.verdict == compare.NO_DIFFERENCE and c.ci_low < 1 < c.ci_high
     assert 0 < c.detectable_percent < 20
     text = compare.describe(c, "Alpha", "Bravo", True)
-    assert text == f"no difference larger than {c.detectable_percent:.0f} % detectable"
+    assert text == f"no detectable difference (< {c.detectable_percent:.0f} %)"
+
+
+def test_a_difference_below_the_detectable_one_is_no_difference_even_with_a_narrow_interval():
+    # CPU-like: 0.13 % apart on 20 trials each with a tiny spread: the interval excludes 1, but
+    # the difference is smaller than what these samples can detect.
+    rng = np.random.default_rng(27)
+    a = 1172.5 * (1 + rng.normal(0, 0.002, size=20))
+    b = 1174.0 * (1 + rng.normal(0, 0.002, size=20))
+    first, second = compare.uniforms()
+    draws_a, draws_b = compare.median_draws(a, first), compare.median_draws(b, second)
+    low, _ = compare.ratio_interval(draws_a, draws_b)
+    c = compare.compare(a, b, draws_a, draws_b, lower_is_better=False)
+    assert low > 1  # the interval alone would crown b
+    assert compare.difference_percent(c.median_a, c.median_b) < c.detectable_percent
+    assert c.verdict == compare.NO_DIFFERENCE
+    assert compare.describe(c, "A", "B", False).startswith("no detectable difference (< ")
 
 
 def test_the_detectable_effect_is_the_audits_cohen_d_times_the_pooled_robust_sigma():

@@ -187,6 +187,7 @@ class CompareRow(TypedDict):
     text: str
     run_a: str
     run_b: str
+    caveats: list[str]  # said beside the verdict (another image, a region marker, a label)
 
 
 class CompareSummary(TypedDict):
