@@ -6,7 +6,7 @@ from django.template import RequestContext
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import holdbacks, models, permissions, publishing, reruns
+from boxbench import holdbacks, models, permissions, publishing
 from boxbench.admin_access import (
     PublishedUnlessPermitted,
     ReadOnly,
@@ -83,49 +83,6 @@ def audit_runs(modeladmin, request, queryset):
         )
 
 
-@admin.action(
-    description="Publish selected runs (failing pairs stay out until resolved, or again)",
-    permissions=["publish"],
-)
-def publish_runs(modeladmin, request, queryset):
-    for run in queryset:
-        again = run.published
-        try:
-            publishing.publish(run, actor=request.user)
-        except publishing.PublishRefused as exc:
-            modeladmin.message_user(request, str(exc), messages.ERROR)
-        else:
-            held = holdbacks.held_back([run])[run.id]
-            if held:
-                names = ", ".join(f"{p['provider']} / {p['benchmark']}" for p in held)
-                modeladmin.message_user(
-                    request,
-                    f"{run.name}: published; held back until resolved: {names}.",
-                    messages.WARNING,
-                )
-            else:
-                done = "published again" if again else "published"
-                modeladmin.message_user(request, f"{run.name}: {done}.", messages.SUCCESS)
-
-
-@admin.action(
-    description="Re-run held-back pairs (once each, within the budget; a passing re-run publishes)",
-    permissions=["rerun"],
-)
-def rerun_held_back(modeladmin, request, queryset):
-    for run in queryset:
-        try:
-            plan = reruns.budget(run)
-            planned = reruns.plan_reruns(run, plan, actor=request.user) if plan.chosen else []
-        except reruns.RerunRefused as exc:
-            modeladmin.message_user(request, f"{run.name}: {exc}", messages.ERROR)
-            continue
-        reruns.start_next(run)
-        names = ", ".join(r.name for r in planned) or "nothing to re-run"
-        level = messages.SUCCESS if planned else messages.INFO
-        modeladmin.message_user(request, f"{run.name}: {plan.describe()}. {names}.", level)
-
-
 @admin.register(models.Run)
 class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
     run_path = "published"
@@ -148,7 +105,9 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
         "created_by",
     ]
     inlines = [RunTransitionInline]
-    actions = ["cancel_runs", audit_runs, publish_runs, rerun_held_back]
+    # Publishing and re-running are buttons of the run page's control room (views/control.py),
+    # one run at a time after a preview, never bulk actions beside "Delete selected runs".
+    actions = ["cancel_runs", audit_runs]
 
     # Each action needs its own permission (boxbench/permissions.py), not just staff status.
 
@@ -163,15 +122,6 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
 
     def has_audit_permission(self, request):
         return permissions.may(request, permissions.AUDIT)
-
-    def has_publish_permission(self, request):
-        return permissions.may(request, permissions.PUBLISH)
-
-    def has_rerun_permission(self, request):
-        # It starts runs, and publishes each whose pair passes its audit.
-        return permissions.may(request, permissions.START) and permissions.may(
-            request, permissions.PUBLISH
-        )
 
     # Starting, watching and cancelling runs (runner/plan.py, steps.py and runs.py do the work).
 

@@ -95,6 +95,26 @@ RESOLVE_TEMPLATE = Template(
 )
 
 
+class PairResolutionForm(forms.Form):
+    """One failing check of one pair resolved from the run page: the check chosen from the
+    run's unresolved failing ones, never typed."""
+
+    check = forms.ChoiceField(label="Failing check")
+    kind = forms.ChoiceField(
+        label="Resolution",
+        choices=[
+            (k.value, k.label)
+            for k in (models.ResolutionKind.EXPLAINED, models.ResolutionKind.OUTLIERS_EXCLUDED)
+        ],
+    )
+    note = forms.CharField(label="Note", max_length=2000, help_text="Why, for the record.")
+
+    def __init__(self, run, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        failing = ["/".join(f) for f in holdbacks.unresolved_failures(run)]
+        self.fields["check"].choices = [(f, f) for f in failing]
+
+
 class AuditResolutionForm(forms.ModelForm):
     class Meta:
         model = models.AuditResolution

@@ -26,3 +26,8 @@ RUN_PERMISSIONS = [
 
 def may(request, permission: str) -> bool:
     return request.user.has_perm(permission)
+
+
+def may_rerun(request) -> bool:
+    """Re-running held-back pairs starts runs and publishes each whose pair passes: both."""
+    return may(request, START) and may(request, PUBLISH)

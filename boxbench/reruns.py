@@ -40,12 +40,14 @@ class Budget:
     held_back: list[tuple[str, str]]  # pairs not yet re-run
     chosen: list[tuple[str, str]]  # within the budget
     trials: int  # trials the chosen re-runs plan
+    spent: int = 0  # pairs of the run re-run before
 
     def describe(self) -> str:
         left = len(self.held_back) - len(self.chosen)
+        before = f", {self.spent} of them spent before" if self.spent else ""
         text = (
             f"Re-run budget: at most {self.max_pairs} pair(s) per run, each once "
-            f"(BOXBENCH_RERUN_MAX_PAIRS); {len(self.held_back)} held back, re-running "
+            f"(BOXBENCH_RERUN_MAX_PAIRS){before}; {len(self.held_back)} held back, re-running "
             f"{len(self.chosen)} ({self.trials} trials)"
         )
         return text + (f"; {left} left held back" if left else "")
@@ -60,16 +62,21 @@ def reruns_of(run: Run) -> list[Run]:
     return list(Run.objects.filter(manifest__rerun_of__run=str(run.id)).order_by("created_at"))
 
 
-def pairs_to_rerun(run: Run) -> list[tuple[str, str]]:
-    """(provider, benchmark) of each pair held back by an unresolved failing check, not yet
-    re-run."""
+def rerun_pairs(run: Run) -> set[tuple[str, str]]:
+    """(provider, benchmark) of each pair of `run` re-run (or planned to be) so far."""
     done = set()
     for rerun in reruns_of(run):
         of = rerun_of(rerun)
         if of is not None:
             done.add((of.provider, of.benchmark))
+    return done
+
+
+def pairs_to_rerun(run: Run) -> list[tuple[str, str]]:
+    """(provider, benchmark) of each pair held back by an unresolved failing check, not yet
+    re-run."""
     failing = {(p, b) for p, b, _ in holdbacks.unresolved_failures(run)}
-    return sorted(failing - done)
+    return sorted(failing - rerun_pairs(run))
 
 
 def _planned_trials(run: Run, benchmark: str) -> tuple[int, list[str]]:
@@ -79,15 +86,20 @@ def _planned_trials(run: Run, benchmark: str) -> tuple[int, list[str]]:
     return planned.trials_per_unit, list(planned.units)
 
 
-def budget(run: Run, max_pairs: int | None = None) -> Budget:
+def budget(run: Run, max_pairs: int | None = None, only=None) -> Budget:
+    """The pairs to re-run now: those held back and not yet re-run (of `only`, when given: the
+    run page re-runs one pair at a time), within the run's budget less the pairs re-run before,
+    so that re-running pair by pair spends the same budget as re-running them all at once."""
     limit = settings.RERUN_MAX_PAIRS if max_pairs is None else max_pairs
     held = pairs_to_rerun(run)
-    chosen = held[: max(limit, 0)]
+    spent = len(rerun_pairs(run))
+    wanted = [pair for pair in held if only is None or pair in only]
+    chosen = wanted[: max(limit - spent, 0)]
     trials = 0
     for _, benchmark in chosen:
         per_unit, units = _planned_trials(run, benchmark)
         trials += per_unit * max(len(units), 1)
-    return Budget(limit, held, chosen, trials)
+    return Budget(limit, held, chosen, trials, spent)
 
 
 def plan_reruns(run: Run, plan: Budget, actor=None) -> list[Run]:

@@ -4,7 +4,7 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import api, badges, compare, downloads, feeds, ops, pages, runs
+from boxbench.views import api, badges, compare, control, downloads, feeds, ops, pages, runs
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
@@ -46,6 +46,9 @@ urlpatterns = [
     path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),
     path("runs/<uuid:run_id>/progress.json", cached(runs.progress_json), name="run-progress"),
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
+    path("runs/<uuid:run_id>/resolve/", control.resolve, name="run-resolve"),
+    path("runs/<uuid:run_id>/rerun/", control.rerun, name="run-rerun"),
+    path("runs/<uuid:run_id>/publish/", control.publish, name="run-publish"),
     path("runs/<uuid:run_id>/raw.jsonl", downloads.raw_jsonl, name="run-raw-jsonl"),
     path("runs/<uuid:run_id>/raw.csv", downloads.raw_csv, name="run-raw-csv"),
     path(

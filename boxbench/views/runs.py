@@ -13,7 +13,8 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from boxbench import holdbacks, live, permissions
+from boxbench import control_room, holdbacks, live, permissions, publishing, reruns
+from boxbench.admin_forms import PairResolutionForm
 from boxbench.leaderboard.shapes import RunPage
 from boxbench.models import (
     Aggregate,
@@ -83,14 +84,41 @@ def run_page(request, run_id):
     if reviewer and not run.published:
         context["blockers"] = _blockers(run, pairs)
         context["ready"] = run.status == RunStatus.COMPLETED and run.audit_report is not None
+    if reviewer or permissions.may_rerun(request):
+        context["control"] = _control(request, run, cells)
     if not run.published:
         context["live"] = live.snapshot(run, cells, timezone.now())
         context["may_cancel"] = run.status in live.CANCELLABLE and may(request, CANCEL)
     if may(request, VIEW_EVIDENCE):
         context["evidence"] = _evidence_page(request, run)
     response = render(request, "boxbench/run.html", context)
-    # An unpublished run changes as it runs and is audited; a published one only by publication.
-    return response if run.published else uncached(response)
+    # An unpublished run changes as it runs and is audited; a published one only by publication,
+    # but its control room (resolutions, re-runs) with every change.
+    return response if run.published and "control" not in context else uncached(response)
+
+
+def _control(request, run, cells) -> dict:
+    """The control room's rows and what this staff member may do from it. Resolutions and
+    what they hold back are read live, not from the publication's page: a resolution recorded
+    since shows at once."""
+    resolved = {
+        (r["provider"], r["benchmark"], r["check_name"]): r for r in holdbacks.resolutions(run)
+    }
+    pairs = _pairs(run.audit_report or {}, resolved)
+    held = holdbacks.held_back([run])[run.id]
+    republish = run.published and publishing.resolved_since_publication(run) > 0
+    return {
+        "rows": control_room.audit_rows(run, pairs, cells, held),
+        "may_resolve": may(request, permissions.AUDIT),
+        "kinds": PairResolutionForm.base_fields["kind"].choices,
+        "may_publish": may(request, permissions.PUBLISH)
+        and run.status == RunStatus.COMPLETED
+        and (not run.published or republish),
+        "republish": republish,
+        "rerunnable": ["/".join(pair) for pair in reruns.pairs_to_rerun(run)]
+        if permissions.may_rerun(request) and run.status == RunStatus.COMPLETED
+        else [],
+    }
 
 
 def _openable(request, run_ids: list[str]) -> set[str]:

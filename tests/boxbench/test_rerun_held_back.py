@@ -156,15 +156,15 @@ def test_the_run_pages_link_the_original_and_its_re_runs(
     assert f'href="/runs/{original.id}/"' in page and "A re-run of the pair local / destroy" in page
 
 
-def test_the_admin_action_re_runs_held_back_pairs_through_the_queue(
+def test_the_run_pages_re_run_button_re_runs_a_held_back_pair_through_the_queue(
     chain_provider, sync_queue, failing_audits, admin_client
 ):
     failing_audits.add(1)
     original = run_default(io.StringIO())
+    page = admin_client.get(f"/runs/{original.id}/").content.decode()
+    assert '<input type="hidden" name="pair" value="local/destroy">' in page
     response = admin_client.post(
-        "/admin/boxbench/run/",
-        {"action": "rerun_held_back", "_selected_action": [str(original.id)]},
-        follow=True,
+        f"/runs/{original.id}/rerun/", {"pair": "local/destroy"}, follow=True
     )
     assert "1 held back, re-running 1 (2 trials)" in response.content.decode()
     # The queue (inline here) ran the re-run; its audit task published it and resolved the pair.
@@ -172,3 +172,7 @@ def test_the_admin_action_re_runs_held_back_pairs_through_the_queue(
     assert rerun.published
     assert AuditResolution.objects.get(run=original).rerun_id == rerun.id
     assert board_run_for(*PAIR) == str(rerun.id)
+    # Once, ever: the same button again re-runs nothing.
+    again = admin_client.post(f"/runs/{original.id}/rerun/", {"pair": "local/destroy"}, follow=True)
+    assert "Nothing re-run" in again.content.decode()
+    assert len(reruns.reruns_of(original)) == 1

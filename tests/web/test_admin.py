@@ -13,16 +13,13 @@ def admin_client(client):
 
 
 def publish_action(client, run):
-    return client.post(
-        "/admin/boxbench/run/",
-        {"action": "publish_runs", "_selected_action": [str(run.id)]},
-        follow=True,
-    )
+    # The run page's Publish button, after its preview (tests/web/test_control_room.py).
+    return client.post(f"/runs/{run.id}/publish/", follow=True)
 
 
-def test_it_publishes_from_the_admin_and_names_the_pairs_held_back(admin_client, imported_run):
+def test_it_publishes_from_the_run_page_and_names_the_pairs_held_back(admin_client, imported_run):
     page = publish_action(admin_client, imported_run).content.decode()
-    assert "held back until resolved" in page and "local / create" in page
+    assert "published; held back:" in page and "local / create" in page
     assert Run.objects.get(id=imported_run.id).published
 
 
