@@ -95,18 +95,19 @@ RESOLVE_TEMPLATE = Template(
 )
 
 
+# The resolutions recorded from the run page; a re-run is recorded by the re-run itself.
+PAIR_KINDS = [
+    (k.value, k.label)
+    for k in (models.ResolutionKind.EXPLAINED, models.ResolutionKind.OUTLIERS_EXCLUDED)
+]
+
+
 class PairResolutionForm(forms.Form):
     """One failing check of one pair resolved from the run page: the check chosen from the
     run's unresolved failing ones, never typed."""
 
     check = forms.ChoiceField(label="Failing check")
-    kind = forms.ChoiceField(
-        label="Resolution",
-        choices=[
-            (k.value, k.label)
-            for k in (models.ResolutionKind.EXPLAINED, models.ResolutionKind.OUTLIERS_EXCLUDED)
-        ],
-    )
+    kind = forms.ChoiceField(label="Resolution", choices=PAIR_KINDS)
     note = forms.CharField(label="Note", max_length=2000, help_text="Why, for the record.")
 
     def __init__(self, run, *args, **kwargs):

@@ -23,7 +23,8 @@ def resolve(request, run_id):
     form = PairResolutionForm(run, request.POST)
     if not form.is_valid():
         problems = "; ".join(
-            f"{form.fields[name].label if name in form.fields else 'form'}: {' '.join(errors)}"
+            f"{form.fields[name].label if name in form.fields else 'form'}: "
+            + " ".join(str(e) for e in errors)
             for name, errors in form.errors.items()
         )
         messages.error(request, f"Nothing recorded: {problems}")

@@ -14,7 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from boxbench import control_room, holdbacks, live, permissions, publishing, reruns
-from boxbench.admin_forms import PairResolutionForm
+from boxbench.admin_forms import PAIR_KINDS
 from boxbench.leaderboard.shapes import RunPage
 from boxbench.models import (
     Aggregate,
@@ -110,7 +110,7 @@ def _control(request, run, cells) -> dict:
     return {
         "rows": control_room.audit_rows(run, pairs, cells, held),
         "may_resolve": may(request, permissions.AUDIT),
-        "kinds": PairResolutionForm.base_fields["kind"].choices,
+        "kinds": PAIR_KINDS,
         "may_publish": may(request, permissions.PUBLISH)
         and run.status == RunStatus.COMPLETED
         and (not run.published or republish),
