@@ -96,28 +96,46 @@ def last_publications(run_ids: list) -> dict:
 
 def resolutions(run: Run) -> list[dict]:
     """How each failed check of the run's audit was resolved, for its report page."""
-    found = AuditResolution.objects.filter(run=run).select_related("provider", "benchmark")
-    return [
-        {
-            "provider": r.provider.slug,
-            "benchmark": r.benchmark.slug,
-            "check_name": r.check_name,
-            "kind": r.get_kind_display(),
-            "note": r.note,
-            "rerun": str(r.rerun_id) if r.rerun_id else None,
-            "at": r.at.isoformat(timespec="minutes"),
-        }
-        for r in found.order_by("provider__slug", "benchmark__slug", "check_name")
-    ]
+    return resolutions_by_run([run]).get(run.id, [])
+
+
+def resolutions_by_run(runs: list[Run]) -> dict:
+    """{run id: resolutions(run)} of every run that has any, in one query."""
+    found = AuditResolution.objects.filter(run_id__in=[r.id for r in runs]).select_related(
+        "provider", "benchmark"
+    )
+    out: dict = {}
+    for r in found.order_by("provider__slug", "benchmark__slug", "check_name"):
+        out.setdefault(r.run_id, []).append(
+            {
+                "provider": r.provider.slug,
+                "benchmark": r.benchmark.slug,
+                "check_name": r.check_name,
+                "kind": r.get_kind_display(),
+                "note": r.note,
+                "rerun": str(r.rerun_id) if r.rerun_id else None,
+                "at": r.at.isoformat(timespec="minutes"),
+            }
+        )
+    return out
 
 
 def rerun_links(run: Run) -> list[dict]:
     """Each re-run of one of the run's held-back pairs (boxbench.reruns), oldest first, with
     what its own audit said of the pair: the run page links them, and their pages hold their
     audits."""
-    found = []
-    for rerun in Run.objects.filter(manifest__rerun_of__run=str(run.id)).order_by("created_at"):
+    return rerun_links_by_run([run]).get(run.id, [])
+
+
+def rerun_links_by_run(runs: list[Run]) -> dict:
+    """{run id: rerun_links(run)} of every run that has re-runs, in one query."""
+    wanted = {str(run.id) for run in runs}
+    found: dict = {}
+    reruns = Run.objects.filter(manifest__has_key="rerun_of").order_by("created_at")
+    for rerun in reruns:
         of = rerun.manifest.get("rerun_of") or {}
+        if of.get("run") not in wanted:
+            continue
         pair = (of.get("provider"), of.get("benchmark"))
         report = rerun.audit_report
         failed = [c for p, b, c in failing_checks(report or {}) if (p, b) == pair]
@@ -129,7 +147,7 @@ def rerun_links(run: Run) -> list[dict]:
             outcome = f"failed its audit too ({', '.join(failed)}): the pair stays held back"
         else:
             outcome = "passed its audit, not yet published"
-        found.append(
+        found.setdefault(of["run"], []).append(
             {
                 "run": str(rerun.id),
                 "run_name": rerun.name,
@@ -138,4 +156,4 @@ def rerun_links(run: Run) -> list[dict]:
                 "outcome": outcome,
             }
         )
-    return found
+    return {run.id: found[str(run.id)] for run in runs if str(run.id) in found}

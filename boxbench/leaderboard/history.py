@@ -16,7 +16,8 @@ from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.cells import EMPTY_CELL, group_cells, load_trials
 from boxbench.leaderboard.sources import job_host_series, ranking_floor
-from boxbench.models import Provider, Run, Trial, TrialState, Unit
+from boxbench.leaderboard.stored import method_of, units_of
+from boxbench.models import Provider, PublishedPair, Run
 from stats import changes, summary
 
 
@@ -64,14 +65,12 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
         run_id: {(pair["provider"], pair["benchmark"]) for pair in pairs}
         for run_id, pairs in held.items()
     }
-    cells = (
-        Trial.objects.filter(benchmark=benchmark, run_id__in=by_id, state=TrialState.DONE)
-        .values_list("run_id", "provider_id")
-        .distinct()
-        .order_by()
-    )
+    stored = PublishedPair.objects.filter(
+        benchmark=benchmark, run_id__in=by_id, finished=True
+    ).values_list("run_id", "provider_id", "points")
     grouped: dict[tuple, list[Run]] = {}
-    for run_id, provider_id in cells:
+    points_of: dict[tuple, list[dict]] = {}
+    for run_id, provider_id, points in stored:
         run, slug = by_id[run_id], providers[provider_id].slug
         if (slug, benchmark.slug) in held_pairs.get(run_id, ()):
             continue
@@ -81,16 +80,16 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
             *job_host_series(run, slug),
         )
         grouped.setdefault(key, []).append(run)
-    units = {u.id: u.slug for u in Unit.objects.filter(benchmark=benchmark)}
+        points_of[run_id, provider_id] = points or []
+    units = units_of(benchmark)
     declared = len(units)
-    method = summary.Method(benchmark.direction != "higher", benchmark.statistic, benchmark.unit)
+    method = method_of(benchmark)
     series_list, pending = [], []
     for (provider_id, digest, kind, region), runs in sorted(
         grouped.items(), key=lambda item: (providers[item[0][0]].slug, item[0][1:])
     ):
         provider = providers[provider_id]
         runs.sort(key=lambda r: (r.published_at, str(r.id)))
-        values = {run.id: _values(board, provider, run, units, method) for run in runs}
         series: shapes.Series = {
             "provider": provider.slug,
             "provider_name": provider.name,
@@ -98,7 +97,16 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
             "image_digest": digest,
             "job_host_type": kind,
             "job_host_region": region,
-            "points": [point for run in runs for point in values[run.id][1]],
+            "points": [
+                {
+                    "run": str(run.id),
+                    "run_name": run.name,
+                    "published_at": run.published_at.isoformat(),
+                    **point,
+                }
+                for run in runs
+                for point in points_of[run.id, provider_id]
+            ],
             "changes": [],
         }
         if not series["points"]:
@@ -106,13 +114,15 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
         series_list.append(series)
         if len(runs) < 2:
             continue
+        # Only the two runs compared are read again: their trials, not every earlier run's.
         earlier, later = runs[-2], runs[-1]
+        values = {r.id: _values(board, provider, r, units, method) for r in (earlier, later)}
         floors = [ranking_floor(benchmark, r, declared) for r in (earlier, later)]
-        totals = [sum(v.size for v in values[r.id][0].values()) for r in (earlier, later)]
+        totals = [sum(v.size for v in values[r.id].values()) for r in (earlier, later)]
         if totals[0] < floors[0] or totals[1] < floors[1]:
             continue  # no verdict below the ranking floor
-        for unit, before in values[earlier.id][0].items():
-            after = values[later.id][0].get(unit)
+        for unit, before in values[earlier.id].items():
+            after = values[later.id].get(unit)
             if before.size and after is not None and after.size:
                 where = (series, earlier, later, unit, f"{benchmark.title} {unit}")
                 pending.append((changes.change(before, after), method.lower_is_better, where))
@@ -127,40 +137,20 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
 
 
 def _values(board: Board, provider: Provider, run: Run, units: dict, method):
-    """({unit slug: successful values}, [history points]) of one run of one provider: from the
-    board where the board shows this run, else loaded and summarized."""
+    """{unit slug: successful values} of one run of one provider: from the board where the
+    board shows this run, else loaded from the run's trials."""
     if board.runs.get(provider.slug) == run:
         cells = {u: board.cells.get((u, provider.id), EMPTY_CELL) for u in units}
-        rows = {
-            p["unit"]: next((r for r in p["rows"] if r["provider"] == provider.slug), None)
-            for p in board.units
-        }
     else:
         trials, measurements = load_trials(board.benchmark, {provider.id: run})
         grouped = group_cells(board.benchmark, trials, measurements, [])
         cells = {u: grouped.get((u, provider.id), EMPTY_CELL) for u in units}
-        rows = {units[u]: summary.center(c.samples, method) for u, c in cells.items()}
-    values, points = {}, []
+    values = {}
     for unit_id, cell in cells.items():
-        unit = units[unit_id]
         samples = cell.samples
-        values[unit] = (
+        values[units[unit_id]] = (
             np.concatenate(samples.calls)
             if method.statistic == summary.POOLED and samples.calls
             else samples.values
         )
-        row = rows.get(unit)
-        if row and row["n"]:
-            points.append(
-                {
-                    "run": str(run.id),
-                    "run_name": run.name,
-                    "published_at": run.published_at.isoformat(),
-                    "unit": unit,
-                    "n": row["n"],
-                    "median": row["median"],
-                    "ci_low": row["ci_low"],
-                    "ci_high": row["ci_high"],
-                }
-            )
-    return values, points
+    return values

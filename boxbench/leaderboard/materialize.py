@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
-from boxbench.leaderboard import probes, shapes
+from boxbench.leaderboard import probes, shapes, stored
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.sources import leaderboard_sources
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope, aggregate_key
-from runner import runs
 
 
 def materialize() -> int:
@@ -18,6 +17,7 @@ def materialize() -> int:
     published = list(Run.objects.published().order_by("-published_at", "-id"))
     # Asked once: it decides both which run feeds each pair and what each run's page holds back.
     held = holdbacks.held_back(published)
+    stored.store_pairs(published)
     sources = leaderboard_sources(published, held)
     benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
     providers = {p.id: p for p in Provider.objects.all()}
@@ -33,12 +33,15 @@ def materialize() -> int:
             unit = unit_data["unit"]
             rows.append(_page(Scope.UNIT, benchmark.slug, unit, data=unit_data))
     # Every published run has its page, also one whose every pair is held back or superseded.
+    progress = stored.progress_of(published)
+    resolutions = holdbacks.resolutions_by_run(published)
+    reruns = holdbacks.rerun_links_by_run(published)
     for run in published:
         data: shapes.RunPage = {
-            "cells": runs.progress(run),
-            "resolutions": holdbacks.resolutions(run),
+            "cells": progress[run.id],
+            "resolutions": resolutions.get(run.id, []),
             "held_back": held.get(run.id, []),
-            "reruns": holdbacks.rerun_links(run),
+            "reruns": reruns.get(run.id, []),
         }
         rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
@@ -48,6 +51,7 @@ def materialize() -> int:
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
     # Probe readings are facts, not timings: nothing to compare or to follow across runs.
     timed = [board for board in boards if not probes.is_probe(board)]
+    stored.store_points(timed, published, providers)
     # Every pair of providers, both orders: few providers, and a page read is then one row.
     for (a, b), data in compare_pages(timed, providers).items():
         rows.append(_page(Scope.COMPARE, a, b, data=data))

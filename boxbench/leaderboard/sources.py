@@ -7,10 +7,8 @@ each provider's numbers.
 
 from __future__ import annotations
 
-from django.db.models import Max
-
-from boxbench.leaderboard import shapes
-from boxbench.models import Benchmark, Run, Trial, TrialState, UnsuccessfulCount
+from boxbench.leaderboard import shapes, stored
+from boxbench.models import Benchmark, Provider, Run
 from runner.manifest import Manifest
 from runner.rules import Refusal
 from stats import labels
@@ -27,25 +25,20 @@ def leaderboard_sources(published: list[Run], held: dict) -> dict[int, dict[int,
         for run_id, pairs in held.items()
     }
     by_id = {run.id: run for run in published}
-    cells = (
-        Trial.objects.filter(run_id__in=by_id, state=TrialState.DONE)
-        .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
-        .order_by()  # the model's ordering would join GROUP BY and make every row a group
-        .annotate(measured=Max("ended_at"))
-    )
+    slugs = dict(Benchmark.objects.values_list("id", "slug"))
+    provider_slugs = dict(Provider.objects.values_list("id", "slug"))
     # Attempts a run knows only as counts (imported from a public file) have no times: the pair
     # was measured when its run was.
-    counted = (
-        UnsuccessfulCount.objects.filter(run_id__in=by_id)
-        .values("benchmark_id", "provider_id", "run_id", "benchmark__slug", "provider__slug")
-        .order_by()
-        .distinct()
-    )
-    timed = {(c["run_id"], c["benchmark_id"], c["provider_id"]) for c in cells}
-    cells = [*cells] + [
-        {**c, "measured": None}
-        for c in counted
-        if (c["run_id"], c["benchmark_id"], c["provider_id"]) not in timed
+    cells = [
+        {
+            "run_id": run_id,
+            "provider_id": provider_id,
+            "benchmark_id": benchmark_id,
+            "benchmark__slug": slugs[benchmark_id],
+            "provider__slug": provider_slugs[provider_id],
+            "measured": measured,
+        }
+        for run_id, provider_id, benchmark_id, measured, _ in stored.published_pairs(published)
     ]
     candidates: dict[int, list] = {}  # benchmark id -> [(measured, provider id, slug, run)]
     for cell in cells:
@@ -93,12 +86,9 @@ def other_series(
     shown = {run.id for run in chosen.values()}
     first = next(iter(chosen.items()))
     series = job_host_series(first[1], providers[first[0]].slug)
-    found = Trial.objects.filter(
-        benchmark_id=benchmark_id, run__in=published, state=TrialState.DONE
-    ).exclude(run_id__in=shown)
     out = []
     by_id = {run.id: run for run in published}
-    for run_id, provider_id in found.values_list("run_id", "provider_id").distinct().order_by():
+    for run_id, provider_id in stored.finished_pairs(benchmark_id, published, shown):
         slug = providers[provider_id].slug
         kind, region = job_host_series(by_id[run_id], slug)
         if (kind, region) != series:

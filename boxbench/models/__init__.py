@@ -19,6 +19,7 @@ from boxbench.choices import (  # noqa: F401 - the store's vocabulary, imported 
 )
 from boxbench.models.aggregates import Aggregate, AggregateQuerySet, aggregate_key
 from boxbench.models.catalog import Benchmark, Provider, Unit
+from boxbench.models.history import PublishedPair, RunProgress
 from boxbench.models.runs import (
     AuditResolution,
     ChainProgress,
@@ -52,7 +53,9 @@ __all__ = [
     "InvalidTransition",
     "MeasurementName",
     "Provider",
+    "PublishedPair",
     "Run",
+    "RunProgress",
     "RunQuerySet",
     "RunTransition",
     "Trial",
