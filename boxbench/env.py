@@ -55,6 +55,18 @@ def envlist(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def envints(name: str, default: list[int], maximum: int) -> list[int]:
+    """Positive whole numbers, comma-separated, each at most `maximum`; sorted, no repeats."""
+    values = []
+    for item in envlist(name, [str(v) for v in default]):
+        if not item.isdigit() or int(item) < 1:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a positive whole number")
+        if int(item) > maximum:
+            raise ImproperlyConfigured(f"{name}: {item} is above its maximum {maximum}")
+        values.append(int(item))
+    return sorted(set(values))
+
+
 def envsecret(name: str, default: str = "") -> str:
     """A secret from NAME, or from the file named by NAME_FILE (for container secrets)."""
     path = os.environ.get(f"{name}_FILE")

@@ -11,6 +11,7 @@ from boxbench.env import (
     envbool,
     envheader,
     envint,
+    envints,
     envlist,
     envorigins,
     envsecret,
@@ -230,6 +231,10 @@ RUNNER_CONCURRENCY = envint("BOXBENCH_CONCURRENCY", 2, minimum=1, maximum=256)
 RUNNER_JOB_HOST_CPUS = envint("BOXBENCH_JOB_HOST_CPUS", os.cpu_count() or 1, minimum=1)
 # Held-back pairs `bench rerun --held-back` (and `./boxbench.sh run`) re-runs, once each, per run.
 RERUN_MAX_PAIRS = envint("BOXBENCH_RERUN_MAX_PAIRS", 4, minimum=0)
+# The Burst benchmark's tiers (its units: creates sent at once) and the largest tier a unit may
+# name; a tier above the account's declared concurrent sandboxes is not run (Account Limit).
+BURST_MAX_TIER = envint("BOXBENCH_BURST_MAX_TIER", 256, minimum=1, maximum=1000)
+BURST_TIERS = envints("BOXBENCH_BURST_TIERS", [1, 8, 32, 100], maximum=BURST_MAX_TIER)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
 # Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
 # older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The

@@ -62,7 +62,14 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
-from runner.watchdog import LimitedCall, Overran, call_with_limit
+from runner.trial_failures import (
+    CUT_SHORT,
+    CreateFailed,
+    CutShort,
+    JobHostFailure,
+    adapter_failure,
+)
+from runner.watchdog import LimitedCall, Overran, call_here, call_with_limit
 
 # The time the lifecycle's waits read and spend: the readiness backoff, the grace for a create
 # still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once, so they
@@ -113,6 +120,8 @@ class TrialResult:
     cause: str = ""
     measurements: list[MeasurementRecord] = field(default_factory=list)
     evidence: list[EvidenceRecord] = field(default_factory=list)
+    # A burst's per-request records, in submission order (runner/benchmarks/burst.py).
+    requests: list[dict] = field(default_factory=list)
     placement: dict = field(default_factory=dict)
     host_load: dict = field(default_factory=dict)
     cost_usd: float | None = None
@@ -129,43 +138,6 @@ class TrialResult:
         """Keep the first failure: the first failed step ends the trial and names its cause."""
         if self.outcome == Outcome.SUCCESS:
             self.outcome, self.owner, self.cause = outcome, owner, cause
-
-
-class JobHostFailure(TrialOutcome):
-    """The job host ran out of a resource: not the benchmark's defect, so its unit goes on."""
-
-    outcome, owner = Outcome.BENCHMARK_ERROR, Owner.ENVIRONMENT
-
-
-class CutShort(TrialOutcome):
-    """A step overran its limit: its outcome is unknown, which stops refilling.
-
-    Stored as a provider failure with owner "unknown" and a cause starting "cut short: ", and
-    distinguished from a failure whose owner alone is unknown by the Trial's `cut_short` column.
-    """
-
-    outcome, owner = Outcome.PROVIDER_FAILURE, Owner.UNKNOWN
-
-    def __init__(self, cause: str):
-        super().__init__(cause if cause.startswith(CUT_SHORT) else CUT_SHORT + cause)
-
-
-CUT_SHORT = "cut short: "
-
-
-def adapter_failure(operation: str, error: BaseException) -> TrialOutcome:
-    """An adapter error as the trial's outcome, named: the provider's failure, whether expected
-    or not, except a credential the provider refused, which is ours (a benchmark error; see
-    CredentialsRejected). The one place that decides this owner, for every adapter."""
-    if isinstance(error, ExecTimeout):
-        return ProviderFailure(f"{operation}: a step hit its time limit: {error}")
-    if isinstance(error, ProviderError):
-        label, text = error.operation or operation, str(error)
-        # Adapters often name the operation in the message already: say it once.
-        cause = text if text.startswith(f"{label}: ") else f"{label}: {text}"
-        owner = BenchmarkError if isinstance(error, CredentialsRejected) else ProviderFailure
-        return owner(cause)
-    return ProviderFailure(f"{operation}: the adapter raised {type(error).__name__}: {error}")
 
 
 class LifecycleContext(TrialContext):
@@ -200,6 +172,23 @@ class LifecycleContext(TrialContext):
         `make` is the adapter call that returns the sandbox (default: create; restore and fork
         make sandboxes too), so each gets the same limit, registration and cleanup.
         """
+        call = self._create_call(spec, name, make, here=False)
+        if call.error is not None:
+            raise self._create_failure(name, call.error)
+        self.create_started, self.create_returned = call.started, call.returned
+        return call.value, _ms(call.elapsed_s)
+
+    def create_here(self, name: str) -> tuple[Sandbox, float, float]:
+        call = self._create_call(self._spec, name, None, here=True)
+        if call.error is not None:
+            failure = self._create_failure(name, call.error)
+            raise CreateFailed(failure.cause, getattr(call.error, "code", "")) from None
+        assert call.started is not None and call.returned is not None
+        return call.value, call.started, call.returned
+
+    def _create_call(self, spec, name, make, *, here: bool) -> LimitedCall:
+        """The create call, registered for cleanup whenever it returns, its sandbox kept as
+        evidence; an error is returned, an overrun raised."""
         with self._lock:
             if self._closed:
                 raise ProviderFailure(f"{name}: refused, the trial has already ended")
@@ -225,31 +214,37 @@ class LifecycleContext(TrialContext):
         limit = self.definition.create_timeout_s
         make = make or (lambda: self.provider.create(spec))
         try:
-            call = call_with_limit(make, limit, name, register)
+            call = (
+                call_here(make, register) if here else call_with_limit(make, limit, name, register)
+            )
         except Overran as exc:
             self.evidence(
                 EvidenceKind.CREATE_ERROR, {"name": name, "error": str(exc), "code": "overran"}
             )
             raise ProviderFailure(f"{name}: {exc}") from None
-        if call.error is not None:
-            if isinstance(call.error, TrialOutcome):
-                raise call.error
-            failure = adapter_failure(name, call.error)
-            data = {"name": name, "error": failure.cause, "code": getattr(call.error, "code", "")}
+        if call.error is None:
+            sandbox = call.value
             self.evidence(
-                EvidenceKind.CREATE_ERROR, data | {"unreachable": outage.unreachable(call.error)}
+                EvidenceKind.SANDBOX,
+                {
+                    "name": name,
+                    "id": sandbox.id,
+                    "create_ms": _ms(call.elapsed_s),
+                    "facts": sandbox.facts,
+                },
             )
-            raise failure
-        sandbox = call.value
-        self.create_started, self.create_returned = call.started, call.returned
-        elapsed = _ms(call.elapsed_s)
-        self.evidence(
-            EvidenceKind.SANDBOX,
-            {"name": name, "id": sandbox.id, "create_ms": elapsed, "facts": sandbox.facts},
-        )
-        if self._closed:
-            raise ProviderFailure(f"{name}: the trial ended while this create was running")
-        return sandbox, elapsed
+            if self._closed:
+                raise ProviderFailure(f"{name}: the trial ended while this create was running")
+        return call
+
+    def _create_failure(self, name: str, error: BaseException) -> TrialOutcome:
+        """A failed create as the trial's outcome, kept as evidence."""
+        if isinstance(error, TrialOutcome):
+            return error
+        failure = adapter_failure(name, error)
+        data = {"name": name, "error": failure.cause, "code": getattr(error, "code", "")}
+        self.evidence(EvidenceKind.CREATE_ERROR, data | {"unreachable": outage.unreachable(error)})
+        return failure
 
     def new_sandbox(self, spec_overrides: dict | None = None, timed_readiness: bool = False):
         spec = dataclasses.replace(self._spec, **(spec_overrides or {}))
@@ -499,6 +494,11 @@ class LifecycleContext(TrialContext):
                 MeasurementRecord(name, value, kind=kind, unit=unit, clock=clock, gate=gate)
             )
 
+    def requests(self, records: list[dict]) -> None:
+        with self._lock:
+            if not self._closed:
+                self._result.requests = list(records)
+
     def evidence(self, kind: EvidenceKind, data: dict) -> None:
         with self._lock:
             if not self._closed:
@@ -535,11 +535,12 @@ def run_trial(
     sampler.start()
     try:
         layer = layers.prepare(ctx) if definition.unique_layer else None
-        _create_and_check(ctx, definition)
-        if not definition.timed_readiness:
+        if definition.own_sandbox:
+            _create_and_check(ctx, definition)
+        if definition.own_sandbox and not definition.timed_readiness:
             result.placement = probe_placement(ctx)
         _run_procedure(ctx, procedure, definition.procedure_timeout_s, result)
-        if definition.timed_readiness and not result.cut_short:
+        if definition.own_sandbox and definition.timed_readiness and not result.cut_short:
             result.placement = probe_placement(ctx)
         if layer is not None:
             result.placement["unique_layer"] = layer

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.benchmarks import all_benchmarks, deepswe
+from runner.benchmarks import all_benchmarks, burst, deepswe
+from runner.benchmarks.burst import DEFAULT_TIER
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,15 @@ def _default() -> Plan:
     return Plan(
         name="default",
         description=(
-            "Every sandbox-operation benchmark, cpu-single, disk-seq and hard-links, and "
+            "Every sandbox-operation benchmark (Burst on its 8-tier), cpu-single, disk-seq and "
+            "hard-links, and "
             "DeepSWE-style replay (boxbench's own units, not the reference set) on two short "
             "units; 20 trials per unit, 2 in parallel where the job host's cores allow. "
             "`--plan full` runs every benchmark."
         ),
         benchmarks=(*operations, *DEFAULT_MACHINE, deepswe.SLUG),
-        units={deepswe.SLUG: list(DEEPSWE_SHORTEST)},
+        # Burst on its scored tier only: the other tiers are charted, from `full` runs.
+        units={deepswe.SLUG: list(DEEPSWE_SHORTEST), burst.DEFINITION.slug: [DEFAULT_TIER]},
         # Single-unit benchmarks rank at 20 successes; DeepSWE's subset also gets 20 per unit.
         trials=20,
         concurrency=2,

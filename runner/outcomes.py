@@ -87,6 +87,16 @@ class EvidenceKind(Words):
     ISOLATION_PROBE = "isolation_probe"  # one isolation probe's raw answer, and what it lacked
 
 
+class RequestOutcome(Words):
+    """What became of one request of a burst (runner/benchmarks/burst.py; docs/raw-data.md)."""
+
+    OK = "ok"
+    RATE_LIMITED = "rate_limited"  # a 429 or quota answer: the account's limit, counted apart
+    PROVIDER_ERROR = "provider_error"
+    TIMEOUT = "timeout"
+    STUCK = "stuck"  # never became ready, or could not be deleted
+
+
 class ChainState(Words):
     """Where a provider's chain stands: waiting for its lane's turn, queued, running a step,
     or done (runner/steps.py)."""

@@ -116,13 +116,22 @@ def plan_run(
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
 
+    planned_units = {
+        slug: [u for u in modules[slug].units() if u.slug in units.get(slug, [u.slug])]
+        for slug in benchmarks
+    }
     refusals, eligible = [], defaultdict(list)
+    refused_units: dict[tuple[str, str], set[str]] = {}
     for provider in providers:
         for slug in benchmarks:
-            found = rules.refusals(declarations[provider], modules[slug].DEFINITION, parallel[slug])
-            refusals += found
+            definition = modules[slug].DEFINITION
+            found = rules.refusals(declarations[provider], definition, parallel[slug])
             if not found:
-                eligible[provider].append(slug)
+                found = rules.unit_refusals(declarations[provider], definition, planned_units[slug])
+                refused_units[provider, slug] = {r.unit for r in found}
+                if len(found) < len(planned_units[slug]):
+                    eligible[provider].append(slug)
+            refusals += found
     if not eligible:
         reasons = "; ".join(r.message for r in refusals)
         raise PlanError(f"no provider is eligible for any requested benchmark: {reasons}")
@@ -182,7 +191,9 @@ def plan_run(
             **provenance.adapter_version(declaration.adapter)
         )
         manifest.chains[provider] = ChainPlan(order=[tuple(block) for block in order])
-        blocks = _blocks(run_id, provider, manifest.benchmarks, benchmark_rows, order)
+        blocks = _blocks(
+            run_id, provider, manifest.benchmarks, benchmark_rows, order, refused_units
+        )
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
     return store.create_run(run_id, name, manifest, actor, chains)
 
@@ -229,10 +240,17 @@ def _shared_host_schedule(providers, declarations, job_hosts, modules, parallel)
 
 
 def _blocks(
-    run_id, provider: str, planned: dict[str, PlannedBenchmark], benchmark_rows, order
+    run_id,
+    provider: str,
+    planned: dict[str, PlannedBenchmark],
+    benchmark_rows,
+    order,
+    refused_units: dict[tuple[str, str], set[str]],
 ) -> list:
-    """The chain's (benchmark, round) blocks in order, each round taking its share of N."""
+    """The chain's (benchmark, round) blocks in order, each round taking its share of N, without
+    the units refused to this provider."""
     per_round: dict[str, list[int]] = {}
+    refused = {slug: units for (p, slug), units in refused_units.items() if p == provider}
     blocks = []
     for slug, round_no in order:
         per_round.setdefault(slug, rules.split_rounds(planned[slug].trials_per_unit))
@@ -241,7 +259,7 @@ def _blocks(
                 benchmark=benchmark_rows[slug],
                 round=round_no,
                 per_unit=per_round[slug][round_no - 1],
-                units=planned[slug].units,
+                units=[u for u in planned[slug].units if u not in refused.get(slug, ())],
                 batch=batch_label(run_id, provider, slug, round_no),
             )
         )

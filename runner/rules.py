@@ -27,6 +27,8 @@ class Refusal:
     code: str
     missing: str
     message: str
+    # A refusal of one unit only (a burst tier above the account's limit); "" for all of them.
+    unit: str = ""
 
     @property
     def label(self) -> str:
@@ -39,7 +41,10 @@ class Refusal:
 def parallel_trials(definition, override: int | None, default: int, host_cap: int) -> int:
     """Trials of `definition` run at once per provider: the run's override, else the benchmark's
     declaration, else the job host's default; never above the job host's cap. The same number
-    applies to every provider ("Equal concurrency")."""
+    applies to every provider ("Equal concurrency"). Interacting trials run one at a time: two
+    bursts at once would be one larger burst."""
+    if definition.interacting:
+        return 1
     return max(1, min(override or definition.parallel_trials or default, host_cap))
 
 
@@ -88,6 +93,29 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
             f"{declaration.provider} allows {limit} concurrent sandboxes; {definition.slug} "
             f"needs {needed} ({concurrency} parallel trials x {per_trial} sandboxes per trial)",
         )
+    return found
+
+
+def unit_refusals(declaration, definition, units) -> list[Refusal]:
+    """The units `declaration`'s provider cannot run although it enters the benchmark: a unit
+    whose definition needs more concurrent sandboxes than the account's documented limit (a
+    burst tier) is refused as Account Limit, not run."""
+    limit = declaration.concurrent_sandboxes
+    found = []
+    for unit in units:
+        needed = unit.definition.get("sandboxes")
+        if limit is not None and needed is not None and needed > limit:
+            found.append(
+                Refusal(
+                    declaration.provider,
+                    definition.slug,
+                    "R403",
+                    f"{needed} concurrent sandboxes > {limit}",
+                    f"{declaration.provider} allows {limit} concurrent sandboxes; "
+                    f"{definition.slug} unit {unit.slug} needs {needed}",
+                    unit=unit.slug,
+                )
+            )
     return found
 
 

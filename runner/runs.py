@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from pathlib import Path
 
 from django.conf import settings
@@ -172,13 +173,16 @@ def progress(run: Run) -> list[dict]:
     targets = {slug: b.trials_per_unit for slug, b in manifest.benchmarks.items()}
     units = {slug: len(b.units) or 1 for slug, b in manifest.benchmarks.items()}
     cells: dict = {}
+    # A unit refused to one provider (a burst tier above its account's limit) has no target.
+    refused_units = Counter((r.provider, r.benchmark) for r in manifest.refusals if r.unit)
     for provider, benchmark, state, outcome, n in store.trial_states(run):
         cell = cells.setdefault(
             (provider, benchmark),
             {
                 "provider": provider,
                 "benchmark": benchmark,
-                "target": targets.get(benchmark, 0) * units.get(benchmark, 1),
+                "target": targets.get(benchmark, 0)
+                * (units.get(benchmark, 1) - refused_units[provider, benchmark]),
                 "done": 0,
                 "failures": 0,
                 "queued": 0,
@@ -193,6 +197,11 @@ def progress(run: Run) -> list[dict]:
         else:
             cell[state] += n
     for refusal in manifest.refusals:
+        if refusal.unit and (refusal.provider, refusal.benchmark) in cells:
+            cells[refusal.provider, refusal.benchmark].setdefault("refused_units", []).append(
+                f"{refusal.unit}: {refusal.code} {refusal.label} ({refusal.missing})"
+            )
+            continue
         cells.setdefault(
             (refusal.provider, refusal.benchmark),
             {

@@ -179,6 +179,7 @@ def _write_result(trial_id, result: TrialResult) -> Trial:
             placement=result.placement,
             host_load=result.host_load,
             cost_usd=result.cost_usd,
+            requests=result.requests,
             **measurement_columns(result),
         )
         if changed != 1:

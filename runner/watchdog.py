@@ -40,21 +40,31 @@ def call_with_limit(
     call ends, even after an overrun, so a late result (a sandbox) can still be cleaned up.
     """
     box = LimitedCall()
-
-    def target():
-        box.started = time.monotonic()
-        try:
-            box.value = call()
-        except BaseException as exc:  # noqa: B036, BLE001 - handed to the caller's thread
-            box.error = exc
-        finally:
-            box.returned = time.monotonic()
-            if on_end is not None:
-                on_end(box)
-
-    thread = threading.Thread(target=target, name=f"trial-{name}", daemon=True)
+    thread = threading.Thread(
+        target=lambda: _run_into(box, call, on_end), name=f"trial-{name}", daemon=True
+    )
     thread.start()
     thread.join(limit_s)
     if thread.is_alive():
         raise Overran(f"{name} did not return within its {limit_s:g} s limit")
     return box
+
+
+def call_here(call: Callable[[], Any], on_end: Callable[[LimitedCall], None]) -> LimitedCall:
+    """Run `call` in the calling thread, timed and handed to `on_end` as call_with_limit does,
+    without its limit: for callers on threads of their own that bound the wait themselves."""
+    box = LimitedCall()
+    _run_into(box, call, on_end)
+    return box
+
+
+def _run_into(box: LimitedCall, call, on_end) -> None:
+    box.started = time.monotonic()
+    try:
+        box.value = call()
+    except BaseException as exc:  # noqa: B036, BLE001 - handed to the caller's thread
+        box.error = exc
+    finally:
+        box.returned = time.monotonic()
+        if on_end is not None:
+            on_end(box)

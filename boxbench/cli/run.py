@@ -149,9 +149,10 @@ def _handle(options, out, demo_slugs=None):
     manifest = run.typed_manifest
     out.write(f"Run {run.id} ({run.name}), seed {manifest.seed}")
     for refusal in manifest.refusals:
+        unit = f" / {refusal.unit}" if refusal.unit else ""
         out.write(
-            f"  refused {refusal.provider} / {refusal.benchmark}: {refusal.code} "
-            f"({refusal.missing}) {refusal.message}"
+            f"  refused {refusal.provider} / {refusal.benchmark}{unit}: {refusal.code} "
+            f"{refusal.label} ({refusal.missing}) {refusal.message}"
         )
     if options.get("inline"):
         run.transition(RunStatus.RUNNING, note="started inline by bench run")
@@ -288,6 +289,7 @@ def summary(run: Run) -> str:
                 f"  {cell['provider']:<12} {cell['benchmark']:<20} "
                 f"{cell['done']}/{cell['target']} successes, {cell['failures']} failures"
             )
+            lines += [f"    not run: {why}" for why in cell.get("refused_units", [])]
     if run.audit_report is not None:
         verdicts = [p.get("verdict") for p in run.audit_report.get("pairs", [])]
         lines.append(f"  audit: {len(verdicts)} pairs, verdicts {sorted(set(verdicts))}")

@@ -90,6 +90,9 @@ class Trial(models.Model):
     # {"metrics": {name: "pass" | "fail"}, "stages": {...}} for guest-timed measurements; a group
     # without gates is left out, and a trial without any has null.
     clock_gates = models.JSONField(null=True, blank=True)
+    # A burst's requests in submission order (runner/benchmarks/burst.py), each with its planned,
+    # sent, created and ready offsets, outcome and cause; empty for every other benchmark.
+    requests = models.JSONField(default=list, blank=True)
 
     objects = TrialQuerySet.as_manager()
 

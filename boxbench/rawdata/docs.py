@@ -35,6 +35,7 @@ def _structs():
         schema.ProviderEntry,
         schema.TrialLine,
         schema.ClockGates,
+        schema.RequestLine,
         schema.CountsLine,
         schema.Trailer,
     ]

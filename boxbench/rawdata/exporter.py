@@ -72,6 +72,7 @@ class TrialRecord(msgspec.Struct, tag_field="type", tag="trial", omit_defaults=T
     stages: dict
     cost_usd: float | None
     clock_gates: dict | None = None
+    requests: list = []
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -168,7 +169,7 @@ TRIAL_SQL = """
 SELECT t.id{uuid}, t.benchmark_id, t.unit_id, t.provider_id, t.round, t.seq, t.attempt,
        t.replaces_id{uuid}, t.batch, t.outcome, t.owner, t.cause, t.job_host, {started},
        {ended}, t.in_flight, t.placement{json}, t.host_load{json}, t.cost_usd,
-       t.metrics{json}, t.stages{json}, t.clock_gates{json}
+       t.metrics{json}, t.stages{json}, t.clock_gates{json}, t.requests{json}
 FROM boxbench_trial t
 WHERE t.run_id = %s AND t.state = 'done' AND t.seq IS NOT NULL{only}
 ORDER BY t.seq
@@ -309,6 +310,7 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
             metrics,
             stages,
             gates,
+            requests,
         ) = row
         metrics = _values(metrics) if isinstance(metrics, str) else metrics
         stages = stages_of(stages)
@@ -338,6 +340,7 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
             stages,
             cost,
             None if gates is None else gates_of(gates),
+            msgspec.json.decode(requests) if isinstance(requests, str) else requests,
         )
 
 

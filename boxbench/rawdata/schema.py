@@ -28,10 +28,10 @@ from boxbench.models import (
     UnsuccessfulCount,
 )
 from boxbench.models import MeasurementName as StoredName
-from runner.outcomes import MAX_VALUE
+from runner.outcomes import MAX_VALUE, RequestOutcome
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 # The two forms of a file (docs/raw-data.md): `public` holds the successful trials and counts the
 # others; `full`, for those who may see private evidence, holds every trial.
 PUBLIC, FULL = "public", "full"
@@ -171,7 +171,7 @@ class ProviderEntry(Struct):
 class Header(Struct, tag_field="type", tag="run"):
     """Line 1: the run header (`"type": "run"`)."""
 
-    schema_version: described(int, "`3` (`1` and `2` are still read; see below).")
+    schema_version: described(int, "`4` (`1` to `3` are still read; see below).")
     run: described(RunInfo, "The run.")
     manifest: described(Object, "What makes the run reproducible (seed, plan, digests, …).")
     audit_report: described(Object | None, "The audit as exported, or null; kept for comparison.")
@@ -192,6 +192,18 @@ class ClockGates(Struct):
 
 
 Values = dict[MeasurementName, NonNegative | None]
+
+
+class RequestLine(Struct):
+    """`requests[]` of a burst's trial line (version 4): one create request, in submission
+    order, its times in ms from the burst's start on the job host's monotonic clock."""
+
+    planned_ms: described(NonNegative, "When the open-loop schedule planned its send.")
+    sent_ms: described(NonNegative | None, "When it was sent (minus `planned_ms`: the delay).")
+    created_ms: described(NonNegative | None, "When create returned; null if it failed.")
+    ready_ms: described(NonNegative | None, "When its first command answered; null if never.")
+    outcome: choice([o.value for o in RequestOutcome], "What became of it.")
+    cause: described(Annotated[str, msgspec.Meta(max_length=300)], "Why, for any but `ok`.")
 
 
 class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
@@ -228,6 +240,9 @@ class TrialLine(Struct, tag_field="type", tag="trial", omit_defaults=True):
     stages: described(Values, "Stage name (declared in the header) → value or null.")
     cost_usd: described(NonNegative | None, "The trial's cost from the provider's pricing.")
     clock_gates: described(ClockGates | None, "Gates of guest-timed measurements; optional.") = None
+    requests: described(
+        list[RequestLine], "A burst's requests in submission order (version 4); optional."
+    ) = []
 
 
 class CountsLine(Struct, tag_field="type", tag="counts"):

@@ -53,6 +53,7 @@ TRIAL_COLUMNS = (
     "metrics",
     "stages",
     "clock_gates",
+    "requests",
 )
 
 # The format's name for a column, to name the field of a database error.
@@ -142,6 +143,7 @@ class Writer:
                 json(metrics),
                 json(stages),
                 None if gates is None else json(gates),
+                json([msgspec.structs.asdict(r) for r in trial.requests]),
             )
         )
         self.trial_lines.append(number)

@@ -14,6 +14,7 @@ from runner.benchmarks.base import Benchmark
 BENCHMARKS = [
     "runner.benchmarks.create",
     "runner.benchmarks.sequential_tti",
+    "runner.benchmarks.burst",
     "runner.benchmarks.latency_per_call",
     "runner.benchmarks.file_transfer:UPLOAD",
     "runner.benchmarks.file_transfer:DOWNLOAD",

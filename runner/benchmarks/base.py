@@ -90,6 +90,12 @@ class BenchmarkDefinition:
     # default (BOXBENCH_CONCURRENCY). Capped by BOXBENCH_JOB_HOST_CAP; `--concurrency` overrides.
     parallel_trials: int | None = None
     sandboxes_per_trial: int = 1  # at most at once; x parallel_trials must fit the account limit
+    # False: the lifecycle makes no sandbox of the trial's own; the procedure makes them all
+    # (a burst times its own creates, so one made before it would only add load).
+    own_sandbox: bool = True
+    # A trial's sandboxes interact (a burst): its trials run one at a time whatever the run's
+    # concurrency, and a failed trial is re-run whole, never topped up sandbox by sandbox.
+    interacting: bool = False
     # Signals the procedure itself sends to the commands it runs (signal numbers). Any other
     # external signal ending a command is the provider's failure (runner/fault.py).
     sends_signals: tuple[int, ...] = ()
@@ -188,12 +194,23 @@ class TrialContext(ABC):
         """Store one measurement of this trial (kind "metric" or "stage")."""
 
     @abstractmethod
+    def requests(self, records: list[dict]) -> None:
+        """Keep the trial's per-request records (a burst's), published with its raw data."""
+
+    @abstractmethod
     def evidence(self, kind: EvidenceKind, data: dict) -> None:
         """Keep a private fact about this trial (not published)."""
 
     @abstractmethod
     def new_sandbox(self, spec_overrides: dict | None = None):
         """A further sandbox for multi-sandbox benchmarks; the lifecycle cleans it up."""
+
+    @abstractmethod
+    def create_here(self, name: str) -> tuple[Any, float, float]:
+        """A further sandbox of the trial's spec, created in the calling thread: no watchdog
+        thread is born between the caller's send and adapter entry, so a caller that already
+        runs on a pre-started thread sends when it means to (the caller bounds the wait).
+        Returns (sandbox, adapter entry, return), monotonic; the lifecycle cleans it up."""
 
     @abstractmethod
     def snapshot(self, sandbox: Any, name: str | None = "snapshot_ms") -> tuple[str, float]:

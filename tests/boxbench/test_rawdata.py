@@ -75,7 +75,7 @@ def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
     run = import_jsonl(synthetic_file).run
     header = json.loads(export_text(run).splitlines()[0])
     assert header["type"] == "run"
-    assert header["schema_version"] == 3
+    assert header["schema_version"] == 4
     assert header["form"] == "full"
     assert {b["slug"] for b in header["benchmarks"]} == {"create", "cpu-single", "deepswe"}
     assert [p["slug"] for p in header["providers"]] == ["alpha", "bravo", "charlie"]

@@ -340,6 +340,8 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     assert run.manifest["refusals"] == []
     assert {"create", "destroy", "cpu-single", "hard-links", "deepswe-boxbench"} <= set(benchmarks)
     assert benchmarks["deepswe-boxbench"]["units"] == ["six-ensure-bytearray", "toolz-dissoc-if"]
+    assert benchmarks["burst"]["units"] == ["8"]  # its scored tier
+    assert benchmarks.pop("burst")["parallel_trials"] == 1  # bursts never overlap
     assert all(b["parallel_trials"] == 2 for b in benchmarks.values())
     # Each benchmark's trials reach the floor it is ranked against: the declared one, or a
     # subset's share of it.
