@@ -84,7 +84,7 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
     units = units_of(benchmark)
     declared = len(units)
     method = method_of(benchmark)
-    series_list, pending = [], []
+    series_list, compared = [], []
     for (provider_id, digest, kind, region), runs in sorted(
         grouped.items(), key=lambda item: (providers[item[0][0]].slug, item[0][1:])
     ):
@@ -112,11 +112,14 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
         if not series["points"]:
             continue  # no successful trial in any run: nothing to draw or compare
         series_list.append(series)
-        if len(runs) < 2:
-            continue
-        # Only the two runs compared are read again: their trials, not every earlier run's.
-        earlier, later = runs[-2], runs[-1]
-        values = {r.id: _values(board, provider, r, units, method) for r in (earlier, later)}
+        if len(runs) >= 2:
+            compared.append((series, provider, runs[-2], runs[-1]))
+    # Only the two runs each series compares are read again: their trials, not every earlier
+    # run's.
+    cells = _compared_cells(board, [(p, r) for _, p, *two in compared for r in two])
+    pending = []
+    for series, provider, earlier, later in compared:
+        values = {r.id: _values(cells[provider.id, r.id], units, method) for r in (earlier, later)}
         floors = [ranking_floor(benchmark, r, declared) for r in (earlier, later)]
         totals = [sum(v.size for v in values[r.id].values()) for r in (earlier, later)]
         if totals[0] < floors[0] or totals[1] < floors[1]:
@@ -136,19 +139,36 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
     return page, pending
 
 
-def _values(board: Board, provider: Provider, run: Run, units: dict, method):
-    """{unit slug: successful values} of one run of one provider: from the board where the
-    board shows this run, else loaded from the run's trials."""
-    if board.runs.get(provider.slug) == run:
-        cells = {u: board.cells.get((u, provider.id), EMPTY_CELL) for u in units}
-    else:
-        trials, measurements = load_trials(board.benchmark, {provider.id: run})
+def _compared_cells(board: Board, wanted: list[tuple[Provider, Run]]) -> dict:
+    """{(provider id, run id): {unit id: cell}} of each (provider, run) wanted: from the board
+    where the board shows that run, else loaded, one query for each provider's run at a time."""
+    out: dict = {}
+    rest: dict = {}
+    for provider, run in wanted:
+        if board.runs.get(provider.slug) == run:
+            out[provider.id, run.id] = {
+                u: c for (u, p), c in board.cells.items() if p == provider.id
+            }
+        else:
+            rest.setdefault((provider.id, run.id), run)
+    while rest:
+        group: dict[int, Run] = {}
+        for (provider_id, _), run in rest.items():
+            group.setdefault(provider_id, run)
+        trials, measurements = load_trials(board.benchmark, group)
         grouped = group_cells(board.benchmark, trials, measurements, [])
-        cells = {u: grouped.get((u, provider.id), EMPTY_CELL) for u in units}
+        for provider_id, run in group.items():
+            out[provider_id, run.id] = {u: c for (u, p), c in grouped.items() if p == provider_id}
+            del rest[provider_id, run.id]
+    return out
+
+
+def _values(cells: dict, units: dict, method) -> dict:
+    """{unit slug: successful values} of one run of one provider."""
     values = {}
-    for unit_id, cell in cells.items():
-        samples = cell.samples
-        values[units[unit_id]] = (
+    for unit_id, slug in units.items():
+        samples = cells.get(unit_id, EMPTY_CELL).samples
+        values[slug] = (
             np.concatenate(samples.calls)
             if method.statistic == summary.POOLED and samples.calls
             else samples.values
