@@ -58,7 +58,17 @@ _PRICING_KEYS = {
     "billing_increment_s",
     "minimum_s",
 }
-_LIMIT_KEYS = {"concurrent_sandboxes", "create_rate_per_s"}
+_LIMIT_NUMBERS = {"concurrent_sandboxes", "create_rate_per_s", "api_requests_per_s"}
+# Where the limits come from: the account tier boxbench tests, the provider's page, and when read.
+_LIMIT_SOURCE = {"account_tier", "source", "date"}
+_LIMIT_KEYS = _LIMIT_NUMBERS | _LIMIT_SOURCE
+
+
+LIMIT_SOURCE_WORDS = {
+    "account_tier": "which account tier (plan) boxbench tests",
+    "source": "where the limits are published",
+    "date": "when the source was read (YYYY-MM-DD)",
+}
 
 
 class DeclarationError(ValueError):
@@ -83,6 +93,9 @@ class Declaration:
     machine_sizes: tuple[MachineSize, ...]
     concurrent_sandboxes: int | None
     create_rate_per_s: float | None
+    # The documented limits as declared, with their account tier, source and date: shown beside
+    # burst results as published by the provider until measured.
+    limits: dict = field(hash=False)
     pricing: dict = field(hash=False)
     data: dict = field(hash=False, repr=False)  # the canonical parsed file, as stored in the DB
     digest: str = ""
@@ -183,6 +196,16 @@ def parse_declaration(raw, where: str) -> Declaration:
     rate = limits.get("create_rate_per_s")
     if rate is not None and not (_number(rate) and rate > 0):
         fail(f"limits.create_rate_per_s must be a positive number or null, got {rate!r}")
+    requests = limits.get("api_requests_per_s")
+    if requests is not None and not (_number(requests) and requests > 0):
+        fail(f"limits.api_requests_per_s must be a positive number or null, got {requests!r}")
+    for key in sorted(_LIMIT_SOURCE):
+        if not isinstance(limits.get(key), str) or not limits[key].strip():
+            fail(f"limits.{key} must say {LIMIT_SOURCE_WORDS[key]}")
+    try:
+        datetime.date.fromisoformat(limits["date"])
+    except ValueError:
+        fail(f"limits.date must be a date (YYYY-MM-DD), got {limits['date']!r}")
 
     shares_job_host = data.get("shares_job_host", False)
     if not isinstance(shares_job_host, bool):
@@ -233,6 +256,7 @@ def parse_declaration(raw, where: str) -> Declaration:
         machine_sizes=tuple(machine_sizes),
         concurrent_sandboxes=concurrent,
         create_rate_per_s=float(rate) if rate is not None else None,
+        limits=dict(limits),
         pricing=pricing,
         data=data,
         digest=sha256_of(data),

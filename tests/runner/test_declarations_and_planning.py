@@ -47,6 +47,12 @@ def test_it_reads_whether_a_providers_sandboxes_share_the_job_host(tmp_path):
         (("{cpus: 1, memory_mib: 2048}", "{cpus: 0, memory_mib: 2048}"), "machine_sizes[0]"),
         (("concurrent_sandboxes: 8", "concurrent_sandboxes: -1"), "limits.concurrent_sandboxes"),
         (("shares_job_host: true", "shares_job_host: yes please"), "shares_job_host must be"),
+        (
+            ('account_tier: "none: the job host itself", ', ""),
+            "limits.account_tier must say which account tier (plan) boxbench tests",
+        ),
+        (("date: 2026-11-30}", "date: last week}"), "limits.date must be a date (YYYY-MM-DD)"),
+        (("api_requests_per_s: null", "api_requests_per_s: 0"), "limits.api_requests_per_s"),
     ],
 )
 def test_it_names_the_file_and_field_of_a_bad_declaration(tmp_path, change, message):
@@ -54,6 +60,14 @@ def test_it_names_the_file_and_field_of_a_bad_declaration(tmp_path, change, mess
     with pytest.raises(DeclarationError) as error:
         load_declaration(path)
     assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_each_declaration_names_its_limits_account_tier_source_and_date():
+    e2b = get_declaration("e2b")
+    assert (e2b.concurrent_sandboxes, e2b.create_rate_per_s) == (20, 1)
+    assert e2b.limits["account_tier"] == "Hobby"
+    assert e2b.limits["source"] == "https://e2b.dev/docs/sandbox/rate-limits"
+    assert e2b.limits["date"] == "2026-11-30"
 
 
 def test_it_refuses_a_declaration_named_after_another_provider(tmp_path):
