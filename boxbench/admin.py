@@ -344,13 +344,18 @@ class AuditResolutionAdmin(PublishedUnlessPermitted, admin.ModelAdmin):
     def has_add_permission(self, request):
         return permissions.may(request, permissions.AUDIT)
 
+    # A published run's resolutions are final (AuditResolution.is_final): shown, never changed
+    # or deleted, so no edit can alter the board without a publication.
+
     def has_change_permission(self, request, obj=None):
         allowed = super().has_change_permission(request, obj)
-        return allowed and permissions.may(request, permissions.AUDIT)
+        final = obj is not None and obj.is_final()
+        return allowed and not final and permissions.may(request, permissions.AUDIT)
 
     def has_delete_permission(self, request, obj=None):
         allowed = super().has_delete_permission(request, obj)
-        return allowed and permissions.may(request, permissions.AUDIT)
+        final = obj is not None and obj.is_final()
+        return allowed and not final and permissions.may(request, permissions.AUDIT)
 
     def save_model(self, request, obj, form, change):
         # Recorded through publishing.apply_resolution so an outlier exclusion also marks the

@@ -148,6 +148,8 @@ def apply_resolution(resolution: AuditResolution) -> int:
     Returns the number of trials excluded. All or nothing: one transaction.
     """
     run = resolution.run
+    if resolution.is_final():
+        raise PublishRefused(_final(run, f"its resolution of {resolution.check_name} stays"))
     problem = resolution_problem(
         run,
         resolution.provider.slug,
@@ -157,6 +159,17 @@ def apply_resolution(resolution: AuditResolution) -> int:
     )
     if problem:
         raise PublishRefused(problem)
+    same = AuditResolution.objects.filter(
+        run=run,
+        provider=resolution.provider,
+        benchmark=resolution.benchmark,
+        check_name=resolution.check_name,
+    ).exclude(pk=resolution.pk)
+    if same.exists():
+        raise PublishRefused(
+            f"{resolution.provider.slug} / {resolution.benchmark.slug} / "
+            f"{resolution.check_name} of run {run.id} is already resolved"
+        )
     excluded = 0
     with transaction.atomic():
         resolution.save()

@@ -23,6 +23,7 @@ from boxbench.models.history import PublishedPair, RunProgress
 from boxbench.models.runs import (
     AuditResolution,
     ChainProgress,
+    FinalResolution,
     InvalidTransition,
     Run,
     RunQuerySet,
@@ -47,6 +48,7 @@ __all__ = [
     "Aggregate",
     "AggregateQuerySet",
     "AuditResolution",
+    "FinalResolution",
     "Benchmark",
     "ChainProgress",
     "Evidence",

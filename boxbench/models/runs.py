@@ -18,6 +18,10 @@ class InvalidTransition(Exception):
     pass
 
 
+class FinalResolution(Exception):
+    """A published run's audit resolution was to be changed or deleted: it is final."""
+
+
 class RunQuerySet(models.QuerySet):
     def published(self):
         return self.filter(published=True)
@@ -171,3 +175,28 @@ class AuditResolution(models.Model):
                 name="resolution_pair_check_uniq",
             ),
         ]
+
+    def save(self, *args, **kwargs):
+        # The stored row is asked, not this object: a change is refused wherever it comes from
+        # (the admin, a form, the shell).
+        if self.is_final():
+            raise FinalResolution(_final_message(self))
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.is_final():
+            raise FinalResolution(_final_message(self))
+        return super().delete(*args, **kwargs)
+
+    def is_final(self) -> bool:
+        """Whether this recorded resolution belongs to a published run, and so is final: its
+        board was published with it (or waits for a republication that will publish it), so a
+        change would alter the board at the next materialization with no publication."""
+        return self.pk is not None and Run.objects.filter(pk=self.run_id, published=True).exists()
+
+
+def _final_message(resolution: AuditResolution) -> str:
+    return (
+        f"run {resolution.run_id} is published: its resolution of {resolution.check_name} is "
+        "final; to change the board, measure the pair in a new run and publish that"
+    )
