@@ -8,7 +8,7 @@ from boxbench.views import api, badges, compare, control, downloads, feeds, ops,
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
-    path("", cached(pages.overview, params=("open",)), name="overview"),
+    path("", cached(pages.overview, client=("open",)), name="overview"),
     path("scores.csv", cached(downloads.overview_csv), name="overview-csv"),
     path(
         "benchmarks/<slug:slug>/",

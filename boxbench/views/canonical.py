@@ -18,8 +18,6 @@ from django.http import Http404, HttpResponseRedirect
 
 # A parameter given with the value its absence means is redirected to the address without it.
 DEFAULTS = {"view": "time", "page": "1", "evidence": "1"}
-# More rows than any overview opens: sections and benchmarks are the only rows that open.
-MAX_OPEN = 100
 WHOLE_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 
 
@@ -67,19 +65,3 @@ def whole_number(request, name: str, default: int = 1) -> int:
     if not WHOLE_NUMBER.fullmatch(raw):
         raise Http404(f"{name} must be a whole number from 1, written without leading zeros")
     return int(raw)
-
-
-def open_rows(requested: str, openable: list[str]) -> str:
-    """The overview's `open` parameter as its links write it: only rows that open (sections and
-    benchmarks), each once, only where every ancestor is open too (a closed ancestor hides it),
-    sorted, at most MAX_OPEN."""
-    known = set(openable)
-    wanted = {path for path in requested.split(",") if path in known}
-    kept: list[str] = []
-    # An ancestor is a prefix, so it sorts before its rows: the cap never keeps a row without it.
-    for path in sorted(wanted):
-        parts = path.split("/")
-        ancestors = ["/".join(parts[:i]) for i in range(1, len(parts))]
-        if all(a in wanted for a in ancestors if a in known) and len(kept) < MAX_OPEN:
-            kept.append(path)
-    return ",".join(kept)

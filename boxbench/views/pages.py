@@ -48,21 +48,14 @@ COMPOSITE_BLANKS = {
 
 def overview(request):
     data: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
-    if not data and "open" in request.GET:
-        return canonical.redirect(request, open=None)  # nothing to open yet
     context = {"overview": data}
     if not data and permissions.may(request, permissions.VIEW_UNPUBLISHED):
         context["awaiting"] = awaiting_runs()
     if data:
         rows = tables.score_rows(data)
-        asked = request.GET.get("open", "")
-        wanted = canonical.open_rows(asked, [r["path"] for r in rows if r["level"] in OPENING])
-        if wanted != asked:
-            return canonical.redirect(request, open=wanted)
-        opened = {p for p in wanted.split(",") if p}
         columns = [p for p, _, _ in rows[0]["ranking"]]
         context["columns"] = [data["providers"].get(p, {"provider_name": p}) for p in columns]
-        context["score_rows"] = _visible_rows(rows, columns, opened)
+        context["score_rows"] = _tree_rows(rows, columns)
         context["composite_rows"] = _composite_rows(data)
         context.update(COMPOSITE_BLANKS)
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
@@ -85,25 +78,17 @@ def _awaiting_uncached(context: dict, response):
     return uncached(response) if "awaiting" in context else response
 
 
-def _visible_rows(rows: list[dict], columns: list[str], opened: set[str]) -> list[dict]:
-    """Only the rows whose every ancestor is open (in ?open=), each with one cell per provider
-    column and the link that opens or closes it. Rendering a closed branch's hundreds of unit
-    rows would cost more than the rest of the page."""
-    visible = []
+def _tree_rows(rows: list[dict], columns: list[str]) -> list[dict]:
+    """Every row of the tree, each with one cell per provider column; those below a section
+    start folded. Which rows are open lives in the address (`open=`) and only the page's script
+    reads it (dashboard.js): were it part of the page, every subset of rows would be a page of
+    its own in the cache, millions of them on the full plan."""
     for row in rows:
-        parts = row["path"].split("/")
-        ancestors = ["/".join(parts[:i]) for i in range(1, len(parts))]
-        if row["level"] not in ("overall", "section") and not all(a in opened for a in ancestors):
-            continue
         by_provider = {p: (score, rank) for p, score, rank in row["ranking"]}
         row["cells"] = [by_provider.get(p) for p in columns]
-        row["open"] = row["path"] in opened
-        toggled = opened ^ {row["path"]}
-        # Closing a row also closes everything under it.
-        toggled = {p for p in toggled if not (row["open"] and p.startswith(row["path"] + "/"))}
-        row["toggle"] = ",".join(sorted(toggled))
-        visible.append(row)
-    return visible
+        row["opens"] = row["level"] in OPENING
+        row["folded"] = row["level"] not in ("overall", "section")
+    return rows
 
 
 def _composite_rows(data: OverviewPage) -> list[dict]:
@@ -244,6 +229,8 @@ def unit(request, slug, unit_slug):
     page = _page_number(request)
     # Unsuccessful trials, their owners, causes and replacement links are private evidence.
     evidence = permissions.may(request, permissions.VIEW_EVIDENCE)
+    if not evidence and page > _last_page(data, provider):
+        raise Http404(f"page {page} is beyond the last page of trials")
     trials, has_next = _trials_page(data, provider, page, evidence)
     if page > 1 and not trials:
         raise Http404(f"page {page} is beyond the last page of trials")
@@ -269,6 +256,16 @@ def _page_number(request) -> int:
     if not page <= LAST_POSSIBLE_PAGE:
         raise Http404(f"page must be between 1 and the last page, not {page}")
     return page
+
+
+def _last_page(data: UnitPage, provider: str) -> int:
+    """The last page a visitor's list of the unit's successful trials fills, from the counts
+    materialized with the page: a page past it is refused before any query, whose OFFSET
+    would make the database walk every row before it. (Those who see evidence also list
+    trials the counts leave out, such as cancelled ones: their pages are checked by the query.)"""
+    rows = [r for r in data["rows"] if not provider or r["provider"] == provider]
+    count = sum(r["outcomes"].get(Outcome.SUCCESS, 0) for r in rows)
+    return max(1, -(-count // TRIALS_PER_PAGE))
 
 
 def _trials_page(

@@ -68,6 +68,51 @@ function setupDerivedView() {
   show();
 }
 
+function ancestors(path) {
+  const parts = path.split("/");
+  return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
+function setupScoreTree() {
+  /* The open rows live in the address (`open=`) and are opened here: the server sends every
+     row, those below a section folded, so the cached page is one whatever is open. */
+  const table = document.getElementById("score-tree");
+  if (!table) return;
+  const rows = Array.from(table.querySelectorAll("tbody tr[data-path]"));
+  const openable = new Set(rows.filter((r) => r.querySelector(".toggle")).map((r) => r.dataset.path));
+  const asked = new URL(window.location.href).searchParams.get("open") || "";
+  const opened = new Set(asked.split(",").filter((p) => openable.has(p)));
+  // A row shows when each of its ancestors that opens is open.
+  const shown = (path) => ancestors(path).filter((a) => openable.has(a)).every((a) => opened.has(a));
+  function render() {
+    rows.forEach((row) => {
+      const toggle = row.querySelector(".toggle");
+      if (!row.classList.contains("level-overall") && !row.classList.contains("level-section")) {
+        row.hidden = !shown(row.dataset.path);
+      }
+      if (toggle) {
+        const open = opened.has(row.dataset.path);
+        toggle.setAttribute("aria-expanded", String(open));
+        toggle.textContent = open ? "\u25BE" : "\u25B8";
+      }
+    });
+    setParam("open", Array.from(opened).filter(shown).sort().join(","));
+  }
+  table.addEventListener("click", (event) => {
+    const toggle = event.target.closest(".toggle");
+    if (!toggle) return;
+    const path = toggle.dataset.path;
+    if (opened.has(path)) {
+      // Closing a row also closes everything under it.
+      Array.from(opened).filter((p) => p === path || p.startsWith(path + "/")).forEach((p) => opened.delete(p));
+    } else {
+      opened.add(path);
+    }
+    render();
+  });
+  render();
+}
+
 function setupAutosubmit() {
   /* Filters that apply on change; no inline handlers, so the Content-Security-Policy can
      forbid inline scripts. */
@@ -79,5 +124,6 @@ function setupAutosubmit() {
 document.addEventListener("DOMContentLoaded", () => {
   drawCharts();
   setupDerivedView();
+  setupScoreTree();
   setupAutosubmit();
 });
