@@ -2,7 +2,8 @@
 
 The schema (boxbench/rawdata/schema.py) has checked each field on its own. Here: time range and
 order, references to the header, execution order (which makes seq unique), replacements, NUL
-characters, duplicates within the header, what a public file may hold, and counts lines.
+characters, control, format and bidi characters (characters.py), duplicates within the header,
+what a public file may hold, and counts lines.
 """
 
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from boxbench.rawdata import characters
 from boxbench.rawdata.errors import FieldError
 from boxbench.rawdata.schema import FULL, PUBLIC, CountsLine, Header, TrialLine
 
@@ -63,7 +65,15 @@ def check_no_nul(raw: bytes, decoded):
             raise FieldError(found, "contains a NUL character")
 
 
+def check_characters(line):
+    """Refuse control, format and bidi characters in the line's names and texts."""
+    found = characters.find_refused(line)
+    if found:
+        raise FieldError(found[0], characters.describe(found[1]))
+
+
 def check_header(header: Header):
+    check_characters(header)
     check_window("run.", header.run.started_at, header.run.ended_at)
     check_moment("run.created_at", header.run.created_at)
     _unique("providers", [(p.slug,) for p in header.providers], "slug")
@@ -135,6 +145,8 @@ class TrialChecks:
             )
             or not trial.metrics.keys() <= benchmark.metrics.keys()
             or not trial.stages.keys() <= benchmark.stages.keys()
+            or not (trial.cause.isprintable() and trial.batch.isprintable())
+            or not trial.job_host.isprintable()
         ):
             self._explain(trial)
         self.last_seq = trial.seq
@@ -143,6 +155,7 @@ class TrialChecks:
         return benchmark, unit, provider
 
     def _explain(self, trial: TrialLine):
+        check_characters(trial)
         if self.counted:
             raise FieldError("type", "trial lines come before the counts lines")
         if trial.outcome != "success" and self.form == PUBLIC:

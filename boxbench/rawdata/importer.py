@@ -291,9 +291,14 @@ def _store_definitions(source: str, header: Header):
     if Run.objects.filter(id=info.id).exists():
         raise FieldError("run.id", f"run {info.id} is already in the database")
     try:
-        Manifest.from_json(header.manifest)  # stored as given, so an export gives the same bytes
+        # Stored as given, so an export gives the same bytes.
+        manifest = Manifest.from_json(header.manifest)
     except ManifestError as exc:
         raise FieldError("manifest", str(exc)) from None
+    if manifest.rerun_of is not None:
+        # A re-run resolves a pair of another run here, and the board takes the pair from it:
+        # only this database's own re-runs may.
+        raise FieldError("manifest.rerun_of", "an imported run cannot be a re-run of a run here")
     run = Run.objects.create(
         id=info.id,
         name=info.name,

@@ -52,9 +52,17 @@ def _column(model, name: str):
     return model._meta.get_field(name)
 
 
+# The longest free text (a TextField: a trial's cause, a description, a region note), in
+# characters: the runner keeps a cause to this length too (runner/store.py).
+MAX_FREE_TEXT = 4000
+# A run is imported once it has ended: a run still going (or planned) here would be one no
+# chain carries on.
+ENDED_STATUSES = (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED)
+
+
 def text(model, name: str, description: str, *, pattern: str | None = None):
-    """A string no longer than its column (TextField: no limit but the line's)."""
-    length = _column(model, name).max_length
+    """A string no longer than its column, or than MAX_FREE_TEXT for a TextField."""
+    length = _column(model, name).max_length or MAX_FREE_TEXT
     return Annotated[str, msgspec.Meta(max_length=length, pattern=pattern, description=description)]
 
 
@@ -97,7 +105,9 @@ class RunInfo(Struct):
 
     id: described(uuid.UUID, "The run's id.")
     name: text(Run, "name", "The run's name.")
-    status: choice(RunStatus.values, "The run's status when it was exported.")
+    status: choice(
+        [s.value for s in ENDED_STATUSES], "The run's status when it was exported: it has ended."
+    )
     created_at: described(Moment | None, "When the run was planned (null: the import's time).")
     started_at: described(Moment | None, "When the run started.")
     ended_at: described(Moment | None, "When the run ended; not before `started_at`.")
