@@ -55,7 +55,8 @@ def secret_key_problem(key: str) -> str | None:
 
 
 def refuse_unsafe_secret_key() -> None:
-    """Serving with DEBUG off: stop start-up (runserver and gunicorn load boxbench/wsgi.py)."""
+    """Serving or running queued tasks with DEBUG off: stop start-up (runserver and gunicorn
+    load boxbench/wsgi.py; manage.py calls it before `qcluster`)."""
     problem = None if settings.DEBUG else secret_key_problem(settings.SECRET_KEY)
     if problem:
         raise ImproperlyConfigured(

@@ -109,6 +109,30 @@ def envorigins(name: str) -> list[str]:
     return origins
 
 
+def envsite(name: str, default: str) -> str:
+    """The site's public address, scheme://host[:port] with no path: what absolute links (the
+    feeds') are built from, never a request's Host header."""
+    value = os.environ.get(name, "").strip() or default
+    if not ORIGIN.match(value) or "*" in value:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a site address: write scheme and host, "
+            "e.g. https://bench.example.org"
+        )
+    return value
+
+
+def envtoken(name: str, min_length: int) -> str:
+    """A bearer token (envsecret): empty for none, otherwise at least `min_length` characters,
+    so it cannot be guessed."""
+    token = envsecret(name)
+    if token and len(token) < min_length:
+        raise ImproperlyConfigured(
+            f"{name} has {len(token)} characters, fewer than {min_length}: use a random value "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
 def redis_place(url: str) -> tuple[str, str]:
     """(server, database number) a Redis URL names: host and port, or a unix socket's path."""
     parts = urlsplit(url)

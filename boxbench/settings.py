@@ -15,7 +15,9 @@ from boxbench.env import (
     envlist,
     envorigins,
     envsecret,
+    envsite,
     envstr,
+    envtoken,
     same_redis,
 )
 
@@ -28,6 +30,9 @@ DEBUG = envbool("DEBUG", False)
 SECRET_KEY = envsecret("SECRET_KEY", "boxbench-development-only-secret-key-change-me-in-production")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 SITE_NAME = envstr("SITE_NAME", "boxbench")
+# The public address absolute links (the Atom feeds') are built from: a cached feed built from
+# a request's Host would carry the first visitor's choice of it to everyone.
+SITE_URL = envsite("BOXBENCH_SITE_URL", "http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -256,7 +261,9 @@ LOCAL_SANDBOX_ROOT = Path(envstr("BOXBENCH_LOCAL_SANDBOX_ROOT", str(VAR_DIR / "s
 # without it such a create fails, naming what is missing (docs/deployment.md).
 LOCAL_ALLOW_UNLIMITED = envbool("BOXBENCH_LOCAL_ALLOW_UNLIMITED", False)
 DOCKER_HOST = envstr("DOCKER_HOST")
-METRICS_TOKEN = envsecret("BOXBENCH_METRICS_TOKEN")  # bearer token for /metrics; "" = staff only
+# Bearer token for /metrics ("" = logins only); too short a token could be guessed.
+METRICS_TOKEN_MIN_LENGTH = 32
+METRICS_TOKEN = envtoken("BOXBENCH_METRICS_TOKEN", METRICS_TOKEN_MIN_LENGTH)
 
 LOGGING = {
     "version": 1,

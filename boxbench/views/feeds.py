@@ -4,6 +4,7 @@ the materialized history pages and cached per publication like the pages."""
 
 from datetime import datetime
 
+from django.conf import settings
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
@@ -48,19 +49,25 @@ def provider_entries(slug: str) -> list[dict]:
     return sorted(entries.values(), key=lambda e: (e["when"], e["id"]), reverse=True)[:ENTRIES]
 
 
+def absolute(path: str) -> str:
+    """An address on the configured site (settings.SITE_URL): the feed is cached and served to
+    everyone, so its links never come from the Host header of whoever asked first."""
+    return settings.SITE_URL.rstrip("/") + path
+
+
 def provider_feed(request, slug):
     provider = aggregate(Scope.PROVIDER, slug)
     feed = Atom1Feed(
         title=f"boxbench: {provider['provider_name']}",
-        link=request.build_absolute_uri(reverse("provider", args=[slug])),
+        link=absolute(reverse("provider", args=[slug])),
         description=f"Publications and flagged changes of {provider['provider_name']}.",
-        feed_url=request.build_absolute_uri(),
+        feed_url=absolute(request.path),
     )
     for entry in provider_entries(slug):
         when = datetime.fromisoformat(entry["when"])
         feed.add_item(
             title=entry["title"],
-            link=request.build_absolute_uri(entry["link"]),
+            link=absolute(entry["link"]),
             description=entry["text"],
             unique_id=f"tag:boxbench,{entry['id']}",
             pubdate=when,

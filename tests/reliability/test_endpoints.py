@@ -21,7 +21,7 @@ from runner.plan import plan_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-TOKEN = "healthz-test-token"
+TOKEN = "healthz-test-token-of-thirty-two-characters"
 
 
 @pytest.mark.django_db

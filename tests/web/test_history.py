@@ -145,3 +145,17 @@ def test_the_history_api_answers_one_unit_at_a_time(client, tmp_path):
         assert sorted(points[series["provider"]], key=key) == sorted(series["points"], key=key)
         assert len(changes[series["provider"]]) == len(series["changes"])
     assert client.get(f"{address}?unit=nowhere").status_code == 404
+
+
+def test_the_feeds_links_come_from_the_site_address_not_the_first_visitors_host(
+    client, tmp_path, settings
+):
+    variant(tmp_path / "1.jsonl", 1)
+    settings.ALLOWED_HOSTS = ["evil.example", "testserver"]
+    settings.SITE_URL = "https://bench.example.org"
+    first = client.get("/providers/local/feed.xml", HTTP_HOST="evil.example")
+    assert b"evil.example" not in first.content
+    links = [e["link"] for e in atom_entries(first)]
+    assert links and all(link.startswith("https://bench.example.org/runs/") for link in links)
+    # The next visitor is served the cached feed: the same links.
+    assert client.get("/providers/local/feed.xml").content == first.content
