@@ -318,3 +318,57 @@ _ONLY_WHEN_SET = (
     "audit_settings",
     "rerun_of",
 )
+
+
+# The public projection of a stored manifest: what reproduces and places the run (the seed, the
+# plan, the schedule, digests, the code commit, the job hosts the pages name, the refusals the
+# boards label), without what only operators need or may not show: other accounts' sandbox ids
+# (live checks, leftovers), backends' error texts (waits, network baselines, an image's or a
+# chain's error), adapter files and pacing. Sections are kept whole, or only the fields named.
+PUBLIC_SECTIONS = (
+    "schema_version",
+    "seed",
+    "plan",
+    "refusals",
+    "versions",
+    "benchmarks",
+    "stopped_units",
+    "image_digests",
+    "image_digest",
+    "schedule",
+    "audit_settings",
+    "rerun_of",
+)
+PUBLIC_FIELDS = {
+    "images": ("reference", "digest"),
+    "providers": (
+        "job_host",
+        "seq_base",
+        "job_host_type",
+        "job_host_region",
+        "declaration_digest",
+        "pricing_digest",
+    ),
+    "chains": ("order",),
+}
+PUBLIC_CODE_FIELDS = ("commit", "dirty")
+
+
+def public_manifest(data: dict) -> dict:
+    """The public projection of a stored manifest (JSON in, JSON out, keys in stored order), so
+    that projecting a projection changes nothing."""
+    public: dict = {}
+    for key, value in data.items():
+        if key in PUBLIC_SECTIONS:
+            public[key] = value
+        elif key in PUBLIC_FIELDS and isinstance(value, dict):
+            fields = PUBLIC_FIELDS[key]
+            public[key] = {
+                name: {f: v for f, v in entry.items() if f in fields}
+                if isinstance(entry, dict)
+                else entry
+                for name, entry in value.items()
+            }
+        elif key == "code" and isinstance(value, dict):
+            public[key] = {f: v for f, v in value.items() if f in PUBLIC_CODE_FIELDS}
+    return public

@@ -36,6 +36,7 @@ from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
 from boxbench.rawdata.prefetch import Prefetch
 from boxbench.rawdata.schema import FORMS, FULL, PUBLIC, SCHEMA_VERSION
+from runner.manifest import public_manifest
 
 PAGE = 5000
 CHUNK_BYTES = 256 * 1024
@@ -152,7 +153,8 @@ def run_header(run: Run, seen: Seen, form: str) -> dict:
             "started_at": _iso(run.started_at),
             "ended_at": _iso(run.ended_at),
         },
-        "manifest": run.manifest,
+        # The public form carries the manifest's public projection (runner.manifest).
+        "manifest": run.manifest if form == FULL else public_manifest(run.manifest),
         # boxbench's own audit once computed; before that, the report an imported file carried.
         "audit_report": run.audit_report
         if run.audit_report is not None

@@ -6,6 +6,7 @@ from django.http import Http404
 
 from boxbench import permissions
 from boxbench.models import Aggregate, Run, Scope, aggregate_key
+from runner.manifest import public_manifest
 
 
 def aggregate(scope: Scope, *parts) -> dict:
@@ -37,3 +38,12 @@ def visible_run(request, run_id: uuid.UUID) -> Run:
     if run is None or not (run.published or permissions.may(request, permissions.VIEW_UNPUBLISHED)):
         raise Http404("no such run")
     return run
+
+
+def shown_manifest(request, run: Run) -> dict:
+    """The run's manifest as this reader may see it: whole with view_private_evidence, otherwise
+    its public projection (runner.manifest.public_manifest: no other accounts' sandbox ids, no
+    backends' error texts)."""
+    if permissions.may(request, permissions.VIEW_EVIDENCE):
+        return run.typed_manifest.to_json()
+    return public_manifest(run.typed_manifest.to_json())

@@ -11,7 +11,7 @@ from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
 from boxbench.views import tables
-from boxbench.views.access import aggregate, chosen_view, visible_run
+from boxbench.views.access import aggregate, chosen_view, shown_manifest, visible_run
 from boxbench.views.cache import publication_version, uncached
 from boxbench.views.compare import chosen_pair, chosen_slice
 
@@ -89,7 +89,7 @@ def _run_answer(response: HttpResponse, published: bool) -> HttpResponse:
 def run_manifest(request, run_id):
     run = visible_run(request, run_id)
     response = _answer(
-        "manifest", run=str(run.id), published=run.published, manifest=run.typed_manifest.to_json()
+        "manifest", run=str(run.id), published=run.published, manifest=shown_manifest(request, run)
     )
     return _run_answer(response, run.published)
 

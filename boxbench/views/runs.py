@@ -29,7 +29,7 @@ from boxbench.models import (
 )
 from boxbench.permissions import CANCEL, VIEW_EVIDENCE, may
 from boxbench.views import canonical
-from boxbench.views.access import visible_run
+from boxbench.views.access import shown_manifest, visible_run
 from boxbench.views.cache import uncached
 from runner import runs
 
@@ -77,6 +77,7 @@ def run_page(request, run_id):
         "rerun_of": manifest.rerun_of,
         "rerun_of_link": bool(manifest.rerun_of) and manifest.rerun_of.run in openable,
         "schedule": _schedule(manifest, pairs),
+        "manifest": shown_manifest(request, run),
     }
     reviewer = permissions.may(request, permissions.AUDIT) or permissions.may(
         request, permissions.PUBLISH
