@@ -21,9 +21,13 @@ from boxbench.admin_forms import (
     StartRunForm,
 )
 from boxbench.admin_provenance import FrozenOnceEnded, RecordedRunDeletion, frozen
+from boxbench.login_throttle import ThrottledAdminAuthenticationForm
 from boxbench.models import RunStatus
 from runner import runs, steps
 from runner.plan import PlanError, plan_run
+
+# The login form refuses an address with too many failed logins (boxbench/login_throttle.py).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(models.Provider)
