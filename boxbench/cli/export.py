@@ -1,5 +1,7 @@
+import contextlib
 import os
 import sys
+import tempfile
 
 from django.core.management.base import CommandError
 
@@ -30,18 +32,31 @@ def _chunks(run, kind: str, form: str):
     return (chunk.encode() for chunk in export_csv(run, form))
 
 
+def _write(target: str, chunks) -> None:
+    """Write through a temporary file beside the target, renamed only when complete (an
+    interrupted export leaves no half-written file). The temporary name is unpredictable and
+    created exclusively, so a link planted in its place is never followed; the file is private
+    (0600) whatever the umask, since the full form is private evidence."""
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, partial = tempfile.mkstemp(prefix=".export-", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(partial, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
+
+
 def handle(options, out):
     run = get_run(options["run"])
     chunks = _chunks(run, options["format"], FULL if options.get("full") else PUBLIC)
     target = options.get("output")
     try:
         if target:
-            partial = f"{target}.partial"
-            with open(partial, "wb") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
-            # Renamed only when complete: an interrupted export leaves no half-written file.
-            os.replace(partial, target)
+            _write(target, chunks)
         else:
             for chunk in chunks:
                 sys.stdout.buffer.write(chunk)
