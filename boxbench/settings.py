@@ -155,7 +155,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
 # above `timeout`; a lost step is resumed well before that by recovery (stale heartbeat, about a
 # minute), and a redelivered one runs nothing (its claim on the step fails). `max_attempts` is
 # 1: the runner owns top-ups, never the queue.
-REDIS_URL = envstr("BOXBENCH_REDIS_URL")
+REDIS_URL = envsecret("BOXBENCH_REDIS_URL")  # or _FILE: the URL may hold a password
 Q_TIMEOUT = envint("BOXBENCH_Q_TIMEOUT", 3600, minimum=60)
 Q_CLUSTER = {
     # One name for the whole site: it salts every task's signature, so a task one job host
@@ -186,7 +186,7 @@ else:
 # queued tasks. A failing Redis is a miss, never an error (boxbench/cache_guard.py); the socket
 # timeouts bound what one call waits for a Redis that stopped answering.
 CACHE_TABLE = "boxbench_cache"
-CACHE_URL = envstr("BOXBENCH_CACHE_URL")
+CACHE_URL = envsecret("BOXBENCH_CACHE_URL")  # or _FILE: the URL may hold a password
 if CACHE_URL and REDIS_URL and same_redis(CACHE_URL, REDIS_URL):
     raise ImproperlyConfigured(
         "BOXBENCH_CACHE_URL names the queue's Redis database (BOXBENCH_REDIS_URL): give the page "
