@@ -116,8 +116,15 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "static")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-# Before `collectstatic` has run (development, tests) whitenoise serves from the finders instead.
-WHITENOISE_USE_FINDERS = not any(STATIC_ROOT.iterdir())
+# Pages name static files by content hash, so whitenoise caches them for a year as immutable and
+# sends their brotli or gzip copy; `manage.py collectstatic` makes both (boxbench.sh run does).
+# With DEBUG on, pages name the files as they are and whitenoise serves them from the finders.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "boxbench.static_storage.StaticStorage"},
+}
+# Only the hashed names are served: half the files to compress, and no stale copy under an old name.
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 
 LOGIN_URL = "admin:login"
 

@@ -24,6 +24,7 @@ import pytest
 from runner import adapters, chain
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
+from tests.support import static
 from tests.support.runner import FAST, SkippedTime
 
 # The Podman service and the `docker` provider, for every folder that needs them.
@@ -56,6 +57,31 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def collected_static():
+    """Static files as `collectstatic` leaves them, for this process and the servers it starts
+    (pages name them by the content hash its manifest records)."""
+    from django.test.utils import override_settings
+
+    root = static.collected()
+    os.environ["STATIC_ROOT"] = str(root)
+    with override_settings(STATIC_ROOT=root):
+        yield root
+
+
+@pytest.fixture(scope="session")
+def live_server(request):
+    """pytest-django's live server, serving static files through whitenoise as a deployment
+    does: Django's test server would look the hashed names up in the source folders and 404."""
+    from pytest_django.live_server_helper import LiveServer
+
+    server = LiveServer(os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost", start=False)
+    server.thread.static_handler = lambda application: application
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench import charts, history_charts, permissions
+from boxbench import bundles, charts, history_charts, permissions
 from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     HistoryPage,
@@ -66,6 +66,7 @@ def overview(request):
             {**h, "figure": charts.headline_bars(h), "empty": charts.nothing_to_chart(h["rows"])}
             for h in data.get("headlines", [])
         ]
+        context["plotly_bundle"] = bundles.for_page(context)
     return _awaiting_uncached(context, render(request, "boxbench/overview.html", context))
 
 
@@ -157,6 +158,7 @@ def benchmark(request, slug):
             stage_chart=charts.stacked_stage_bars(unit),
             derived=_derived(unit),
         )
+    context["plotly_bundle"] = bundles.for_page(context)
     return render(request, "boxbench/benchmark.html", context)
 
 
@@ -248,6 +250,7 @@ def unit(request, slug, unit_slug):
         "page": page,
         "has_next": has_next,
     }
+    context["plotly_bundle"] = bundles.for_page(context)
     return render(request, "boxbench/unit.html", context)
 
 

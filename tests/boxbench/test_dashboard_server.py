@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support import static
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "boxbench/gunicorn_conf.py"
 
@@ -60,10 +62,12 @@ def test_gunicorn_as_run_starts_it_serves_the_overview_and_a_static_file(tmp_pat
     env["SECRET_KEY"] = secrets.token_urlsafe(48)
     env.pop("DATABASE_URL", None)
     env.pop("BOXBENCH_REDIS_URL", None)
-    # As boxbench.sh prepares it: migrated, static files collected under var/static.
+    env.pop("STATIC_ROOT", None)  # under var/, as boxbench.sh has it
+    # As boxbench.sh prepares it: migrated, static files collected under var/static (from the
+    # tests' copy, which collectstatic finds fresh and so compresses nothing again).
+    static.copy_to(tmp_path / "static")
     for step in (["migrate", "-v0"], ["collectstatic", "--noinput", "-v0"]):
         subprocess.run([sys.executable, "manage.py", *step], cwd=ROOT, env=env, check=True)
-    assert (tmp_path / "static" / "boxbench" / "site.css").is_file()
     port = free_port()
     log = tmp_path / "gunicorn.log"
     # boxbench.sh's own command; only the port differs, so that tests can run side by side.
@@ -77,15 +81,19 @@ def test_gunicorn_as_run_starts_it_serves_the_overview_and_a_static_file(tmp_pat
             overview = client.get("/")
             assert overview.status_code == 200, log.read_text()
             assert "boxbench" in overview.text
-            assert "/static/boxbench/site.css" in overview.text
-            css = client.get("/static/boxbench/site.css")
+            # The stylesheet by its content's hash: cached for good, sent compressed.
+            css_url = re.search(r'href="(/static/boxbench/site\.[0-9a-f]{12}\.css)"', overview.text)
+            assert css_url, overview.text
+            css = client.get(css_url.group(1), headers={"Accept-Encoding": "gzip"})
             assert css.status_code == 200
+            assert css.headers["content-encoding"] == "gzip"
             assert css.content == (ROOT / "static" / "boxbench" / "site.css").read_bytes()
             assert css.headers["content-type"].startswith("text/css")
+            assert "immutable" in css.headers["cache-control"]
     finally:
         server.terminate()
         server.wait(timeout=30)
     assert "gunicorn" in log.read_text().lower()
     # The access log (written out by the time the server has stopped) goes under the var
     # directory, beside the other logs of a run.
-    assert '"GET /static/boxbench/site.css' in (tmp_path / "dashboard-access.log").read_text()
+    assert f'"GET {css_url.group(1)}' in (tmp_path / "dashboard-access.log").read_text()
