@@ -3,10 +3,19 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template import RequestContext
+from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from boxbench import holdbacks, models, permissions, publishing
+from boxbench import (
+    admin_tables,
+    holdbacks,
+    models,
+    permissions,
+    provider_status,
+    publishing,
+    run_estimate,
+)
 from boxbench.admin_access import (
     PublishedUnlessPermitted,
     ReadOnly,
@@ -15,7 +24,6 @@ from boxbench.admin_access import (
 )
 from boxbench.admin_forms import (
     RESOLVE_TEMPLATE,
-    START_TEMPLATE,
     AuditResolutionForm,
     BulkResolutionForm,
     StartRunForm,
@@ -90,9 +98,21 @@ def audit_runs(modeladmin, request, queryset):
 @admin.register(models.Run)
 class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
     run_path = "published"
-    list_display = ["name", "id", "status", "published", "created_at", "ended_at"]
+    list_display = [
+        "name",
+        "status",
+        "progress_summary",
+        "audit_summary",
+        "held_back_pairs",
+        "published",
+        "created_at",
+        "run_page",
+    ]
     list_filter = ["status", "published"]
-    # The runner and the audit write these; an ended run is read-only as a whole (below).
+    list_per_page = 25  # each row counts its trials and reads its audit
+    # The runner and the audit write these; an ended run is read-only as a whole (below). The
+    # manifest and the reports are shown as tables (admin_tables), never as editable JSON.
+    exclude = ["manifest", "audit_report", "imported_audit_report"]
     readonly_fields = [
         "id",
         "status",
@@ -100,9 +120,9 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
         "published_at",
         "audited_at",
         "progress",
-        "manifest",
-        "audit_report",
-        "imported_audit_report",
+        "manifest_tables",
+        "audit_report_tables",
+        "imported_audit_report_tables",
         "created_at",
         "started_at",
         "ended_at",
@@ -187,34 +207,71 @@ class RunAdmin(RecordedRunDeletion, PublishedUnlessPermitted, admin.ModelAdmin):
         return redirect("admin:boxbench_run_start")
 
     def start_view(self, request):
+        """The start form: a named plan or benchmarks, providers with the doctor's verdicts,
+        and "Estimate" (trials, time, cost) before "Start the run"."""
         if not self.has_start_permission(request):
             raise PermissionDenied
-        form = StartRunForm(request.POST or None)
+        verdicts = provider_status.verdicts()
+        form = StartRunForm(request.POST or None, verdicts=verdicts)
+        estimate = None
         if request.method == "POST" and form.is_valid():
-            try:
-                run = plan_run(
-                    form.cleaned_data["name"],
-                    benchmarks=form.cleaned_data["benchmarks"],
-                    providers=form.cleaned_data["providers"],
-                    trials=form.cleaned_data["trials"],
-                    concurrency=form.cleaned_data["concurrency"],
-                    allow_busy_account=form.cleaned_data["allow_busy_account"],
-                    actor=request.user,
-                )
-            except PlanError as exc:
-                form.add_error(None, str(exc))
+            arguments = form.plan_arguments()
+            if "_estimate" in request.POST:
+                estimate = run_estimate.estimate(**arguments)
             else:
-                steps.start_run(run)
-                refused = len(run.typed_manifest.refusals)
-                self.message_user(request, f"Run {run.name} started ({refused} pair(s) refused).")
-                return redirect("admin:boxbench_run_change", run.pk)
+                try:
+                    run = plan_run(
+                        form.cleaned_data["name"],
+                        **arguments,
+                        allow_busy_account=form.cleaned_data["allow_busy_account"],
+                        actor=request.user,
+                    )
+                except PlanError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    steps.start_run(run)
+                    refused = len(run.typed_manifest.refusals)
+                    self.message_user(
+                        request, f"Run {run.name} started ({refused} pair(s) refused)."
+                    )
+                    return redirect("admin:boxbench_run_change", run.pk)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": "Start a run",
             "form": form,
+            "verdicts": sorted(verdicts.items()),
+            "estimate": estimate,
         }
-        return HttpResponse(START_TEMPLATE.render(RequestContext(request, context)))
+        return TemplateResponse(request, "boxbench/admin_start_run.html", context)
+
+    @admin.display(description="Progress")
+    def progress_summary(self, run):
+        return admin_tables.progress_text(run)
+
+    @admin.display(description="Audit")
+    def audit_summary(self, run):
+        return admin_tables.audit_text(run)
+
+    @admin.display(description="Held back")
+    def held_back_pairs(self, run):
+        return admin_tables.held_back_text(run)
+
+    @admin.display(description="Run page")
+    def run_page(self, run):
+        return format_html('<a href="{}">view</a>', run.get_absolute_url())
+
+    @admin.display(description="Manifest")
+    def manifest_tables(self, run):
+        return admin_tables.manifest_tables(run)
+
+    @admin.display(description="Audit report")
+    def audit_report_tables(self, run):
+        return admin_tables.audit_tables(run, run.audit_report)
+
+    @admin.display(description="Imported audit report (kept for comparison)")
+    def imported_audit_report_tables(self, run):
+        return admin_tables.audit_tables(run, run.imported_audit_report)
 
     @admin.display(description="Progress per provider and benchmark")
     def progress(self, run):

@@ -4,6 +4,7 @@ from django import forms
 from django.template import Template
 
 from boxbench import holdbacks, models, publishing
+from runner import named_plans
 from runner.benchmarks import all_benchmarks
 from runner.declarations import load_all
 
@@ -16,35 +17,78 @@ def _provider_choices():
     return [(slug, declaration.name) for slug, declaration in load_all().items()]
 
 
+def _plan_choices():
+    return [("", "None: the benchmarks ticked below")] + [
+        (name, f"{name}: {make().description}") for name, make in named_plans.PLANS.items()
+    ]
+
+
 class StartRunForm(forms.Form):
     name = forms.CharField(max_length=200)
-    benchmarks = forms.MultipleChoiceField(choices=_benchmark_choices)
-    providers = forms.MultipleChoiceField(choices=_provider_choices)
+    plan = forms.ChoiceField(
+        choices=_plan_choices,
+        required=False,
+        help_text="A named plan brings its benchmarks, units, trials and parallel trials.",
+    )
+    benchmarks = forms.MultipleChoiceField(
+        choices=_benchmark_choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Without a plan: the benchmarks to run.",
+    )
+    providers = forms.MultipleChoiceField(
+        choices=_provider_choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each with the doctor's verdict (manage.py bench doctor): a provider that is "
+        "not configured is refused before the run starts.",
+    )
     trials = forms.IntegerField(
-        min_value=1, max_value=10_000, required=False, help_text="Per unit; empty: each N."
+        min_value=1,
+        max_value=10_000,
+        required=False,
+        help_text="Trials per unit; empty: the plan's, else each benchmark's own number.",
     )
     concurrency = forms.IntegerField(
         min_value=1,
         max_value=256,
         required=False,
-        help_text="Trials in parallel per provider; empty: each benchmark's declaration.",
+        help_text="Trials in parallel per provider; empty: the plan's, else each benchmark's "
+        "declaration.",
     )
     allow_busy_account = forms.BooleanField(
         required=False,
         help_text="Start each chain even if the account holds other live sandboxes (recorded).",
     )
 
+    def __init__(self, *args, verdicts=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if verdicts:
+            self.fields["providers"].choices = [
+                (slug, f"{name} ({verdicts[slug].state})" if slug in verdicts else name)
+                for slug, name in _provider_choices()
+            ]
 
-START_TEMPLATE = Template(
-    """{% extends "admin/base_site.html" %}
-{% block content %}
-<form method="post">{% csrf_token %}
-{{ form.non_field_errors }}
-<table>{{ form.as_table }}</table>
-<input type="submit" value="Start the run">
-</form>
-{% endblock %}"""
-)
+    def clean(self):
+        data = super().clean()
+        if data.get("plan") and data.get("benchmarks"):
+            raise forms.ValidationError(
+                "A plan names its own benchmarks: choose a plan or tick benchmarks, not both."
+            )
+        if not data.get("plan") and not data.get("benchmarks") and not self.errors:
+            raise forms.ValidationError("Choose a plan or tick at least one benchmark.")
+        return data
+
+    def plan_arguments(self) -> dict:
+        """What runner.plan.plan_run takes, as `bench run --plan` fills it in."""
+        data = self.cleaned_data
+        plan = named_plans.get_plan(data["plan"]) if data.get("plan") else None
+        return {
+            "benchmarks": list(plan.benchmarks) if plan else data["benchmarks"],
+            "units": plan.units if plan else None,
+            "providers": data["providers"],
+            "trials": data.get("trials") or (plan.trials if plan else None),
+            "concurrency": data.get("concurrency") or (plan.concurrency if plan else None),
+        }
 
 
 class BulkResolutionForm(forms.Form):

@@ -12,8 +12,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from boxbench.env import redis_place
+from boxbench.provider_status import provider_checks
 from runner.declarations import DeclarationError, load_all
-from runner.providers import get_provider
 
 help = "Check what each provider needs, the database, the queue, the page cache and free disk."
 
@@ -40,12 +40,7 @@ def handle(options, out):
     for slug, declaration in declarations.items():
         if options.get("provider") and slug not in options["provider"]:
             continue
-        try:
-            checks = get_provider(slug, declaration).doctor()
-        except Exception as exc:  # noqa: BLE001 - a broken adapter is a failed check
-            report("provider", slug, False, f"{type(exc).__name__}: {exc}")
-            continue
-        for check in checks:
+        for check in provider_checks(slug, declaration):
             report("provider", f"{slug}:{check.name}", check.ok, check.detail, check.verdict)
     for name, ok, detail in (database_check(), queue_check(), cache_check()):
         report("service", name, ok, detail)

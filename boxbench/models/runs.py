@@ -69,6 +69,12 @@ class Run(models.Model):
     def __str__(self):
         return self.name
 
+    def get_absolute_url(self) -> str:
+        # The admin's "View on site": the run's page, where its control room is.
+        from django.urls import reverse
+
+        return reverse("run", args=[self.id])
+
     @property
     def typed_manifest(self) -> Manifest:
         """The manifest as a type; runner.manifest.ManifestError when the stored JSON is bad."""
@@ -151,6 +157,9 @@ class RunTransition(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.from_status} → {self.to_status}" + (f": {self.note}" if self.note else "")
 
 
 class AuditResolution(models.Model):
