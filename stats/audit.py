@@ -84,13 +84,16 @@ CHECKS = (
     "outliers",
     "cache_flags",
 )
+# The smallest difference between two groups of trials that a check (or change detection
+# between two runs, stats.changes) calls a difference: percent of the earlier group's median.
+BETWEEN_GROUPS_MIN_EFFECT = 15.0
 MIN_EFFECT = {  # percent of the median, except lag 1's rho
     "trend": 8.0,
-    "first_round": 15.0,
-    "round_start": 15.0,
+    "first_round": BETWEEN_GROUPS_MIN_EFFECT,
+    "round_start": BETWEEN_GROUPS_MIN_EFFECT,
     "lag1": 0.5,
-    "overlap": 15.0,
-    "host_saturated": 15.0,
+    "overlap": BETWEEN_GROUPS_MIN_EFFECT,
+    "host_saturated": BETWEEN_GROUPS_MIN_EFFECT,
     "host_type": 20.0,
 }
 LAG1_SPREAD = 8.0  # |rho| x robust spread must also reach 8 % of the median

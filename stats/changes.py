@@ -9,11 +9,12 @@ import math
 from collections.abc import Sequence
 from typing import TypedDict
 
-from stats import estimators
+from stats import audit, estimators
 from stats.significance import bh, mann_whitney_p
 
-MIN_EFFECT = 15.0  # percent of the earlier median, as the audit's between-group checks
-Q_LEVEL = 0.05
+# The audit's rule, imported so that the two never drift apart.
+MIN_EFFECT = audit.BETWEEN_GROUPS_MIN_EFFECT  # percent of the earlier median
+Q_LEVEL = audit.Q_LEVEL
 
 
 class Change(TypedDict):
