@@ -8,11 +8,33 @@ function setParam(name, value) {
   window.history.replaceState(null, "", url);
 }
 
+const DARK = window.matchMedia("(prefers-color-scheme: dark)").matches;
+
+function darken(figure) {
+  /* The server draws every figure for a light page: on a dark one, light ink on no background. */
+  const ink = "#d8dade";
+  const grid = "#3a3d44";
+  const layout = figure.layout;
+  layout.paper_bgcolor = "rgba(0,0,0,0)";
+  layout.plot_bgcolor = "rgba(0,0,0,0)";
+  layout.font = Object.assign({}, layout.font, { color: ink });
+  Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).forEach((key) => {
+    Object.assign(layout[key], { gridcolor: grid, linecolor: grid, zerolinecolor: grid });
+  });
+  (layout.annotations || []).forEach((a) => { a.font = Object.assign({}, a.font, { color: ink }); });
+  figure.data.forEach((trace) => {
+    ["error_x", "error_y"].forEach((bars) => { if (trace[bars]) trace[bars].color = ink; });
+  });
+}
+
 function drawCharts() {
   if (!window.Plotly) return;
   document.querySelectorAll("div.chart[data-figure]").forEach((el) => {
     const figure = JSON.parse(document.getElementById(el.id + "-data").textContent);
-    Plotly.newPlot(el, figure.data, figure.layout, { displaylogo: false, responsive: true });
+    if (DARK) darken(figure);
+    // No mode bar: it sat over the chart titles, and a reader has nothing to zoom or export.
+    // responsive: the chart follows its box's width (a phone, a resized window).
+    Plotly.newPlot(el, figure.data, figure.layout, { displayModeBar: false, responsive: true });
     // A history point carries its run's address first in its customdata: a click opens it.
     el.on("plotly_click", (event) => {
       const data = event.points[0] && event.points[0].customdata;
