@@ -14,7 +14,6 @@ links each re-run, whose page holds its audit. The number of pairs re-run per ru
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -24,8 +23,6 @@ from boxbench import holdbacks, publishing
 from boxbench.models import AuditResolution, InvalidTransition, ResolutionKind, Run, RunStatus
 from runner import store
 from runner.manifest import RerunOf
-
-log = logging.getLogger(__name__)
 
 RESOLUTION_NOTE = "The pair was re-run once and its re-run passed the audit."
 
@@ -175,12 +172,20 @@ def finish(rerun: Run) -> str:
     else:
         # Resolved first, so that the publication's pages show the resolution too.
         _resolve(original, rerun, of)
+        refusal = ""
         if not rerun.published:
             try:
                 publishing.publish(rerun)
             except publishing.PublishRefused as exc:
-                log.info("re-run %s not published here: %s", rerun.id, exc)
-        outcome = f"{pair}: the re-run {rerun.id} passed the audit and is published"
+                refusal = str(exc)
+        # The other caller may have published it meanwhile: that is the same outcome, said once.
+        rerun.refresh_from_db(fields=["published"])
+        if rerun.published:
+            outcome = f"{pair}: the re-run {rerun.id} passed the audit and is published"
+        else:
+            outcome = (
+                f"{pair}: the re-run {rerun.id} passed the audit but is not published: {refusal}"
+            )
         start_next(original)
         return outcome
     if original.published:

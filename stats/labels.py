@@ -25,10 +25,10 @@ MEANINGS = {
     ),
     Label.PROVIDER_FAILURES: "The provider has failed trials that top-up rounds did not replace.",
     Label.NOT_OFFERED: "This option is not offered by the provider on its plan.",
-    Label.ACCOUNT_LIMIT: "Above the concurrency limit of BoxRouter's account with this provider.",
+    Label.ACCOUNT_LIMIT: "Above the concurrency limit of boxbench's account with this provider.",
     Label.NOT_SUPPORTED: (
-        "BoxRouter does not run this benchmark on this provider yet: a capability it needs is not "
-        "supported through BoxRouter, or a known fault holds the test back."
+        "boxbench does not run this benchmark on this provider yet: a capability it needs is not "
+        "supported through boxbench's adapter for it, or a known fault holds the test back."
     ),
     Label.NOT_MEASURED: "No result was measured for this provider.",
     Label.NOT_DISPLAYED: (

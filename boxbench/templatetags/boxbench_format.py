@@ -78,3 +78,38 @@ def ticks(text) -> str:
 def plain(text) -> str:
     """A title without backticks, for places that cannot hold markup (<title>, attributes)."""
     return str(text or "").replace("`", "")
+
+
+CLOCKS = {"job_host": "timed from the job host", "guest": "timed by the sandbox's own clock"}
+
+
+@register.filter
+def clock_words(clock) -> str:
+    """A benchmark's clock as a reader says it (the id stays in CSV and API)."""
+    return CLOCKS.get(str(clock), f"clock {clock}")
+
+
+# The settings' stand-ins when the operator names no job host type or region.
+UNNAMED = "unnamed"
+
+
+@register.filter
+def host_type(text) -> str:
+    """A job host type without the stand-in word: "x86_64 machine, 2 CPUs"."""
+    words = str(text or "")
+    return words.removeprefix(f"{UNNAMED} ") or "not recorded"
+
+
+@register.filter
+def in_region(region) -> str:
+    """ " in region us-east-1", or " (no region set)" for the stand-in."""
+    region = str(region or "")
+    return " (no region set)" if region in ("", UNNAMED) else f" in region {region}"
+
+
+@register.filter
+def run_title(name) -> str:
+    """A run's heading: "Run nightly", but "Run 2026-12-07 13:21" for a run named "run 2026-...",
+    never "Run run"."""
+    name = str(name or "")
+    return name[:1].upper() + name[1:] if name.lower().startswith("run ") else f"Run {name}"

@@ -362,7 +362,12 @@ def _methodology_html(path: str, mtime: float) -> str:
     import markdown
 
     text = Path(path).read_text(encoding="utf-8")
-    return markdown.markdown(text, extensions=["tables", "fenced_code", "toc"])
+    # [TOC] in the file: the second-level headings, the page's table of contents.
+    return markdown.markdown(
+        text,
+        extensions=["tables", "fenced_code", "toc"],
+        extension_configs={"toc": {"toc_depth": "2-2"}},
+    )
 
 
 def _methodology_path() -> Path:

@@ -112,6 +112,22 @@ def test_a_held_back_pair_is_re_run_once_and_its_passing_re_run_published(
     assert reruns.reruns_of(original) == [rerun]
 
 
+def test_a_re_run_the_other_caller_published_is_reported_once_as_published(
+    chain_provider, sync_queue, failing_audits, caplog
+):
+    """The audit task and `bench rerun` both finish a re-run; the one that finds it published
+    meanwhile says what the other said, and nothing contradicting it."""
+    failing_audits.add(1)
+    original = run_default(io.StringIO(), "--rerun-held-back")
+    [rerun] = reruns.reruns_of(original)
+    assert rerun.published
+    rerun.published = False  # as the slower caller read it, before the other published
+    with caplog.at_level("DEBUG"):
+        outcome = reruns.finish(rerun)
+    assert outcome == f"local / destroy: the re-run {rerun.id} passed the audit and is published"
+    assert not [r for r in caplog.records if "not published" in r.getMessage()]
+
+
 def test_a_pair_failing_twice_stays_held_back_with_both_audits(
     chain_provider, sync_queue, failing_audits, client
 ):

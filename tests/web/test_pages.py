@@ -56,7 +56,8 @@ def test_it_shows_the_all_view_with_substitution_notes_and_status_labels(client,
     response = client.get("/benchmarks/deepswe/")
     page = response.content.decode()
     assert "No successful trials on trace-c" in page
-    assert 'title="BoxRouter does not run this benchmark on this provider yet' in page
+    assert 'title="boxbench does not run this benchmark on this provider yet' in page
+    assert "BoxRouter" not in page
     assert "Boat (EU)</b>: Timed from the US job host" in page
     bars = figure(response, "workload-chart")["data"][0]
     assert bars["y"] == ["Local sandbox", "Boat (EU)", "Docker"]

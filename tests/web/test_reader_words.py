@@ -1,0 +1,47 @@
+"""Pages speak to readers: the methodology opens with what is measured and how it is scored, then
+its contents; pages say clocks, job hosts and runs in words; ids stay in the CSV and API."""
+
+import re
+
+import pytest
+
+from boxbench.models import Run
+from boxbench.templatetags.boxbench_format import host_type, in_region, run_title
+from stats.labels import MEANINGS
+from tests.web import factory
+
+pytestmark = pytest.mark.django_db  # the web tests' page cache is a database table
+
+# About two screens of a laptop at the page's 50 em column.
+TWO_SCREENS_OF_WORDS = 700
+
+
+def test_the_methodology_opens_with_what_we_measure_and_how_we_score_then_its_contents(client):
+    page = client.get("/methodology/").content.decode()
+    headings = re.findall(r'<h2 id="([^"]+)">(.*?)</h2>', page)
+    assert [title for _, title in headings[:3]] == ["What we measure", "How we score", "Contents"]
+    contents = re.search(r'<div class="toc">(.*?)</div>', page, re.S).group(1)
+    assert re.findall(r'href="#([^"]+)"', contents) == [anchor for anchor, _ in headings]
+    lead = page[page.index('<h2 id="what-we-measure">') : page.index('<h2 id="contents">')]
+    assert len(re.sub(r"<[^>]+>", " ", lead).split()) < TWO_SCREENS_OF_WORDS
+    # No test names or this machine's load; the methodology's source credited once.
+    assert "tests/" not in page and "load average" not in page and "at load" not in page
+    assert page.count("BoxRouter") == 1
+
+
+def test_status_label_meanings_name_boxbench_not_another_product():
+    assert not [m for m in MEANINGS.values() if "BoxRouter" in m]
+    assert "boxbench's account" in MEANINGS["Account Limit"]
+
+
+def test_clocks_job_hosts_and_runs_are_said_in_words(client, published_run):
+    page = client.get("/benchmarks/create/").content.decode()
+    assert "timed from the job host" in page
+    assert "clock: job_host" not in page and "<b>create_ms</b>" not in page
+    Run.objects.filter(id=factory.RUN_ID).update(name="run 2026-12-07 13:21:39")
+    page = client.get(f"/runs/{factory.RUN_ID}/").content.decode()
+    assert "<h1>Run 2026-12-07 13:21:39</h1>" in page and "Run run" not in page
+    assert run_title("nightly") == "Run nightly"
+    assert host_type("unnamed x86_64 machine, 2 CPUs") == "x86_64 machine, 2 CPUs"
+    assert in_region("unnamed") == " (no region set)"
+    assert in_region("us-east-1") == " in region us-east-1"
