@@ -4,6 +4,8 @@ Plain dicts rather than plotly.graph_objects: building a graph object validates 
 and costs milliseconds per request, while the browser's plotly.js validates anyway.
 """
 
+import html
+
 from boxbench.leaderboard.shapes import BenchmarkPage, Headline, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
 
@@ -81,9 +83,16 @@ def _layout(title: str, height: int, **extra) -> dict:
     return layout
 
 
+def chart_text(text: str) -> str:
+    """A name as plotly draws it: its pseudo-HTML (links, tags) escaped, so an imported name
+    is text on the chart, never a link. Names never go into a hovertemplate, which is parsed;
+    a template names its trace with %{fullData.name} instead."""
+    return html.escape(str(text), quote=False)
+
+
 def _provider_label(row: dict) -> str:
     marker = row.get("region_marker")
-    return f"{row['provider_name']} ({marker})" if marker else row["provider_name"]
+    return chart_text(f"{row['provider_name']} ({marker})" if marker else row["provider_name"])
 
 
 def _status_annotations(rows: list[dict], x_axis_title: str) -> list[dict]:
@@ -129,7 +138,7 @@ def _stage_traces(barred: list[tuple[dict, list[dict]]], stages, label: str, fmt
             {
                 "type": "bar",
                 "orientation": "h",
-                "name": stage,
+                "name": chart_text(stage),
                 "y": [_provider_label(r) for r, _ in with_stage],
                 "x": [s["width"] for _, s in with_stage],
                 "text": [fmt(s[label]) for _, s in with_stage],
@@ -137,7 +146,7 @@ def _stage_traces(barred: list[tuple[dict, list[dict]]], stages, label: str, fmt
                 "insidetextanchor": "middle",
                 "customdata": [hover(r, s) for r, s in with_stage],
                 "hovertemplate": (
-                    f"{stage}: %{{customdata[0]}}<br>%{{customdata[1]}}<extra></extra>"
+                    "%{fullData.name}: %{customdata[0]}<br>%{customdata[1]}<extra></extra>"
                 ),
                 "marker": {"color": STAGE_PALETTE[i % len(STAGE_PALETTE)]},
             }
@@ -377,7 +386,7 @@ def score_chart(overview: OverviewPage) -> dict | None:
                 "textposition": "inside",
                 "insidetextanchor": "start",
                 "textfont": {"color": "white"},
-                "hovertemplate": f"{_provider_label(info)}: %{{x:.1f}}<extra></extra>",
+                "hovertemplate": "%{fullData.name}: %{x:.1f}<extra></extra>",
                 "marker": {"color": provider_colour(info)},
             }
         )

@@ -5,7 +5,7 @@ are materialized, boxbench.leaderboard.history)."""
 import math
 from datetime import datetime, timedelta
 
-from boxbench.charts import _layout, plain, provider_colour
+from boxbench.charts import _layout, chart_text, plain, provider_colour
 from boxbench.leaderboard.shapes import HistoryPage
 from boxbench.templatetags.boxbench_format import num, short
 
@@ -15,7 +15,8 @@ MAX_TICK_GAPS = 3  # between dated ticks on the x axis
 
 def series_name(series: dict) -> str:
     """A series as a reader tells it apart: the provider, and the image when it has several."""
-    return f"{series['provider_name']} · image {short(series['image_digest']) or 'not recorded'}"
+    name = f"{series['provider_name']} · image {short(series['image_digest']) or 'not recorded'}"
+    return chart_text(name)
 
 
 def history_chart(history: HistoryPage, unit: str) -> dict | None:
@@ -42,7 +43,8 @@ def history_chart(history: HistoryPage, unit: str) -> dict | None:
                 },
                 # Clicking a point opens its run (dashboard.js reads the address from here).
                 "customdata": [
-                    [f"/runs/{p['run']}/", p["run_name"], num(p["median"])] for p in points
+                    [f"/runs/{p['run']}/", chart_text(p["run_name"]), num(p["median"])]
+                    for p in points
                 ],
                 "hovertemplate": "%{customdata[1]}: median %{customdata[2]} "
                 f"{measure}<extra></extra>",
