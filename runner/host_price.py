@@ -33,6 +33,11 @@ REMOTE_HOST = HostPriceSettings(
 SELF_HOSTED = {"local": JOB_HOST, "docker": JOB_HOST, "remote-docker": REMOTE_HOST}
 
 
+# Above the hourly price of any cloud machine (the largest cost a few hundred USD): a larger
+# figure is a typo or a unit mistake, and 1e308 made every cost infinite.
+MAX_PER_HOUR = 10_000
+
+
 class HostPriceError(ValueError):
     """A host price setting is malformed or incomplete; the message names the variable."""
 
@@ -68,6 +73,11 @@ def declared_pricing(provider: str, env: Mapping[str, str] | None = None) -> dic
         return None
     # A price of 0 would make every cost 0, which no cost score can rank (a geometric mean).
     per_hour = _number(env, f"{found.prefix}_PER_HOUR", positive=True)
+    if per_hour > MAX_PER_HOUR:
+        raise HostPriceError(
+            f"{found.prefix}_PER_HOUR={per_hour:g} is above {MAX_PER_HOUR:,} USD per hour, "
+            "more than any machine costs: write the price of one hour in USD"
+        )
     source = env.get(f"{found.prefix}_SOURCE", "").strip()
     if not source:
         raise HostPriceError(

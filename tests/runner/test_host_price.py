@@ -74,6 +74,8 @@ def test_the_remote_engine_host_has_its_own_price_and_vcpus(env):
         ("BOXBENCH_HOST_PRICE_PER_HOUR", "-1", "must be a positive number"),
         ("BOXBENCH_HOST_PRICE_PER_HOUR", "nan", "must be a positive number"),
         ("BOXBENCH_HOST_PRICE_PER_HOUR", "0", "must be a positive number"),
+        ("BOXBENCH_HOST_PRICE_PER_HOUR", "1e308", "above 10,000 USD per hour"),
+        ("BOXBENCH_HOST_PRICE_PER_HOUR", "inf", "must be a positive number"),
         ("BOXBENCH_HOST_PRICE_SOURCE", " ", "BOXBENCH_HOST_PRICE_SOURCE is unset"),
         ("BOXBENCH_HOST_PRICE_DATE", "December", "BOXBENCH_HOST_PRICE_DATE='December' must be"),
         ("BOXBENCH_JOB_HOST_CPUS", "0", "BOXBENCH_JOB_HOST_CPUS='0' must be a positive"),
