@@ -18,7 +18,7 @@ title and description say so.
 from __future__ import annotations
 
 from runner.benchmarks.base import BenchmarkDefinition, BenchmarkError, TrialContext, UnitDefinition
-from runner.benchmarks.deepswe import REPLAY_LIMIT_S, replay_and_record
+from runner.benchmarks.deepswe import REPLAY_LIMIT_S, processes, replay_and_record
 from runner.pipelines.bundle import prepare_script, staged_files
 from runner.pipelines.format import (
     PIPELINES_DIR,
@@ -97,13 +97,15 @@ def units() -> list[UnitDefinition]:
 
 def run(ctx: TrialContext) -> None:
     pipeline = _pipeline(ctx)
+    before = processes(ctx)
     _prepare(ctx, pipeline)
     script = replay.replay_script(pipeline, verify=verify_snippet(pipeline))
     replay_and_record(
         ctx,
         pipeline,
         script,
-        metric="pipeline_time",
+        "pipeline_time",
+        before,
         stages=pipeline.stages,
         result="result (commit and artifacts)",
     )

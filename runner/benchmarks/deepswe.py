@@ -26,8 +26,15 @@ from runner.benchmarks.base import (
     UnitDefinition,
 )
 from runner.outcomes import EvidenceKind, Outcome
-from runner.traces import classify, replay
-from runner.traces.format import TRACES_DIR, TraceError, load_all, load_trace, trace_folders
+from runner.traces import classify, guard, replay
+from runner.traces.format import (
+    TRACES_DIR,
+    TraceError,
+    check_members,
+    load_all,
+    load_trace,
+    trace_folders,
+)
 from runner.traces.record import DENYPROXY, SANDBOX_ARCHIVE
 from stats import labels
 
@@ -96,8 +103,9 @@ def units() -> list[UnitDefinition]:
 
 def run(ctx: TrialContext) -> None:
     trace = _trace(ctx)
+    before = processes(ctx)
     _prepare(ctx, trace)
-    replay_and_record(ctx, trace, replay.replay_script(trace), metric="tool_time")
+    replay_and_record(ctx, trace, replay.replay_script(trace), "tool_time", before)
 
 
 def replay_and_record(
@@ -105,13 +113,17 @@ def replay_and_record(
     session: replay.Session,
     script: str,
     metric: str,
+    before: str,
     stages: list[str] | None = None,
     result: str = "final git patch",
 ) -> None:
     """Run a prepared replay script, judge its records and record the metric and stage sums.
 
     Shared with the CI pipelines workload (runner/benchmarks/ci_pipelines.py), whose steps replay
-    here as commands; `stages` and `result` are judge's (runner/traces/replay.py)."""
+    here as commands; `stages` and `result` are judge's (runner/traces/replay.py). `before`
+    lists the sandbox's processes before the preparation (`processes`): any other is ended
+    before the seal key goes in, so nothing the preparation started can wait for it."""
+    _end_new_processes(ctx, before)
     # No whole-script clock gate: the script also holds untimed parts (proxy start, digest), and a
     # clock step there touches no measured span. replay.judge gates each command's own span.
     # The records are sealed with a key only this process and the script know: a command that
@@ -157,6 +169,23 @@ def replay_and_record(
         ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
 
 
+def processes(ctx: TrialContext) -> str:
+    """The sandbox's processes now, as guard.PROCESSES lists them (untimed)."""
+    listed = ctx.exec(["/bin/bash", "-c", guard.PROCESSES], timeout=60)
+    if listed.exit_code != 0:
+        raise ProviderFailure("cannot list the sandbox's processes before the preparation")
+    return listed.stdout.decode(errors="replace")
+
+
+def _end_new_processes(ctx: TrialContext, before: str) -> None:
+    """End every process the preparation left (guard.END_NEW_PROCESSES): the unit's doing when
+    one survives, so a benchmark error."""
+    ended = ctx.exec(["/bin/bash", "-c", guard.END_NEW_PROCESSES, "end", before], timeout=120)
+    if ended.exit_code != 0:
+        error = ended.stderr.decode(errors="replace").strip()[-300:]
+        raise BenchmarkError(f"the preparation left processes that cannot be ended: {error}")
+
+
 def _after_timeout(ctx: TrialContext, cause: str) -> None:
     """The spec's post-timeout check: excluded only while the sandbox still answers."""
     try:
@@ -184,6 +213,10 @@ def _trace(ctx: TrialContext):
 
 def _prepare(ctx: TrialContext, trace) -> None:
     """Untimed: the repository as a fresh git checkout in /app, and the deny proxy beside it."""
+    try:
+        check_members(trace.archive_path, TraceError)
+    except TraceError as exc:
+        raise BenchmarkError(str(exc)) from None
     ctx.upload(SANDBOX_ARCHIVE, trace.archive_path.read_bytes())
     script = replay.prepare_script(trace, SANDBOX_ARCHIVE)
     prepared = ctx.exec(["/bin/bash", "-c", script], timeout=PREPARE_LIMIT_S)

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 from runner.pipelines.format import STAGING, Pipeline
-from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL
+from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, is_git_member
+from runner.traces.guard import SAFE_GIT_ENV, SAFE_GIT_EXPORT
 from runner.traces.replay import GIT_EXCLUDES, STATE_DIR, WORKDIR
 
 _GIT_ENV = {
@@ -30,6 +31,7 @@ _GIT_ENV = {
     "GIT_AUTHOR_DATE": GIT_DATE,
     "GIT_COMMITTER_DATE": GIT_DATE,
     "LC_ALL": "C",
+    **SAFE_GIT_ENV,
 }
 
 
@@ -62,7 +64,8 @@ def make_bundle(archive: Path, out: Path, message: str) -> str:
 
 
 def _unpack(archive: Path, tree: Path) -> None:
-    """Extract with the top folder stripped, refusing links and paths that leave the tree."""
+    """Extract with the top folder stripped, refusing links, paths that leave the tree and
+    `.git` members (a planted repository's hooks would run at the commit)."""
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts[1:]
@@ -70,6 +73,7 @@ def _unpack(archive: Path, tree: Path) -> None:
                 continue
             if (
                 ".." in parts
+                or is_git_member(member.name)
                 or Path(member.name).is_absolute()
                 or not (member.isfile() or member.isdir())
             ):
@@ -100,6 +104,7 @@ def prepare_script(workdir: str = WORKDIR) -> str:
     excludes = "\\n".join(GIT_EXCLUDES)
     return f"""set -eu
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C.UTF-8
+{SAFE_GIT_EXPORT}
 cd {workdir}
 if [ -n "$(ls -A .)" ]; then echo "{workdir} is not empty" >&2; exit 1; fi
 git init -q -b main .

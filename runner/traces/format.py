@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,6 +264,31 @@ def verify_archive(trace: Trace) -> None:
             f"{trace.folder / 'trace.json'}: repository.sha256: {path.name} has SHA-256 {actual}, "
             f"the trace pins {trace.repository.sha256}"
         )
+
+
+def is_git_member(name: str) -> bool:
+    """Whether an archive member lies in a `.git` (a planted repository: its hooks and config
+    would run at the preparation's git commands)."""
+    return ".git" in name.replace("\\", "/").split("/")
+
+
+def check_members(archive: Path, error: type[ValueError] = ValueError) -> None:
+    """Refuse an archive holding a `.git` member, naming it; raise `error`. Each archive's
+    contents are read once per process (by their SHA-256): a unit's trials reuse the answer."""
+    digest = sha256_file(archive)
+    if digest in _CLEAN_ARCHIVES:
+        return
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                if is_git_member(member.name):
+                    raise error(f"{archive.name}: refusing member {member.name!r} (a .git)")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise error(f"{archive.name}: cannot read the archive: {exc}") from None
+    _CLEAN_ARCHIVES.add(digest)
+
+
+_CLEAN_ARCHIVES: set[str] = set()
 
 
 def trace_folders(root: Path = TRACES_DIR) -> list[Path]:

@@ -26,6 +26,7 @@ from runner.traces.format import (
     TRACES_DIR,
     Trace,
     TraceError,
+    check_members,
     dump_trace,
     is_slug,
     load_trace,
@@ -277,6 +278,7 @@ def record_trace(
     archive = Path(archive)
     if not archive.is_file():
         raise TraceError(f"{archive}: no such archive")
+    check_members(archive, TraceError)
     folder = out_root / slug
     if folder.exists() and not force:
         raise TraceError(f"{folder} already exists (use --force to replace it)")

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from runner.clock import gate
 from runner.outcomes import Outcome
-from runner.traces import classify
+from runner.traces import classify, guard
 from runner.traces.format import GIT_AUTHOR, GIT_DATE, GIT_EMAIL, Command, Trace
 
 WORKDIR = "/app"
@@ -33,8 +33,8 @@ STATE_DIR = ".git/boxbench"
 RECORDS = f"{STATE_DIR}/records"
 OUTPUT_LOG = f"{STATE_DIR}/output.log"
 PROXY_SCRIPT = f"{STATE_DIR}/denyproxy.py"
-# The trial's seal key: put here just before the replay, read and removed by the script before
-# its first command, so no replayed command can read it (see seal()).
+# The trial's seal key: put here just before the replay, read and removed by the sealer before
+# the first command, so no replayed command can read it (guard.py, seal()).
 KEY_FILE = f"{STATE_DIR}/key"
 FIRST_SEAL = "start"
 MIN_LIMIT_S = 180  # "at least three minutes or three times the original recorded step duration"
@@ -134,15 +134,19 @@ def bash_quote(text: str) -> str:
 
 
 def prepare_script(trace: Trace, archive: str, workdir: str = WORKDIR) -> str:
-    """Untimed: unpack `archive` into an empty `workdir` and commit it with a fixed identity."""
+    """Untimed: unpack `archive` into an empty `workdir` and commit it with a fixed identity,
+    every git without hooks or fsmonitor (the archive's members were checked on the host too:
+    format.check_members)."""
     strip = trace.repository.strip_components
     excludes = "\\n".join(GIT_EXCLUDES)
     return f"""set -eu
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C.UTF-8
+{guard.SAFE_GIT_EXPORT}
 cd {workdir}
 if [ -n "$(ls -A .)" ]; then echo "{workdir} is not empty" >&2; exit 1; fi
 tar -xzf {archive} --strip-components={strip} --no-same-owner --no-same-permissions
 rm -f {archive}
+if [ -e .git ]; then echo "the archive holds a .git: refused" >&2; exit 1; fi
 git init -q -b main .
 git config user.name '{GIT_AUTHOR}'
 git config user.email '{GIT_EMAIL}'
@@ -175,15 +179,14 @@ git commit -q -m 'boxbench: {trace.slug}'
 # out). A timeout writes __TIMEOUT INDEX LIMIT STATUS after the command's record and ends the
 # replay, whatever exit code the trace recorded; a recording replay carries on.
 _RUN_FUNCTION = r"""__bb_put() {
-  local seal
-  seal=$(printf '%s %s %s' "$__bb_key" "$__bb_seal" "$1" | sha256sum) || __bb_end SETUP_FAILED
-  __bb_seal=${seal%% *}
-  printf '%s %s\n' "$1" "$__bb_seal" >&3
+  printf '%s\n' "$1" >&"${__bb_sealer[1]}" || __bb_end SETUP_FAILED
 }
 __bb_end() {
+  local sealer=${__bb_sealer_PID:-}
   if [ -n "${__bb_proxy:-}" ]; then
     kill -KILL "$__bb_proxy" 2> /dev/null; wait "$__bb_proxy" 2> /dev/null
   fi
+  if [ -n "$sealer" ]; then eval "exec ${__bb_sealer[1]}>&-"; wait "$sealer"; fi
   exit "$1"
 }
 __bb_clocks() {
@@ -245,12 +248,8 @@ def replay_script(
     artifacts); untimed like it, after the last command.
     """
     head = f"""cd {workdir} || exit {SETUP_FAILED}
-exec 3>> {RECORDS} 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
-__bb_seal={FIRST_SEAL} __bb_key=
-read -r __bb_key < {KEY_FILE}
-rm -f {KEY_FILE}
-if [ -z "$__bb_key" ]; then echo '__SETUP the seal key cannot be read' >&3; exit {SETUP_FAILED}; fi
-unset BASH_ENV ENV CDPATH
+exec 4>> {OUTPUT_LOG} || exit {SETUP_FAILED}
+{sealer_start()}
 export LC_ALL=C.UTF-8 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 TERM=dumb HOME={home}
 mkdir -p "$HOME" || exit {SETUP_FAILED}
@@ -285,7 +284,21 @@ __bb_put "__PROXY $__bb_port"
             "__bb_put '__MISMATCH digest'; __bb_end 4; fi\n"
         )
     lines.append("__bb_put __DONE\n__bb_end 0\n")
-    return "".join(lines)
+    outer = f"cd {workdir} || exit {SETUP_FAILED}\nunset BASH_ENV ENV CDPATH\n"
+    return outer + guard.sealed_shell(STATE_DIR, "".join(lines), bash_quote)
+
+
+def sealer_start() -> str:
+    """Bash that starts the sealer (guard.SEALER) as a coproc and waits until it holds the key
+    and has removed its file; the replay ends before its first command when it cannot."""
+    return f"""coproc __bb_sealer {{ exec python3 -I -S -c {bash_quote(guard.SEALER)} \\
+  {KEY_FILE} {RECORDS} 2>&4 4>&-; }}
+__bb_ready=
+read -r __bb_ready <&"${{__bb_sealer[0]}}"
+if [ "$__bb_ready" != ready ]; then
+  [ -s {RECORDS} ] || echo '__SETUP the sealer did not start' >> {RECORDS}
+  exit {SETUP_FAILED}
+fi"""
 
 
 def _run_function(limit: bool = True) -> str:

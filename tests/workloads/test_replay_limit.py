@@ -134,17 +134,18 @@ def test_the_measured_span_holds_the_whole_command_and_timeout_is_its_only_addit
     # Between the readings runs the spec's `timeout --kill-after=5s LIMIT` and nothing else of
     # the limit: it is the command's parent, or, without the limit, the replay script is.
     parents = re.findall(r"^parent (.*)$", run.output, re.MULTILINE)
-    expected = "timeout --kill-after=5s 180s " if limit else "bash -c "
+    expected = "timeout --kill-after=5s 180s " if limit else f"{replay.STATE_DIR}/bash -c "
     assert len(parents) == 3 and all(p.startswith(expected) for p in parents)
     assert records.done
 
 
 def test_it_leaves_no_timeout_or_proxy_behind():
-    # The script's children while a command runs: the deny proxy and the command's `timeout`.
+    # The script's children while a command runs: the deny proxy, the sealer and the command's
+    # `timeout`.
     script = 'cat /proc/$(cut -d " " -f 4 /proc/$PPID/stat)/task/*/children'
     run, records = _run([Command(script, 0, 0.0)])
     children = [int(pid) for pid in run.output.split()]
-    assert records.done and len(children) == 2
+    assert records.done and len(children) == 3
     assert not any(_alive(pid) for pid in children)
 
 
