@@ -315,7 +315,7 @@ def test_a_helper_that_dies_mid_command_is_no_reply_not_a_connection_reset():
     outputs = tuple(Capped(Reader("local", "exec"), 1024, name, "max_output_mib") for name in "oe")
     ours = [stdin_w, out_r, err_r]
     try:
-        assert local_module._exchange(conn, ours, b"", time.monotonic() + 30, outputs) is None
+        assert local_module.exchange(conn, ours, b"", time.monotonic() + 30, outputs) is None
     finally:
         conn.close()
         for fd in ours[1:]:

@@ -5,8 +5,10 @@ sandbox whose limits failed could not hurt the machine running the tests either:
 fail, not the host.
 """
 
+import contextlib
 import errno
 import json
+import os
 import select
 import socket
 import subprocess
@@ -17,7 +19,8 @@ import pytest
 from runner.providers.base import ProviderError, Sandbox, SandboxSpec
 from runner.providers.local import adapter as local_module
 from runner.providers.local.cgroups import PIDS_MAX
-from runner.providers.local.etc import SANDBOX_UID
+from runner.providers.local.etc import FIXED, SANDBOX_UID
+from tests.support.reliability import wait_for
 
 
 def spec(**overrides):
@@ -131,8 +134,11 @@ def syscall_numbers(names):
     return {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) for name in names}
 
 
-def test_its_seccomp_filter_refuses_keyrings_bpf_io_uring_mounts_and_modules(local):
+def test_its_seccomp_filter_refuses_keyrings_bpf_io_uring_mounts_modules_and_ptrace(local):
     refused = [
+        "ptrace",  # PTRACE_TRACEME with these arguments: 0 without the filter
+        "process_vm_readv",
+        "process_vm_writev",
         "keyctl",
         "add_key",
         "request_key",
@@ -256,3 +262,60 @@ def test_the_doctors_probe_names_each_protection_that_fails():
     assert seen["holds"] == []
     assert len(seen["problems"]) == 7
     assert "the host's /etc/shadow is visible" in seen["problems"]
+
+
+def _members(sandbox):
+    found = set()
+    for cgroup in sandbox.handle["cgroups"]:
+        with contextlib.suppress(FileNotFoundError):
+            found.update(Path(cgroup, "cgroup.procs").read_text().split())
+    return found
+
+
+ESCAPE = "setsid bash -c '(sleep 600 &)' > /dev/null 2>&1 < /dev/null; echo planted"
+
+
+def test_a_process_that_leaves_its_session_ends_with_the_sandboxs_lifetime(local):
+    sandbox = local.create(spec(lifetime_s=4))
+    assert sh(local, sandbox, ESCAPE).stdout == b"planted\n"
+    assert _members(sandbox)
+    wait_for(lambda: not _members(sandbox), 60, "empty cgroup after the lifetime")
+
+
+def test_a_command_cannot_end_the_sandboxs_init_early(local):
+    sandbox = local.create(spec())
+    sh(local, sandbox, "kill -KILL 1; kill -INT 1; kill -TERM 1; kill -HUP 1")
+    assert sh(local, sandbox, "echo alive").stdout == b"alive\n"
+
+
+def test_the_host_side_expiry_ends_every_process_once_the_lifetime_has_passed(local):
+    sandbox = local.create(spec(lifetime_s=600))
+    assert sh(local, sandbox, ESCAPE).stdout == b"planted\n"
+    expires_at = sandbox.handle["expires_at"]
+    assert local.expire(now=expires_at - 1) == [] and _members(sandbox)
+    assert local.expire(now=expires_at + 1) == [sandbox.id]
+    wait_for(lambda: not _members(sandbox), 30, "empty cgroup after the expiry")
+    assert local.root.joinpath(sandbox.id).is_dir()  # left for destroy or bench cleanup
+
+
+def test_no_other_local_user_can_read_the_exec_helpers_token(local):
+    sandbox = local.create(spec())
+    token = sandbox.handle["token"].encode()
+    assert local.root.stat().st_mode & 0o777 == 0o700
+    assert local.root.joinpath(sandbox.id).stat().st_mode & 0o777 == 0o700
+    assert local.root.joinpath(sandbox.id, "sandbox.json").stat().st_mode & 0o777 == 0o600
+    members = _members(sandbox)
+    assert members
+    for pid in members:  # every process of the sandbox, bubblewrap included
+        assert token not in Path(f"/proc/{pid}/cmdline").read_bytes(), pid
+    assert sh(local, sandbox, "echo answered").stdout == b"answered\n"
+
+
+def test_it_reads_fixed_copies_of_the_files_operators_keep_credentials_in(local):
+    sandbox = local.create(spec())
+    for name, text in FIXED.items():
+        assert sh(local, sandbox, f"cat /etc/{name}").stdout.decode() == text, name
+    # Nothing of the runner's environment or working directory reaches a process inside.
+    environ = sh(local, sandbox, "cat /proc/[0-9]*/environ 2> /dev/null | tr '\\0' '\\n'")
+    assert os.getcwd().encode() not in environ.stdout
+    assert b"PWD=/app" in environ.stdout and b"PYTEST" not in environ.stdout

@@ -28,7 +28,7 @@ def test_a_kill_request_after_its_command_was_reaped_in_the_same_batch_is_a_no_o
     ready = set()
     while len(ready) < 2:
         ready |= {key.data[0] for key, _ in events.select(30)}
-    spawner._ended(events, live, child.pid)
+    spawner._ended(events, live, {}, child.pid)
     spawner._kill(events, live, child.pid)
     assert live == {} and events.get_map() == {}
     assert json.loads(runner.recv(100)) == {"exit": 0}
@@ -46,9 +46,30 @@ def test_a_kill_request_kills_the_running_commands_group_and_its_end_is_still_to
     events.register(conn, selectors.EVENT_READ, ("kill", child.pid))
     spawner._kill(events, live, child.pid)
     assert [key.data[0] for key, _ in events.select(30)] == ["exited"]
-    spawner._ended(events, live, child.pid)
+    spawner._ended(events, live, {}, child.pid)
     child.returncode = -9
     assert json.loads(runner.recv(100)) == {"exit": -9}
+    runner.close()
+
+
+def test_a_command_the_init_reaped_with_the_orphans_still_has_its_exit_told():
+    # As the namespace's init the helper reaps every child on SIGCHLD; a command reaped there
+    # before its own end event keeps its status for that event.
+    events = selectors.DefaultSelector()
+    conn, runner = socket.socketpair()
+    child = subprocess.Popen(["sh", "-c", "exit 3"])
+    orphan = subprocess.Popen(["true"])  # a child no command waits for
+    pidfd = os.pidfd_open(child.pid)
+    live, statuses = {child.pid: (pidfd, conn)}, {}
+    events.register(pidfd, selectors.EVENT_READ, ("exited", child.pid))
+    events.select(30)
+    os.waitid(os.P_PID, orphan.pid, os.WEXITED | os.WNOWAIT)
+    spawner._reap(live, statuses)
+    child.returncode = orphan.returncode = 0  # both reaped by the helper
+    assert list(statuses) == [child.pid]
+    spawner._ended(events, live, statuses, child.pid)
+    assert json.loads(runner.recv(100)) == {"exit": 3}
+    assert statuses == {} and live == {}
     runner.close()
 
 

@@ -2,7 +2,9 @@
 
 A sandbox is a directory under the sandbox root:
 
-    <root>/<id>/sandbox.json   metadata: batch label, lifetime, host pid of the sandbox's init
+    <root>/<id>/sandbox.json   metadata: batch label, lifetime, host pid of the sandbox's init,
+                               the exec helper's token (mode 0600; the root and each sandbox's
+                               directory are 0700, so no other local user reads it)
     <root>/<id>/bwrap.log      bubblewrap's own error output
     <root>/ls-<hex>/           a snapshot: snapshot.json (batch label) and archive.tar
 
@@ -12,15 +14,21 @@ that user and allows no nested one, with no capabilities, no new privileges and 
 (seccomp.py). Inside: the host toolchain read-only (/usr and the /bin, /lib links), a minimal
 /etc (etc.py, never the host's secrets), and sized tmpfs mounts for /app, /tmp and /dev/shm whose
 pages count against the sandbox's memory cgroup; / and /dev are read-only. Its command is the
-exec helper (spawner.py), which ends after the sandbox's lifetime: then the sandbox's PID
-namespace loses its init and the kernel ends every process in it, so a crashed runner leaves at
-most a directory behind, which `bench cleanup` removes.
+exec helper (spawner.py), started as the PID namespace's init (`--as-pid-1`, so no bubblewrap
+init waits for stray children) and ending after the sandbox's lifetime: then the namespace loses
+its init and the kernel ends every process in it, setsid or not. A command cannot end the helper
+early (a namespace's init gets no signal it does not handle). Should the helper be gone or stuck
+anyway, the host-side expiry (`LocalProvider.expire`, run by every listing and create) kills
+whatever is left in the sandbox's cgroups once `expires_at` has passed. So a crashed runner,
+`./boxbench.sh stop` or a failed destroy leaves at most a directory behind, which `bench cleanup`
+removes.
 
 Commands are started by that exec helper (posix_spawn), reached on a Unix socket the runner
-binds before bubblewrap starts and hands to it. A command is born in the sandbox's namespaces,
-cgroups, user and filter: no `nsenter` and no cgroup migration per exec, which cost about 7 ms
-per call under load (bench/bench_exec_latency.py). Background processes started by one call
-survive until the next.
+binds before bubblewrap starts and hands to it, with a token that reaches the helper on a pipe
+(never an argument list, which every local user can read). A command is born in the sandbox's
+namespaces, cgroups, user and filter: no `nsenter` and no cgroup migration per exec, which cost
+about 7 ms per call under load (bench/bench_exec_latency.py). Background processes started by
+one call survive until the next.
 
 The cpu, memory and pids limits are cgroups (v2 cpu.max/memory.max/pids.max, or v1 CFS quota,
 memory limit and pids.max) nested under the runner's own cgroup; a create that cannot set them up
@@ -30,8 +38,8 @@ still report the host's figures.
 The package: adapter.py (LocalProvider: create, exec, transfer, destroy, listing, doctor),
 cgroups.py (the limits), seccomp.py (the filter), etc.py (the minimal /etc), toolchain.py (the
 host toolchain bound into every sandbox, and its identity digest), snapshots.py (snapshots and
-forks: a plain copy of /app and /tmp, restored into a fresh sandbox) and spawner.py (the exec
-helper, read as text and run inside the sandbox).
+forks: a plain copy of /app and /tmp, restored into a fresh sandbox), spawner.py (the exec
+helper, read as text and run inside the sandbox) and wire.py (the runner's side of its pipes).
 """
 
 from runner.providers.local.adapter import LocalProvider

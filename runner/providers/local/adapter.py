@@ -3,13 +3,10 @@ inside each (spawner.py). The package docstring describes the design."""
 
 from __future__ import annotations
 
-import array
 import contextlib
 import json
 import os
 import secrets
-import select
-import selectors
 import shutil
 import signal
 import socket
@@ -38,6 +35,7 @@ from runner.providers.local import snapshots
 from runner.providers.local.cgroups import (
     PIDS_MAX,
     describe_limits,
+    empty_cgroup,
     join_cgroups_prefix,
     make_cgroups,
     missing_limits,
@@ -48,6 +46,7 @@ from runner.providers.local.cgroups import (
 from runner.providers.local.etc import SANDBOX_GID, SANDBOX_UID, minimal_etc
 from runner.providers.local.seccomp import compiled_filter, filter_fd
 from runner.providers.local.toolchain import host_toolchain_identity, toolchain_binds
+from runner.providers.local.wire import exchange, fds_payload, read_all
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The exec helper runs on the host's Python, bound read-only into the sandbox with /usr.
@@ -116,6 +115,8 @@ class LocalProvider(Provider):
                 code="missing_tool",
             )
         compiled_filter()  # ProviderError naming libseccomp when it is missing
+        if self.root.is_dir():
+            self.expire()
         if spec.image:
             raise ProviderError(
                 f"the local provider runs the host toolchain and has no image {spec.image!r}",
@@ -125,7 +126,10 @@ class LocalProvider(Provider):
         sandbox_id = "lb-" + uuid.uuid4().hex[:16]
         directory = self.root / sandbox_id
         try:
-            directory.mkdir(parents=True)
+            # Only the runner's user may read a sandbox's metadata (its helper's token).
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.root.chmod(0o700)
+            directory.mkdir(mode=0o700)
         except OSError as exc:
             raise ProviderError(
                 f"cannot make the sandbox directory {directory}: {exc.strerror}", operation="create"
@@ -219,16 +223,19 @@ class LocalProvider(Provider):
         listener.listen(64)  # commands queue here until the helper accepts them
         info_read, info_write = os.pipe()
         ready_read, ready_write = os.pipe()
+        token_read, token_write = os.pipe()
+        os.write(token_write, meta["token"].encode())  # 32 bytes: within any pipe's buffer
+        os.close(token_write)
         etc_args, etc_fds = minimal_etc(spec.network)
         seccomp = filter_fd()
-        user = [self.setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}"]
+        user = [str(self.setpriv), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}"]
         user += ["--clear-groups", "--"]
         uid = SANDBOX_UID if self.setpriv else os.geteuid()
         app_mib, tmp_mib = tmpfs_sizes(spec, self.app_mib_cap)
         argv = [
             *join_cgroups_prefix(cgroups),
             *(user if self.setpriv else []),
-            self.bwrap,
+            str(self.bwrap),
             "--unshare-all",
             *(["--share-net"] if spec.network else []),
             # Its own user namespace, mapping only the sandbox user, with no nested one allowed.
@@ -241,6 +248,8 @@ class LocalProvider(Provider):
             "--cap-drop",
             "ALL",
             "--new-session",
+            # The exec helper is the namespace's init: the sandbox ends with it (spawner.py).
+            "--as-pid-1",
             "--seccomp",
             str(seccomp),
             "--hostname",
@@ -288,17 +297,23 @@ class LocalProvider(Provider):
             "/bin/bash",
             "-c",
             f"echo ready >&{ready_write}; exec {ready_write}>&-; "
-            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" "$3" {PIDS_MAX}',
+            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" {token_read} {PIDS_MAX}',
             "sh",
             f"{spec.lifetime_s:.3f}",
             SPAWNER,
-            meta["token"],
         ]
         with open(directory / "bwrap.log", "wb") as log:
             try:
                 bwrap = subprocess.Popen(
                     argv,
-                    pass_fds=(info_write, ready_write, listener.fileno(), seccomp, *etc_fds),
+                    pass_fds=(
+                        info_write,
+                        ready_write,
+                        token_read,
+                        listener.fileno(),
+                        seccomp,
+                        *etc_fds,
+                    ),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
@@ -311,12 +326,12 @@ class LocalProvider(Provider):
                 # a zombie.
                 threading.Thread(target=bwrap.wait, name="bwrap-reaper", daemon=True).start()
             finally:
-                for fd in (info_write, ready_write, seccomp, *etc_fds):
+                for fd in (info_write, ready_write, token_read, seccomp, *etc_fds):
                     os.close(fd)
                 listener.close()  # the helper holds it now
         try:
-            info = _read_all(info_read, START_TIMEOUT_S)
-            ready = _read_all(ready_read, START_TIMEOUT_S)
+            info = read_all(info_read, START_TIMEOUT_S)
+            ready = read_all(ready_read, START_TIMEOUT_S)
         finally:
             os.close(info_read)
             os.close(ready_read)
@@ -362,7 +377,13 @@ class LocalProvider(Provider):
                 conn.connect("\0" + meta["socket"])
                 conn.sendmsg(
                     [HEADER.pack(len(request.encode()))],
-                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(stdin_r, stdout_w, stderr_w))],
+                    [
+                        (
+                            socket.SOL_SOCKET,
+                            socket.SCM_RIGHTS,
+                            fds_payload(stdin_r, stdout_w, stderr_w),
+                        )
+                    ],
                 )
                 conn.sendall(request.encode())
             except OSError as exc:
@@ -377,7 +398,7 @@ class LocalProvider(Provider):
                 for name in ("stdout", "stderr")
             )
             try:
-                reply = _exchange(conn, ours, stdin or b"", deadline, outputs)
+                reply = exchange(conn, ours, stdin or b"", deadline, outputs)
             except ProviderError:
                 with contextlib.suppress(OSError):
                     conn.send(b"k")  # past its cap: the helper kills the command's group
@@ -483,11 +504,32 @@ class LocalProvider(Provider):
                 return False
         return not directory.exists()
 
+    def expire(self, now: float | None = None) -> list[str]:
+        """The host-side expiry: end every process of each sandbox whose lifetime has passed
+        (`expires_at`), whatever became of its helper, and return their ids. The directory stays
+        for destroy or `bench cleanup`. Run by every listing and create."""
+        now = time.time() if now is None else now
+        ended: list[str] = []
+        for directory in sorted(self.root.glob("lb-*")):
+            meta = _read_meta(directory)
+            if meta is None or not isinstance(meta.get("expires_at"), int | float):
+                continue
+            if meta["expires_at"] > now:
+                continue
+            if meta.get("pid") and _alive(meta["pid"], meta.get("pid_start")):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(meta["pid"], signal.SIGKILL)  # the namespace's init: it takes all
+            for cgroup in meta.get("cgroups", []):
+                empty_cgroup(Path(cgroup))
+            ended.append(directory.name)
+        return ended
+
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
         """Every sandbox directory, running or expired: an expired one still holds disk."""
         found: list[LiveSandbox] = []
         if not self.root.is_dir():
             return found
+        self.expire()
         for directory in sorted(self.root.iterdir()):
             if not directory.name.startswith("lb-"):
                 continue
@@ -655,7 +697,9 @@ def tmpfs_sizes(spec: SandboxSpec, app_cap_mib: int | None = None) -> tuple[int,
 
 def _write_meta(directory: Path, meta: dict) -> None:
     tmp = directory / "sandbox.json.tmp"
-    tmp.write_text(json.dumps(meta))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with open(fd, "w") as out:
+        out.write(json.dumps(meta))
     tmp.replace(directory / "sandbox.json")
 
 
@@ -664,25 +708,6 @@ def _read_meta(directory: Path) -> dict | None:
         return json.loads((directory / "sandbox.json").read_text())
     except (OSError, ValueError):
         return None
-
-
-def _read_all(fd: int, timeout: float) -> bytes:
-    """Read until EOF or a complete line, whichever comes first, within `timeout`."""
-    data = b""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return data
-        readable, _, _ = select.select([fd], [], [], remaining)
-        if not readable:
-            return data
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return data
-        data += chunk
-        if data.startswith(b"ready\n"):
-            return data
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -737,61 +762,3 @@ def _start_time(pid: int) -> int | None:
 def _alive(pid: int, pid_start: int | None) -> bool:
     fields = _stat(pid)
     return fields is not None and fields[0] != "Z" and pid_start in (None, int(fields[19]))
-
-
-def _fds(*fds: int) -> bytes:
-    return array.array("i", fds).tobytes()
-
-
-def _exchange(conn: socket.socket, ours: list[int], stdin: bytes, deadline: float, outputs):
-    """Feed stdin, collect stdout and stderr into `outputs` (two Capped) to their ends, and
-    return the helper's reply.
-
-    `ours` is [stdin writer, stdout reader, stderr reader]; each is closed (set to -1 in place)
-    when done. Raises subprocess.TimeoutExpired at `deadline`, ProviderError past a cap.
-    """
-    chunks = {ours[1]: outputs[0], ours[2]: outputs[1]}
-    reply = b""
-    events = selectors.DefaultSelector()
-    if stdin:
-        os.set_blocking(ours[0], False)
-        events.register(ours[0], selectors.EVENT_WRITE, "stdin")
-    else:
-        os.close(ours[0])
-        ours[0] = -1
-    events.register(ours[1], selectors.EVENT_READ, "out")
-    events.register(ours[2], selectors.EVENT_READ, "out")
-    events.register(conn, selectors.EVENT_READ, "reply")
-    sent = 0
-    reply_done = False
-    with events:
-        while events.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise subprocess.TimeoutExpired("exec", 0)
-            for key, _ in events.select(remaining):
-                if key.data == "stdin":
-                    try:
-                        sent += os.write(key.fd, stdin[sent : sent + 65536])
-                    except BrokenPipeError:
-                        sent = len(stdin)  # the command stopped reading: like communicate()
-                    if sent >= len(stdin):
-                        events.unregister(key.fd)
-                        os.close(key.fd)
-                        ours[0] = -1
-                elif key.data == "out":
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        chunks[key.fd].add(chunk)
-                    else:
-                        events.unregister(key.fd)
-                else:
-                    try:
-                        chunk = conn.recv(4096)
-                    except ConnectionResetError:  # the helper died mid-command (a destroy)
-                        chunk = b""  # as its end of file: no reply
-                    reply += chunk
-                    if not chunk or reply.endswith(b"\n"):
-                        events.unregister(conn)
-                        reply_done = bool(chunk)
-    return json.loads(reply) if reply_done else None

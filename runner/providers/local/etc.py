@@ -2,7 +2,9 @@
 
 The host's /etc holds /etc/shadow, service credentials (EnvironmentFiles, SSH host keys, cloud
 tokens) and whatever an operator left there, so it is never bound whole. A sandbox gets:
-  - generated files: passwd and group naming the sandbox user, hosts, hostname;
+  - generated files: passwd and group naming the sandbox user, hosts, hostname, and fixed copies
+    of the files operators keep proxy settings and credentials in (gitconfig, wgetrc, profile,
+    bash.bashrc), which the host's own would put in every sandbox;
   - host files from an allow list (the dynamic loader's cache, TLS certificates, the OS release,
     the time zone, Debian's alternatives links, name-service and Python configuration), each
     only when every user may read it, so nothing the host keeps private comes in by mistake;
@@ -25,6 +27,19 @@ PASSWD = (
 )
 GROUP = f"root:x:0:\n{SANDBOX_USER}:x:{SANDBOX_GID}:\n"
 HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tsandbox\n"
+
+# Fixed copies in place of the host's: a host's /etc/gitconfig can name credential helpers, its
+# wgetrc and profile proxies with their passwords.
+FIXED = {
+    "gitconfig": "# boxbench: the sandbox's own, not the host's\n",
+    "wgetrc": "# boxbench: the sandbox's own, not the host's\npassive_ftp = on\n",
+    "profile": (
+        "# boxbench: the sandbox's own, not the host's\n"
+        'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"\nexport PATH\n'
+        'if [ "${PS1-}" ] && [ "${BASH-}" ]; then . /etc/bash.bashrc; fi\n'
+    ),
+    "bash.bashrc": "# boxbench: the sandbox's own, not the host's\n[ -z \"${PS1-}\" ] && return\n",
+}
 
 # Read-only from the host when present and readable by everyone. Directories come whole.
 HOST_FILES = (
@@ -54,15 +69,11 @@ HOST_FILES = (
     "python3.12",
     "python3.13",
     "perl",
-    "bash.bashrc",
-    "profile",
     "shells",
     "inputrc",
     "locale.alias",
     "papersize",
     "mke2fs.conf",
-    "gitconfig",
-    "wgetrc",
 )
 NETWORK_FILES = ("resolv.conf",)
 
@@ -91,6 +102,7 @@ def minimal_etc(network: bool, etc: Path = Path("/etc")) -> tuple[list[str], lis
         "group": _data_fd(GROUP),
         "hosts": _data_fd(HOSTS),
         "hostname": _data_fd("sandbox\n"),
+        **{name: _data_fd(text) for name, text in FIXED.items()},
     }
     args = ["--dir", "/etc"]
     for name, fd in fds.items():

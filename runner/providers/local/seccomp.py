@@ -3,7 +3,9 @@
 Modelled on Docker's default profile: the system calls that profile refuses a container without
 extra capabilities are refused here with EPERM (new namespaces, mounts, keyrings, BPF,
 performance counters, userfaultfd, io_uring, kernel modules, kexec, clocks, swap, reboot, quota,
-file handles, NUMA policy, accounting). Everything else is allowed, so the host toolchain runs
+file handles, NUMA policy, accounting). So are ptrace and process_vm_readv/writev, which that
+profile allows: a sandbox's commands share one user, and none may reach another's memory (a
+replay's sealer, runner/traces/guard.py). Everything else is allowed, so the host toolchain runs
 as it does in a container. Docker's profile is an allow list; a deny list of the same refusals
 keeps working when the kernel adds a harmless call the list does not know yet.
 
@@ -38,6 +40,11 @@ REFUSED = (
     "fsconfig",
     "fsmount",
     "fspick",
+    # other processes' memory: the commands share one user, and a replay's seal must stay
+    # out of their reach (runner/traces/guard.py); /proc/PID/mem is closed by dumpability
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
     # kernel keyrings
     "keyctl",
     "add_key",

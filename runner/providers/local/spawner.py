@@ -1,7 +1,8 @@
 """The exec helper of a `local` sandbox: the sandbox's main process, run by the system Python.
 
 runner/providers/local/adapter.py reads this file as text and starts it inside bubblewrap
-(`python3 -I -S -c <this file> FD LIFETIME TOKEN NPROC`), already in the sandbox's namespaces,
+(`python3 -I -S -c <this file> FD LIFETIME TOKEN_FD NPROC`, the token read from a pipe), already
+in the sandbox's namespaces,
 cgroups, seccomp filter and unprivileged user, so
 every command it starts is born there: no `nsenter` and no cgroup migration per exec (on cgroup v1
 a migration waits for an RCU grace period, milliseconds under load). Standard library only; nothing
@@ -14,8 +15,11 @@ Protocol, one connection per command on the inherited listening socket FD:
   helper -> runner  one JSON line {"exit": code} once the command ends (-N: killed by signal N),
                     or {"error": "..."} when it could not be started
   runner -> helper  any byte or EOF before that: kill the command's process group.
-The command runs in its own session. The helper exits after LIFETIME seconds, which ends the
-sandbox: bubblewrap's init loses its child and the kernel ends every process of the PID namespace.
+The command runs in its own session. The helper is the PID namespace's init (bubblewrap's
+--as-pid-1): it reaps every orphan, no process of the sandbox can signal it (a namespace's init
+gets only the signals it handles, and it handles none a command could use to end it), and when it
+exits, after LIFETIME seconds or when killed from the host, the kernel ends every process of the
+namespace, however it was started (setsid, double fork).
 
 The token tells the runner from anyone else who reaches the socket: a sandbox given the network
 shares the host's, where the abstract socket's name is listed, and its commands look like the
@@ -118,12 +122,28 @@ def _reply(conn, message):
     conn.close()
 
 
-def _ended(events, live, pid):
-    """The command `pid` ended: reap it and tell the runner its exit."""
+def _reap(live, statuses):
+    """Reap every child that has ended (as the namespace's init, orphans too), keeping the
+    status of the commands the runner waits for."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in live:
+            statuses[pid] = status
+
+
+def _ended(events, live, statuses, pid):
+    """The command `pid` ended: reap it (unless _reap did) and tell the runner its exit."""
     pidfd, conn = live.pop(pid)
     events.unregister(pidfd)
     os.close(pidfd)
-    _, status = os.waitpid(pid, 0)
+    status = statuses.pop(pid, None)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
     with contextlib.suppress(KeyError):  # already unregistered by a kill request
         events.unregister(conn)
     _reply(conn, {"exit": os.waitstatus_to_exitcode(status)})
@@ -147,12 +167,21 @@ def main():
     listener = socket.socket(fileno=int(sys.argv[1]))
     listener.set_inheritable(False)
     deadline = time.monotonic() + float(sys.argv[2])
-    token = sys.argv[3]
+    with open(int(sys.argv[3]), "rb") as pipe:  # never on the command line, which anyone reads
+        token = pipe.read(256).decode()
     nproc = int(sys.argv[4])
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    # As init, only signals with a handler arrive: SIGINT's default handler would let a command
+    # end the sandbox's init, so it has none; SIGCHLD wakes the loop to reap orphans.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     events = selectors.DefaultSelector()
     events.register(listener, selectors.EVENT_READ, ("accept",))
+    events.register(wake_read, selectors.EVENT_READ, ("reap",))
     live = {}  # pid -> (pidfd, connection) of each command still running or not yet reaped
+    statuses = {}  # pid -> wait status of a command reaped before its pidfd's event was handled
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -177,8 +206,12 @@ def main():
                 live[pid] = (pidfd, conn)
                 events.register(pidfd, selectors.EVENT_READ, ("exited", pid))
                 events.register(conn, selectors.EVENT_READ, ("kill", pid))
+            elif kind == "reap":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+                _reap(live, statuses)
             elif kind == "exited":
-                _ended(events, live, key.data[1])
+                _ended(events, live, statuses, key.data[1])
             else:  # the runner asked to kill the command, or went away
                 _kill(events, live, key.data[1])
 
