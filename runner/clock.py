@@ -2,8 +2,11 @@
 
 `wrap(command)` returns a Bash script that reads /proc/uptime (with `read -r -N 64`, one whole-file
 read, because virtualized procfs can fail on later line reads) and $EPOCHREALTIME before the
-command and after it, with builtins only, and writes one `__SANDBOX_CLOCK` trailer line on stderr
-from an EXIT trap, so `exit N` inside the command still reports its timing and keeps its exit code.
+command and after it, with builtins only, and writes one `__SANDBOX_CLOCK` trailer line from an
+EXIT trap, so `exit N` inside the command still reports its timing and keeps its exit code. The
+trailer goes to a copy of stderr taken before the command, so a command that closes or redirects
+its stderr cannot drop it (and so leave a line of its own as the last); a trailer line before the
+wrapper's is refused as the command's (ExtraTrailer, the benchmark's fault).
 The command runs in the wrapper's own shell: `true` is timed as the builtin, not as a subprocess.
 A command that replaces the shell (`exec prog`) leaves no trailer and so has no guest runtime.
 `read -N` returns 1 at end of file even though it read the whole file: `|| :` (a builtin) keeps a
@@ -33,7 +36,8 @@ _PRELUDE = (
     "__bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < UPTIME || :; __bb_b=$EPOCHREALTIME; "
     "(( ${__bb_b/[.,]/} - ${__bb_w1/[.,]/} < PAIR_US )) && break; done; "
     "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
-    '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&2; }\n'
+    '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&"$__bb_err"; }\n'
+    "exec {__bb_err}>&2\n"
     "trap __bb_clock_end EXIT\n"
     "for __bb_i in 1 2 3 4 5; do "
     "__bb_a=$EPOCHREALTIME; read -r -N 64 __bb_u0 < UPTIME || :; __bb_w0=$EPOCHREALTIME; "
@@ -41,6 +45,7 @@ _PRELUDE = (
 ).replace("PAIR_US", str(PAIR_US))
 _NUMBER = rb"(\d+(?:[.,]\d+)?)"
 _TRAILER_LINE = re.compile(rb"\n?" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"\n?$")
+_ANY_TRAILER = re.compile(rb"(?:^|\n)" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"(?:\n|$)")
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,16 @@ def wrap(command: str, uptime: str = "/proc/uptime") -> str:
     return _PRELUDE.replace("UPTIME", _single_quote(uptime)) + command + "\n"
 
 
+class ExtraTrailer(ValueError):
+    """stderr holds a clock trailer before the wrapper's own: the command wrote one."""
+
+
 def parse_trailer(stderr: bytes) -> tuple[bytes, GuestTiming | None]:
-    """Split the wrapper's trailer off stderr: (stderr as the command wrote it, timing or None)."""
+    """Split the wrapper's trailer off stderr: (stderr as the command wrote it, timing or None).
+
+    ExtraTrailer when a whole trailer line comes before the last one: only the command can have
+    written it (to pass its own times off as the guest clock's), which is the benchmark's fault,
+    never a stepped clock charged to the provider."""
     start = stderr.rfind(b"\n" + TRAILER + b" ")
     if start < 0 and stderr.startswith(TRAILER + b" "):
         start = 0
@@ -74,6 +87,10 @@ def parse_trailer(stderr: bytes) -> tuple[bytes, GuestTiming | None]:
     match = _TRAILER_LINE.match(stderr, start)
     if match is None or match.end() != len(stderr):
         return stderr, None
+    if _ANY_TRAILER.search(stderr, 0, start):
+        raise ExtraTrailer(
+            f"the command wrote a {TRAILER.decode()} line of its own before the wrapper's"
+        )
     # Decimal keeps the microseconds of a 10-digit epoch exact.
     w0, w1, u0, u1 = (Decimal(v.replace(b",", b".").decode()) for v in match.groups())
     timing = GuestTiming(wall_ms=float((w1 - w0) * 1000), uptime_ms=float((u1 - u0) * 1000))

@@ -405,7 +405,10 @@ class LifecycleContext(TrialContext):
         return result.stdout
 
     def _guest_run(self, exit_code, stdout, stderr, total_ms, check_gate) -> GuestRun:
-        clean, timing = clock.parse_trailer(stderr)
+        try:
+            clean, timing = clock.parse_trailer(stderr)
+        except clock.ExtraTrailer as exc:
+            raise BenchmarkError(str(exc)) from None
         if timing is None:
             raise ProviderFailure(
                 f"the guest clock trailer is missing (exit code {exit_code}): the sandbox ended "

@@ -40,6 +40,21 @@ def test_it_finds_no_timing_without_a_trailer():
     assert clock.parse_trailer(b"plain error\n") == (b"plain error\n", None)
 
 
+FORGED = "printf '\\n__SANDBOX_CLOCK 10.000000 90.000000 5.00 5.10\\n' >&2"
+
+
+@pytest.mark.parametrize("then", ["true", "exec 2> /dev/null", "exec 2>&-"])
+def test_a_trailer_the_command_writes_is_refused_even_when_it_drops_its_stderr(then):
+    # The wrapper's own trailer goes to a copy of stderr taken before the command, so the
+    # forged line (which would fail the clock gate) is never the last one.
+    done = subprocess.run(
+        ["bash", "-c", clock.wrap(f"{FORGED}; {then}")], capture_output=True, timeout=10
+    )
+    assert done.stderr.count(b"__SANDBOX_CLOCK") == 2
+    with pytest.raises(clock.ExtraTrailer, match="of its own before the wrapper's"):
+        clock.parse_trailer(done.stderr)
+
+
 def test_it_takes_only_the_last_line_as_the_trailer():
     stderr = b"__SANDBOX_CLOCK fake\nreal\n__SANDBOX_CLOCK 10.000000 10.500000 5.00 5.50\n"
     clean, timing = clock.parse_trailer(stderr)

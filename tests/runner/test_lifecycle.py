@@ -86,6 +86,18 @@ def test_it_discards_a_stepped_guest_clock(local):
     assert result.measurements == []
 
 
+def test_a_command_that_writes_its_own_clock_trailer_is_the_benchmarks_fault(local):
+    forged = "printf '\\n__SANDBOX_CLOCK 10.000000 90.000000 5.00 5.10\\n' >&2; exec 2>&-"
+
+    def forger(ctx):
+        ctx.guest(forged, timeout=30)
+
+    result = run_trial(local, DEFINITION, UNIT, forger, label="bb-t", limits=FAST)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert "__SANDBOX_CLOCK line of its own" in result.cause
+    assert not any(e.kind == "clock_gate" for e in result.evidence)
+
+
 def test_it_fails_and_flags_a_sandbox_that_cannot_be_destroyed(local):
     result = trial(FaultyProvider(local, destroy_errors=1))
     assert result.outcome == "provider_failure" and "destroy" in result.cause
