@@ -485,7 +485,16 @@ class DockerProvider(Provider):
             return capped.read(chunks)
 
         archive = self._call("download", fetch, f"(does {path} exist in the sandbox?)")
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        # The engine sends a plain tar: read as one ("r:"), never decompressed, so member sizes
+        # are checked against the cap before anything of a compressed stream is expanded.
+        try:
+            tar = tarfile.open(fileobj=io.BytesIO(archive), mode="r:")  # noqa: SIM115
+        except tarfile.TarError as exc:
+            raise ProviderError(
+                f"download: the engine's archive of {path} is not a plain tar ({exc})",
+                operation="download",
+            ) from None
+        with tar:
             members = tar.getmembers()
             if len(members) != 1 or not members[0].isfile():
                 raise ProviderError(f"download: {path} is not a regular file", operation="download")
