@@ -2,13 +2,18 @@
 
     bench trace record SESSION --archive REPO.tar.gz --slug NAME --title T --stratum S --source URL
     bench trace check [SLUG ...]
-    bench trace replay SLUG [--on local|docker|host]
+    bench trace replay SLUG [--on local|docker|host] [--unsafe-on-host]
 
 `record` reads plain text (one command per line), a JSON array of commands or an agent trajectory
 (docs/traces.md), replays it once on `local` to capture exit codes, durations and the patch digest,
 replays it again to check it is deterministic, and writes runner/traces/<slug>/.
+
+`--on host` runs the unit's commands on this machine, outside any sandbox, with the operator's
+rights: refused unless `--unsafe-on-host` says so, and warned about even then.
 """
 
+import os
+import sys
 from pathlib import Path
 
 from django.core.management.base import CommandError
@@ -20,6 +25,7 @@ from runner.traces.format import STRATA, TRACES_DIR, TraceError, load_all, load_
 from runner.traces.record import SessionError, open_runner, read_session, record_trace
 
 help = "Record an agent session as a trace unit, validate trace units, or replay one."
+UNSAFE_HELP = "With --on host: run the unit's commands on this machine, unsandboxed."
 
 
 def add_arguments(parser):
@@ -35,6 +41,7 @@ def add_arguments(parser):
     record.add_argument("--source", required=True, help="Where the archive comes from (a URL).")
     record.add_argument("--description", default="")
     record.add_argument("--on", default="local", help="Provider slug to record on, or 'host'.")
+    record.add_argument("--unsafe-on-host", action="store_true", help=UNSAFE_HELP)
     record.add_argument("--out", default=str(TRACES_DIR), help="Folder for the unit folder.")
     record.add_argument("--force", action="store_true", help="Replace an existing unit.")
     record.add_argument("--no-verify", action="store_true", help="Skip the second replay.")
@@ -43,13 +50,31 @@ def add_arguments(parser):
     again = sub.add_parser("replay", help="Replay one unit once and print its verdict.")
     again.add_argument("slug")
     again.add_argument("--on", default="local", help="Provider slug, or 'host'.")
+    again.add_argument("--unsafe-on-host", action="store_true", help=UNSAFE_HELP)
 
 
 def handle(options, out):
+    if options.get("on") == "host":
+        _host_allowed(options)
     try:
         {"record": _record, "check": _check, "replay": _replay}[options["action"]](options, out)
     except (TraceError, SessionError, ProviderError) as exc:
         raise CommandError(str(exc)) from None
+
+
+def _host_allowed(options) -> None:
+    """`--on host` only with its explicit flag, and a warning even then: the unit's commands
+    (anyone's agent session) would run with the operator's rights and files."""
+    if not options.get("unsafe_on_host"):
+        raise CommandError(
+            "--on host runs the unit's commands on this machine, outside any sandbox, with your "
+            "rights and files; add --unsafe-on-host to do that, or use --on local"
+        )
+    print(
+        "warning: --on host: the unit's commands run unsandboxed on this machine as "
+        f"uid {os.geteuid()}",
+        file=sys.stderr,
+    )
 
 
 def _record(options, out):

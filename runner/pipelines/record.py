@@ -1,4 +1,5 @@
-"""Record a pipeline unit's pins on this host: `python -m runner.pipelines.record FOLDER`.
+"""Record a pipeline unit's pins on this host:
+`python -m runner.pipelines.record --unsafe-on-host FOLDER`.
 
 From a pipeline.json whose steps and artifact paths are written (the pins may be stale or zero),
 it makes the bundle from the pinned source archive (found by name under runner/traces/ and checked
@@ -7,6 +8,8 @@ fresh repository the way the replay does (same step prefix, locale, git settings
 the checkout), then pins each step's duration and each artifact's SHA-256 and writes the file
 back. The pins are the job host's toolchain's; docs/pipelines.md says how they were made. Steps
 read the bundle and wheels from /tmp/boxbench-ci, as in a sandbox, so recording writes there.
+The steps run unsandboxed with the operator's rights: refused without `--unsafe-on-host`, and
+warned about even then.
 """
 
 from __future__ import annotations
@@ -97,10 +100,21 @@ def _run_step(index: int, step: dict, workdir: Path, env: dict, path: Path) -> f
     return elapsed
 
 
+UNSAFE_FLAG = "--unsafe-on-host"
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m runner.pipelines.record runner/pipelines/<slug>", file=sys.stderr)
+    usage = f"usage: python -m runner.pipelines.record {UNSAFE_FLAG} runner/pipelines/<slug>"
+    if len(argv) != 2 or argv[0] != UNSAFE_FLAG:
+        print(usage, file=sys.stderr)
+        print(
+            f"recording runs the unit's steps on this machine, outside any sandbox, with your "
+            f"rights and files: {UNSAFE_FLAG} says you mean it",
+            file=sys.stderr,
+        )
         return 2
+    print("warning: the unit's steps run unsandboxed on this machine", file=sys.stderr)
+    argv = argv[1:]
     try:
         raw = record(Path(argv[0]))
     except PipelineError as exc:
