@@ -188,6 +188,9 @@ def write_rootfs_tar(root: str | Path, dest: str | Path, recipe: Recipe) -> str:
     return file_digest(dest)
 
 
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
 def build_rootfs(recipe: Recipe, cache_dir: str | Path, log=print) -> tuple[Path, str]:
     """Debootstrap the recipe into a scratch directory and cache its tarball by digest.
 
@@ -216,8 +219,18 @@ def build_rootfs(recipe: Recipe, cache_dir: str | Path, log=print) -> tuple[Path
 
 
 def _debootstrap(recipe: Recipe, target: Path) -> None:
+    # The mirror is plain HTTP: every Release file must verify against Debian's archive keyring,
+    # named explicitly, or debootstrap stops (never its fallback of no check when the keyring
+    # is missing).
+    if not DEBIAN_KEYRING.is_file():
+        raise ImageError(
+            f"{DEBIAN_KEYRING} is missing: the packages' signatures cannot be checked "
+            "(apt-get install debian-archive-keyring)"
+        )
     command = [
         "debootstrap",
+        "--force-check-gpg",
+        f"--keyring={DEBIAN_KEYRING}",
         f"--variant={recipe.variant}",
         f"--include={','.join(recipe.packages)}",
         recipe.suite,

@@ -87,8 +87,9 @@ def test_it_builds_with_debootstrap_and_caches_the_tarball_by_digest(tmp_path, m
     # A stand-in for debootstrap: writes a tiny root and records its arguments and environment.
     fake.write_text(
         "#!/bin/sh\n"
-        "shift 3; target=$1\n"
+        "for a; do target=$mirror_before; mirror_before=$a; done\n"
         'mkdir -p "$target/etc" && echo "$SOURCE_DATE_EPOCH" > "$target/etc/epoch"\n'
+        'echo "$@" > "$target/etc/arguments"\n'
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
@@ -98,6 +99,17 @@ def test_it_builds_with_debootstrap_and_caches_the_tarball_by_digest(tmp_path, m
     with tarfile.open(path) as tar:
         assert tar.extractfile("etc/epoch").read() == f"{EPOCH}\n".encode()
         assert "app" in tar.getnames()
+        arguments = tar.extractfile("etc/arguments").read().decode().split()
+    # The mirror is plain HTTP: signatures are checked, against a keyring named explicitly.
+    assert arguments[:2] == ["--force-check-gpg", f"--keyring={build.DEBIAN_KEYRING}"]
+
+
+def test_it_refuses_to_build_without_debians_keyring(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "DEBIAN_KEYRING", tmp_path / "absent.gpg")
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/sbin/debootstrap")
+    with pytest.raises(ImageError, match="absent.gpg is missing.*debian-archive-keyring"):
+        build.build_rootfs(recipe(), tmp_path / "cache", log=lambda m: None)
+    assert list((tmp_path / "cache").iterdir()) == []
 
 
 def test_it_reports_a_failed_debootstrap_and_keeps_nothing(tmp_path, monkeypatch):
