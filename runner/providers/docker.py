@@ -3,11 +3,11 @@ Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`, remote_
 
 Each sandbox is one container: network none, the requested CPUs and memory, a pids limit,
 explicit nofile and nproc limits (Podman needs them), never privileged, only the capabilities
-the standard image's commands need (CAPABILITIES), no new privileges, the engine's default
-seccomp profile, the batch label, and `sleep <lifetime>` as its main process with auto-remove,
-so a container outlives a crashed runner by at most its lifetime. Commands run through
-exec; files move as tar archives; snapshots are image commits (filesystem only, no memory), and
-a fork is a commit restored at once.
+the standard image's commands need (CAPABILITIES), no new privileges, a seccomp profile of our
+own (docker_seccomp.py: no new namespaces, keyrings or ptrace), the batch label, and
+`sleep <lifetime>` as its main process with auto-remove, so a container outlives a crashed runner
+by at most its lifetime. Commands run through exec; files move as tar archives; snapshots are
+image commits (filesystem only, no memory), and a fork is a commit restored at once.
 
 Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY and
 DOCKER_CERT_PATH like the docker CLI, and without DOCKER_HOST finds the Docker or Podman socket;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -55,6 +56,7 @@ from runner.providers.base import (
     SandboxSpec,
     fork_by_snapshot,
 )
+from runner.providers.docker_seccomp import engine_name, security_opt
 
 # Container and image labels: the batch label for cleanup, and what kind of object it is.
 BATCH_LABEL = "boxbench.batch"
@@ -221,6 +223,11 @@ class DockerProvider(Provider):
                     raise _classify(exc, "connect", f"cannot reach the engine at {url}") from exc
             return self._client
 
+    @functools.cached_property
+    def engine(self) -> str:
+        """Docker or Podman: their APIs take the seccomp profile differently."""
+        return engine_name(self._call("create", lambda: self.api.version()))
+
     def close(self) -> None:
         """Close the engine connections (for ssh:// engines, the SSH connection too)."""
         with self._lock:
@@ -301,8 +308,7 @@ class DockerProvider(Provider):
             privileged=False,
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
-            # Keeps the engine's default seccomp profile: only seccomp=unconfined would drop it.
-            security_opt=["no-new-privileges"],
+            security_opt=list(security_opt(self.engine)),  # our own profile (docker_seccomp.py)
             auto_remove=True,
             init=True,  # a real PID 1 reaps the orphans of killed commands
         )
@@ -485,8 +491,7 @@ class DockerProvider(Provider):
             return capped.read(chunks)
 
         archive = self._call("download", fetch, f"(does {path} exist in the sandbox?)")
-        # The engine sends a plain tar: read as one ("r:"), never decompressed, so member sizes
-        # are checked against the cap before anything of a compressed stream is expanded.
+        # Read as the plain tar it must be ("r:"): nothing is expanded before sizes are checked.
         try:
             tar = tarfile.open(fileobj=io.BytesIO(archive), mode="r:")  # noqa: SIM115
         except tarfile.TarError as exc:
@@ -620,7 +625,7 @@ class DockerProvider(Provider):
             info = self._call("doctor", lambda: self.api.info())
         except ProviderError as exc:
             return [DoctorCheck("engine", False, str(exc))]
-        engine = _engine_name(version)
+        engine = engine_name(version)
         checks = [
             DoctorCheck(
                 "engine",
@@ -787,13 +792,6 @@ def _parse_time(value) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _engine_name(version: dict) -> str:
-    for component in version.get("Components") or []:
-        if component.get("Name") in ("Podman Engine", "Engine"):
-            return "Podman" if "Podman" in component["Name"] else "Docker"
-    return "Docker"
 
 
 def _gib(value) -> str:

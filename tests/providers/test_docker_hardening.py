@@ -2,11 +2,14 @@
 
 import gzip
 import io
+import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
 from runner.declarations import get_declaration
+from runner.providers import docker_seccomp
 from runner.providers.base import ProviderError, Sandbox
 from runner.providers.docker import DockerProvider
 
@@ -54,3 +57,24 @@ def test_a_plain_archive_from_the_engine_is_still_read():
     provider = DockerProvider(get_declaration("docker"), {})
     provider.__class__ = type("Stubbed", (DockerProvider,), {"api": ArchiveEngine(_tar(5))})
     assert provider.download(Sandbox("c1", "label"), "/app/file") == b"\0" * 5
+
+
+def test_its_seccomp_profile_refuses_new_namespaces_keyrings_and_ptrace():
+    profile = docker_seccomp.profile()
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    refused = profile["syscalls"][0]
+    assert refused["action"] == "SCMP_ACT_ERRNO" and refused["errnoRet"] == 1
+    wanted = {"unshare", "setns", "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv"}
+    assert wanted <= set(refused["names"])
+    clone_flags = {r["args"][0]["value"] for r in profile["syscalls"] if r["names"] == ["clone"]}
+    assert 0x10000000 in clone_flags  # CLONE_NEWUSER
+
+
+def test_docker_gets_the_profile_itself_and_podman_a_file_holding_it():
+    docker_options = docker_seccomp.security_opt("Docker")
+    assert docker_options[0] == "no-new-privileges"
+    text = docker_options[1].removeprefix("seccomp=")
+    assert json.loads(text) == docker_seccomp.profile()
+    podman_options = docker_seccomp.security_opt("Podman")
+    path = Path(podman_options[1].removeprefix("seccomp="))
+    assert path.read_text() == text and path.stat().st_mode & 0o777 == 0o644
