@@ -15,10 +15,11 @@ that all four see the same load:
 - direct: a plain script running each command as `bash -c CMD` (what an agent's bash tool does);
 - inline: the commands written straight into one script (no process per command at all).
 
-It prints the median of `--repeats` runs of a synthetic trace of `--commands` no-op commands (`:`)
-and of a real trace unit (--unit): the ms the replay adds per command beside `bash -c` per command
-(the reference) from the same runs, and their ratio, the ms the limit adds per command, with
-`uptime`'s load. Nothing is asserted.
+It also times the whole replay (`HostDirectory.run`: preparation, key, sealer and proxy start,
+commands, digest), beside the commands' span. It prints the median of `--repeats` runs of a
+synthetic trace of `--commands` no-op commands (`:`) and of a real trace unit (--unit): the ms the
+replay adds per command beside `bash -c` per command (the reference) from the same runs, and their
+ratio, the ms the limit adds per command, with `uptime`'s load. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -62,12 +64,16 @@ def measure(trace, repeats: int) -> dict[str, float]:
     direct = "".join(f"bash -c {q} < /dev/null >> /dev/null 2>&1\n" for q in quoted)
     inline = "".join(f"{{ {c.command}\n}} < /dev/null >> /dev/null 2>&1\n" for c in trace.commands)
     timings: dict[str, list[float]] = {"replay": [], "no limit": [], "direct": [], "inline": []}
+    whole: list[float] = []
     for _ in range(repeats):
         for name in timings:
             directory = HostDirectory()
             try:
                 if name in ("replay", "no limit"):
+                    started = time.perf_counter()
                     run = directory.run(trace, recording=False, limit=name == "replay")
+                    if name == "replay":
+                        whole.append((time.perf_counter() - started) * 1000)
                     records = run.parsed()
                     verdict = replay.judge(trace, records)
                     if verdict.outcome != "success":
@@ -80,7 +86,8 @@ def measure(trace, repeats: int) -> dict[str, float]:
                     timings[name].append(span_ms(run_bash(directory, TIMER.format(body=body))))
             finally:
                 directory.close()
-    return {name: statistics.median(values) for name, values in timings.items()}
+    figures = {name: statistics.median(values) for name, values in timings.items()}
+    return {**figures, "whole": statistics.median(whole)}
 
 
 def _replay_span(records_text: str, first: int, last: int) -> float:
@@ -96,6 +103,8 @@ def report(label: str, trace, figures: dict[str, float]) -> None:
     k = len(trace.commands)
     print(f"{label}: {k} commands, median of runs, load {_load()}")
     for name, value in figures.items():
+        if name == "whole":
+            continue
         print(f"  {name:<8} {value:10.1f} ms  ({value / k:.3f} ms per command)")
     direct = figures["direct"] / k
     added = (figures["replay"] - figures["direct"]) / k
@@ -105,6 +114,10 @@ def report(label: str, trace, figures: dict[str, float]) -> None:
         f"(replay / bash -c = {figures['replay'] / figures['direct']:.2f})"
     )
     print(f"  replay adds {added_inline:.3f} ms per command over inline commands")
+    print(
+        f"  the whole replay (preparation, sealer and proxy start, digest) {figures['whole']:.1f} "
+        f"ms beside its commands' span {figures['replay']:.1f} ms"
+    )
     limit = (figures["replay"] - figures["no limit"]) / k
     print(
         f"  the limit (timeout --kill-after=5s) adds {limit:.3f} ms per command to the measured "
