@@ -28,6 +28,8 @@ CAPABILITIES = (
     "snapshot",
     "fork",
     "pause",
+    # Create's unique per-trial layer through the provider's own image mechanism (runner/layers.py)
+    "unique_layer",
 )
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")

@@ -3,7 +3,9 @@
 The lifecycle times create for every trial; this procedure records that time as the metric.
 The sandbox then gets the untimed readiness check like any other trial. Version 2: the create
 starts from the pinned base plus a layer unique to the trial (runner/layers.py), so no provider
-can answer it from an image cache; version 1 created from the pinned base itself.
+can answer it from an image cache; version 1 created from the pinned base itself. Version 3: the
+layer is built on every provider that declares `unique_layer`, the cloud ones included, through
+each one's own mechanism; version 2 built it on docker only.
 """
 
 from runner.benchmarks.base import BenchmarkDefinition, TrialContext, UnitDefinition
@@ -14,14 +16,15 @@ DEFINITION = BenchmarkDefinition(
     section="sandbox_operations",
     description=(
         "Time for the provider's create call to return a sandbox, from the pinned base image "
-        "plus a layer unique to the trial."
+        "plus a layer unique to the trial, built untimed beforehand through the provider's own "
+        "image, template or snapshot mechanism. A provider with none reads Not Supported."
     ),
     metric="create_ms",
     unit="ms",
     direction="lower",
     clock="job_host",
-    version="2",
-    required_capabilities=("exec",),
+    version="3",
+    required_capabilities=("exec", "unique_layer"),
     steps_include_create_or_build=True,
     unique_layer=True,
     procedure_timeout_s=60,

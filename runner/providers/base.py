@@ -54,6 +54,10 @@ class SandboxSpec:
     image: str = ""  # provider-specific image reference; "" is the standard image
     network: bool = False  # benchmarks run with the network cut off unless they say otherwise
     disk_mib: int = 0  # 0: provider default
+    # Create's unique per-trial layer (runner/layers.py): a snapshot this adapter made of a sandbox
+    # of its standard image. Create starts from it through the provider's own image or template
+    # mechanism, the same call a create from the standard image makes.
+    layer: str = ""
 
 
 @dataclass
@@ -107,9 +111,15 @@ class Provider(ABC):
     """A sandbox backend. Instances are cheap; create one per worker."""
 
     slug: str = ""
-    # A snapshot's id is an image reference create accepts: Create's unique per-trial layer is
-    # built as a snapshot (runner/layers.py).
-    snapshots_are_images: bool = False
+    # How Create's unique per-trial layer becomes something create starts from, in the
+    # provider's own terms (runner/layers.py); "" for an adapter that builds none.
+    layer_mechanism: str = ""
+    # Why an adapter without a layer mechanism needs none (no image a create could find cached);
+    # "" where a create without the layer would measure something else.
+    layer_needless: str = ""
+    # A snapshot goes with the sandbox it was taken of: the layer's base sandbox is kept until the
+    # trial's cleanup instead of being destroyed before the timed create.
+    snapshot_needs_source: bool = False
 
     def __init__(self, declaration, settings: dict | None = None):
         self.declaration = declaration

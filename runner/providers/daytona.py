@@ -90,6 +90,7 @@ SDK_PACKAGES = ("daytona", "daytona_api_client", "daytona_toolbox_api_client")
 
 class DaytonaProvider(HTTPProvider):
     slug = "daytona"
+    layer_mechanism = "a Daytona snapshot (an image) of a sandbox of the prepared snapshot"
     credential_variable = "DAYTONA_API_KEY"
 
     def __init__(self, declaration, settings: dict | None = None):
@@ -217,7 +218,7 @@ class DaytonaProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        return self._start("create", self.base_snapshot, spec)
+        return self._start("create", spec.layer or self.base_snapshot, spec)
 
     def _start(self, operation: str, snapshot: str, spec: SandboxSpec) -> Sandbox:
         """A started sandbox of Daytona snapshot `snapshot` (the prepared one, or one that

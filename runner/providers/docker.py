@@ -150,7 +150,7 @@ class DockerProvider(Provider):
     """`docker`: the engine on this machine (Docker, or Podman's Docker-compatible service)."""
 
     slug = "docker"
-    snapshots_are_images = True  # image commits: Create's unique layer is one
+    layer_mechanism = "an image commit: the pinned base image plus one layer"
     host_variable = "DOCKER_HOST"
     cert_path_variable = "DOCKER_CERT_PATH"
 
@@ -288,8 +288,9 @@ class DockerProvider(Provider):
     # -- sandboxes ----------------------------------------------------------------------------
 
     def create(self, spec: SandboxSpec) -> Sandbox:
-        if spec.image:
-            image, image_digest = spec.image, _digest_in_reference(spec.image)
+        if spec.layer or spec.image:
+            image = spec.layer or spec.image
+            image_digest = _digest_in_reference(image)
         else:
             image, image_digest = self.standard_image()
         lifetime = max(1, math.ceil(spec.lifetime_s))

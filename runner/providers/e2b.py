@@ -90,6 +90,10 @@ def sdk_retries() -> int:
 
 class E2BProvider(HTTPProvider):
     slug = "e2b"
+    layer_mechanism = (
+        "an E2B snapshot, which E2B keeps as a template (memory and files: E2B has no "
+        "file-system-only snapshot)"
+    )
     credential_variable = "E2B_API_KEY"
 
     def __init__(self, declaration, settings: dict | None = None):
@@ -193,7 +197,7 @@ class E2BProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        return self._start("create", self.template, spec)
+        return self._start("create", spec.layer or self.template, spec)
 
     def _start(self, operation: str, template: str, spec: SandboxSpec) -> Sandbox:
         """A sandbox of `template` (a template name or a snapshot id) for `spec`."""

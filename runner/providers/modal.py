@@ -99,6 +99,7 @@ def _sdk():
 
 class ModalProvider(Provider):
     slug = "modal"
+    layer_mechanism = "a Modal image: the file-system snapshot of a sandbox of the prepared image"
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
@@ -242,7 +243,10 @@ class ModalProvider(Provider):
                 operation="create",
                 code="no_custom_images",
             )
-        _, image = self._app_and_image("create")
+        if spec.layer:
+            image = _sdk().Image.from_id(spec.layer, client=self.client)
+        else:
+            _, image = self._app_and_image("create")
         return self._start("create", image, spec)
 
     def _start(self, operation: str, image, spec: SandboxSpec) -> Sandbox:

@@ -169,6 +169,10 @@ class _Sink:
 
 class VercelProvider(HTTPProvider):
     slug = "vercel"
+    layer_mechanism = "a Vercel snapshot, the source a create starts from"
+    # Deleting a sandbox deletes its snapshots (deleteOrphanSnapshots); the snapshot has stopped
+    # the sandbox's session, so keeping it until cleanup costs nothing.
+    snapshot_needs_source = True
     credential_variable = "VERCEL_TOKEN"
     credential_setting = "token"
 
@@ -325,7 +329,7 @@ class VercelProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        return self._start("create", spec, self.base_snapshot or None)
+        return self._start("create", spec, spec.layer or self.base_snapshot or None)
 
     def _start(self, operation: str, spec: SandboxSpec, snapshot_id: str | None) -> Sandbox:
         if spec.memory_mib != spec.cpus * MIB_PER_VCPU:

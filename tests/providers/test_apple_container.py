@@ -26,8 +26,9 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot and fork: not declared here, so refused (R401) before a run starts.
-    and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
+    # Snapshot, fork and Create's unique layer: not declared here, so refused (R401) before a
+    # run starts.
+    and not {"snapshot", "fork", "unique_layer"} & set(module.DEFINITION.required_capabilities)
 )
 
 
@@ -151,7 +152,7 @@ def test_a_tool_whose_service_is_down_is_not_ready_then_a_provider_failure(tmp_p
     adapter = get_provider("apple-container", settings={"cli": str(broken), "platform": MAC})
     with pytest.raises(NotReady):
         adapter.exec(Sandbox(id="boxbench-x", label=SPEC.label), ["true"], 10)
-    result = run(adapter, None, benchmark="create")
+    result = run(adapter, None, benchmark="sequential-tti")
     assert (result.outcome, result.owner) == ("provider_failure", "provider")
     assert "XPC connection" in result.cause
     assert [c.name for c in adapter.doctor()] == ["cli"] and not adapter.doctor()[0].ok
@@ -193,5 +194,5 @@ def test_its_declaration_refuses_deepswe_as_not_supported():
     assert ("R401", "network_lockdown", "Not Supported") in {
         (r.code, r.missing, r.label) for r in refused
     }
-    create = all_benchmarks()["create"].DEFINITION
-    assert rules.refusals(get_declaration("apple-container"), create, 1) == []
+    tti = all_benchmarks()["sequential-tti"].DEFINITION
+    assert rules.refusals(get_declaration("apple-container"), tti, 1) == []

@@ -176,7 +176,7 @@ def test_a_provider_without_the_capability_is_refused_not_supported(benchmark):
 def test_create_on_local_says_it_has_no_layer_to_build(local):
     result = _run(local, create)
     assert (result.outcome, result.cause) == ("success", "")
-    assert result.placement["unique_layer"] == "none: local builds no image layers"
+    assert result.placement["unique_layer"] == "none: " + local.layer_needless
     assert local.list_snapshots() == [] and local.list_sandboxes() == []
 
 

@@ -63,6 +63,10 @@ KILL_POLL = waiting.every(0.005)
 
 class LocalProvider(Provider):
     slug = "local"
+    layer_needless = (
+        "local has no image: each sandbox binds the host toolchain, so no create can find one "
+        "cached"
+    )
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)

@@ -150,6 +150,7 @@ def sdk_version() -> str:
 
 class OpenSandboxProvider(Provider):
     slug = "opensandbox"
+    layer_mechanism = "an OpenSandbox snapshot (an image commit), the source a create starts from"
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)
@@ -249,6 +250,8 @@ class OpenSandboxProvider(Provider):
             raise ProviderError(f"create: the standard image: {exc}", "create") from exc
 
     def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.layer:
+            return self._create(spec, {"snapshot_id": spec.layer}, {"unique_layer": spec.layer})
         image = spec.image or self.image()
         return self._create(spec, {"image": image}, {"image": image})
 

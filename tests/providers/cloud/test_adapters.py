@@ -202,7 +202,7 @@ def test_a_destroy_that_fails_leaves_cleanup_unverified(cloud):
         status=500,
         body={"code": 500, "message": "cannot kill"},
     )
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "provider_failure" and not result.cleanup_verified
     assert "destroy" in result.cause
     for sandbox in cloud.provider.list_sandboxes("bb-pytest-cloud"):

@@ -29,8 +29,9 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot and fork: not declared here, so refused (R401) before a run starts.
-    and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
+    # Snapshot, fork and Create's unique layer: not declared here, so refused (R401) before a
+    # run starts.
+    and not {"snapshot", "fork", "unique_layer"} & set(module.DEFINITION.required_capabilities)
 )
 AWS_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
@@ -269,7 +270,7 @@ def test_create_failures_are_named_and_owned(cloud, status, code, expected, outc
         body={"message": f"planted {code}"},
         headers={"x-amzn-ErrorType": code},
     )
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert (result.outcome, result.owner) == outcome
     assert code in result.cause and f"planted {code}" in result.cause
     error = next(e.data for e in result.evidence if e.kind == "create_error")
@@ -278,7 +279,7 @@ def test_create_failures_are_named_and_owned(cloud, status, code, expected, outc
 
 def test_the_readiness_check_retries_a_command_plane_that_is_not_ready(cloud):
     cloud.api.faults.add("POST", "/tools/invoke$", times=3, status=503, body=b"")
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "success", result.cause
     readiness = next(e.data for e in result.evidence if e.kind == "readiness")
     assert [a["result"] for a in readiness["attempts"]][:4] == ["not_ready"] * 3 + ["ready"]
@@ -306,7 +307,7 @@ def test_a_stop_that_fails_leaves_cleanup_unverified(cloud):
         body={"message": "cannot stop"},
         headers={"x-amzn-ErrorType": "InternalServerException"},
     )
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "provider_failure" and not result.cleanup_verified
     assert "destroy" in result.cause and "cannot stop" in result.cause
     for sandbox in cloud.provider.list_sandboxes("bb-pytest-cloud"):
@@ -408,7 +409,7 @@ def test_a_demo_run_completes_is_never_published_and_leaks_no_secret(
         "--provider",
         "agentcore",
         "--benchmark",
-        "create,latency-per-call",
+        "sequential-tti,latency-per-call",
         "--trials",
         "3",
         "--inline",
@@ -540,7 +541,7 @@ def test_a_provider_answer_echoing_the_secret_is_redacted(cloud):
         body={"message": f"bad request signed with {secret}", "reason": "CannotParse"},
         headers={"x-amzn-ErrorType": "ValidationException"},
     )
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "provider_failure" and "[redacted]" in result.cause
     assert secret not in result.cause
     assert all(secret not in repr(evidence.data) for evidence in result.evidence)

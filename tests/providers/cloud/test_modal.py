@@ -170,7 +170,7 @@ def test_create_failures_are_provider_failures_naming_the_cause(cloud, status, t
 def test_a_transient_unavailable_is_retried_by_the_sdk_and_the_trial_succeeds(cloud):
     cloud.fake.faults.add("SandboxCreateV2", Status.UNAVAILABLE, times=2)
     cloud.fake.faults.add("TaskExecStart", Status.UNAVAILABLE, times=2)
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "success", result.cause
     assert calls(cloud, "SandboxCreateV2") == 3 and calls(cloud, "TaskExecStart") >= 3
 
@@ -254,7 +254,7 @@ def test_a_sandbox_past_its_lifetime_is_gone_and_fails_the_trial(cloud):
 
 def test_a_destroy_that_fails_leaves_cleanup_unverified(cloud):
     cloud.fake.faults.add("SandboxTerminateV2", Status.PERMISSION_DENIED, message="cannot kill")
-    result = run(cloud, None, benchmark="create")
+    result = run(cloud, None, benchmark="sequential-tti")
     assert result.outcome == "provider_failure" and not result.cleanup_verified
     assert "destroy" in result.cause and "cannot kill" in result.cause
     for sandbox in cloud.provider.list_sandboxes("bb-pytest-cloud"):
