@@ -11,6 +11,7 @@ import pandas as pd
 from django.db.models import Min
 
 from boxbench.models import Outcome, Provider, Run, Trial
+from runner import rules, store
 from stats import audit as stats_audit
 from stats import estimators
 from stats.summary import PROBE
@@ -46,6 +47,8 @@ def audit_frame(run: Run) -> pd.DataFrame:
         .order_by()
         .annotate(first_end=Min("ended_at"))
     }
+    # Every trial counts here, whatever its outcome: a failing trial loads the job host too.
+    shared_host = rules.cross_provider_overlaps(store.trial_spans(run))
     facts = {}
     values: dict = {}
     flags: dict = {}
@@ -142,6 +145,7 @@ def audit_frame(run: Run) -> pd.DataFrame:
             "lower_is_better": direction != "higher",
             "steps_create_or_build": builds,
             "shares_job_host": shares_job_host.get(provider, False),
+            "other_chain_on_host": 1.0 if str(trial_id) in shared_host else 0.0,
         }
         for fact in AUDIT_FACTS:
             if fact in known:
@@ -158,12 +162,17 @@ def _seconds(moment) -> float:
     return moment.timestamp() if moment else np.nan
 
 
-# Facts read from a trial's placement and host load; the flags come from its measurements.
-AUDIT_FACTS = tuple(
-    f
-    for f in (*stats_audit.FLOAT_FACTS, "cpu_model")
-    if f not in ("round", "started_at", "ended_at", "round_first_end", "in_flight")
+# Columns the frame computes itself rather than reading from a trial's placement or host load.
+_DERIVED = (
+    "round",
+    "started_at",
+    "ended_at",
+    "round_first_end",
+    "in_flight",
+    "other_chain_on_host",
 )
+# Facts read from a trial's placement and host load; the flags come from its measurements.
+AUDIT_FACTS = tuple(f for f in (*stats_audit.FLOAT_FACTS, "cpu_model") if f not in _DERIVED)
 
 
 def _normalize_multi_unit(frame: pd.DataFrame) -> pd.DataFrame:

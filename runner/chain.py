@@ -306,7 +306,6 @@ class Chain:
         try:
             module = self.modules[benchmark]
             unit = next(u for u in module.units() if u.slug == trial.unit.slug)
-            self.spacer.wait()
             result = run_trial(
                 self.provider,
                 module.DEFINITION,
@@ -318,6 +317,7 @@ class Chain:
                 ),
                 pricing=self.provider.declaration.pricing,
                 limits=lifecycle_limits,
+                space=self.spacer.wait,
             )
             # Every trial says what its job host is, beside its name (claim_trial).
             result.host_load = {**(result.host_load or {}), **self._job_host}

@@ -143,8 +143,9 @@ class TrialResult:
 class LifecycleContext(TrialContext):
     """The TrialContext a benchmark procedure sees (runner/benchmarks/base.py)."""
 
-    def __init__(self, provider, definition, unit, result: TrialResult, spec: SandboxSpec, limits):
+    def __init__(self, provider, definition, unit, result, spec: SandboxSpec, limits, space=None):
         self.provider = provider
+        self._space = space  # the chain's create spacer: each sandbox waits its turn, untimed
         self.definition = definition
         self.unit = unit
         self.sandbox: Sandbox | None = None
@@ -164,14 +165,21 @@ class LifecycleContext(TrialContext):
 
     # -- sandboxes ---------------------------------------------------------------------------
 
+    def space_create(self) -> None:
+        if self._space is not None:
+            self._space()
+
     def create_sandbox(
-        self, spec: SandboxSpec, name: str = "create", make: Callable[[], Sandbox] | None = None
+        self, spec: SandboxSpec, name="create", make: Callable | None = None, *, spaced=False
     ) -> tuple[Sandbox, float]:
         """Create a sandbox timed from adapter entry (ms); the lifecycle cleans it up.
 
         `make` is the adapter call that returns the sandbox (default: create; restore and fork
-        make sandboxes too), so each gets the same limit, registration and cleanup.
+        make sandboxes too), so each gets the same limit, registration and cleanup, and waits
+        its turn at the provider's create rate first (unless `spaced`: the caller did).
         """
+        if not spaced:
+            self.space_create()
         call = self._create_call(spec, name, make, here=False)
         if call.error is not None:
             raise self._create_failure(name, call.error)
@@ -279,11 +287,13 @@ class LifecycleContext(TrialContext):
             self.record(name, elapsed, clock="job_host")
         return call.value, elapsed
 
-    def restore(self, snapshot_id: str, name: str = "restore") -> tuple[Sandbox, float]:
+    def restore(self, snapshot_id: str, name="restore", *, spaced=False) -> tuple[Sandbox, float]:
         """A sandbox restored from `snapshot_id` in the trial's spec, timed like create; no
         readiness check runs (the first timed step goes as soon as restore returns)."""
         spec = self._spec
-        return self.create_sandbox(spec, name, lambda: self.provider.restore(snapshot_id, spec))
+        return self.create_sandbox(
+            spec, name, lambda: self.provider.restore(snapshot_id, spec), spaced=spaced
+        )
 
     def fork(self, sandbox: Sandbox, name: str = "fork") -> tuple[Sandbox, float]:
         """A copy of `sandbox` in the trial's spec, timed like create, with no readiness check."""
@@ -523,8 +533,9 @@ def run_trial(
     lifetime_s: float | None = None,
     pricing: dict | None = None,
     limits: Limits = Limits(),
+    space: Callable[[], None] | None = None,
 ) -> TrialResult:
-    """Run one trial of `procedure` on `provider` and return what happened."""
+    """Run one trial of `procedure` on `provider`; `space` is the chain's create spacer."""
     result = TrialResult(started_at=datetime.now(UTC))
     spec = SandboxSpec(
         cpus=definition.cpus,
@@ -533,7 +544,7 @@ def run_trial(
         lifetime_s=lifetime_s or definition.lifetime_s,
         image=definition.image,
     )
-    ctx = LifecycleContext(provider, definition, unit, result, spec, limits)
+    ctx = LifecycleContext(provider, definition, unit, result, spec, limits, space)
     sampler = HostLoadSampler()
     sampler.start()
     try:

@@ -163,9 +163,10 @@ class BackendWait(msgspec.Struct, omit_defaults=True):
 
 
 class Schedule(msgspec.Struct):
-    """How chains share job hosts (runner/steps.py): providers whose sandboxes run on the same
-    job host form a lane and take turns, step by step; their parallel trials are capped so the
-    sandboxes' CPUs fit the host's cores. `capped`: benchmark -> [asked, allowed]."""
+    """How chains share job hosts (runner/steps.py): the chains planned on one job host form a
+    lane and take turns, step by step, so each is timed alone there; where sandboxes run on the
+    job host itself, parallel trials are capped so their CPUs fit the host's cores. `capped`:
+    benchmark -> [asked, allowed]."""
 
     lanes: dict[str, list[str]]
     host_cpus: int
@@ -220,6 +221,9 @@ class Manifest(msgspec.Struct):
     # the audit reads them from here. None: a run planned before they were recorded, or imported.
     audit_settings: dict[str, Any] | None = None
     rerun_of: RerunOf | None = None  # None: not a re-run of a held-back pair
+    # Chains timed at once on one job host, written when the run ends (runner/rules.py
+    # chain_overlaps): {provider: {other provider: its trials that overlapped the other's}}.
+    chain_overlaps: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the manifest") -> Manifest:
@@ -317,6 +321,7 @@ _ONLY_WHEN_SET = (
     "adapters",
     "audit_settings",
     "rerun_of",
+    "chain_overlaps",
 )
 
 

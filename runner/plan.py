@@ -108,7 +108,7 @@ def plan_run(
         for slug in benchmarks
     }
     job_hosts = job_hosts or {}
-    schedule = _shared_host_schedule(providers, declarations, job_hosts, modules, parallel)
+    schedule = _host_schedule(providers, declarations, job_hosts, modules, parallel)
     if trials is not None and not 1 <= trials <= 10_000:
         raise PlanError(f"trials per unit must be between 1 and 10000, got {trials}")
     if budget_usd is not None and budget_usd <= 0:
@@ -212,30 +212,35 @@ def unit_problem(benchmark, unit: str) -> str:
     return f"unit {unit!r} of {slug}: {why} (known: {', '.join(known)})"
 
 
-def _shared_host_schedule(providers, declarations, job_hosts, modules, parallel) -> Schedule | None:
-    """Lanes of providers whose sandboxes share a job host, and the parallel trials capped so
+def _host_schedule(providers, declarations, job_hosts, modules, parallel) -> Schedule:
+    """Lanes of the chains planned on each job host, which take turns so each is timed alone on
+    its host, and, where sandboxes run on the job host itself, the parallel trials capped so
     their CPUs fit its cores (`parallel` is changed in place; equal for every provider)."""
     lanes: dict[str, list[str]] = {}
     for provider in sorted(providers):
-        if declarations[provider].shares_job_host:
-            host = job_hosts.get(provider, settings.JOB_HOST)
-            lanes.setdefault(f"host:{host}", []).append(provider)
-    if not lanes:
-        return None
+        host = job_hosts.get(provider, settings.JOB_HOST)
+        lanes.setdefault(f"host:{host}", []).append(provider)
     host_cpus = settings.RUNNER_JOB_HOST_CPUS
     capped = {}
-    for slug, asked in parallel.items():
-        d = modules[slug].DEFINITION
-        allowed = rules.fit_host_cores(asked, d.cpus, d.sandboxes_per_trial, host_cpus)
-        if allowed != asked:
-            capped[slug] = [asked, allowed]
-            parallel[slug] = allowed
+    on_host = sorted(p for p in providers if declarations[p].shares_job_host)
+    if on_host:
+        for slug, asked in parallel.items():
+            d = modules[slug].DEFINITION
+            allowed = rules.fit_host_cores(asked, d.cpus, d.sandboxes_per_trial, host_cpus)
+            if allowed != asked:
+                capped[slug] = [asked, allowed]
+                parallel[slug] = allowed
     names = "; ".join(f"{lane}: {', '.join(members)}" for lane, members in lanes.items())
     reason = (
-        f"sandboxes of {names} run on the job host itself: providers sharing a host take turns "
-        f"step by step (never at once) so drift reaches them alike, and parallel trials are "
-        f"capped so their sandboxes' CPUs fit its {host_cpus} core(s)"
+        f"chains planned on one job host ({names}) take turns step by step, never at once, so "
+        "each provider is timed alone on its host and drift reaches them alike; a provider "
+        "given a dedicated host (--job-host) runs beside the others"
     )
+    if on_host:
+        reason += (
+            f"; sandboxes of {', '.join(on_host)} run on the job host itself, so parallel trials "
+            f"are capped so their sandboxes' CPUs fit its {host_cpus} core(s)"
+        )
     return Schedule(lanes=lanes, host_cpus=host_cpus, capped=capped, reason=reason)
 
 

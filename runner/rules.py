@@ -159,6 +159,52 @@ def in_flight_means(held: dict) -> dict:
     return means
 
 
+@dataclass(frozen=True)
+class TrialSpan:
+    """When a trial held its job host (epoch seconds), and which host and provider."""
+
+    trial: str
+    provider: str
+    job_host: str
+    start: float
+    end: float
+
+
+def cross_provider_overlaps(spans: list[TrialSpan]) -> dict[str, set[str]]:
+    """{trial: other providers} for each trial that ran while a trial of another provider ran
+    on the same job host: "each provider's chain runs on its own dedicated cloud job host, so one
+    provider's workload cannot slow another provider's timings". Trials without a host are
+    never compared (an imported run may not say where they ran)."""
+    found: dict[str, set[str]] = {}
+    by_host: dict[str, list[TrialSpan]] = {}
+    for span in spans:
+        if span.job_host:
+            by_host.setdefault(span.job_host, []).append(span)
+    for host_spans in by_host.values():
+        host_spans.sort(key=lambda s: s.start)
+        active: list[TrialSpan] = []
+        for span in host_spans:
+            active = [a for a in active if a.end > span.start]
+            for other in active:
+                if other.provider != span.provider:
+                    found.setdefault(span.trial, set()).add(other.provider)
+                    found.setdefault(other.trial, set()).add(span.provider)
+            active.append(span)
+    return found
+
+
+def chain_overlaps(spans: list[TrialSpan]) -> dict[str, dict[str, int]]:
+    """{provider: {other provider: trials of the first timed while the other ran on its job
+    host}}; empty when every chain ran alone on its host."""
+    provider_of = {span.trial: span.provider for span in spans}
+    found: dict[str, dict[str, int]] = {}
+    for trial, others in cross_provider_overlaps(spans).items():
+        counts = found.setdefault(provider_of[trial], {})
+        for other in others:
+            counts[other] = counts.get(other, 0) + 1
+    return {provider: dict(sorted(c.items())) for provider, c in sorted(found.items())}
+
+
 @dataclass
 class RefillState:
     """What the top-up rounds of one provider have seen so far."""

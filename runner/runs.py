@@ -97,6 +97,7 @@ def finish_if_done(run_id, *, inline: bool = False) -> bool:
             run.transition(RunStatus.CANCELLED, note="every running trial ended")
         else:
             return False
+    store.record_chain_overlaps(run.pk)
     if run.status == RunStatus.COMPLETED:
         enqueue_audit(run, inline=inline)
     return True

@@ -15,10 +15,12 @@ batch. A task claims its step with a conditional UPDATE (queued -> running, on t
 so a task delivered twice, or re-enqueued by recovery while the first copy still waited in the
 queue, runs the step once; inside it every trial is still claimed by its own conditional UPDATE.
 
-Lanes: providers whose sandboxes share one job host (`shares_job_host`) never run at the same
-time. They form a lane and take turns step by step in provider order (A's start, B's start, A's
-round 1 batch, B's round 1 batch, ...), so host drift reaches both alike and neither takes the
-other's cores. A provider alone on its host (a cloud API) is a lane of one.
+Lanes: "each provider's chain runs on its own dedicated cloud job host, so one provider's workload
+cannot slow another provider's timings". Chains planned on one job host never run at the same
+time: they form a lane and take turns step by step in provider order (A's start, B's start, A's
+round 1 batch, B's round 1 batch, ...), so each is timed alone on its host and host drift reaches
+them alike. A provider given a dedicated host (`--job-host provider=host`) is a lane of one and
+runs alongside the others.
 
 Recovery (runner/recovery.py) re-enqueues a running step whose heartbeat is stale, and a queued
 step that has waited longer than the orphan limit (its task may have been lost with a broker).
@@ -34,7 +36,6 @@ from django_q.tasks import async_task
 from boxbench.models import ChainProgress, Run, RunStatus
 from runner import runs, store
 from runner.chain import Chain
-from runner.declarations import get_declaration
 from runner.outcomes import ChainState
 
 log = logging.getLogger(__name__)
@@ -48,18 +49,16 @@ def cluster_for(job_host: str) -> str:
     return job_host
 
 
-def lane_of(provider: str, job_host: str) -> str:
-    """Providers sharing a job host share a lane named for it; others run alone ("")."""
-    return f"host:{job_host}" if get_declaration(provider).shares_job_host else ""
+def lane_of(job_host: str) -> str:
+    """Every chain on a job host is in that host's lane: one step at a time runs there."""
+    return f"host:{job_host}"
 
 
 def lanes(run: Run) -> dict[str, list[str]]:
-    """{lane: [providers]} of the run's shared-host lanes, in turn order."""
+    """{lane: [providers]} of the run's job hosts, in turn order."""
     found: dict[str, list[str]] = {}
     for slug, info in sorted(run.typed_manifest.providers.items()):
-        lane = lane_of(slug, info.job_host)
-        if lane:
-            found.setdefault(lane, []).append(slug)
+        found.setdefault(lane_of(info.job_host), []).append(slug)
     return found
 
 
@@ -73,8 +72,8 @@ def start(run: Run) -> None:
     """Create the run's chain states and enqueue the first step of each lane and lone chain."""
     rows, first = [], set()
     for slug, info in sorted(run.typed_manifest.providers.items()):
-        lane = lane_of(slug, info.job_host)
-        leads = not lane or lane not in first
+        lane = lane_of(info.job_host)
+        leads = lane not in first
         first.add(lane)
         state = ChainState.QUEUED if leads else ChainState.WAITING
         rows.append((slug, info.job_host, lane, state))

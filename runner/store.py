@@ -52,7 +52,7 @@ from boxbench.models import (
     Unit,
     UnsuccessfulCount,
 )
-from runner import waiting
+from runner import rules, waiting
 from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
 from runner.outcomes import ChainState, EvidenceKind, Outcome
@@ -340,6 +340,26 @@ def unfinished_trials(run) -> int:
 @retrying
 def run_successes(run) -> int:
     return Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).count()
+
+
+@retrying
+def trial_spans(run) -> list[rules.TrialSpan]:
+    """When each of the run's trials held its job host, for the overlap record."""
+    rows = Trial.objects.filter(run=run).values_list(
+        "pk", "provider__slug", "job_host", "started_at", "ended_at"
+    )
+    return [
+        rules.TrialSpan(str(pk), provider, job_host, started.timestamp(), ended.timestamp())
+        for pk, provider, job_host, started, ended in rows
+        if started and ended
+    ]
+
+
+def record_chain_overlaps(run_id) -> None:
+    """The manifest names the chains that were timed at once on one job host (none, normally:
+    chains on one host take turns, runner/steps.py)."""
+    found = rules.chain_overlaps(trial_spans(get_run(run_id)))
+    update_manifest(run_id, lambda m: setattr(m, "chain_overlaps", found))
 
 
 @retrying

@@ -47,6 +47,7 @@ COLUMNS = {
     "lower_is_better": "metric direction, constant per pair (default True)",
     "steps_create_or_build": "the benchmark's steps include create or a build (default False)",
     "shares_job_host": "the provider's sandboxes run on the job host (default False)",
+    "other_chain_on_host": "another provider's trial ran on the same job host meanwhile (bool)",
 }
 FLAGS = (
     "flag_throughput_ceiling",
@@ -66,6 +67,7 @@ FLOAT_FACTS = (
     "mem_available_kib",
     "cpu_count",
     "linked_to_earlier",
+    "other_chain_on_host",
     *FLAGS,
 )
 
@@ -461,8 +463,11 @@ def check_overlap(pair: Pair) -> Finding:
 
 def saturated(facts: dict, saturation: dict = SATURATION) -> tuple[np.ndarray, np.ndarray]:
     """(hot, known) per trial. Hot: peak CPU >= 0.9, any throttling, pressure >= 10 %, or, where
-    pressure is absent, under 262144 KiB available. Cool needs peak CPU and a memory fact."""
+    pressure is absent, under 262144 KiB available; or another provider's chain was timed on the
+    same job host meanwhile, which the methodology's dedicated job hosts rule out whatever the
+    load read. Cool needs peak CPU and a memory fact."""
     peak, throttled = facts["cpu_peak"], facts["cpu_throttled"]
+    shared = facts.get("other_chain_on_host", np.full(peak.shape, np.nan)) == 1.0
     pressure, available = facts["mem_pressure_some_avg10"], facts["mem_available_kib"]
     with np.errstate(invalid="ignore"):
         hot = (
@@ -470,6 +475,7 @@ def saturated(facts: dict, saturation: dict = SATURATION) -> tuple[np.ndarray, n
             | (throttled == 1.0)
             | (pressure >= saturation["mem_pressure"])
             | (np.isnan(pressure) & (available < saturation["mem_available_kib"]))
+            | shared
         )
     memory_known = ~np.isnan(pressure) | ~np.isnan(available)
     return hot, hot | (~np.isnan(peak) & memory_known)
@@ -492,7 +498,12 @@ def check_host_saturated(pair: Pair) -> Finding:
         passes = slower >= cfg.min_effect["host_saturated"]
         what = "hot vs cool (% slower)"
         finding = tested("host_saturated", slower, p, passes, what, cfg.q_level)
-        finding.details = {"hot": n_hot, "cool": n_cool, "shares_job_host": pair.shares_job_host}
+        finding.details = {
+            "hot": n_hot,
+            "cool": n_cool,
+            "shares_job_host": pair.shares_job_host,
+            "other_chain_on_host": _shared_host_trials(pair),
+        }
         return finding
     # The spec's share: saturated trials over all of the pair's trials.
     share = n_hot / pair.value.size
@@ -501,6 +512,7 @@ def check_host_saturated(pair: Pair) -> Finding:
         "cool": n_cool,
         "saturated_share": share,
         "shares_job_host": pair.shares_job_host,
+        "other_chain_on_host": _shared_host_trials(pair),
     }
     if share >= cfg.saturated_share:
         reason = f"saturated share {share:.2f} >= {cfg.saturated_share} (fails without a test)"
@@ -509,6 +521,11 @@ def check_host_saturated(pair: Pair) -> Finding:
         reason = f"{n_hot} saturated trials (share {share:.2f}), too few to test"
         return Finding("host_saturated", share, verdict="note", reason=reason, details=details)
     return Finding("host_saturated", 0.0, verdict="pass", reason="host never saturated")
+
+
+def _shared_host_trials(pair: Pair) -> int:
+    """The pair's trials timed while another provider's chain ran on the same job host."""
+    return int((pair.facts["other_chain_on_host"] == 1.0).sum())
 
 
 def check_tier_split(pair: Pair) -> Finding:

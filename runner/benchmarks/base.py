@@ -218,9 +218,18 @@ class TrialContext(ABC):
         The lifecycle deletes the snapshot and confirms it gone."""
 
     @abstractmethod
-    def restore(self, snapshot_id: str, name: str = "restore") -> tuple[Any, float]:
+    def restore(
+        self, snapshot_id: str, name: str = "restore", *, spaced: bool = False
+    ) -> tuple[Any, float]:
         """A sandbox restored from a snapshot, timed like create (create_started and
-        create_returned stamp it), with no readiness check: (sandbox, ms)."""
+        create_returned stamp it), with no readiness check: (sandbox, ms). `spaced`: the caller
+        has already waited its turn (`space_create`) outside its own timed span."""
+
+    @abstractmethod
+    def space_create(self) -> None:
+        """Wait, untimed, until the provider's documented create rate allows another create.
+        Every create, restore and fork waits its turn itself; a procedure whose timed span
+        holds a create calls this before its span starts and passes `spaced=True`."""
 
     @abstractmethod
     def fork(self, sandbox: Any, name: str = "fork") -> tuple[Any, float]:
