@@ -6,10 +6,10 @@ limit (SIGXCPU, SIGXFSZ). That is the provider's failure, with the signal as its
 benchmark error. A crash signal (SIGSEGV, SIGABRT, SIGILL, SIGFPE, SIGBUS) stays the program's
 own fault.
 
-A benchmark error stops its unit on that provider for the rest of the run only when it is the
-benchmark's own fault (owner "benchmark"). A failure of the job host itself (out of memory,
-file descriptors, threads or disk) is not a defect of the benchmark: it is recorded with owner
-"environment" and refilled like any other lost trial.
+Every benchmark error stops its unit on that provider for the rest of the run (`stops_unit`). A
+failure of the job host itself (out of memory, file descriptors, threads or disk) is not a defect
+of the benchmark: it is recorded with owner "environment", and stops the unit all the same, since
+a refill would retry on the same host.
 """
 
 from __future__ import annotations

@@ -65,7 +65,6 @@ class Build:
     refusals: dict[str, Refusal]  # the planners' refusals of providers without finished trials
     floors: dict[str, int]  # successes a provider needs before it is ranked
     totals: dict[str, int]  # successes across all units
-    failure_totals: dict[str, int]  # unreplaced provider failures across all units
     all_view_floors: dict[str, int]  # the All view's floor: the full one when it spans every unit
     context: shapes.BenchmarkContext  # the keys every page of the benchmark repeats
     medians: dict[str, dict[str, float | None]] = field(default_factory=dict)  # slug: unit: median
@@ -115,9 +114,6 @@ def benchmark_board(
         totals={
             p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
             for p in in_run
-        },
-        failure_totals={
-            p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).failures for u in units) for p in in_run
         },
         # A run over a subset of the units is ranked on an All view that spans every unit only
         # with the declared (full) floor; on a board that is itself a subset, its own floor.
@@ -192,23 +188,25 @@ def _unit_page(
         cell = cells.get((unit.id, provider.id), EMPTY_CELL)
         row = {**_unit_row(provider, cell, method), **build.source(slug)}
         n = row["n"]
-        # On a multi-unit workload the floor counts successes across all units; a unit row
-        # is ranked once the provider has any success on it and the workload reaches it, and
-        # whether unreplaced failures explain a shortfall is judged across all units too.
+        # On a multi-unit workload the floor counts successes across all units, everywhere: a
+        # unit row is ranked once the provider has a success on it and the workload reaches its
+        # All view's floor. Failures are the chart's own: the unit's unreplaced failures only.
         successes = (build.totals.get(slug, 0) if n else 0) if multi else n
-        failures = build.failure_totals.get(slug, 0) if multi and n else cell.failures
-        row.update(labels.decide(build.state(provider, successes, failures)).to_dict())
+        failures = cell.failures
+        floor = build.all_view_floors.get(slug) if multi else None
+        row.update(labels.decide(build.state(provider, successes, failures, floor)).to_dict())
         if n and summary.derived_available(build.context["stages"]):
             # A stage subset none of the provider's trials recorded: no result in this view.
             empty = {"trials": 0, "median": None, "tail": None, "tail_kind": None}
-            shown = build.state(provider, successes, cell.failures, has_result_in_view=False)
+            shown = build.state(provider, successes, failures, floor, has_result_in_view=False)
             for key in summary.derived_keys(build.context["stages"]):
                 view = row["derived"].setdefault(key, dict(empty))
                 view.update(labels.decide(shown).to_dict() if not view["trials"] else {})
         rows.append(row)
         stage_costs = row.pop("stage_costs")  # shown in the Cost view only
         if build.context["cost_view"]:
-            cost_rows.append(_cost_row(build, provider, row, stage_costs, successes, cell.failures))
+            counts = (successes, failures, floor)
+            cost_rows.append(_cost_row(build, provider, row, stage_costs, *counts))
         if slug in build.runs and n:
             build.medians[slug][unit.slug] = row["median"]
             if row["mean_cost_usd"] is not None and provider_cost(provider):
@@ -233,14 +231,13 @@ def _unit_page(
 
 
 def _cost_row(
-    build: Build, provider: Provider, row: shapes.UnitRow, stage_costs, successes, failures
+    build: Build, provider: Provider, row: shapes.UnitRow, stage_costs, successes, failures, floor
 ) -> shapes.CostRow:
     """The Cost view's row: the shown cost (mean cost per success) and its stage costs, for a
     provider with a provider-sourced cost on every trial; any other reads Not Displayed."""
     sourced = provider_cost(provider) and row["mean_cost_usd"] is not None
-    state = build.state(
-        provider, successes, failures, view_needs_provider_cost=True, has_provider_cost=sourced
-    )
+    view = {"view_needs_provider_cost": True, "has_provider_cost": sourced}
+    state = build.state(provider, successes, failures, floor, **view)
     return {
         **provider_info(provider),
         **build.source(provider.slug),

@@ -55,7 +55,9 @@ def materialize() -> int:
     # Every pair of providers, both orders: few providers, and a page read is then one row.
     for (a, b), data in compare_pages(timed, providers).items():
         rows.append(_page(Scope.COMPARE, a, b, data=data))
-    for slug, data in history_pages(timed, published, held, providers).items():
+    # "Other benchmarks record it without charting it" (Destroy): no history chart, no changes.
+    charted = [board for board in timed if board.benchmark.charted]
+    for slug, data in history_pages(charted, published, held, providers).items():
         rows.append(_page(Scope.HISTORY, slug, data=data))
     Aggregate.objects.replace_all(rows)
     return len(rows)

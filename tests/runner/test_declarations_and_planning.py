@@ -158,3 +158,13 @@ def test_a_declaration_records_a_known_fault_and_the_planner_holds_the_test_back
     ]
     with pytest.raises(DeclarationError, match="known_faults must map benchmark slugs"):
         load_declaration(write(tmp_path, LOCAL_YAML + "known_faults:\n  file-upload: ''\n"))
+
+
+@pytest.mark.parametrize("cloud", ["daytona", "e2b", "modal", "vercel"])
+def test_ci_actions_asks_the_default_size_every_cloud_provider_offers(cloud):
+    # "Each benchmark requests a 2 vCPU / 4 GiB sandbox unless its methodology page specifies
+    # another size": no page sets one for CI jobs.
+    definition = all_benchmarks()["ci-actions-boxbench"].DEFINITION
+    assert (definition.cpus, definition.memory_mib) == (2, 4096)
+    refused = rules.refusals(get_declaration(cloud), definition, definition.parallel_trials)
+    assert "R402" not in {r.code for r in refused}

@@ -43,3 +43,12 @@ def test_a_charted_benchmark_keeps_its_chart_and_score(client, published_run):
     assert figure(response, "metric-chart") is not None
     assert "is recorded, not charted" not in response.content.decode()
     assert [r for r in rows_of(client.get("/scores.csv")) if "create" in r[1]]
+
+
+def test_a_recorded_only_benchmark_has_no_history_chart_and_no_change_flags(
+    client, create_recorded_only
+):
+    assert not Aggregate.objects.filter(scope=Scope.HISTORY, key="create").exists()
+    response = client.get("/benchmarks/create/")
+    assert figure(response, "history-chart") is None
+    assert 'id="history"' not in response.content.decode()

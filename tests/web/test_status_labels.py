@@ -185,24 +185,26 @@ def test_trials_cut_short_are_failures_top_ups_did_not_replace(client, imported_
     assert boat["unreplaced_provider_failures"] == 3
 
 
-def test_failures_explain_a_workloads_shortfall_across_all_units_on_every_view(
-    client, imported_run
-):
-    # DeepSWE's floor is 40 across its units; boat completes trace-a and trace-b (20 + 20).
-    # Three trials of each failed unreplaced: 34 successes + 6 failures reach the floor, though
-    # neither unit's own 3 failures would (34 + 3 < 40).
-    for unit in ("trace-a", "trace-b"):
-        trials = Trial.objects.filter(
-            run=imported_run, provider__slug="boat", benchmark__slug="deepswe", unit__slug=unit
-        )
-        failed = [t.id for t in trials.order_by("seq")[:3]]
-        trials.filter(id__in=failed).update(
-            outcome="provider_failure", owner="provider", cause="create returned HTTP 503"
-        )
+def test_failures_are_counted_per_chart_on_a_workload(client, imported_run):
+    # DeepSWE's floor is 40 across its units; docker completes all three (60 successes). Three
+    # of its trace-c trials failed unreplaced: the All view and trace-c's chart carry them, and
+    # trace-a's chart, where docker failed nothing, ranks it without a label.
+    trials = Trial.objects.filter(
+        run=imported_run, provider__slug="docker", benchmark__slug="deepswe", unit__slug="trace-c"
+    )
+    failed = [t.id for t in trials.order_by("seq")[:3]]
+    trials.filter(id__in=failed).update(
+        outcome="provider_failure", owner="provider", cause="create returned HTTP 503"
+    )
     publish(imported_run)
-    response = client.get("/benchmarks/deepswe/?unit=trace-a")
-    # The All view, then the chosen unit's view: the same judgement on both.
-    assert labels_of(response, "Boat") == ["Provider Failures", "Provider Failures"]
+    # The All view, then the chosen unit's view.
+    assert labels_of(client.get("/benchmarks/deepswe/?unit=trace-c"), "Docker") == [
+        "Provider Failures",
+        "Provider Failures",
+    ]
+    assert labels_of(client.get("/benchmarks/deepswe/?unit=trace-a"), "Docker") == [
+        "Provider Failures"
+    ]
 
 
 def test_a_subset_run_needs_the_full_floor_on_an_all_view_that_spans_every_unit(
@@ -224,3 +226,21 @@ def test_a_subset_run_needs_the_full_floor_on_an_all_view_that_spans_every_unit(
     boat = next(r for r in summary["rows"] if r["provider"] == "boat")
     assert (boat["n"], boat["ranking_floor"], boat["label"]) == (30, 40, "Not Ranked")
     assert labels_of(client.get("/benchmarks/deepswe/"), "Boat")[0] == "Not Ranked"
+
+
+def test_a_subset_run_is_not_ranked_on_its_unit_views_below_the_full_floor(client, imported_run):
+    # The same subset run (30 successes over two of three units): each unit view needs the
+    # All view's full floor of 40 too, so it earns no rank and no points there either.
+    imported_run.manifest = {
+        **imported_run.manifest,
+        "benchmarks": {"deepswe": {"trials_per_unit": 20, "units": ["trace-a", "trace-b"]}},
+    }
+    imported_run.save()
+    trials = Trial.objects.filter(
+        run=imported_run, provider__slug="boat", benchmark__slug="deepswe", unit__slug="trace-b"
+    )
+    trials.filter(id__in=[t.id for t in trials.order_by("seq")[:10]]).delete()
+    publish(imported_run)
+    for unit in ("trace-a", "trace-b"):
+        response = client.get(f"/benchmarks/deepswe/?unit={unit}")
+        assert labels_of(response, "Boat") == ["Not Ranked", "Not Ranked"], unit
