@@ -24,7 +24,7 @@ from boxbench.leaderboard.sources import (
 )
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
 from runner import host_price
-from runner.benchmarks import ci_pipelines, deepswe
+from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
 
@@ -41,6 +41,7 @@ REFUSAL_STATUS_FLAGS = {
 DOWNLOAD_NOTES = {
     deepswe.SLUG: deepswe.NOT_THE_REFERENCE,
     ci_pipelines.SLUG: ci_pipelines.NOT_THE_REFERENCE,
+    rl_rollouts.SLUG: rl_rollouts.NOT_THE_REFERENCE,
 }
 
 

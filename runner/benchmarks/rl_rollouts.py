@@ -45,6 +45,11 @@ from runner.traces.record import SANDBOX_ARCHIVE
 from stats import labels
 
 SLUG = "rl-rollouts"
+# The last column of its CSV downloads, as DeepSWE's and CI's say theirs.
+NOT_THE_REFERENCE = (
+    "boxbench's own RL rollout units, steps of its DeepSWE-style sessions: not R2E-Gym's "
+    "environments or rewards"
+)
 TRIALS = 20
 EPISODES = 4
 EPISODE_CONCURRENCY = 2
