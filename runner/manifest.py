@@ -343,6 +343,7 @@ PUBLIC_SECTIONS = (
     "schedule",
     "audit_settings",
     "rerun_of",
+    "chain_overlaps",  # providers and counts only: readers see which chains shared a job host
 )
 PUBLIC_FIELDS = {
     "images": ("reference", "digest"),
