@@ -247,6 +247,8 @@ RERUN_MAX_PAIRS = envint("BOXBENCH_RERUN_MAX_PAIRS", 4, minimum=0)
 # name; a tier above the account's declared concurrent sandboxes is not run (Account Limit).
 BURST_MAX_TIER = envint("BOXBENCH_BURST_MAX_TIER", 256, minimum=1, maximum=1000)
 BURST_TIERS = envints("BOXBENCH_BURST_TIERS", [1, 8, 32, 100], maximum=BURST_MAX_TIER)
+# Density creates idle sandboxes until the provider refuses or this many are up.
+DENSITY_CAP = envint("BOXBENCH_DENSITY_CAP", 32, minimum=1, maximum=1000)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
 # Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
 # older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.benchmarks import all_benchmarks, burst, deepswe
+from runner.benchmarks import all_benchmarks, burst, deepswe, density
 from runner.benchmarks.burst import DEFAULT_TIER
 
 
@@ -46,11 +46,17 @@ DEFAULT_MACHINE = ("cpu-single", "disk-seq", "hard-links")
 
 def _default() -> Plan:
     modules = all_benchmarks()
-    operations = [s for s, m in modules.items() if m.DEFINITION.section == "sandbox_operations"]
+    # Density fills the account (or the job host) to its cap: a capacity check, in `full`.
+    operations = [
+        s
+        for s, m in modules.items()
+        if m.DEFINITION.section == "sandbox_operations" and s != density.DEFINITION.slug
+    ]
     return Plan(
         name="default",
         description=(
-            "Every sandbox-operation benchmark (Burst on its 8-tier), cpu-single, disk-seq and "
+            "Every sandbox-operation benchmark but Density (Burst on its 8-tier), cpu-single, "
+            "disk-seq and "
             "hard-links, and "
             "DeepSWE-style replay (boxbench's own units, not the reference set) on two short "
             "units; 20 trials per unit, 2 in parallel where the job host's cores allow. "

@@ -15,6 +15,7 @@ BENCHMARKS = [
     "runner.benchmarks.create",
     "runner.benchmarks.sequential_tti",
     "runner.benchmarks.burst",
+    "runner.benchmarks.density",
     "runner.benchmarks.latency_per_call",
     "runner.benchmarks.file_transfer:UPLOAD",
     "runner.benchmarks.file_transfer:DOWNLOAD",

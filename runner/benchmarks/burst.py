@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from runner.benchmarks.base import (
     BenchmarkDefinition,
@@ -190,7 +192,7 @@ class Burst:
             self.sleep(pause)
         sandbox = None
         try:
-            sandbox = self._create_and_wait(i, request)
+            sandbox = create_and_wait(self.ctx, f"create_{i + 1}", request, self._ms)
         except BaseException as exc:  # noqa: B036, BLE001 - raised again in the burst's thread
             self.crashes.append(exc)
         finally:
@@ -203,27 +205,30 @@ class Burst:
         except TrialOutcome as exc:
             request.outcome, request.cause = STUCK, f"could not be deleted: {exc.cause}"[:300]
 
-    def _create_and_wait(self, i: int, request: Request):
-        request.sent_ms = self._ms(time.monotonic())
 
-        try:
-            sandbox, _, returned = self.ctx.create_here(f"create_{i + 1}")
-        except CreateFailed as exc:
-            limited = exc.code == RATE_LIMITED
-            request.end(RATE_LIMITED if limited else PROVIDER_ERROR, exc.cause)
-            return None
-        except ProviderFailure as exc:  # the trial ended while this create was running
-            request.end(PROVIDER_ERROR, exc.cause)
-            return None
-        request.created_ms = self._ms(returned)
-        try:
-            self.ctx.check_readiness(sandbox)
-        except ReadinessFailed as exc:
-            attempts = exc.evidence.get("attempts") or [{}]
-            never = attempts[-1].get("result") == "not_ready"
-            timed_out = "ExecTimeout" in str(attempts[-1].get("error", ""))
-            request.end(STUCK if never else TIMEOUT if timed_out else PROVIDER_ERROR, exc.cause)
-            return sandbox
-        request.ready_ms = self._ms(time.monotonic())
-        request.end(OK)
+def create_and_wait(
+    ctx: TrialContext, name: str, request: Request, ms: Callable[[float], float]
+) -> Any:
+    """Send one create now and wait for its sandbox's first answer, filling `request` (its times
+    through `ms`, from a monotonic instant); the sandbox, or None if create failed."""
+    request.sent_ms = ms(time.monotonic())
+    try:
+        sandbox, _, returned = ctx.create_here(name)
+    except CreateFailed as exc:
+        request.end(RATE_LIMITED if exc.code == RATE_LIMITED else PROVIDER_ERROR, exc.cause)
+        return None
+    except ProviderFailure as exc:  # the trial ended while this create was running
+        request.end(PROVIDER_ERROR, exc.cause)
+        return None
+    request.created_ms = ms(returned)
+    try:
+        ctx.check_readiness(sandbox)
+    except ReadinessFailed as exc:
+        attempts = exc.evidence.get("attempts") or [{}]
+        never = attempts[-1].get("result") == "not_ready"
+        timed_out = "ExecTimeout" in str(attempts[-1].get("error", ""))
+        request.end(STUCK if never else TIMEOUT if timed_out else PROVIDER_ERROR, exc.cause)
         return sandbox
+    request.ready_ms = ms(time.monotonic())
+    request.end(OK)
+    return sandbox

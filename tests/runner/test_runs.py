@@ -378,6 +378,7 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     assert len(benchmarks["deepswe-boxbench"]["units"]) == 10
     # Timed benchmarks run the spec's 20 trials per unit at least; the untimed probes, three.
     assert benchmarks.pop("isolation")["trials_per_unit"] == 3
+    assert benchmarks.pop("density")["trials_per_unit"] == 3  # a capacity check, not a speed
     assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
     assert len(benchmarks["ci-actions-boxbench"]["units"]) == 7
     # The default plan is the full one less the long machine runs, RL rollouts (each trial
@@ -387,7 +388,7 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
     machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
-    assert left_out == machine | {"rl-rollouts", "isolation", "ci-actions-boxbench"}
+    assert left_out == machine | {"rl-rollouts", "isolation", "ci-actions-boxbench", "density"}
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):

@@ -1,0 +1,59 @@
+"""The Density benchmark: idle sandboxes until the provider refuses or the cap, on `local` for
+real and against E2B's fake, every sandbox confirmed gone, the refusal's class and message kept."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from boxbench.models import Outcome, Run, Trial, TrialState
+from runner import chain
+from runner.providers import demo
+from tests.providers.cloud.helpers import LIMITS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_on_local_it_reaches_the_cap_records_memory_and_leaves_nothing(
+    chain_provider, local, settings
+):
+    settings.DENSITY_CAP = 3
+    call_command(
+        "bench", "run", "--provider", "local", "--benchmark", "density", "--trials", "1",
+        "--inline", stdout=io.StringIO(),
+    )  # fmt: skip
+    trial = Trial.objects.get(state=TrialState.DONE)
+    assert trial.outcome == Outcome.SUCCESS, trial.cause
+    assert trial.metrics["sandboxes_reached"] == 3 and trial.metrics["refused"] == 0
+    assert [r["outcome"] for r in trial.requests] == ["ok"] * 3
+    assert trial.metrics["memory_per_sandbox_mib"] >= 0  # the job host's, where they run
+    assert local.list_sandboxes() == []  # every one confirmed gone
+
+
+def test_against_a_full_account_it_records_the_refusal_class_and_message(monkeypatch, settings, db):
+    settings.DENSITY_CAP = 5
+    original = demo.fake_class
+
+    def fake_class(slug):
+        class Small(original(slug)):
+            def __init__(self, root, **options):
+                super().__init__(root, **options)
+                self.backend.max_concurrent = 2
+
+        return Small
+
+    monkeypatch.setattr(demo, "fake_class", fake_class)
+    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
+    call_command(
+        "bench", "run", "--demo", "--provider", "e2b", "--benchmark", "density", "--trials", "1",
+        stdout=io.StringIO(),
+    )  # fmt: skip
+    [trial] = Run.objects.get().trials.filter(state=TrialState.DONE)
+    assert trial.outcome == Outcome.SUCCESS, trial.cause  # a refusal is the measurement
+    assert trial.metrics["sandboxes_reached"] == 2 and trial.metrics["refused"] == 1
+    refusal = trial.requests[-1]
+    assert refusal["outcome"] == "rate_limited"
+    assert "HTTP 429" in refusal["cause"] and "concurrent sandbox limit of 2" in refusal["cause"]
+    assert "memory_per_sandbox_mib" not in trial.metrics  # E2B's sandboxes are not on this host
+    # Created once a second, E2B's declared creation rate.
+    assert [r["planned_ms"] // 1000 for r in trial.requests] == [0, 1, 2]
