@@ -28,6 +28,8 @@ from runner.manifest import Manifest
 
 API_VERSION = "1"
 PREFIX = "/api/v1/"
+OPENAPI_PATH = PREFIX + "openapi.json"
+DOCS_PATH = PREFIX + "docs/"
 
 
 class Table(TypedDict):
@@ -45,6 +47,8 @@ class Answer(TypedDict):
 class IndexAnswer(Answer):
     kind: Literal["index"]
     endpoints: dict[str, str]  # path template: what it answers
+    openapi: str  # this API's OpenAPI description (OPENAPI_PATH)
+    docs: str  # the same description as a page for people (DOCS_PATH)
 
 
 class OverviewAnswer(Answer):
@@ -163,7 +167,11 @@ ENDPOINTS = (
 
 
 def index_endpoints() -> dict[str, str]:
-    return {PREFIX + e.path: e.summary for e in ENDPOINTS}
+    return {
+        **{PREFIX + e.path: e.summary for e in ENDPOINTS},
+        OPENAPI_PATH: "This API's OpenAPI 3.1 description, generated from the answers' types.",
+        DOCS_PATH: "The same description as a page to read (HTML).",
+    }
 
 
 def openapi() -> dict:
@@ -195,7 +203,9 @@ def openapi() -> dict:
         "info": {
             "title": "boxbench",
             "version": API_VERSION,
-            "description": "The published leaderboard as JSON (docs/api.md).",
+            "description": "The published leaderboard as JSON: every table of the public "
+            "pages, read from what each publication materialized. A page nothing is published "
+            "for is a 404, as on the dashboard.",
         },
         "paths": paths,
         "components": {"schemas": components},

@@ -4,12 +4,24 @@ query string."""
 from django.contrib import admin
 from django.urls import path
 
-from boxbench.views import api, badges, compare, control, downloads, feeds, ops, pages, runs
+from boxbench.views import (
+    api,
+    badges,
+    compare,
+    control,
+    downloads,
+    feeds,
+    indexes,
+    ops,
+    pages,
+    runs,
+)
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
     path("", cached(pages.overview, client=("open",)), name="overview"),
     path("scores.csv", cached(downloads.overview_csv), name="overview-csv"),
+    path("benchmarks/", cached(indexes.benchmarks), name="benchmarks"),
     path(
         "benchmarks/<slug:slug>/",
         cached(pages.benchmark, params=("unit", "view"), client=("stages",)),
@@ -30,6 +42,7 @@ urlpatterns = [
         cached(downloads.unit_csv, params=("view",)),
         name="unit-csv",
     ),
+    path("providers/", cached(indexes.providers), name="providers"),
     path("providers/<slug:slug>/", cached(pages.provider), name="provider"),
     path("providers/<slug:slug>/feed.xml", cached(feeds.provider_feed), name="provider-feed"),
     path(
@@ -43,6 +56,7 @@ urlpatterns = [
         name="compare",
     ),
     path("compare.csv", cached(compare.compare_csv, params=("a", "b")), name="compare-csv"),
+    path("runs/", cached(indexes.runs, params=("page",)), name="runs"),
     path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),
     path("runs/<uuid:run_id>/progress.json", cached(runs.progress_json), name="run-progress"),
     path("runs/<uuid:run_id>/cancel/", runs.cancel, name="run-cancel"),
@@ -58,6 +72,7 @@ urlpatterns = [
     ),
     path("api/v1/", cached(api.index), name="api-index"),
     path("api/v1/openapi.json", cached(api.openapi), name="api-openapi"),
+    path("api/v1/docs/", cached(api.docs), name="api-docs"),
     path("api/v1/overview", cached(api.overview), name="api-overview"),
     path(
         "api/v1/benchmarks/<slug:slug>",
@@ -86,3 +101,5 @@ urlpatterns = [
     path("metrics", ops.metrics_view, name="metrics"),
     path("healthz", ops.healthz, name="healthz"),
 ]
+
+handler404 = "boxbench.views.errors.not_found"

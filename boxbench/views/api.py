@@ -5,8 +5,9 @@ boxbench.api_schema."""
 
 import msgspec
 from django.http import Http404, HttpResponse
+from django.shortcuts import render
 
-from boxbench import api_schema, holdbacks
+from boxbench import api_docs, api_schema, holdbacks
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
@@ -34,11 +35,22 @@ def _table(table: tables.Table) -> dict:
 
 
 def index(request):
-    return _answer("index", endpoints=api_schema.index_endpoints())
+    return _answer(
+        "index",
+        endpoints=api_schema.index_endpoints(),
+        openapi=api_schema.OPENAPI_PATH,
+        docs=api_schema.DOCS_PATH,
+    )
 
 
 def openapi(request):
     return HttpResponse(msgspec.json.encode(api_schema.openapi()), content_type="application/json")
+
+
+def docs(request):
+    """The OpenAPI description as a page for people, rendered here (no outside script)."""
+    reference = api_docs.reference(api_schema.openapi())
+    return render(request, "boxbench/api_docs.html", {"api": reference})
 
 
 def overview(request):

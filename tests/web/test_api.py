@@ -136,7 +136,8 @@ def api_routes() -> list[str]:
     found = []
     for pattern in get_resolver().url_patterns:
         route = str(pattern.pattern)
-        if route.startswith("api/v1/") and not route.endswith("openapi.json"):
+        described = route.endswith("openapi.json") or route.endswith("docs/")  # not JSON answers
+        if route.startswith("api/v1/") and not described:
             route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
             found.append("/" + route.replace("{unit_slug}", "{unit}").replace("{run_id}", "{run}"))
     return found
