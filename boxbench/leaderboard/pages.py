@@ -9,6 +9,7 @@ from django.db.models import Count
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board, provider_cost, provider_info
 from boxbench.leaderboard.headlines import headlines
+from boxbench.leaderboard.results import board_results
 from boxbench.leaderboard.sources import run_source
 from boxbench.models import Outcome, Provider, Section, Trial
 from stats import scores, workload
@@ -93,6 +94,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
                     for slug, run in sorted(b.runs.items())
                 },
                 "units": {u["unit"]: u["unit_title"] for u in b.units},
+                "results": board_results(b),
             }
             for b in boards
         },

@@ -47,3 +47,11 @@ def shown_manifest(request, run: Run) -> dict:
     if permissions.may(request, permissions.VIEW_EVIDENCE):
         return run.typed_manifest.to_json()
     return public_manifest(run.typed_manifest.to_json())
+
+
+def single_unit(summary: dict) -> dict | None:
+    """The one unit page of a single-unit benchmark (its median's interval goes with the All
+    view's row), None for a multi-unit workload."""
+    if summary.get("multi_unit") or len(summary.get("units", [])) != 1:
+        return None
+    return Aggregate.objects.page(Scope.UNIT, summary["benchmark"], summary["units"][0]["slug"])

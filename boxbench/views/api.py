@@ -12,7 +12,13 @@ from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
 from boxbench.views import tables
-from boxbench.views.access import aggregate, chosen_view, shown_manifest, visible_run
+from boxbench.views.access import (
+    aggregate,
+    chosen_view,
+    shown_manifest,
+    single_unit,
+    visible_run,
+)
 from boxbench.views.cache import publication_version, uncached
 from boxbench.views.compare import chosen_pair, chosen_slice
 
@@ -61,7 +67,10 @@ def overview(request):
 def benchmark(request, slug):
     data = aggregate(Scope.BENCHMARK, slug)
     view = chosen_view(request, data)
-    table = tables.benchmark_cost_table(data) if view == "cost" else tables.benchmark_table(data)
+    if view == "cost":
+        table = tables.benchmark_cost_table(data)
+    else:
+        table = tables.benchmark_table(data, single_unit(data))
     return _answer("benchmark", view=view, page=data, table=_table(table))
 
 

@@ -9,7 +9,7 @@ from boxbench import permissions, safecsv
 from boxbench.models import Scope
 from boxbench.rawdata import FULL, PUBLIC, export_csv, iter_jsonl_bytes
 from boxbench.views import raw_files, tables
-from boxbench.views.access import aggregate, chosen_view, visible_run
+from boxbench.views.access import aggregate, chosen_view, single_unit, visible_run
 
 
 def csv_response(table: tables.Table, filename: str) -> HttpResponse:
@@ -32,7 +32,7 @@ def benchmark_csv(request, slug):
         return csv_response(tables.probe_table(data), f"{slug}.csv")
     if chosen_view(request, data) == "cost":
         return csv_response(tables.benchmark_cost_table(data), f"{slug}-cost.csv")
-    return csv_response(tables.benchmark_table(data), f"{slug}.csv")
+    return csv_response(tables.benchmark_table(data, single_unit(data)), f"{slug}.csv")
 
 
 def unit_csv(request, slug, unit_slug):

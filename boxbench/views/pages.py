@@ -151,7 +151,7 @@ def benchmark(request, slug):
     else:
         context.update(
             workload_chart=charts.workload_bars(summary) if summary["multi_unit"] else None,
-            table=tables.benchmark_table(summary),
+            table=tables.benchmark_table(summary, unit),
             unit_table=tables.unit_table(unit),
             metric_chart=charts.metric_bars(unit),
             metric_empty=charts.nothing_to_chart(unit["rows"]),

@@ -17,6 +17,7 @@ BLANK = {
     "rank": "Not ranked: the label says why.",
     "label": "No status label: a plain ranked result.",
     "workload value": "Not ranked: the label says why.",
+    "measure unit": "No value to measure: the label says why.",
     "substituted units": "Every unit completed: nothing substituted.",
     "median": "No successful trial.",
     "ci_low": "No interval: only time medians carry a 95 % interval (throughput metrics and "
@@ -81,21 +82,33 @@ def _noted(table: Table, data: dict) -> Table:
     return table
 
 
-def benchmark_table(summary: BenchmarkPage) -> Table:
-    columns = ["provider", "rank", "label", "workload value", "substituted units", "n", "units"]
-    rows = [
-        [
-            r["provider"],
-            _rank(r["rank"]),
-            r["label"] or "",
-            num(r["workload_value"]),
-            " ".join(r["substituted_units"]),
-            str(r["n"]),
-            _scope(summary),
-        ]
-        for r in summary["rows"]
-    ]
-    return _noted(Table(columns, rows, BLANK), summary)
+def benchmark_table(summary: BenchmarkPage, unit: UnitPage | None = None) -> Table:
+    """The All view: a multi-unit workload's workload value, or a single unit's median with its
+    95 % interval (from `unit`, that unit's page), and the unit they are measured in."""
+    multi = summary["multi_unit"]
+    intervals = {} if multi or unit is None else {r["provider"]: r for r in unit["rows"]}
+    columns = ["provider", "rank", "label", "workload value" if multi else "median"]
+    columns += [] if multi else ["ci_low", "ci_high"]
+    columns += ["measure unit", "substituted units", "n", "units"]
+    rows = []
+    for r in summary["rows"]:
+        shown = r["workload_value"] is not None
+        found = intervals.get(r["provider"], {}) if shown else {}
+        rows.append(
+            [
+                r["provider"],
+                _rank(r["rank"]),
+                r["label"] or "",
+                num(r["workload_value"]),
+                *([] if multi else [num(found.get("ci_low")), num(found.get("ci_high"))]),
+                summary["measure_unit"] if shown else "",
+                " ".join(r["substituted_units"]),
+                str(r["n"]),
+                _scope(summary),
+            ]
+        )
+    blank = {**BLANK, "median": BLANK["workload value"]}  # the All view's median: ranked only
+    return _noted(Table(columns, rows, blank), summary)
 
 
 PROBE_BLANK = {
@@ -183,7 +196,8 @@ def unit_table(unit: UnitPage) -> Table:
         "tail",
         "tail kind",
         "mean",
-        *[f"{stage} median" for stage in stages],
+        "measure unit",
+        *[f"{stage} median (ms)" for stage in stages],
     ]
     rows = []
     for r in unit["rows"]:
@@ -199,10 +213,11 @@ def unit_table(unit: UnitPage) -> Table:
                 num(r["tail"]),
                 r["tail_kind"] or "",
                 num(r["mean"]),
+                unit["measure_unit"] if r["n"] else "",
                 *[num(r["stage_medians"].get(stage)) for stage in stages],
             ]
         )
-    blank = {**BLANK, **{f"{stage} median": BLANK["stage median"] for stage in stages}}
+    blank = {**BLANK, **{f"{stage} median (ms)": BLANK["stage median"] for stage in stages}}
     return _noted(Table(columns, rows, blank), unit)
 
 
@@ -285,6 +300,7 @@ def score_rows(overview: OverviewPage) -> list[dict]:
                 "sources": source.get("sources", []) if measured else [],
                 "provider_runs": source.get("provider_runs", {}) if measured else {},
                 "units": _scope(source) if measured else "",
+                "results": _node_results(source.get("results"), node, path[:1]),
                 "ranking": sorted(
                     ((p, node["scores"][p], node["ranks"][p]) for p in node["scores"]),
                     key=lambda item: (item[2], item[0]),
@@ -298,36 +314,69 @@ def score_rows(overview: OverviewPage) -> list[dict]:
     return out
 
 
+def _node_results(results: dict | None, node: dict, section: list[str]) -> dict:
+    """A benchmark or unit node's rows beside its scores: {"statistic", "measure_unit", "rows":
+    {provider: ResultRow}}; empty for a section, the overall, a page from before them, and the
+    Workload Cost section, whose scores come from costs the rows do not hold."""
+    if not results or node["level"] not in ("benchmark", "unit") or section == ["workload_cost"]:
+        return {}
+    unit = node["level"] == "unit"
+    rows = results["units"].get(node["key"], []) if unit else results["rows"]
+    return {
+        "statistic": "median" if unit else results["statistic"],
+        "measure_unit": results["measure_unit"],
+        "rows": {r["provider"]: r for r in rows},
+    }
+
+
+SCORE_BLANK = {
+    "score": "No score: the provider has no ranked result under this node (the status says why).",
+    "rank": "No score: the provider has no ranked result under this node (the status says why).",
+    "status": "No status label: a plain ranked result, or a section's score.",
+    "value": "No value: not ranked on a workload, or no successful trial (the status says why).",
+    "ci_low": BLANK["ci_low"],
+    "ci_high": BLANK["ci_low"],
+}
+
+
 def score_table(overview: OverviewPage) -> Table:
-    columns = [
-        "level",
-        "node",
-        "label",
-        "provider",
-        "score",
-        "rank",
-        "run",
-        "image digest",
-        "units",
-    ]
+    """The score tree with, per benchmark and unit, every provider the board lists (ranked or
+    not, with its status label), its value with the unit and the median's interval, and the run
+    its numbers come from."""
+    columns = ["level", "node", "title", "provider", "score", "rank", "status", "statistic"]
+    columns += ["value", "measure unit", "ci_low", "ci_high", "n", "run", "image digest", "units"]
     rows = []
     for node in score_rows(overview):
-        for provider, value, rank in node["ranking"]:
-            source = node["provider_runs"].get(provider, {})
+        scored = {p: (value, rank) for p, value, rank in node["ranking"]}
+        results = node["results"].get("rows", {})
+        # Every provider the board lists, also those without a score: their label says why.
+        unscored = sorted(set(results) - set(scored))
+        for provider in [p for p, _, _ in node["ranking"]] + unscored:
+            value, rank = scored.get(provider, (None, None))
+            found = results.get(provider, {})
+            source = node["provider_runs"].get(provider) or found
+            status = found.get("label") or ""
             rows.append(
                 [
                     node["level"],
                     node["path"],
                     node["label"],
                     provider,
-                    score(value),
-                    str(rank),
+                    "" if value is None else score(value),
+                    _rank(rank),
+                    status,
+                    node["results"].get("statistic", "") if found else "",
+                    num(found.get("value")),
+                    node["results"].get("measure_unit", "") if found else "",
+                    num(found.get("ci_low")),
+                    num(found.get("ci_high")),
+                    str(found["n"]) if found else "",
                     source.get("run", ""),
                     source.get("image_digest", ""),
                     node["units"],
                 ]
             )
-    return Table(columns, rows)
+    return Table(columns, rows, SCORE_BLANK)
 
 
 def compare_table(page: ComparePage | CompareSlice) -> Table:

@@ -44,7 +44,8 @@ def test_it_draws_one_segment_per_stage_and_ranked_provider_with_unscaled_labels
     assert stage_chart.locator(".barlayer .point").count() == 3 * 3  # x three ranked providers
     shown = set(stage_chart.locator("text.bartext").all_text_contents())
     rows = unit_csv(client, "/benchmarks/deepswe/units/trace-a.csv")
-    unscaled = {r[f"{s} median"] for r in rows if r["rank"] for s in ("setup", "replay", "verify")}
+    stages = ("setup", "replay", "verify")
+    unscaled = {r[f"{s} median (ms)"] for r in rows if r["rank"] for s in stages}
     assert shown == unscaled
     # The workload chart: one bar per ranked provider, a status label for the refused one.
     workload = page.locator("#workload-chart")

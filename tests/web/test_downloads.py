@@ -23,15 +23,40 @@ def test_it_downloads_the_benchmark_table_exactly_as_shown(client, published_run
         "rank",
         "label",
         "workload value",
+        "measure unit",
         "substituted units",
         "n",
         "units",
     ]
     assert rows == html_table(client.get("/benchmarks/deepswe/"), "benchmark-table")
     boat = next(r for r in rows if r[0] == "boat")
-    assert boat[4] == "trace-c" and boat[5] == "40" and boat[6] == "all 3 units"
+    assert boat[4:8] == ["ms", "trace-c", "40", "all 3 units"]
     tiny = next(r for r in rows if r[0] == "tiny")
-    assert tiny[1:4] == ["", "Not Supported", ""]
+    assert tiny[1:5] == ["", "Not Supported", "", ""]
+
+
+def test_a_single_units_benchmark_csv_calls_its_median_a_median_with_its_interval(
+    client, published_run
+):
+    header, *rows = rows_of(client.get("/benchmarks/create.csv"))
+    assert header[:7] == [
+        "provider",
+        "rank",
+        "label",
+        "median",
+        "ci_low",
+        "ci_high",
+        "measure unit",
+    ]
+    assert "workload value" not in header
+    unit_header, *unit_rows = rows_of(client.get("/benchmarks/create/units/create.csv"))
+    units = {r[0]: dict(zip(unit_header, r, strict=True)) for r in unit_rows}
+    for row in rows:
+        if row[1]:  # ranked: the unit's median, interval and unit
+            shown = units[row[0]]
+            assert row[3:7] == [shown["median"], shown["ci_low"], shown["ci_high"], "ms"]
+    api = client.get("/api/v1/benchmarks/create").json()["table"]
+    assert [api["columns"], *api["rows"]] == [header, *rows]
 
 
 def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published_run):
@@ -48,10 +73,15 @@ def test_it_downloads_the_unit_table_with_one_column_per_stage(client, published
         "tail kind",
         "mean",
     ]
-    assert rows[0][10:] == ["setup median", "replay median", "verify median"]
+    assert rows[0][10:] == [
+        "measure unit",
+        "setup median (ms)",
+        "replay median (ms)",
+        "verify median (ms)",
+    ]
     assert rows == html_table(client.get("/benchmarks/deepswe/units/trace-a/"), "unit-table")
     local = rows[1]
-    assert local[0] == "local" and local[1] == "1" and local[8] == "p95"
+    assert local[0] == "local" and local[1] == "1" and local[8] == "p95" and local[10] == "ms"
     assert float(local[5]) <= float(local[4]) <= float(local[6])
 
 
@@ -60,10 +90,17 @@ def test_it_downloads_the_score_tree(client, published_run):
     assert rows[0] == [
         "level",
         "node",
-        "label",
+        "title",
         "provider",
         "score",
         "rank",
+        "status",
+        "statistic",
+        "value",
+        "measure unit",
+        "ci_low",
+        "ci_high",
+        "n",
         "run",
         "image digest",
         "units",
@@ -72,8 +109,51 @@ def test_it_downloads_the_score_tree(client, published_run):
     assert overall[0][3:6] == ["local", "100.0", "1"]
     assert {r[3] for r in overall} == {"local", "docker", "boat"}
     unit_rows = [r for r in rows if r[1] == "workload_time/deepswe/trace-c"]
-    assert {r[3] for r in unit_rows} == {"local", "docker"}  # boat has no result there
-    assert all(r[6] == factory.RUN_ID for r in unit_rows)
+    scored = {r[3] for r in unit_rows if r[4]}
+    assert scored == {"local", "docker"}  # boat has no result there
+    assert all(r[13] == factory.RUN_ID for r in unit_rows if r[3] in scored)
+
+
+def test_scores_csv_carries_each_units_median_interval_and_unit_as_its_csv_does(
+    client, published_run
+):
+    header, *rows = rows_of(client.get("/scores.csv"))
+    column = {name: i for i, name in enumerate(header)}
+    for slug, unit, node in (
+        ("deepswe", "trace-a", "workload_time/deepswe/trace-a"),
+        ("create", "create", "sandbox_operations/create/create"),
+        ("cpu", "cpu", "machine_performance/cpu/cpu"),
+    ):
+        unit_header, *unit_rows = rows_of(client.get(f"/benchmarks/{slug}/units/{unit}.csv"))
+        by = {r[0]: dict(zip(unit_header, r, strict=True)) for r in unit_rows}
+        found = {r[column["provider"]]: r for r in rows if r[column["node"]] == node}
+        assert set(found) == set(by), node  # every provider of the unit, scored or not
+        for provider, shown in by.items():
+            row = found[provider]
+            assert row[column["statistic"]] == "median"
+            assert (
+                row[column["value"]]
+                == shown[next(c for c in by[provider] if c.startswith("median"))]
+            )
+            assert row[column["status"]] == shown["label"]
+            assert row[column["n"]] == shown["n"]
+            assert row[column["measure unit"]] in ("ms", "ops/s")
+
+
+def test_scores_csv_lists_a_provider_without_a_score_with_its_label(client, published_run):
+    header, *rows = rows_of(client.get("/scores.csv"))
+    column = {name: i for i, name in enumerate(header)}
+    benchmark = {
+        r[column["provider"]]: r for r in rows if r[column["node"]] == "workload_time/deepswe"
+    }
+    tiny = benchmark["tiny"]
+    assert tiny[column["score"]] == "" and tiny[column["rank"]] == ""
+    assert tiny[column["status"]] == "Not Supported"
+    local = benchmark["local"]
+    assert local[column["statistic"]] == "workload value" and local[column["measure unit"]] == "ms"
+    deepswe = rows_of(client.get("/benchmarks/deepswe.csv"))
+    value = next(r[3] for r in deepswe[1:] if r[0] == "local")
+    assert local[column["value"]] == value
 
 
 def test_the_overall_score_averages_all_four_sections_even_one_nobody_scored(client, imported_run):

@@ -35,6 +35,7 @@ from boxbench.leaderboard.shapes.boards import (
     UnitScope,
 )
 from boxbench.leaderboard.shapes.readers import (
+    BoardResults,
     CompareBenchmark,
     ComparePage,
     CompareRow,
@@ -59,6 +60,7 @@ from boxbench.leaderboard.shapes.readers import (
     ReportedRegion,
     RerunLink,
     Resolution,
+    ResultRow,
     RunPage,
     ScoreAndRank,
     ScoreNode,
@@ -90,6 +92,8 @@ __all__ = [
     "UnitEntry",
     "BenchmarkPage",
     "ScoreNode",
+    "ResultRow",
+    "BoardResults",
     "OverviewBenchmark",
     "Composites",
     "HeadlineRow",

@@ -28,6 +28,28 @@ class ScoreNode(TypedDict):
     children: list[ScoreNode]
 
 
+class ResultRow(TypedDict):
+    """One provider on a benchmark or unit, as scores.csv lists it (leaderboard.results)."""
+
+    provider: str
+    label: str | None
+    ranked: bool
+    n: int
+    value: float | None  # the median, or on a multi-unit workload's own row its workload value
+    ci_low: float | None
+    ci_high: float | None
+    run: str  # the run this provider's numbers come from ("" for a provider only refused)
+    image_digest: str
+
+
+class BoardResults(TypedDict):
+    measure_unit: str
+    lower_is_better: bool
+    statistic: str  # of the benchmark's rows: "median" or "workload value"
+    rows: list[ResultRow]
+    units: dict[str, list[ResultRow]]  # unit slug: its rows (each a median)
+
+
 class OverviewBenchmark(TypedDict):
     title: str
     run: str
@@ -37,6 +59,7 @@ class OverviewBenchmark(TypedDict):
     unit_scope: UnitScope
     provider_runs: dict[str, Source]
     units: dict[str, str]  # unit slug: title
+    results: NotRequired[BoardResults]  # absent from pages materialized before it
 
 
 class Composites(TypedDict, total=False):
