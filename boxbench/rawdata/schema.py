@@ -30,8 +30,8 @@ from boxbench.models import (
 from boxbench.models import MeasurementName as StoredName
 from runner.outcomes import MAX_VALUE, RequestOutcome
 
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 # The two forms of a file (docs/raw-data.md): `public` holds the successful trials and counts the
 # others; `full`, for those who may see private evidence, holds every trial.
 PUBLIC, FULL = "public", "full"
@@ -181,7 +181,7 @@ class ProviderEntry(Struct):
 class Header(Struct, tag_field="type", tag="run"):
     """Line 1: the run header (`"type": "run"`)."""
 
-    schema_version: described(int, "`4` (`1` to `3` are still read; see below).")
+    schema_version: described(int, "`5` (`1` to `4` are still read; see below).")
     run: described(RunInfo, "The run.")
     manifest: described(Object, "What makes the run reproducible (seed, plan, digests, …).")
     audit_report: described(Object | None, "The audit as exported, or null; kept for comparison.")

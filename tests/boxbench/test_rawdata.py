@@ -75,7 +75,7 @@ def test_it_writes_the_header_first_with_the_schema_version(synthetic_file):
     run = import_jsonl(synthetic_file).run
     header = json.loads(export_text(run).splitlines()[0])
     assert header["type"] == "run"
-    assert header["schema_version"] == 4
+    assert header["schema_version"] == 5
     assert header["form"] == "full"
     assert {b["slug"] for b in header["benchmarks"]} == {"create", "cpu-single", "deepswe"}
     assert [p["slug"] for p in header["providers"]] == ["alpha", "bravo", "charlie"]
@@ -344,3 +344,15 @@ def test_the_tally_counts_an_imported_run_and_keeps_counting_after(tmp_path, syn
     )
     key = (model.provider_id, "queued", "")
     assert tally() == {**expected, key: expected.get(key, 0) + 1}
+
+
+def test_it_still_reads_a_version_4_file(tmp_path, synthetic_file):
+    """Version 5 changed only the CSV: a version-4 JSON Lines file imports as before."""
+    lines = reseal(
+        with_field(synthetic_file.read_text().splitlines(keepends=True), 0, "schema_version", 4)
+    )
+    result = import_jsonl(write_lines(tmp_path / "v4.jsonl", lines))
+    assert Trial.objects.filter(run=result.run).count() == sum(
+        '"type":"trial"' in line for line in lines
+    )
+    assert json.loads(export_text(result.run).splitlines()[0])["schema_version"] == 5
