@@ -12,7 +12,7 @@ from django.urls import reverse
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import ComparePage, CompareSlice, OverviewPage
 from boxbench.models import Aggregate, Scope
-from boxbench.views import canonical, tables
+from boxbench.views import canonical, download_menu, tables
 from boxbench.views.access import aggregate
 from boxbench.views.downloads import csv_response
 
@@ -108,6 +108,7 @@ def compare(request):
             here=address(pair, data["benchmark"], data["page"]),
             swapped=address((pair[1], pair[0]), data["benchmark"], data["page"]),
             units_shown=slices.UNITS_SHOWN,
+            downloads=download_menu.compare_menu(*pair),
             **_pages_context(data, pair),
         )
     return render(request, "boxbench/compare.html", context)

@@ -27,7 +27,7 @@ from boxbench.models import (
     Trial,
     aggregate_key,
 )
-from boxbench.views import canonical, tables
+from boxbench.views import canonical, download_menu, tables
 from boxbench.views.access import aggregate, chosen_view
 from boxbench.views.awaiting import awaiting_runs
 from boxbench.views.cache import uncached
@@ -61,6 +61,7 @@ def overview(request):
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
         context["composite_blank_cost"] = any(r["cost"] is None for r in context["composite_rows"])
         context["score_chart"] = charts.score_chart(data)
+        context["downloads"] = download_menu.overview_menu(data)
         # Pages materialized before the headlines existed have none: the tables still show.
         context["headlines"] = [
             {**h, "figure": charts.headline_bars(h), "empty": charts.nothing_to_chart(h["rows"])}
@@ -137,6 +138,9 @@ def benchmark(request, slug):
         "csv_url": reverse("benchmark-csv", args=[slug]) + query,
         "unit_csv_url": reverse("unit-csv", args=[slug, chosen]) + query,
         "workload_empty": charts.nothing_to_chart(summary["rows"]),
+        "downloads": download_menu.benchmark_menu(
+            summary, chosen if summary["multi_unit"] else "", view
+        ),
     }
     if view == "cost":
         context.update(
@@ -173,6 +177,7 @@ def _probe_page(request, summary: BenchmarkPage):
         "table": tables.probe_table(summary),
         "csv_url": reverse("benchmark-csv", args=[summary["benchmark"]]),
         "unit_url": reverse("unit", args=[summary["benchmark"], summary["units"][0]["slug"]]),
+        "downloads": download_menu.benchmark_menu(summary, "", "time"),
     }
     return render(request, "boxbench/probes.html", context)
 
@@ -243,6 +248,7 @@ def unit(request, slug, unit_slug):
         "evidence": evidence,
         "distribution_chart": charts.distribution(data),
         "distribution_empty": "no provider has a successful trial on this unit.",
+        "downloads": download_menu.unit_menu(data),
         "stage_chart": charts.stacked_stage_bars(data),
         "derived": _derived(data),
         "trials": trials,
@@ -354,7 +360,8 @@ def provider(request, slug):
     histories = Aggregate.objects.filter(scope=Scope.HISTORY).values_list("data", flat=True)
     changes = [c for h in histories for c in series_changes(h, provider=slug)]
     changes.sort(key=lambda c: not c["flagged"])  # flagged first, each benchmark's order kept
-    return render(request, "boxbench/provider.html", {"p": data, "changes": changes})
+    context = {"p": data, "changes": changes, "downloads": download_menu.provider_menu(data)}
+    return render(request, "boxbench/provider.html", context)
 
 
 @functools.cache

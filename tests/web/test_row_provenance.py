@@ -40,7 +40,9 @@ def test_scores_csv_names_each_providers_own_run(client, docker_rerun):
 def test_the_apis_overview_table_names_each_providers_own_run(client, docker_rerun):
     table = client.get("/api/v1/overview").json()["table"]
     runs = create_runs(table["rows"], table["columns"])
-    assert runs == {"docker": str(docker_rerun.id), "local": factory.RUN_ID, "boat": factory.RUN_ID}
+    assert runs["docker"] == str(docker_rerun.id)
+    assert runs["local"] == runs["boat"] == factory.RUN_ID
+    assert runs.get("tiny", "") == ""  # refused: no run holds a trial of it
 
 
 def test_the_score_trees_row_links_both_runs_with_the_providers_each_feeds(client, docker_rerun):
@@ -49,6 +51,16 @@ def test_the_score_trees_row_links_both_runs_with_the_providers_each_feeds(clien
     row = row[: row.index("</tr>")]
     assert f'href="/runs/{docker_rerun.id}/"' in row and f'href="/runs/{factory.RUN_ID}/"' in row
     assert "(Docker)" in row and "(Boat, Local sandbox)" in row
+
+
+def test_the_overviews_benchmark_list_names_each_run_with_the_providers_it_feeds(
+    client, docker_rerun
+):
+    page = client.get("/").content.decode()
+    item = page[page.index('<li><a href="/benchmarks/create/">') :]
+    item = item[: item.index("</li>")]
+    assert f'href="/runs/{docker_rerun.id}/"' in item and f'href="/runs/{factory.RUN_ID}/"' in item
+    assert "for Docker" in item and "for Boat, Local sandbox" in item
 
 
 def unpublished_rerun(original):
