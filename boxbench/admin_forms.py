@@ -1,6 +1,7 @@
 """The admin's forms: starting a run, recording one resolution or several at once."""
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.template import Template
 
 from boxbench import holdbacks, models, publishing
@@ -164,6 +165,38 @@ class AuditResolutionForm(forms.ModelForm):
     class Meta:
         model = models.AuditResolution
         fields = ["run", "provider", "benchmark", "check_name", "kind", "note", "rerun"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "check_name" not in self.fields:
+            return  # a view-only page: the admin shows the recorded name as text
+        # Chosen, never typed: the run's unresolved failing checks when the run is known (the
+        # run page's links name it), else every check the audit runs.
+        self.fields["check_name"] = forms.ChoiceField(
+            label="Check name",
+            choices=[(c, c) for c in self._check_names()],
+            help_text="The failing checks of the run named in the address; open this form from "
+            "the run page's links, or use its control room, to see only those.",
+        )
+
+    def _check_names(self) -> list[str]:
+        run_id = self.data.get("run") or self.initial.get("run") or self.instance.run_id
+        run = None
+        if run_id:
+            try:
+                # The run field's own choices: the runs this staff member may see.
+                visible = getattr(self.fields.get("run"), "queryset", None)
+                run = visible.filter(id=run_id).first() if visible is not None else None
+            except (ValueError, ValidationError):  # not a UUID: the run field says so
+                run = None
+        names = {c for _, _, c in holdbacks.unresolved_failures(run)} if run else set()
+        if self.instance.check_name:
+            names.add(self.instance.check_name)
+        if not names:
+            from stats.audit import CHECKS  # scipy: loaded only for this form
+
+            names = set(CHECKS)
+        return sorted(names)
 
     def clean(self):
         data = super().clean()

@@ -59,3 +59,27 @@ def test_recorded_text_is_escaped_in_the_tables(db):
     assert "<code>" in admin_tables.table({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}})
     long = admin_tables.table(list(range(admin_tables.FOLD_AFTER + 1)))
     assert long.startswith("<details><summary>13 entries</summary>")
+
+
+def test_the_resolution_form_offers_the_runs_failing_checks_not_a_text_box(
+    admin_client, audited_run
+):
+    page = admin_client.get(f"/admin/boxbench/auditresolution/add/?run={audited_run.id}")
+    field = page.context["adminform"].form.fields["check_name"]
+    failing = {c for _, _, c in holdbacks.failing_checks(audited_run.audit_report)}
+    assert [value for value, _ in field.choices] == sorted(failing)
+    assert '<select name="check_name"' in page.content.decode()
+    unnamed = admin_client.get("/admin/boxbench/auditresolution/add/").context["adminform"]
+    assert "cache_flags" in dict(unnamed.form.fields["check_name"].choices)
+    assert admin_client.get("/admin/boxbench/auditresolution/add/?run=zz").status_code == 200
+
+
+def test_the_resolution_form_names_no_check_of_a_run_the_staff_member_may_not_see(
+    client, audited_run
+):
+    from tests.web.personas import login
+
+    login(client, "audit_run", also=("view_auditresolution",))
+    page = client.get(f"/admin/boxbench/auditresolution/add/?run={audited_run.id}")
+    choices = dict(page.context["adminform"].form.fields["check_name"].choices)
+    assert "cache_flags" in choices  # every check: the unpublished run stays unseen
