@@ -83,7 +83,7 @@ class ProviderState:
     has_result_in_view: bool = True  # False when a filtered view holds none of its results
     view_needs_provider_cost: bool = False  # the All view of a multi-unit workload
     has_provider_cost: bool = False
-    cost_hint: str = ""  # what would give the provider a cost, said when its lack hides it
+    no_cost_reason: str = ""  # in reader words, why it has no provider-sourced cost
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,8 @@ def decide(state: ProviderState) -> Status:
         return _status(Label.NOT_DISPLAYED)
     if state.view_needs_provider_cost and not state.has_provider_cost:
         status = _status(Label.NOT_DISPLAYED)
-        if state.cost_hint:
-            return Status(status.label, False, f"{status.meaning} {state.cost_hint}")
+        if state.no_cost_reason:
+            return Status(status.label, False, f"{state.no_cost_reason} {status.meaning}")
         return status
     if state.successes < state.ranking_floor:
         explained = failures_explain_shortfall(

@@ -22,19 +22,11 @@ from boxbench.leaderboard.sources import (
     run_sources,
     unit_scope,
 )
+from boxbench.leaderboard.states import provider_cost, provider_info, provider_state
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
-from runner import host_price
 from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
-
-# Which ProviderState flag (stats.labels) a refusal code sets on the leaderboard.
-REFUSAL_STATUS_FLAGS = {
-    "R401": "refused_capability",
-    "R402": "not_offered",
-    "R403": "account_limit",
-    "R404": "known_fault",
-}
 
 # Said on every row of a benchmark's CSV downloads (a last column, `note`), as its page and the
 # methodology say it, so a downloaded table cannot pass for the reference set's numbers.
@@ -251,52 +243,6 @@ def _cost_row(
     }
 
 
-def provider_cost(provider: Provider) -> bool:
-    return bool((provider.pricing or {}).get("provider_sourced"))
-
-
-def known_fault(provider: Provider, benchmark: str) -> str | None:
-    """The note of a known fault the provider's stored declaration records for `benchmark`."""
-    faults = (provider.declaration or {}).get("known_faults") or {}
-    note = faults.get(benchmark) if isinstance(faults, dict) else None
-    return str(note) if note else None
-
-
-def provider_state(
-    provider, refusals, successes, floor, failures, benchmark="", **view
-) -> labels.ProviderState:
-    refusal = refusals.get(provider.slug)
-    flag = REFUSAL_STATUS_FLAGS.get(refusal.code) if refusal else None
-    missing = (refusal.missing or refusal.code) if refusal else "refused"
-    fault = known_fault(provider, benchmark)
-    if flag == "known_fault":
-        fault = fault or str(refusal.missing or refusal.message or "known fault")
-    if view.get("view_needs_provider_cost"):
-        view.setdefault("cost_hint", host_price.setting_hint(provider.slug))
-    return labels.ProviderState(
-        known_fault=fault,
-        successes=successes,
-        ranking_floor=floor,
-        unreplaced_provider_failures=failures,
-        refused_capability=str(missing) if flag == "refused_capability" else None,
-        not_offered=flag == "not_offered",
-        account_limit=flag == "account_limit",
-        **view,
-    )
-
-
-def provider_info(provider: Provider) -> shapes.ProviderInfo:
-    return {
-        "provider": provider.slug,
-        "provider_name": provider.name,
-        "region_marker": provider.region_marker,
-        "region_note": provider.region_note,
-        # The provider's chart colour (boxbench.charts.provider_colour): its registration order,
-        # so it never changes with the set of providers on a page.
-        "colour_index": provider.pk - 1,
-    }
-
-
 def _unit_row(provider: Provider, cell: Cell, method: summary.Method) -> dict:
     """Every statistic of one provider on one unit, from its successful trials."""
     return {
@@ -353,7 +299,7 @@ def _summary_page(build: Build, unit_pages: list[shapes.UnitPage]) -> shapes.Ben
 def _rank_costs(rows: list[shapes.SummaryRow], unit_pages: list[shapes.UnitPage]) -> None:
     """The Cost view ranks the All view's rows by their workload cost, lower first. Its labels:
     on one unit, the unit's Cost view labels (a provider without a sourced cost reads Not
-    Displayed); on several, the All view's own, which already need a provider-sourced cost."""
+    Displayed); on several, the cost labels each workload row was given."""
     shown = {
         r["provider"]: -r["workload_cost_usd"] for r in rows if r["workload_cost_usd"] is not None
     }
@@ -361,7 +307,11 @@ def _rank_costs(rows: list[shapes.SummaryRow], unit_pages: list[shapes.UnitPage]
     single = {r["provider"]: r for r in unit_pages[0]["cost_rows"]} if len(unit_pages) == 1 else {}
     for row in rows:
         row["cost_rank"] = ranks.get(row["provider"])
-        row["cost_label"] = single.get(row["provider"], row)["label"]
+        if row["provider"] in single:
+            row["cost_label"] = single[row["provider"]]["label"]
+            row["cost_meaning"] = single[row["provider"]]["meaning"]
+        elif "cost_label" not in row:  # a provider only refused: its one label
+            row["cost_label"], row["cost_meaning"] = row["label"], row["meaning"]
 
 
 def _share_stage_costs(rows: list[dict], unit_pages: list[dict]) -> None:
@@ -388,26 +338,33 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
         if r["provider"] == slug
     )
     floor = build.all_view_floors.get(slug)
-    state = build.state(
+    successes = build.totals.get(slug, 0)
+    # Time is ranked by the rules for time alone: a missing provider-sourced cost only keeps the
+    # provider off the Cost view's ranking, never off its times.
+    status = labels.decide(build.state(provider, successes, failures, floor)).to_dict()
+    sourced = provider_cost(provider) and build.cost_complete.get(slug, False)
+    cost_state = build.state(
         provider,
-        build.totals.get(slug, 0),
+        successes,
         failures,
         floor,
         view_needs_provider_cost=True,
-        has_provider_cost=provider_cost(provider) and build.cost_complete.get(slug),
+        has_provider_cost=sourced,
     )
-    status = labels.decide(state).to_dict()
+    cost_status = labels.decide(cost_state)
     value, cost = values.get(slug), costs.get(slug)
     return {
         **provider_info(provider),
         **status,
         **build.source(slug),
-        "n": build.totals.get(slug, 0),
+        "n": successes,
         "ranking_floor": floor,
         "workload_value": value.value if value and status["ranked"] else None,
         "substituted_units": [s.unit for s in value.substitutions] if value else [],
         "notes": [s.note for s in value.substitutions] if value else [],
-        "workload_cost_usd": cost.value if cost and status["ranked"] else None,
+        "cost_label": cost_status.to_dict()["label"],
+        "cost_meaning": cost_status.meaning,
+        "workload_cost_usd": cost.value if cost and cost_status.ranked else None,
         "cost_substituted_units": [s.unit for s in cost.substitutions] if cost else [],
         "cost_notes": [s.note for s in cost.substitutions] if cost else [],
     }

@@ -13,9 +13,10 @@ import itertools
 import numpy as np
 
 from boxbench.leaderboard import shapes
-from boxbench.leaderboard.boards import Board, provider_info
+from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.cells import EMPTY_CELL, Cell
 from boxbench.leaderboard.sources import job_host_series
+from boxbench.leaderboard.states import provider_info
 from boxbench.models import Provider
 from stats import compare
 from stats.summary import POOLED

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
-from boxbench.leaderboard import probes, shapes, stored
+from boxbench.leaderboard import caveats, probes, shapes, stored, withheld
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
@@ -27,6 +27,8 @@ def materialize() -> int:
         board = benchmark_board(benchmark, sources[benchmark.id], providers, published)
         if probes.is_probe(board):
             board.summary["probes"] = probes.probe_rows(board, providers)
+        board.summary["held_back"] = withheld.held_back_rows(board, held, published, providers)
+        board.summary["caveats"] = caveats.board_caveats(board, providers)
         boards.append(board)
         rows.append(_page(Scope.BENCHMARK, benchmark.slug, data=board.summary))
         for unit_data in board.units:

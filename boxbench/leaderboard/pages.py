@@ -7,10 +7,11 @@ from collections import Counter
 from django.db.models import Count
 
 from boxbench.leaderboard import shapes
-from boxbench.leaderboard.boards import Board, provider_cost, provider_info
+from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.headlines import headlines
 from boxbench.leaderboard.results import board_results
 from boxbench.leaderboard.sources import run_source
+from boxbench.leaderboard.states import provider_cost, provider_info
 from boxbench.models import Outcome, Provider, Section, Trial
 from stats import scores, workload
 
@@ -95,6 +96,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
                 },
                 "units": {u["unit"]: u["unit_title"] for u in b.units},
                 "results": board_results(b),
+                "held_back": [r["provider"] for r in b.summary.get("held_back", [])],
             }
             for b in boards
         },
@@ -140,6 +142,34 @@ def reported_regions(provider: Provider, boards: list[Board]) -> list[shapes.Rep
     return [{"region": r, "trials": n} for r, n in sorted(counts.items(), key=lambda x: -x[1])]
 
 
+def _withheld_result(board: Board, row: shapes.WithheldRow) -> shapes.ProviderResult:
+    """A benchmark the audit held the provider's pair back on: its label, no number."""
+    return {
+        "benchmark": board.benchmark.slug,
+        "title": board.benchmark.title,
+        "measure_unit": board.benchmark.unit,
+        "run": row["run"],
+        "run_name": row["run_name"],
+        "rank": None,
+        "label": row["label"],
+        "meaning": row["meaning"],
+        "workload_value": None,
+        "multi_unit": board.summary["multi_unit"],
+        "units": [
+            {
+                "unit": unit["unit"],
+                "unit_title": unit["unit_title"],
+                "rank": None,
+                "label": row["label"],
+                "meaning": row["meaning"],
+                "n": 0,
+                **dict.fromkeys(("median", "ci_low", "ci_high", "tail", "tail_kind", "mean")),
+            }
+            for unit in board.units
+        ],
+    }
+
+
 def provider_page(
     provider: Provider, boards: list[Board], overview: shapes.OverviewPage
 ) -> shapes.ProviderPage:
@@ -151,6 +181,9 @@ def provider_page(
             probe_rows += [r for r in board.summary["probes"] if r["provider"] == provider.slug]
             continue
         summary = next((r for r in board.summary["rows"] if r["provider"] == provider.slug), None)
+        withheld = [r for r in board.summary.get("held_back", []) if r["provider"] == provider.slug]
+        if summary is None and withheld:
+            results.append(_withheld_result(board, withheld[0]))
         if summary is None:
             continue
         units = []

@@ -10,7 +10,8 @@ trials recorded (our own sentences, never the sandbox's raw answer).
 from __future__ import annotations
 
 from boxbench.leaderboard import shapes
-from boxbench.leaderboard.boards import Board, provider_info
+from boxbench.leaderboard.boards import Board
+from boxbench.leaderboard.states import provider_info
 from boxbench.models import Evidence, EvidenceKind, Outcome, Provider, Trial
 from runner.benchmarks import isolation, isolation_probes
 from stats.summary import PROBE, probe_reading

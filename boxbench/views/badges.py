@@ -18,12 +18,18 @@ COLOURS = {"ranked": "#2e7d32", "unranked": "#757575"}
 def badge_text(summary: BenchmarkPage, provider: str) -> tuple[str, bool]:
     """What the badge says about `provider` on the benchmark: its value and rank, or its label."""
     row = next((r for r in summary["rows"] if r["provider"] == provider), None)
+    withheld = summary.get("held_back", [])
+    if row is None and any(r["provider"] == provider for r in withheld):
+        return "held back by the audit", False
     if row is None:
         raise Http404(f"provider {provider!r} has nothing published on {summary['benchmark']!r}")
     ranked = sum(1 for r in summary["rows"] if r["rank"] is not None)
     if row["rank"] is None or row["workload_value"] is None:
         return row["label"] or "not ranked", False
     value = f"{num(row['workload_value'])} {summary['measure_unit']}"
+    if withheld:
+        # Never "#1 of 1" while a measured competitor is withheld.
+        return f"{value} · #{row['rank']} · {len(withheld)} held back", True
     return f"{value} · #{row['rank']} of {ranked}", True
 
 

@@ -31,6 +31,7 @@ from boxbench.views import canonical, download_menu, tables
 from boxbench.views.access import aggregate, chosen_view
 from boxbench.views.awaiting import awaiting_runs
 from boxbench.views.cache import uncached
+from runner import host_price
 
 TRIALS_PER_PAGE = 100
 # Far beyond any run (a billion trials), and an OFFSET every database takes: a larger page
@@ -39,10 +40,8 @@ LAST_POSSIBLE_PAGE = 10_000_000
 
 COMPOSITE_BLANKS = {
     "blank_time": "No composite time: the provider lacks a ranked value on some workload.",
-    "blank_cost": "No composite cost: it needs a provider-sourced cost on every workload, which "
-    "providers without pricing of their own (local, docker, remote-docker) have only once the "
-    "operator sets their host's price (BOXBENCH_HOST_PRICE_PER_HOUR, "
-    "BOXBENCH_REMOTE_DOCKER_PRICE_PER_HOUR).",
+    "blank_cost": "No composite cost: it needs a provider-sourced cost on every workload; a "
+    "self-hosted provider (local, docker, remote-docker) has no provider price.",
 }
 
 
@@ -56,6 +55,16 @@ def overview(request):
         columns = [p for p, _, _ in rows[0]["ranking"]]
         context["columns"] = [data["providers"].get(p, {"provider_name": p}) for p in columns]
         context["score_rows"] = _tree_rows(rows, columns)
+        subsets = _subset_notes(data)
+        held = {slug: b.get("held_back", []) for slug, b in data["benchmarks"].items()}
+        for row in context["score_rows"]:
+            row["subset_note"] = subsets.get(row["path"], "")
+            if row["level"] == "benchmark":  # a held-back pair is said, not a silent blank
+                withheld = held.get(row["benchmark"], [])
+                row["cells"] = [
+                    HELD_BACK_CELL if cell is None and p in withheld else cell
+                    for p, cell in zip(columns, row["cells"], strict=True)
+                ]
         context["composite_rows"] = _composite_rows(data)
         context.update(COMPOSITE_BLANKS)
         context["composite_blank_time"] = any(r["time"] is None for r in context["composite_rows"])
@@ -64,12 +73,42 @@ def overview(request):
         context["downloads"] = download_menu.overview_menu(data)
         # Pages materialized before the headlines existed have none: the tables still show.
         context["headlines"] = [
-            {**h, "figure": charts.headline_bars(h), "empty": charts.nothing_to_chart(h["rows"])}
+            {
+                **h,
+                "figure": charts.headline_bars(h),
+                "empty": charts.nothing_to_chart(h["rows"]),
+                "subset_note": _subset_text(data, h["benchmark"]),
+            }
             for h in data.get("headlines", [])
         ]
         context["plotly_bundle"] = bundles.for_page(context)
     return _awaiting_uncached(context, render(request, "boxbench/overview.html", context))
 
+
+def _subset_notes(data: OverviewPage) -> dict[str, str]:
+    """{score tree path: "2 of 10 units"} for every benchmark published over a subset of its
+    units, and for its section, whose score it feeds: a subset is labelled wherever its score is
+    used."""
+    notes: dict[str, str] = {}
+    for section in data["tree"]["children"]:
+        said = []
+        for child in section["children"]:
+            text = _subset_text(data, child["key"])
+            if text:
+                notes[f"{section['key']}/{child['key']}"] = text
+                said.append(f"{data['benchmarks'][child['key']]['title']}: {text}")
+        if said:
+            notes[section["key"]] = "; ".join(said)
+    return notes
+
+
+def _subset_text(data: OverviewPage, benchmark: str) -> str:
+    found = data["benchmarks"].get(benchmark)
+    scope = found["unit_scope"] if found else None
+    return scope["text"] if scope and scope["subset"] else ""
+
+
+HELD_BACK_CELL = "held back"
 
 # The overview's rows that open to show their children.
 OPENING = ("section", "benchmark")
@@ -143,10 +182,12 @@ def benchmark(request, slug):
         ),
     }
     if view == "cost":
+        shown = tables.cost_ordered(summary)
         context.update(
-            workload_chart=charts.workload_bars(tables.cost_ordered(summary), "cost")
-            if summary["multi_unit"]
-            else None,
+            summary_labels=shown["rows"],
+            workload_empty=charts.nothing_to_chart(shown["rows"]),
+            cost_hints=_cost_hints(summary) if request.user.is_staff else [],
+            workload_chart=charts.workload_bars(shown, "cost") if summary["multi_unit"] else None,
             table=tables.benchmark_cost_table(summary),
             unit_table=tables.unit_cost_table(unit),
             cost_chart=charts.stacked_cost_bars(unit),
@@ -154,6 +195,7 @@ def benchmark(request, slug):
         )
     else:
         context.update(
+            summary_labels=summary["rows"],
             workload_chart=charts.workload_bars(summary) if summary["multi_unit"] else None,
             table=tables.benchmark_table(summary, unit),
             unit_table=tables.unit_table(unit),
@@ -164,6 +206,16 @@ def benchmark(request, slug):
         )
     context["plotly_bundle"] = bundles.for_page(context)
     return render(request, "boxbench/benchmark.html", context)
+
+
+def _cost_hints(summary: BenchmarkPage) -> list[tuple[str, str]]:
+    """For staff: which setting would price each self-hosted provider the Cost view leaves off.
+    Operators' words, never a reader's, so never materialized into the public page."""
+    return [
+        (row["provider_name"], hint)
+        for row in summary["rows"]
+        if row.get("cost_rank") is None and (hint := host_price.setting_hint(row["provider"]))
+    ]
 
 
 def _probe_page(request, summary: BenchmarkPage):

@@ -107,6 +107,11 @@ def benchmark_table(summary: BenchmarkPage, unit: UnitPage | None = None) -> Tab
                 _scope(summary),
             ]
         )
+    # A provider the audit held back keeps its row: its label, no number, no rank.
+    for r in summary.get("held_back", []):
+        row = dict.fromkeys(columns, "")
+        row.update(provider=r["provider"], label=r["label"], n="0", units=_scope(summary))
+        rows.append(list(row.values()))
     blank = {**BLANK, "median": BLANK["workload value"]}  # the All view's median: ranked only
     return _noted(Table(columns, rows, blank), summary)
 
@@ -144,12 +149,22 @@ def probe_table(summary: BenchmarkPage) -> Table:
 
 
 def cost_ordered(summary: BenchmarkPage) -> BenchmarkPage:
-    """The All view's rows in the Cost view's order: by cost rank, then provider."""
+    """The All view's rows as the Cost view shows them: by cost rank, then provider, each with
+    its cost label (a missing provider-sourced cost labels the Cost view only)."""
     rows = sorted(
         summary["rows"],
         key=lambda r: (r.get("cost_rank") is None, r.get("cost_rank") or 0, r["provider"]),
     )
-    return {**summary, "rows": rows}
+    shown = [
+        {
+            **r,
+            "label": r.get("cost_label", r["label"]),
+            "meaning": r.get("cost_meaning", r["meaning"]),
+            "ranked": r["workload_cost_usd"] is not None,  # a cost bar, or its label instead
+        }
+        for r in rows
+    ]
+    return {**summary, "rows": shown}  # type: ignore[typeddict-item]
 
 
 def benchmark_cost_table(summary: BenchmarkPage) -> Table:

@@ -1,8 +1,10 @@
 """A self-hosted provider priced by its operator (runner/host_price.py) is ranked on the cost
-views once its run is published; without a price the All view says which setting would fill it."""
+views once its run is published; without a price its times are still ranked, the Cost view says
+"self-hosted: no provider price", and only staff read which setting would fill it."""
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -51,19 +53,37 @@ def cost_scores(client) -> dict[str, float]:
     }
 
 
-def test_without_a_host_price_the_all_view_says_which_setting_would_fill_it(
+def test_without_a_host_price_times_are_ranked_and_only_the_cost_view_says_so(
     client, imported_run, monkeypatch
 ):
     declare_self_hosted(monkeypatch, {})
     publish(imported_run)
-    shown = shown_labels(client.get("/benchmarks/deepswe/"))
+    time_view = client.get("/benchmarks/deepswe/")
+    shown = shown_labels(time_view)
+    assert "Local sandbox" not in shown and "Docker" not in shown  # ranked on time
+    assert "BOXBENCH_" not in time_view.content.decode()
+    cost_view = client.get("/benchmarks/deepswe/?view=cost")
+    shown = shown_labels(cost_view)
     for name in ("Local sandbox", "Docker"):
-        [(label, why)] = shown[name]
-        assert label == "Not Displayed"
-        assert "Set BOXBENCH_HOST_PRICE_PER_HOUR" in why and "BOXBENCH_HOST_PRICE_SOURCE" in why
+        label, why = shown[name][0]
+        assert label == "Not Displayed" and why.startswith("Self-hosted: no provider price.")
     assert "Boat" not in shown  # priced by its own bill: ranked, nothing to say
+    # Which setting would price the host is for the operator, never a visitor.
+    assert "BOXBENCH_" not in cost_view.content.decode()
     scores = cost_scores(client)
     assert scores["boat"] == 100 and scores.get("local", 0) == 0 and scores.get("docker", 0) == 0
+
+
+def test_staff_see_which_setting_would_price_a_self_hosted_provider(
+    staff_client, imported_run, monkeypatch
+):
+    declare_self_hosted(monkeypatch, {})
+    publish(imported_run)
+    page = staff_client.get("/benchmarks/deepswe/?view=cost").content.decode()
+    hints = re.search(r'<p class="hint staff-only" id="cost-hints">(.*?)</p>', page, re.S)
+    assert hints and "<b>Local sandbox</b>: Set BOXBENCH_HOST_PRICE_PER_HOUR" in hints.group(1)
+    assert "<b>Docker</b>: Set BOXBENCH_HOST_PRICE_PER_HOUR" in hints.group(1)
+    assert "Boat" not in hints.group(1)
 
 
 def test_a_declared_host_price_ranks_local_and_docker_on_cost(client, imported_run, monkeypatch):

@@ -272,6 +272,11 @@ def test_a_run_over_some_units_is_published_as_that_subset(client, imported_run)
     assert all(line.endswith(",2 of 3 units") for line in csv_text.splitlines()[1:])
     overview = Aggregate.objects.get(scope="overview").data
     assert overview["benchmarks"]["deepswe"]["unit_scope"]["text"] == "2 of 3 units"
+    # Labelled wherever its score is used: the section it feeds, its own row, its headline.
+    tree = client.get("/").content.decode()
+    assert '<small class="subset">(DeepSWE replay: 2 of 3 units)</small>' in tree
+    assert '<small class="subset">(2 of 3 units)</small>' in tree
+    assert "DeepSWE replay (2 of 3 units): every unit and provider" in tree
 
 
 # 9. Each provider's numbers come from its own latest run ---------------------------------------

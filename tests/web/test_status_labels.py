@@ -86,7 +86,7 @@ CASES = [
     (known_fault, "/benchmarks/cpu/", "Boat", "Not Supported", "the CPU probe hangs"),
     (capability_refused, "/benchmarks/cpu/", "Tiny Cloud", "Not Supported", "capability"),
     (not_measured, "/benchmarks/deepswe/?unit=trace-c", "Boat", "Not Measured", "measured"),
-    (not_displayed, "/benchmarks/deepswe/", "Boat", "Not Displayed", "provider-sourced cost"),
+    (not_displayed, "/benchmarks/deepswe/?view=cost", "Boat", "Not Displayed", "provider-sourced"),
 ]
 
 
@@ -101,11 +101,13 @@ def test_each_label_reaches_the_page_from_stored_data(
     bend(imported_run)
     publish(imported_run)
     response = client.get(path)
-    [(shown, why)] = shown_labels(response)[provider]  # one label on the page, for one view
+    # The first label: the view's All view on a multi-unit workload (its unit's follow).
+    shown, why = shown_labels(response)[provider][0]
     assert shown == label
     assert meaning in why
     # Without a ranked bar, the chart draws the label where the bar would be.
-    chart = figure(response, "workload-chart" if path == "/benchmarks/deepswe/" else "metric-chart")
+    workload = path.startswith("/benchmarks/deepswe/?view")
+    chart = figure(response, "workload-chart" if workload else "metric-chart")
     bars = [y for trace in chart["data"] for y in trace["y"]]
     assert not any(y.startswith(provider) for y in bars)
     annotations = [a["text"] for a in chart["layout"]["annotations"] if a["y"].startswith(provider)]
@@ -149,23 +151,25 @@ def test_a_provider_without_a_success_reads_provider_failures_over_not_displayed
     trials.update(outcome="provider_failure", owner="provider", cause="sandbox stopped answering")
     not_displayed(imported_run)
     publish(imported_run)
-    # The All view: successes on trace-b, but no provider-sourced cost; trace-a: none at all.
+    # The All view's time: 20 successes on trace-b and 20 unreplaced failures reach the floor of
+    # 40; its cost: no provider-sourced cost. trace-a: no success at all.
     response = client.get("/benchmarks/deepswe/?unit=trace-a")
-    assert labels_of(response, "Boat") == ["Not Displayed", "Provider Failures"]
+    assert labels_of(response, "Boat") == ["Provider Failures", "Provider Failures"]
     cost_view = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
     assert labels_of(cost_view, "Boat") == ["Not Displayed", "Provider Failures"]
 
 
-def test_a_missing_provider_cost_is_said_before_the_ranking_floor(client, imported_run):
+def test_a_missing_provider_cost_labels_the_cost_view_only(client, imported_run):
     # Boat keeps 5 of its 40 DeepSWE successes: below the floor of 40, and without a cost.
     kept = Trial.objects.filter(run=imported_run, provider__slug="boat", benchmark__slug="deepswe")
     gone = [t.id for t in kept.order_by("seq")[5:]]
     Trial.objects.filter(id__in=gone).delete()
     not_displayed(imported_run)
     publish(imported_run)
-    # The All view needs a provider-sourced cost; the unit's Time view does not.
+    # The Time view is ranked by the rules for time alone: below the floor, Not Ranked; the
+    # Cost view says the missing cost first.
     time_view = client.get("/benchmarks/deepswe/?unit=trace-a")
-    assert labels_of(time_view, "Boat") == ["Not Displayed", "Not Ranked"]
+    assert labels_of(time_view, "Boat") == ["Not Ranked", "Not Ranked"]
     cost_view = client.get("/benchmarks/deepswe/?unit=trace-a&view=cost")
     assert labels_of(cost_view, "Boat") == ["Not Displayed", "Not Displayed"]
 

@@ -33,6 +33,7 @@ from boxbench.leaderboard.shapes.boards import (
     UnitPage,
     UnitRow,
     UnitScope,
+    WithheldRow,
 )
 from boxbench.leaderboard.shapes.readers import (
     BoardResults,
@@ -91,6 +92,7 @@ __all__ = [
     "SummaryRow",
     "UnitEntry",
     "BenchmarkPage",
+    "WithheldRow",
     "ScoreNode",
     "ResultRow",
     "BoardResults",

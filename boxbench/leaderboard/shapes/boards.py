@@ -209,6 +209,7 @@ class SummaryRow(ProviderInfo, Status):
     stage_costs: NotRequired[dict[str, float] | None]  # a staged multi-unit workload's All view
     cost_rank: NotRequired[int | None]  # with a Cost view only
     cost_label: NotRequired[str | None]
+    cost_meaning: NotRequired[str]
     run: NotRequired[str]
     run_name: NotRequired[str]
     image_digest: NotRequired[str]
@@ -237,6 +238,19 @@ class ProbeRow(ProviderInfo):
     missing: str
 
 
+class WithheldRow(TypedDict):
+    """A provider whose pair the audit held back: no numbers, no rank, the failing checks and
+    the published run that lists them (leaderboard.withheld)."""
+
+    provider: str
+    provider_name: str
+    label: str
+    meaning: str
+    checks: list[str]
+    run: str
+    run_name: str
+
+
 class BenchmarkPage(BenchmarkContext):
     title: str
     version: str
@@ -254,3 +268,7 @@ class BenchmarkPage(BenchmarkContext):
     units: list[UnitEntry]
     rows: list[SummaryRow]
     probes: NotRequired[list[ProbeRow]]  # a probe benchmark's readings (statistic "probe")
+    # What a reader should read beside the numbers (leaderboard.caveats); NotRequired: pages
+    # materialized before it existed still render.
+    caveats: NotRequired[list[str]]
+    held_back: NotRequired[list[WithheldRow]]

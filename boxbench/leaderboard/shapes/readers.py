@@ -60,6 +60,7 @@ class OverviewBenchmark(TypedDict):
     provider_runs: dict[str, Source]
     units: dict[str, str]  # unit slug: title
     results: NotRequired[BoardResults]  # absent from pages materialized before it
+    held_back: NotRequired[list[str]]  # providers the audit held back here (no score, no rank)
 
 
 class Composites(TypedDict, total=False):

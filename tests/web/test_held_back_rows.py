@@ -1,0 +1,81 @@
+"""Nothing vanishes: a provider whose pair the audit held back keeps its place on every board
+with the check and the run that says so, earns no rank and no points, and no competitor's badge
+says "#1 of 1" over it (boxbench/leaderboard/withheld.py)."""
+
+import csv
+import io
+
+import pytest
+
+from boxbench import publishing
+from boxbench.models import Aggregate, AuditResolution, Benchmark, Provider, Scope
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def local_held_back(imported_run):
+    """The fixture's Create trials drift by design: every check is explained but local's, whose
+    pair stays held back when the run is published."""
+    publishing.run_audit(imported_run)
+    failing = publishing.failing_checks(imported_run.audit_report)
+    assert ("local", "create", "trend") in failing
+    for provider, benchmark, check in failing:
+        if (provider, benchmark) == ("local", "create"):
+            continue
+        publishing.apply_resolution(
+            AuditResolution(
+                run=imported_run,
+                provider=Provider.objects.get(slug=provider),
+                benchmark=Benchmark.objects.get(slug=benchmark),
+                check_name=check,
+                kind="explained",
+                note="Create slows down over the run by design.",
+            )
+        )
+    return publishing.publish(imported_run)
+
+
+def test_the_benchmark_page_keeps_the_held_back_provider_with_its_check_and_run(
+    client, local_held_back
+):
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert "local" not in {r["provider"] for r in summary["rows"]}  # no number published
+    [row] = summary["held_back"]
+    assert (row["provider"], row["checks"], row["run"]) == (
+        "local",
+        ["trend"],
+        str(local_held_back.id),
+    )
+    page = client.get("/benchmarks/create/").content.decode()
+    assert (
+        '<b>Local sandbox</b>: held back by the audit\n(trend), see the run <a href="/runs/'
+        f'{local_held_back.id}/">dashboard-fixture</a>. It earns no rank and no points'
+    ) in page
+    rows = list(csv.reader(io.StringIO(client.get("/benchmarks/create.csv").text)))
+    local = next(r for r in rows if r[0] == "local")
+    assert local[1:4] == ["", "Held Back", ""]  # no rank, its label, no value
+    assert client.get(f"/runs/{local_held_back.id}/").status_code == 200  # a visitor may see it
+
+
+def test_its_badge_says_held_back_and_no_rival_is_crowned_one_of_one(client, local_held_back):
+    response = client.get("/providers/local/create.svg")
+    assert response.status_code == 200
+    assert "held back by the audit" in response.content.decode()
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    first = next(r for r in summary["rows"] if r["rank"] == 1)
+    badge = client.get(f"/providers/{first['provider']}/create.svg").content.decode()
+    assert "#1 · 1 held back" in badge and " of " not in badge.split("#1")[1]
+
+
+def test_it_earns_no_points_and_the_overview_and_provider_page_say_held_back(
+    client, local_held_back
+):
+    tree = Aggregate.objects.page(Scope.OVERVIEW)["tree"]
+    operations = next(c for c in tree["children"] if c["key"] == "sandbox_operations")
+    create = next(c for c in operations["children"] if c["key"] == "create")
+    assert "local" not in create["scores"] and "local" not in create["ranks"]
+    page = client.get("/").content.decode()
+    assert '<td class="held-back" title="Held back by the audit: no score, no rank.">' in page
+    provider = client.get("/providers/local/").content.decode()
+    assert "Held Back" in provider and "held back by the audit (trend), see the run" in provider
