@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
-from boxbench.leaderboard import caveats, probes, shapes, stored, withheld
+from boxbench.leaderboard import caveats, probes, shapes, stored, verdicts, withheld
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
@@ -30,10 +30,17 @@ def materialize() -> int:
         board.summary["held_back"] = withheld.held_back_rows(board, held, published, providers)
         board.summary["caveats"] = caveats.board_caveats(board, providers)
         boards.append(board)
-        rows.append(_page(Scope.BENCHMARK, benchmark.slug, data=board.summary))
+    # Probe readings are facts, not timings: nothing to compare or to follow across runs.
+    timed = [board for board in boards if not probes.is_probe(board)]
+    # Every pair of providers, both orders: few providers, and a page read is then one row. The
+    # boards' verdicts between adjacent ranks are read from them, so they come first.
+    compared = compare_pages(timed, providers)
+    verdicts.add_verdicts(timed, compared)
+    for board in boards:
+        rows.append(_page(Scope.BENCHMARK, board.benchmark.slug, data=board.summary))
         for unit_data in board.units:
             unit = unit_data["unit"]
-            rows.append(_page(Scope.UNIT, benchmark.slug, unit, data=unit_data))
+            rows.append(_page(Scope.UNIT, board.benchmark.slug, unit, data=unit_data))
     # Every published run has its page, also one whose every pair is held back or superseded.
     progress = stored.progress_of(published)
     resolutions = holdbacks.resolutions_by_run(published)
@@ -47,15 +54,13 @@ def materialize() -> int:
         }
         rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
+    overview["lead"] = verdicts.lead(overview, boards)
     rows.append(_page(Scope.OVERVIEW, data=overview))
     for provider in providers.values():
         data = provider_page(provider, boards, overview)
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
-    # Probe readings are facts, not timings: nothing to compare or to follow across runs.
-    timed = [board for board in boards if not probes.is_probe(board)]
     stored.store_points(timed, published, providers)
-    # Every pair of providers, both orders: few providers, and a page read is then one row.
-    for (a, b), data in compare_pages(timed, providers).items():
+    for (a, b), data in compared.items():
         rows.append(_page(Scope.COMPARE, a, b, data=data))
     # "Other benchmarks record it without charting it" (Destroy): no history chart, no changes.
     charted = [board for board in timed if board.benchmark.charted]

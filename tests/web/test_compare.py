@@ -16,9 +16,9 @@ from scipy import stats as scipy_stats
 
 from boxbench import publishing
 from boxbench.leaderboard import slices
-from boxbench.models import Aggregate, Provider, Run, Scope, Trial
+from boxbench.models import Aggregate, Provider, Run, Scope
 from boxbench.rawdata import PUBLIC, export_jsonl
-from tests.support.web import explain_failures
+from tests.support.web import docker_cpu_like_local, explain_failures
 
 pytestmark = pytest.mark.django_db
 
@@ -101,17 +101,6 @@ def recompute(text: str) -> dict:
             ratio = median_b / median_a
             found[(a, b)][(slug, unit, stage)] = (verdict, ratio, low, high, detectable)
     return found
-
-
-def docker_cpu_like_local(run):
-    """Docker's CPU trials take Local's values in reverse order: the same distribution, so no
-    difference may be claimed."""
-    local = Trial.objects.filter(run=run, provider__slug="local", benchmark__slug="cpu")
-    values = [t.metrics["total"] for t in local.order_by("seq")][::-1]
-    docker = Trial.objects.filter(run=run, provider__slug="docker", benchmark__slug="cpu")
-    for trial, value in zip(docker.order_by("seq"), values, strict=True):
-        trial.metrics = {**trial.metrics, "total": value}
-        trial.save(update_fields=["metrics"])
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from boxbench.leaderboard.shapes.boards import (
+    AdjacentVerdict,
     BenchmarkContext,
     BenchmarkPage,
     CostRow,
@@ -51,6 +52,7 @@ from boxbench.leaderboard.shapes.readers import (
     HistoryPage,
     HistoryPoint,
     HistorySlice,
+    Lead,
     NotCombined,
     OverviewBenchmark,
     OverviewPage,
@@ -71,6 +73,8 @@ from boxbench.leaderboard.shapes.readers import (
 )
 
 __all__ = [
+    "AdjacentVerdict",
+    "Lead",
     "Source",
     "RunSource",
     "UnitScope",

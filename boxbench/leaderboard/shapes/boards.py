@@ -170,6 +170,20 @@ class CostRow(ProviderInfo, Status):
     image_digest: NotRequired[str]
 
 
+class AdjacentVerdict(TypedDict):
+    """The compare verdict between two providers of adjacent ranks (leaderboard.verdicts)."""
+
+    upper: str
+    upper_name: str
+    upper_rank: int
+    lower: str
+    lower_name: str
+    lower_rank: int
+    verdict: str  # stats.compare's: a, b, none, not_comparable
+    same: bool  # no detectable difference: the lower rank is marked "≈"
+    text: str
+
+
 class PublicUnitPage(BenchmarkContext):
     """A unit page as the API serves it: everything but the internal keys."""
 
@@ -182,6 +196,7 @@ class PublicUnitPage(BenchmarkContext):
     ranking_floors: dict[str, int]
     rows: list[UnitRow]
     cost_rows: list[CostRow]
+    verdicts: NotRequired[list[AdjacentVerdict]]  # NotRequired: pages materialized before
 
 
 class UnitPage(PublicUnitPage):
@@ -272,3 +287,4 @@ class BenchmarkPage(BenchmarkContext):
     # materialized before it existed still render.
     caveats: NotRequired[list[str]]
     held_back: NotRequired[list[WithheldRow]]
+    verdicts: NotRequired[list[AdjacentVerdict]]  # a single-unit benchmark's

@@ -114,6 +114,15 @@ class NotCombined(TypedDict):
     region: str
 
 
+class Lead(TypedDict):
+    """The overview's opening (leaderboard.verdicts.lead)."""
+
+    sentences: list[str]  # one per section, from its headline benchmark's verdicts
+    published_at: str
+    trials: int
+    job_host: str
+
+
 class OverviewPage(TypedDict):
     tree: ScoreNode
     providers: dict[str, ProviderInfo]
@@ -122,6 +131,7 @@ class OverviewPage(TypedDict):
     headlines: list[Headline]
     job_host_series: JobHostSeries | None  # what the scores combine; None before any board
     not_combined: list[NotCombined]
+    lead: NotRequired[Lead]
 
 
 # -- the provider page --------------------------------------------------------------------------

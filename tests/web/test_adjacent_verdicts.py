@@ -1,0 +1,74 @@
+"""Verdicts between adjacent ranks on every benchmark page, and the overview's lead sentences,
+read from the comparisons materialized at publication (boxbench/leaderboard/verdicts.py)."""
+
+import html
+
+import pytest
+
+from boxbench import publishing
+from boxbench.models import Aggregate, Scope, Trial
+from tests.support.web import docker_cpu_like_local, explain_failures
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def judged_run(imported_run):
+    docker_cpu_like_local(imported_run)
+    explain_failures(imported_run)
+    return publishing.publish(imported_run)
+
+
+def test_each_adjacent_pair_carries_the_verdict_of_its_comparison(client, judged_run):
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    verdicts = summary["verdicts"]
+    ranked = sorted((r for r in summary["rows"] if r["rank"]), key=lambda r: r["rank"])
+    assert [(v["upper"], v["lower"]) for v in verdicts] == [
+        (a["provider"], b["provider"]) for a, b in zip(ranked, ranked[1:], strict=False)
+    ]
+    page = client.get("/benchmarks/create/").content.decode()
+    for v in verdicts:
+        compared = Aggregate.objects.page(Scope.COMPARE, v["upper"], v["lower"])
+        row = next(r for r in compared["rows"] if r["benchmark"] == "create" and not r["stage"])
+        assert v["verdict"] == row["verdict"]
+        assert html.escape(v["text"]) in page
+    first = verdicts[0]
+    assert first["verdict"] == "a"  # local, ahead of boat by about 1.3x
+    assert first["text"].startswith("Local sandbox faster by 1.")
+    assert first["text"].endswith(" than Boat")
+
+
+def test_a_difference_the_sample_cannot_detect_marks_the_rank_with_an_approximately(
+    client, judged_run
+):
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "cpu")
+    same = [v for v in summary["verdicts"] if v["same"]]
+    assert [{v["upper"], v["lower"]} for v in same] == [{"local", "docker"}]
+    [v] = same
+    assert "no detectable difference (< " in v["text"]
+    assert "these trials cannot tell them apart" in v["text"]
+    page = client.get("/benchmarks/cpu/").content.decode()
+    assert f"<b>≈#{v['lower_rank']} {v['lower_name']}</b>" in page
+    assert html.escape(v["text"]) in page
+
+
+def test_the_overview_opens_with_a_sentence_per_section_and_the_publications_facts(
+    client, judged_run
+):
+    lead = Aggregate.objects.page(Scope.OVERVIEW)["lead"]
+    assert [s.split(":")[0] for s in lead["sentences"]] == [
+        "Workload",
+        "Sandbox Operations",
+        "Machine Performance",
+    ]
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")["verdicts"][0]["text"]
+    assert f"Sandbox Operations: on Create, {create}." in lead["sentences"]
+    assert lead["sentences"][0].startswith(
+        "Workload: on DeepSWE replay, the first two providers differ detectably on "
+    )
+    assert lead["trials"] == Trial.objects.filter(run=judged_run).count()
+    page = client.get("/").content.decode()
+    for sentence in lead["sentences"]:
+        assert html.escape(sentence) in page
+    published = judged_run.published_at.date().isoformat()
+    assert f"Published {published} from {lead['trials']} trials" in page
