@@ -9,6 +9,8 @@ its stderr cannot drop it (and so leave a line of its own as the last); a traile
 wrapper's is refused as the command's (ExtraTrailer, the benchmark's fault).
 The command runs in the wrapper's own shell: `true` is timed as the builtin, not as a subprocess.
 A command that replaces the shell (`exec prog`) leaves no trailer and so has no guest runtime.
+Only the wrapper's own shell writes the trailer: a subshell of the command that runs the EXIT trap
+(one killed by a signal while it still holds the trap) writes none.
 `read -N` returns 1 at end of file even though it read the whole file: `|| :` (a builtin) keeps a
 command's `set -e` from ending the EXIT trap before its trailer, or changing the exit code.
 """
@@ -32,12 +34,13 @@ GATE_TOLERANCE_MS = 20.0
 # Names are prefixed: the command runs in this shell and must not see or clobber them.
 PAIR_US = 2000
 _PRELUDE = (
-    "__bb_clock_end() { local __bb_i __bb_b; for __bb_i in 1 2 3 4 5; do "
+    "__bb_clock_end() { local __bb_i __bb_b; [[ $BASHPID == $__bb_pid ]] || return 0; "
+    "for __bb_i in 1 2 3 4 5; do "
     "__bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < UPTIME || :; __bb_b=$EPOCHREALTIME; "
     "(( ${__bb_b/[.,]/} - ${__bb_w1/[.,]/} < PAIR_US )) && break; done; "
     "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
     '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&"$__bb_err"; }\n'
-    "exec {__bb_err}>&2\n"
+    "__bb_pid=$BASHPID; exec {__bb_err}>&2\n"
     "trap __bb_clock_end EXIT\n"
     "for __bb_i in 1 2 3 4 5; do "
     "__bb_a=$EPOCHREALTIME; read -r -N 64 __bb_u0 < UPTIME || :; __bb_w0=$EPOCHREALTIME; "

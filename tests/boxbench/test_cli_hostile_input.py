@@ -72,6 +72,7 @@ def test_trace_record_refuses_a_slug_that_is_not_a_folder_name_before_writing(tm
             "https://example.org/r.tgz",
             "--on",
             "host",
+            "--unsafe-on-host",
             "--out",
             str(out_root),
             "--force",

@@ -164,13 +164,36 @@ def test_it_fails_the_doctor_check_when_the_engine_is_unreachable(tmp_path):
     assert f"cannot reach the engine at unix://{tmp_path}/absent.sock" in check.detail
 
 
-def test_it_names_the_package_when_podman_has_no_init_binary(engine_stub):
-    missing = "container-init binary not found on the host: /usr/libexec/podman/catatonit"
-    provider = docker_provider(host=engine_stub(500, missing), api_version="1.41")
-    spec = SandboxSpec(cpus=1, memory_mib=2048, label="bb-test", lifetime_s=60)
-    with pytest.raises(ProviderError, match="apt-get install catatonit") as caught:
-        provider.create(spec)
-    assert caught.value.operation == "create"
+class NoInitStub(EngineStub):
+    """Podman without its init binary: it answers /version, and every create is a 500."""
+
+    status = 500
+    message = "container-init binary not found on the host: /usr/libexec/podman/catatonit"
+
+    def do_GET(self):
+        if not self.path.endswith("/version"):
+            return super().do_GET()
+        body = json.dumps({"ApiVersion": "1.41", "Components": [{"Name": "Podman Engine"}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+
+def test_it_names_the_package_when_podman_has_no_init_binary():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoInitStub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host = f"tcp://127.0.0.1:{server.server_address[1]}"
+    try:
+        provider = docker_provider(host=host, api_version="1.41")
+        spec = SandboxSpec(cpus=1, memory_mib=2048, label="bb-test", lifetime_s=60)
+        with pytest.raises(ProviderError, match="apt-get install catatonit") as caught:
+            provider.create(spec)
+        assert caught.value.operation == "create"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class ImageListStub(EngineStub):

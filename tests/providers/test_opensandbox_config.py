@@ -72,6 +72,7 @@ def test_the_declaration_lists_what_the_adapter_implements():
         "custom_images",
         "snapshot",
         "pause",
+        "unique_layer",
     }
     assert declaration.pricing["provider_sourced"] is False
     assert "no provider-sourced cost" in declaration.pricing["source"]

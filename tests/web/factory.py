@@ -162,14 +162,16 @@ def run_lines(trials_per_cell: int = 20, audit_report=None) -> list[str]:
     return lines
 
 
-def trial_line(benchmark, unit, provider, seq, i, start, ok, metrics, stages, cost_usd) -> str:
+def trial_line(
+    benchmark, unit, provider, seq, i, start, ok, metrics, stages, cost_usd, version="1"
+) -> str:
     """One trial's raw-data line: trial `i` of its cell, the `seq`-th of the run, 30 s apart."""
     began = start + timedelta(seconds=seq * 30)
     return json.dumps(
         {
             "type": "trial",
             "benchmark": benchmark,
-            "benchmark_version": "1",
+            "benchmark_version": version,
             "unit": unit,
             "provider": provider,
             "trial": str(uuid.UUID(int=seq)),

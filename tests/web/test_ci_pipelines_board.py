@@ -79,7 +79,17 @@ def _lines() -> list[str]:
                 cost = round(total * 2e-8, 12)
                 lines.append(
                     trial_line(
-                        SLUG, unit["slug"], slug, seq, i, start, True, metrics, rounded, cost
+                        SLUG,
+                        unit["slug"],
+                        slug,
+                        seq,
+                        i,
+                        start,
+                        True,
+                        metrics,
+                        rounded,
+                        cost,
+                        version=benchmark["version"],
                     )
                 )
     return lines

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 
 from boxbench.models import Outcome, Run, Trial, TrialState
 from boxbench.rawdata import FULL, export_jsonl, import_jsonl
+from boxbench.rawdata.schema import SCHEMA_VERSION
 from runner import chain, steps
 from runner.benchmarks import burst
 from runner.plan import plan_run
@@ -78,7 +79,7 @@ def test_the_requests_go_to_the_raw_data_and_import_back(chain_provider, patient
     exported = "".join(export_jsonl(Run.objects.get(), FULL))
     [line] = [json.loads(t) for t in exported.splitlines() if '"type":"trial"' in t]
     assert len(line["requests"]) == 8 and line["requests"][0]["outcome"] == "ok"
-    assert json.loads(exported.splitlines()[0])["schema_version"] == 4
+    assert json.loads(exported.splitlines()[0])["schema_version"] == SCHEMA_VERSION
     Run.objects.all().delete()
     path = tmp_path / "burst.jsonl"
     path.write_text(exported)
