@@ -36,7 +36,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,6 +62,7 @@ from runner.providers.base import (
     SandboxSpec,
 )
 from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
+from runner.results import EvidenceRecord, MeasurementRecord, TrialResult
 from runner.trial_failures import (
     CUT_SHORT,
     CreateFailed,
@@ -94,50 +95,6 @@ class Limits:
     # procedure started) to return a sandbox it can destroy, before calling cleanup unverified.
     late_create_grace_s: float = 30.0
     timer: Timer = Timer()
-
-
-@dataclass
-class MeasurementRecord:
-    name: str
-    value: float | None
-    kind: str = "metric"
-    unit: str = "ms"
-    clock: str = "guest"
-    gate: str = ""
-
-
-@dataclass
-class EvidenceRecord:
-    kind: EvidenceKind
-    data: dict
-    at: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-
-@dataclass
-class TrialResult:
-    outcome: Outcome = Outcome.SUCCESS
-    owner: Owner = Owner.NONE
-    cause: str = ""
-    measurements: list[MeasurementRecord] = field(default_factory=list)
-    evidence: list[EvidenceRecord] = field(default_factory=list)
-    # A burst's per-request records, in submission order (runner/benchmarks/burst.py).
-    requests: list[dict] = field(default_factory=list)
-    placement: dict = field(default_factory=dict)
-    host_load: dict = field(default_factory=dict)
-    cost_usd: float | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    # Wall-clock (epoch s) spans during which this trial held a sandbox, for in-flight tracking.
-    held: list[tuple[float, float]] = field(default_factory=list)
-    cleanup_verified: bool = True
-    # A step overran its limit: the outcome is unknown (not the same as an unknown owner), which
-    # stops refilling. Stored as the Trial's `cut_short` column (runner/store.py).
-    cut_short: bool = False
-
-    def fail(self, outcome: Outcome, owner: Owner, cause: str) -> None:
-        """Keep the first failure: the first failed step ends the trial and names its cause."""
-        if self.outcome == Outcome.SUCCESS:
-            self.outcome, self.owner, self.cause = outcome, owner, cause
 
 
 class LifecycleContext(TrialContext):

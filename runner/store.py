@@ -53,9 +53,9 @@ from boxbench.models import (
     UnsuccessfulCount,
 )
 from runner import rules, waiting
-from runner.lifecycle import TrialResult
 from runner.manifest import Manifest
 from runner.outcomes import ChainState, EvidenceKind, Outcome
+from runner.results import TrialResult
 
 log = logging.getLogger(__name__)
 # Connection-level errors only: an IntegrityError or a bad query is a defect, never retried.

@@ -13,9 +13,9 @@ from django.utils import timezone
 from boxbench import metrics
 from boxbench.models import Run, RunStatus, Trial, TrialState, TrialTally
 from runner import store
-from runner.lifecycle import TrialResult
 from runner.manifest import LiveCheck
 from runner.plan import plan_run
+from runner.results import TrialResult
 from tests.support.reliability import parse
 
 pytestmark = pytest.mark.django_db

@@ -16,8 +16,8 @@ from django.core.management.base import CommandError
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
 from runner import recovery, runs, steps, store
-from runner.lifecycle import TrialResult
 from runner.providers.base import SandboxSpec
+from runner.results import TrialResult
 from tests.support.reliability import assert_recovered, claim, plan, tool_running, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

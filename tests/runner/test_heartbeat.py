@@ -11,8 +11,8 @@ from django.utils import timezone
 from boxbench.models import Outcome, RunStatus, Trial, TrialState
 from runner import steps, store
 from runner.heartbeat import Heartbeat
-from runner.lifecycle import TrialResult
 from runner.plan import plan_run
+from runner.results import TrialResult
 from tests.runner.faults import FaultyProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
