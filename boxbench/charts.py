@@ -5,6 +5,8 @@ and costs milliseconds per request, while the browser's plotly.js validates anyw
 """
 
 import html
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from boxbench.leaderboard.shapes import BenchmarkPage, Headline, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
@@ -42,7 +44,7 @@ def plain(text: str) -> str:
     return str(text).replace("`", "")
 
 
-def nothing_to_chart(rows: list[dict]) -> str:
+def nothing_to_chart(rows: Sequence[Mapping[str, Any]]) -> str:
     """Why a chart has no bar: each provider's status label and what it means."""
     reasons = {}
     for row in rows:

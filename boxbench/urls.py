@@ -13,13 +13,14 @@ from boxbench.views import (
     feeds,
     indexes,
     ops,
+    overview,
     pages,
     runs,
 )
 from boxbench.views.cache import per_publication as cached
 
 urlpatterns = [
-    path("", cached(pages.overview, client=("open",)), name="overview"),
+    path("", cached(overview.overview, client=("open",)), name="overview"),
     path("scores.csv", cached(downloads.overview_csv), name="overview-csv"),
     path("benchmarks/", cached(indexes.benchmarks), name="benchmarks"),
     path(

@@ -11,7 +11,7 @@ from boxbench import api_docs, api_schema, holdbacks
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
-from boxbench.views import tables
+from boxbench.views import score_tables, tables
 from boxbench.views.access import (
     aggregate,
     chosen_view,
@@ -61,7 +61,7 @@ def docs(request):
 
 def overview(request):
     data = aggregate(Scope.OVERVIEW)
-    return _answer("overview", page=data, table=_table(tables.score_table(data)))
+    return _answer("overview", page=data, table=_table(score_tables.score_table(data)))
 
 
 def benchmark(request, slug):

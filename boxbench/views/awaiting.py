@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 
 from boxbench import holdbacks
 from boxbench.models import AuditResolution, Outcome, Run, Trial, TrialTally
+from boxbench.views.cache import uncached
 
 SHOWN = 10
 
@@ -60,3 +61,8 @@ def awaiting_runs(benchmark_ids: list[int] | None = None) -> list[dict]:
         }
         for run in runs
     ]
+
+
+def awaiting_uncached(context: dict, response):
+    # The runs awaiting publication change without a publication.
+    return uncached(response) if "awaiting" in context else response

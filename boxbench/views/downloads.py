@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from boxbench import permissions, safecsv
 from boxbench.models import Scope
 from boxbench.rawdata import FULL, PUBLIC, export_csv, iter_jsonl_bytes
-from boxbench.views import raw_files, tables
+from boxbench.views import raw_files, score_tables, tables
 from boxbench.views.access import aggregate, chosen_view, single_unit, visible_run
 
 
@@ -23,7 +23,7 @@ def csv_response(table: tables.Table, filename: str) -> HttpResponse:
 
 
 def overview_csv(request):
-    return csv_response(tables.score_table(aggregate(Scope.OVERVIEW)), "scores.csv")
+    return csv_response(score_tables.score_table(aggregate(Scope.OVERVIEW)), "scores.csv")
 
 
 def benchmark_csv(request, slug):

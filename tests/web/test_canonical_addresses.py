@@ -11,7 +11,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from boxbench.models import Aggregate, Scope
-from boxbench.views import tables
+from boxbench.views import score_tables
 from tests.support.redis import cache_settings, own_redis
 from tests.web import factory
 
@@ -20,7 +20,7 @@ RUN_URL = f"/runs/{factory.RUN_ID}/"
 
 
 def openable() -> list[str]:
-    rows = tables.score_rows(Aggregate.objects.page(Scope.OVERVIEW))
+    rows = score_tables.score_rows(Aggregate.objects.page(Scope.OVERVIEW))
     return [r["path"] for r in rows if r["level"] in ("section", "benchmark")]
 
 
