@@ -28,6 +28,8 @@ def materialize() -> int:
         if probes.is_probe(board):
             board.summary["probes"] = probes.probe_rows(board, providers)
         board.summary["held_back"] = withheld.held_back_rows(board, held, published, providers)
+        for unit_page in board.units:  # a row in every unit's tables too
+            unit_page["held_back"] = board.summary["held_back"]
         board.summary["caveats"] = caveats.board_caveats(board, providers)
         boards.append(board)
     # Probe readings are facts, not timings: nothing to compare or to follow across runs.

@@ -3,6 +3,8 @@ page and its CSV download (same rows, same formatting)."""
 
 from dataclasses import dataclass, field
 
+from django.urls import reverse
+
 from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     ComparePage,
@@ -43,11 +45,20 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     blank: dict[str, str] = field(default_factory=dict)
+    # Cells the page shows as words with a link instead of their CSV text, such as a held-back
+    # row's label: {(row, column): (words, url, link text)}.
+    links: dict[tuple[int, int], tuple[str, str, str]] = field(default_factory=dict)
 
-    def cells(self) -> list[list[tuple[str, str]]]:
-        """Each row's cells as (text, why it is blank), for the HTML page."""
+    def cells(self) -> list[list[tuple[str, str, tuple[str, str, str] | None]]]:
+        """Each row's cells as (text, why it is blank, link or None), for the HTML page."""
         notes = [self.blank.get(c, "") for c in self.columns]
-        return [[(t, "" if t else n) for t, n in zip(row, notes, strict=True)] for row in self.rows]
+        return [
+            [
+                (text, "" if text else note, self.links.get((i, j)))
+                for j, (text, note) in enumerate(zip(row, notes, strict=True))
+            ]
+            for i, row in enumerate(self.rows)
+        ]
 
     def footnotes(self) -> list[tuple[str, str]]:
         """(column, why) for each column that has a blank cell."""
@@ -106,13 +117,22 @@ def benchmark_table(summary: BenchmarkPage, unit: UnitPage | None = None) -> Tab
                 scope_text(summary),
             ]
         )
-    # A provider the audit held back keeps its row: its label, no number, no rank.
-    for r in summary.get("held_back", []):
-        row = dict.fromkeys(columns, "")
-        row.update(provider=r["provider"], label=r["label"], n="0", units=scope_text(summary))
-        rows.append(list(row.values()))
     blank = {**BLANK, "median": BLANK["workload value"]}  # the All view's median: ranked only
-    return _noted(Table(columns, rows, blank), summary)
+    table = with_held_back(Table(columns, rows, blank), summary, units=scope_text(summary))
+    return _noted(table, summary)
+
+
+def with_held_back(table: Table, page: BenchmarkPage | UnitPage, **cells: str) -> Table:
+    """A provider the audit held back keeps its row in every table of its board: its label, no
+    number, no rank; on the page the label reads why, with the run that says so."""
+    label = table.columns.index("label")
+    for r in page.get("held_back", []):
+        row = dict.fromkeys(table.columns, "")
+        row.update(provider=r["provider"], label=r["label"], n="0", **cells)
+        url = reverse("run", args=[r["run"]])
+        table.links[(len(table.rows), label)] = (r["meaning"], url, r["run_name"])
+        table.rows.append(list(row.values()))
+    return table
 
 
 PROBE_BLANK = {
@@ -194,7 +214,8 @@ def benchmark_cost_table(summary: BenchmarkPage) -> Table:
         for r in summary["rows"]
     ]
     blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
-    return _noted(Table(columns, rows, blank), summary)
+    table = with_held_back(Table(columns, rows, blank), summary, units=scope_text(summary))
+    return _noted(table, summary)
 
 
 def unit_table(unit: UnitPage) -> Table:
@@ -232,7 +253,7 @@ def unit_table(unit: UnitPage) -> Table:
             ]
         )
     blank = {**BLANK, **{f"{stage} median (ms)": BLANK["stage median"] for stage in stages}}
-    return _noted(Table(columns, rows, blank), unit)
+    return _noted(with_held_back(Table(columns, rows, blank), unit), unit)
 
 
 def unit_cost_table(unit: UnitPage) -> Table:
@@ -265,7 +286,7 @@ def unit_cost_table(unit: UnitPage) -> Table:
             ]
         )
     blank = {**BLANK, **{f"{stage} cost (USD)": BLANK["stage cost"] for stage in stages}}
-    return _noted(Table(columns, rows, blank), unit)
+    return _noted(with_held_back(Table(columns, rows, blank), unit), unit)
 
 
 ATTEMPT_OUTCOMES = ("provider_failure", "benchmark_error", "excluded", "missed")

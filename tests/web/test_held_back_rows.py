@@ -4,6 +4,7 @@ says "#1 of 1" over it (boxbench/leaderboard/withheld.py)."""
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -48,10 +49,20 @@ def test_the_benchmark_page_keeps_the_held_back_provider_with_its_check_and_run(
         str(local_held_back.id),
     )
     page = client.get("/benchmarks/create/").content.decode()
+    assert _table_row(page, "unit-table", "local") == [
+        "local",
+        "",  # no rank
+        "held back by the audit (trend), see the run "
+        f'<a href="/runs/{local_held_back.id}/">dashboard-fixture</a>',
+        "0",  # no trial counted
+        *[""] * 7,  # no median, interval, tail or mean, so no unit either
+    ]
+    assert 'id="held-back-local"' not in page  # a row of the table, not a list beside it
+    # The unit's own page lists it in the same table.
+    unit = client.get("/benchmarks/create/units/create/").content.decode()
     assert (
-        '<b>Local sandbox</b>: held back by the audit\n(trend), see the run <a href="/runs/'
-        f'{local_held_back.id}/">dashboard-fixture</a>. It earns no rank and no points'
-    ) in page
+        "held back by the audit (trend), see the run" in _table_row(unit, "unit-table", "local")[2]
+    )
     rows = list(csv.reader(io.StringIO(client.get("/benchmarks/create.csv").text)))
     local = next(r for r in rows if r[0] == "local")
     assert local[1:4] == ["", "Held Back", ""]  # no rank, its label, no value
@@ -79,3 +90,13 @@ def test_it_earns_no_points_and_the_overview_and_provider_page_say_held_back(
     assert '<td class="held-back" title="Held back by the audit: no score, no rank.">' in page
     provider = client.get("/providers/local/").content.decode()
     assert "Held Back" in provider and "held back by the audit (trend), see the run" in provider
+
+
+def _table_row(page: str, table_id: str, provider: str) -> list[str]:
+    """The cells (inner HTML, stage columns left out) of the provider's row in a page's table."""
+    table = page.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
+    for row in re.findall(r"<tr>(.*?)</tr>", table, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        if cells and cells[0] == provider:
+            return cells[:11]
+    raise AssertionError(f"no row of {provider} in {table_id}")

@@ -197,6 +197,7 @@ class PublicUnitPage(BenchmarkContext):
     rows: list[UnitRow]
     cost_rows: list[CostRow]
     verdicts: NotRequired[list[AdjacentVerdict]]  # NotRequired: pages materialized before
+    held_back: NotRequired[list[WithheldRow]]  # the board's, each a row of the unit's tables
 
 
 class UnitPage(PublicUnitPage):
