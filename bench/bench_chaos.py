@@ -165,7 +165,8 @@ def restart_backend_case() -> None:
 
     from boxbench.models import Evidence, EvidenceKind, Run, RunStatus, Trial, TrialState
     from runner import adapters, steps
-    from runner.plan import plan_run, run_prefix
+    from runner.labels import run_prefix
+    from runner.plan import plan_run
     from runner.providers import get_provider
     from runner.providers.base import SandboxSpec
     from runner.providers.opensandbox import local

@@ -27,6 +27,7 @@ from boxbench.models import Run, RunStatus, Trial, TrialState
 from runner import adapters, fault, outage, rules, runs, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
+from runner.labels import batch_label, run_prefix
 from runner.lifecycle import Limits, run_trial
 from runner.manifest import (
     BackendWait,
@@ -39,7 +40,7 @@ from runner.manifest import (
     TopUps,
 )
 from runner.outcomes import EvidenceKind, Outcome
-from runner.plan import SEQ_BLOCK, batch_label, run_prefix
+from runner.plan import SEQ_BLOCK
 
 log = logging.getLogger(__name__)
 

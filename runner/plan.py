@@ -20,6 +20,7 @@ from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
 from runner.declarations import DeclarationError, load_all
 from runner.images.build import ImageError
+from runner.labels import batch_label
 from runner.manifest import (
     AdapterVersion,
     ChainPlan,
@@ -39,14 +40,6 @@ SEQ_BLOCK = 1_000_000  # each provider's trials take their own seq range, so top
 
 class PlanError(ValueError):
     """The requested plan cannot run (unknown names, nothing eligible, bad numbers)."""
-
-
-def batch_label(run_id, provider: str, benchmark: str, round_no: int) -> str:
-    return f"{run_prefix(run_id)}{provider}-{benchmark}-r{round_no}"
-
-
-def run_prefix(run_id) -> str:
-    return f"bb-{str(run_id).replace('-', '')[:12]}-"
 
 
 def plan_run(
@@ -195,7 +188,10 @@ def plan_run(
             run_id, provider, manifest.benchmarks, benchmark_rows, order, refused_units
         )
         chains.append(store.PlannedChain(provider_rows[provider], index * SEQ_BLOCK, blocks))
-    return store.create_run(run_id, name, manifest, actor, chains)
+    try:
+        return store.create_run(run_id, name, manifest, actor, chains)
+    except store.LabelsTaken as exc:
+        raise PlanError(str(exc)) from None
 
 
 def unit_problem(benchmark, unit: str) -> str:

@@ -17,8 +17,8 @@ from django_q.tasks import async_task
 
 from boxbench.models import Run, RunStatus, TrialState
 from runner import adapters, store
+from runner.labels import run_prefix
 from runner.outcomes import Outcome
-from runner.plan import run_prefix
 
 log = logging.getLogger(__name__)
 

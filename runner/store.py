@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
+    IntegrityError,
     InterfaceError,
     OperationalError,
     connection,
@@ -272,8 +273,31 @@ class PlannedChain:
     blocks: list[PlannedBlock]
 
 
+class LabelsTaken(ValueError):
+    """Another run holds the label digits of the run to be created (runner/labels.py)."""
+
+    def __init__(self, run_id, holder: Run):
+        super().__init__(
+            f"run id {run_id} begins with the digits of run {holder.id} ({holder.name!r}), "
+            "which name every sandbox of a run: plan the run again for a new id"
+        )
+
+
 def create_run(run_id, name: str, manifest: Manifest, actor, chains: list[PlannedChain]) -> Run:
-    """Create a planned run with one queued Trial per planned attempt, in one transaction."""
+    """Create a planned run with one queued Trial per planned attempt, in one transaction.
+
+    LabelsTaken when another run, planned meanwhile on another host, holds the id's label
+    digits: the database refuses the second one, so the two never share sandbox labels."""
+    try:
+        return _create_run(run_id, name, manifest, actor, chains)
+    except IntegrityError:
+        holder = Run.objects.sharing_labels_with(run_id)
+        if holder is None:
+            raise
+        raise LabelsTaken(run_id, holder) from None
+
+
+def _create_run(run_id, name, manifest, actor, chains: list[PlannedChain]) -> Run:
     with transaction.atomic():
         run = Run.objects.create(
             id=run_id, name=name, manifest=manifest.to_json(), created_by=actor

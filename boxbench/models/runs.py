@@ -10,6 +10,7 @@ from django.utils import timezone
 from boxbench.choices import RUN_TRANSITIONS, ResolutionKind, RunStatus
 from boxbench.models.catalog import Benchmark, Provider
 from boxbench.permissions import RUN_PERMISSIONS
+from runner.labels import run_digits
 from runner.manifest import Manifest
 from runner.outcomes import ChainState
 
@@ -25,6 +26,10 @@ class FinalResolution(Exception):
 class RunQuerySet(models.QuerySet):
     def published(self):
         return self.filter(published=True)
+
+    def sharing_labels_with(self, run_id) -> "Run | None":
+        """Another run whose sandbox labels a run with this id would carry too, or None."""
+        return self.filter(label_prefix=run_digits(run_id)).exclude(pk=run_id).first()
 
 
 class Run(models.Model):
@@ -45,6 +50,11 @@ class Run(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The id's digits that every sandbox label of the run carries (runner/labels.py). Unique, so
+    # a run planned on another host, or imported with an id chosen to match, is refused rather
+    # than sharing labels (cleanup would then take the other run's sandboxes for its own).
+    # Empty (null) only on a run that already shared its digits when the column was added.
+    label_prefix = models.CharField(max_length=12, unique=True, null=True, editable=False)
 
     objects = RunQuerySet.as_manager()
 
@@ -68,6 +78,11 @@ class Run(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self._state.adding and self.label_prefix is None:
+            self.label_prefix = run_digits(self.id)
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self) -> str:
         # The admin's "View on site": the run's page, where its control room is.

@@ -49,6 +49,7 @@ from boxbench.rawdata.schema import (
     TrialLine,
 )
 from boxbench.rawdata.writers import RowError, writer_for
+from runner.labels import LABEL_DIGITS
 from runner.manifest import Manifest, ManifestError
 
 METRIC, STAGE = MeasurementKind.METRIC.value, MeasurementKind.STAGE.value
@@ -290,6 +291,14 @@ def _store_definitions(source: str, header: Header):
     info = header.run
     if Run.objects.filter(id=info.id).exists():
         raise FieldError("run.id", f"run {info.id} is already in the database")
+    holder = Run.objects.sharing_labels_with(info.id)
+    if holder is not None:
+        # The digits name every sandbox of a run: cleanup would take one run's for the other's.
+        raise FieldError(
+            "run.id",
+            f"{info.id} begins with the same {LABEL_DIGITS} hex digits as run "
+            f"{holder.id} already in the database, which name every sandbox of a run",
+        )
     try:
         # Stored as given, so an export gives the same bytes.
         manifest = Manifest.from_json(header.manifest)

@@ -9,7 +9,8 @@ import pytest
 
 from boxbench.models import Outcome, RunStatus
 from runner import adapters, chain, steps
-from runner.plan import plan_run, run_prefix
+from runner.labels import run_prefix
+from runner.plan import plan_run
 from tests.support.providers import OPENSANDBOX_LIMITS as LIMITS
 from tests.support.providers import create
 

@@ -14,7 +14,8 @@ import pytest
 
 from boxbench.models import Outcome, RunStatus
 from runner import adapters, chain, steps
-from runner.plan import plan_run, run_prefix
+from runner.labels import run_prefix
+from runner.plan import plan_run
 from runner.providers.base import NotReady, Sandbox, SandboxSpec
 from runner.providers.opensandbox import adapter, local
 from runner.readiness import readiness_check

@@ -13,7 +13,8 @@ from django.urls import reverse
 from boxbench.leaderboard.sources import ranking_floor, unit_scope
 from boxbench.models import Benchmark, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner import chain, runs, steps, store
-from runner.plan import PlanError, batch_label, plan_run
+from runner.labels import batch_label
+from runner.plan import PlanError, plan_run
 from runner.providers.base import SandboxSpec
 from tests.runner.faults import FaultyProvider
 

@@ -19,7 +19,8 @@ def variant(path, number: int, slower: dict | None = None, standard_digest: str 
     1 % (seeded), the (provider, benchmark) pairs in `slower` slowed by their factor."""
     rng = np.random.default_rng(100 + number)
     header, *trials = (json.loads(line) for line in factory.run_lines())
-    run_id = str(uuid.UUID(int=number, version=4))
+    # The number leads the id: runs hold distinct label digits (runner/labels.py).
+    run_id = str(uuid.UUID(int=number << 96, version=4))
     header["run"]["id"], header["run"]["name"] = run_id, f"run-{number}"
     for key in ("created_at", "started_at", "ended_at"):
         moment = datetime.fromisoformat(header["run"][key].replace("Z", "+00:00"))

@@ -56,7 +56,7 @@ def test_history_filled_run_by_run_equals_a_full_recomputation(tmp_path, client,
 def test_a_publication_reads_only_the_trials_its_series_compare(tmp_path):
     for number in range(1, 4):
         variant(tmp_path / f"{number}.jsonl", number)
-    earliest = str(uuid.UUID(int=1, version=4)).replace("-", "")
+    earliest = str(uuid.UUID(int=1 << 96, version=4)).replace("-", "")
     with CaptureQueriesContext(connection) as queries:
         materialize()
     # Run 1 is neither a board's run nor one of the two compared: its trials are never read.
