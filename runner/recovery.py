@@ -336,6 +336,8 @@ def on_worker_spawn(**_signal_kwargs) -> None:
 
     def run() -> None:
         try:
+            # A fresh job host's state folder may not exist yet (only `run` makes it).
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
             with open(lock_path, "a") as lock:
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -18,19 +18,25 @@ from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
 from runner import recovery, runs, steps, store
 from runner.providers.base import SandboxSpec
 from runner.results import TrialResult
-from tests.support.reliability import assert_recovered, claim, plan, tool_running, wait_for
+from tests.support.reliability import (
+    assert_recovered,
+    claim,
+    plan,
+    queue_secret_key,
+    tool_running,
+    wait_for,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def start_qcluster(worker_db, local, tmp_path, name: str) -> subprocess.Popen:
+def start_qcluster(worker_db, local, tmp_path, name: str, key: str) -> subprocess.Popen:
     """A real `manage.py qcluster` on the test database: heartbeats every second, orphans after
     4 s (the defaults, 5 s and 75 s, only stretch the waits)."""
     env = {
         **os.environ,
-        # The queue signs tasks with it: the test process's own, whichever it is.
-        "SECRET_KEY": django_settings.SECRET_KEY,
+        "SECRET_KEY": key,
         "DATABASE_URL": worker_db.url,
         "BOXBENCH_VAR_DIR": str(tmp_path / "var"),
         "BOXBENCH_LOCAL_SANDBOX_ROOT": str(local.root),
@@ -56,16 +62,17 @@ def stop_qcluster(cluster: subprocess.Popen) -> None:
 
 
 def test_a_restarted_qcluster_recovers_the_killed_ones_trial_and_finishes_the_run(
-    worker_db, local, chain_provider, tmp_path, settings
+    worker_db, local, chain_provider, tmp_path, settings, monkeypatch
 ):
     """The issue's "done when": kill -9 the qcluster mid-trial; the restarted one ends the orphan
     (cut short), destroys its sandbox, resumes the chain from its step and completes the run with
     every other trial; nothing runs twice and nothing is left behind."""
     settings.RUNNER_ORPHAN_AFTER_S = 4
+    key = queue_secret_key(monkeypatch)
     run = plan("cpu-single", trials=2)  # sysbench runs 7 s: the kill lands mid-trial
     steps.start_run(run)
     worker_db.push()
-    cluster = start_qcluster(worker_db, local, tmp_path, "killed")
+    cluster = start_qcluster(worker_db, local, tmp_path, "killed", key)
     try:
         # Mid-procedure, not mid-create: test_local_provider.py covers a create cut short.
         wait_for(lambda: tool_running(local, "sysbench"), 90, "sysbench in a sandbox")
@@ -76,7 +83,7 @@ def test_a_restarted_qcluster_recovers_the_killed_ones_trial_and_finishes_the_ru
     (orphan,) = run.trials.filter(state=TrialState.RUNNING)
     assert local.list_sandboxes(), "the killed worker's sandbox outlives it"
 
-    restarted = start_qcluster(worker_db, local, tmp_path, "restarted")
+    restarted = start_qcluster(worker_db, local, tmp_path, "restarted", key)
     try:
 
         def finished():

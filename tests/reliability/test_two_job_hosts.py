@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 
 from boxbench.models import Outcome, Run, RunStatus, Trial, TrialState
 from runner import steps
 from runner.plan import plan_run
-from tests.support.reliability import tool_running, wait_for
+from tests.support.reliability import queue_secret_key, tool_running, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +43,11 @@ def redis_queue(monkeypatch):
     redis.Redis.from_url(REDIS).flushdb()
 
 
-def qcluster(host: str, local, tmp_path) -> subprocess.Popen:
+def qcluster(host: str, local, tmp_path, key: str) -> subprocess.Popen:
     s = connection.settings_dict
     env = {
         **os.environ,
-        "SECRET_KEY": django_settings.SECRET_KEY,
+        "SECRET_KEY": key,
         "DATABASE_URL": f"postgres://{s['USER']}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}",
         "BOXBENCH_REDIS_URL": REDIS,
         "BOXBENCH_JOB_HOST": host,
@@ -79,12 +78,10 @@ def finished(run_id) -> bool:
     return Run.objects.get(pk=run_id).status in (RunStatus.COMPLETED, RunStatus.FAILED)
 
 
-# Known failure since this session's local-sandbox hardening: sysbench is never seen running
-# on host-b (the test's process lookup or the chain's start); to be found and fixed next.
-@pytest.mark.xfail(reason="sysbench is not seen on host-b since the sandbox changes", strict=False)
 def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
-    redis_queue, chain_provider, local, tmp_path, settings
+    redis_queue, chain_provider, local, tmp_path, settings, monkeypatch
 ):
+    key = queue_secret_key(monkeypatch)
     run = plan_run(
         "two hosts",
         benchmarks=["cpu-single"],
@@ -94,14 +91,17 @@ def test_every_trial_runs_once_on_its_providers_host_and_a_killed_host_recovers(
         concurrency=1,
         job_hosts={"local": "host-b"},
     )
-    host_a, host_b = qcluster("host-a", local, tmp_path), qcluster("host-b", local, tmp_path)
+    host_a, host_b = (
+        qcluster("host-a", local, tmp_path, key),
+        qcluster("host-b", local, tmp_path, key),
+    )
     try:
         steps.start_run(run)
         # host-b's cluster is killed mid-trial (sysbench running), then started again.
         wait_for(lambda: tool_running(local, "sysbench"), 120, "sysbench on host-b")
         kill(host_b)
         killed_at = time.monotonic()
-        host_b = qcluster("host-b", local, tmp_path)
+        host_b = qcluster("host-b", local, tmp_path, key)
         wait_for(lambda: finished(run.pk), 300, "the run to finish")
         recovered_in = time.monotonic() - killed_at
     finally:

@@ -4,6 +4,7 @@ started them, waiting for a condition, and reading /metrics back."""
 import contextlib
 import json
 import os
+import secrets
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +16,20 @@ from prometheus_client.parser import text_string_to_metric_families
 from boxbench.models import Evidence, Outcome, Trial, TrialState
 from runner import recovery, store
 from runner.plan import plan_run
+
+
+def queue_secret_key(monkeypatch) -> str:
+    """A served-grade key that this process and the qclusters it starts both sign tasks with.
+
+    A qcluster refuses the development key with DEBUG off, and django-q2 reads the key once, at
+    import: the test process's settings may still hold the default (the suite's random key is set
+    after Django's settings load), so the queue's copy is replaced too."""
+    from django_q.conf import Conf
+
+    key = secrets.token_urlsafe(48)
+    monkeypatch.setattr(Conf, "SECRET_KEY", key)
+    monkeypatch.setattr(django_settings, "SECRET_KEY", key)
+    return key
 
 
 def plan(benchmark="create", trials=2):
