@@ -38,7 +38,10 @@ def materialize() -> int:
     # boards' verdicts between adjacent ranks are read from them, so they come first.
     compared = compare_pages(timed, providers)
     verdicts.add_verdicts(timed, compared)
-    for board in boards:
+    # A benchmark whose every pair is held back keeps its pages, each provider a held-back row;
+    # with no number it feeds no score, comparison or history.
+    all_held = withheld.withheld_boards(published, held, sources, providers)
+    for board in boards + all_held:
         rows.append(_page(Scope.BENCHMARK, board.benchmark.slug, data=board.summary))
         for unit_data in board.units:
             unit = unit_data["unit"]
@@ -57,9 +60,17 @@ def materialize() -> int:
         rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
     overview["lead"] = verdicts.lead(overview, boards)
+    overview["all_held_back"] = [
+        {
+            "benchmark": board.benchmark.slug,
+            "title": board.benchmark.title,
+            "providers": [r["provider_name"] for r in board.summary["held_back"]],
+        }
+        for board in all_held
+    ]
     rows.append(_page(Scope.OVERVIEW, data=overview))
     for provider in providers.values():
-        data = provider_page(provider, boards, overview)
+        data = provider_page(provider, boards + all_held, overview)
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
     stored.store_points(timed, published, providers)
     for (a, b), data in compared.items():

@@ -5,8 +5,8 @@ and no points, and nobody is crowned over them in silence."""
 from __future__ import annotations
 
 from boxbench.leaderboard import shapes
-from boxbench.leaderboard.boards import Board
-from boxbench.models import Provider, Run
+from boxbench.leaderboard.boards import Board, benchmark_board
+from boxbench.models import Benchmark, Provider, Run, Trial
 
 HELD_BACK = "Held Back"
 
@@ -35,3 +35,48 @@ def held_back_rows(
                 "run_name": run.name,
             }
     return [found[slug] for slug in sorted(found)]
+
+
+def withheld_boards(
+    published: list[Run], held: dict, sources: dict, providers: dict[int, Provider]
+) -> list[Board]:
+    """A board for each benchmark whose every published pair the audit held back (`sources` as
+    leaderboard_sources gives it, which leaves such a benchmark out): its page stays, each
+    provider a held-back row, with no number, no rank and no trial of the held-back runs."""
+    shown = set(Benchmark.objects.filter(id__in=sources).values_list("slug", flat=True))
+    provider_ids = {p.slug: p.id for p in providers.values()}
+    wanted: dict[str, dict[int, Run]] = {}  # benchmark slug -> {provider id: newest run}
+    for run in published:  # newest first
+        for pair in held.get(run.id, []):
+            if pair["benchmark"] not in shown and pair["provider"] in provider_ids:
+                runs = wanted.setdefault(pair["benchmark"], {})
+                runs.setdefault(provider_ids[pair["provider"]], run)
+    boards = []
+    for slug, by_provider in sorted(wanted.items()):
+        # The version the newest held-back run measured.
+        newest = max(by_provider.values(), key=lambda run: (run.published_at, str(run.id)))
+        measured = Trial.objects.filter(run=newest, benchmark__slug=slug).values("benchmark_id")
+        benchmark = Benchmark.objects.filter(id__in=measured[:1]).first()
+        if benchmark is None:
+            continue
+        board = benchmark_board(benchmark, by_provider, providers, published)
+        _remove_numbers(board)
+        board.summary["held_back"] = held_back_rows(board, held, published, providers)
+        board.summary["caveats"] = []
+        for unit in board.units:
+            unit["held_back"] = board.summary["held_back"]
+        boards.append(board)
+    return boards
+
+
+def _remove_numbers(board: Board) -> None:
+    """Keep the board's frame (units, stages, scope) and drop everything measured: no row, no
+    cell, no trial count, no run its numbers would come from."""
+    board.runs, board.cells = {}, {}
+    board.summary["rows"] = []
+    board.summary["sources"] = []
+    board.summary["units"] = [{**u, "trial_count": 0} for u in board.summary["units"]]
+    board.summary["verdicts"] = []
+    for unit in board.units:
+        unit["rows"], unit["cost_rows"], unit["cells"] = [], [], []
+        unit["trial_count"], unit["sources"], unit["verdicts"] = 0, [], []

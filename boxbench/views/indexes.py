@@ -80,6 +80,7 @@ def benchmarks(request):
                 "units": data["unit_scope"]["text"],
                 "providers": sum(1 for r in data["rows"] if r["n"]),
                 "ranked": sum(1 for r in data["rows"] if r["rank"] is not None),
+                "held_back": len(data.get("held_back", [])),
                 "published_at": data["published_at"][:10],
             }
         )

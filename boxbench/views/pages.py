@@ -226,6 +226,8 @@ def _trials_page(
     """One page of the unit's trials (raw rows, not statistics) with the main metric and the
     clock-gate result, in one query: every trial with its outcome, owner, cause and replacement
     link for those who may see evidence, the successful ones only for everyone else."""
+    if not data["cells"]:  # no provider's numbers published (every pair held back): no trial
+        return [], False
     # Each provider's trials come from the run its numbers come from.
     cells = Q()
     for run_id, provider_id in data["cells"]:

@@ -92,6 +92,42 @@ def test_it_earns_no_points_and_the_overview_and_provider_page_say_held_back(
     assert "Held Back" in provider and "held back by the audit (trend), see the run" in provider
 
 
+@pytest.fixture
+def create_all_held_back(imported_run):
+    """Published with no check resolved: every provider's Create pair fails its trend check."""
+    publishing.run_audit(imported_run)
+    failing = {(p, b) for p, b, _ in publishing.failing_checks(imported_run.audit_report)}
+    assert failing == {("boat", "create"), ("docker", "create"), ("local", "create")}
+    return publishing.publish(imported_run)
+
+
+def test_a_benchmark_whose_every_pair_is_held_back_keeps_its_page_and_its_place(
+    client, create_all_held_back
+):
+    page = client.get("/benchmarks/create/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Every provider's pair on this benchmark is held back by\nthe audit" in text
+    for provider in ("boat", "docker", "local"):
+        row = _table_row(text, "unit-table", provider)
+        assert row[1] == ""  # no rank
+        assert row[2].startswith("held back by the audit (trend), see the run <a href=")
+        assert row[4] == ""  # no median
+    assert 'id="verdicts"' not in text and "From run" not in text  # nothing measured to cite
+    unit = client.get("/benchmarks/create/units/create/")
+    assert unit.status_code == 200 and "<td>" in unit.content.decode()
+    trials = unit.content.decode().split('id="trials-table"')[1].split("</table>")[0]
+    assert "<tbody></tbody>" in trials  # none of the held-back trials is listed
+    index = client.get("/benchmarks/").content.decode()
+    assert '<a href="/benchmarks/create/">Create</a>' in index
+    overview = client.get("/").content.decode()
+    listed = overview.split('id="all-held-back-create"')[1].split("</li>")[0]
+    assert "every pair\nheld back by the audit (Boat, Docker, Local sandbox)" in listed
+    provider = client.get("/providers/docker/").content.decode()
+    assert "held back by the audit (trend), see the run" in provider
+    assert "held back by the audit" in client.get("/providers/docker/create.svg").text
+
+
 def _table_row(page: str, table_id: str, provider: str) -> list[str]:
     """The cells (inner HTML, stage columns left out) of the provider's row in a page's table."""
     table = page.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]

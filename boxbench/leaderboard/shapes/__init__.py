@@ -47,6 +47,7 @@ from boxbench.leaderboard.shapes.readers import (
     Headline,
     HeadlineRow,
     HeadlineRun,
+    HeldBackBenchmark,
     HeldBackCheck,
     HeldBackPair,
     HistoryPage,
@@ -73,6 +74,7 @@ from boxbench.leaderboard.shapes.readers import (
 )
 
 __all__ = [
+    "HeldBackBenchmark",
     "AdjacentVerdict",
     "Lead",
     "Source",

@@ -123,6 +123,14 @@ class Lead(TypedDict):
     job_host: str
 
 
+class HeldBackBenchmark(TypedDict):
+    """A benchmark whose every published pair the audit held back: listed, never scored."""
+
+    benchmark: str
+    title: str
+    providers: list[str]  # their names
+
+
 class OverviewPage(TypedDict):
     tree: ScoreNode
     providers: dict[str, ProviderInfo]
@@ -132,6 +140,7 @@ class OverviewPage(TypedDict):
     job_host_series: JobHostSeries | None  # what the scores combine; None before any board
     not_combined: list[NotCombined]
     lead: NotRequired[Lead]
+    all_held_back: NotRequired[list[HeldBackBenchmark]]
 
 
 # -- the provider page --------------------------------------------------------------------------
