@@ -28,7 +28,8 @@ from runner import adapters, fault, outage, rules, runs, store, waiting
 from runner.benchmarks import all_benchmarks
 from runner.heartbeat import Heartbeat
 from runner.labels import batch_label, run_prefix
-from runner.lifecycle import Limits, run_trial
+from runner.lifecycle import run_trial
+from runner.limits import Limits
 from runner.manifest import (
     BackendWait,
     CreateSpacing,

@@ -36,11 +36,10 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from runner import clock, fault, layers, outage, waiting
+from runner import clock, fault, layers, outage
 from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
@@ -50,10 +49,12 @@ from runner.benchmarks.base import (
     TrialOutcome,
     UnitDefinition,
 )
+from runner.cleanup import clean_up, destroy_entry
 from runner.hostload import HostLoadSampler
+from runner.ledger import SandboxLedger
+from runner.limits import Limits
 from runner.outcomes import MAX_VALUE, EvidenceKind, Outcome, Owner
 from runner.placement import probe_placement
-from runner.pricing import trial_cost_usd
 from runner.providers.base import (
     CredentialsRejected,
     ExecTimeout,
@@ -61,40 +62,15 @@ from runner.providers.base import (
     Sandbox,
     SandboxSpec,
 )
-from runner.readiness import ReadinessFailed, ReadinessPolicy, readiness_check
+from runner.readiness import ReadinessFailed, readiness_check
 from runner.results import EvidenceRecord, MeasurementRecord, TrialResult
 from runner.trial_failures import (
-    CUT_SHORT,
     CreateFailed,
     CutShort,
     JobHostFailure,
     adapter_failure,
 )
 from runner.watchdog import LimitedCall, Overran, call_here, call_with_limit
-
-# The time the lifecycle's waits read and spend: the readiness backoff, the grace for a create
-# still in flight, confirming a sandbox gone. Tests pass one whose sleeps return at once, so they
-# do not wait; measurements and the watchdogs always use real time.
-Timer = waiting.Clock
-# Confirming a destroyed sandbox gone: asked at once, then after 5 ms doubling up to 0.5 s, so a
-# fast provider is confirmed within milliseconds and a slow one is not asked more than twice a
-# second.
-GONE_BACKOFF = waiting.Backoff(first_s=0.005, factor=2, cap_s=0.5)
-# A create still in flight when the trial ended is looked at every 10 ms, within its grace.
-LATE_CREATE_POLL = waiting.every(0.01)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Step limits and knobs the lifecycle applies; tests shorten them."""
-
-    readiness: ReadinessPolicy = ReadinessPolicy()
-    poll_interval_s: float = 10.0  # long background commands
-    gone_timeout_s: float = 30.0  # cleanup verification
-    # How long cleanup waits for a create still in flight (an overrun create, or one a cut-short
-    # procedure started) to return a sandbox it can destroy, before calling cleanup unverified.
-    late_create_grace_s: float = 30.0
-    timer: Timer = Timer()
 
 
 class LifecycleContext(TrialContext):
@@ -114,11 +90,9 @@ class LifecycleContext(TrialContext):
         self._result = result
         self._spec = spec
         self._limits = limits
-        self._sandboxes: list[dict] = []  # {"sandbox", "spec", "destroyed", "held_from"...}
-        self._snapshots: list[str] = []  # snapshots and temporary images, deleted at cleanup
-        self._creating = 0  # create calls in flight, possibly abandoned past their limit
+        self.ledger = SandboxLedger()  # what cleanup destroys and the cost is billed for
         self._closed = False
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the result's records
 
     # -- sandboxes ---------------------------------------------------------------------------
 
@@ -154,27 +128,13 @@ class LifecycleContext(TrialContext):
     def _create_call(self, spec, name, make, *, here: bool) -> LimitedCall:
         """The create call, registered for cleanup whenever it returns, its sandbox kept as
         evidence; an error is returned, an overrun raised."""
-        with self._lock:
-            if self._closed:
-                raise ProviderFailure(f"{name}: refused, the trial has already ended")
-            self._creating += 1
+        if not self.ledger.begin_create():
+            raise ProviderFailure(f"{name}: refused, the trial has already ended")
         held_from = time.time()
 
         def register(call: LimitedCall) -> None:
             # Runs whenever create returns, even past its limit, so cleanup can destroy it.
-            with self._lock:
-                self._creating -= 1
-                if call.error is None:
-                    self._sandboxes.append(
-                        {
-                            "sandbox": call.value,
-                            "destroyed": False,
-                            "held_from": held_from,
-                            "spec": spec,
-                        }
-                    )
-                    # A fork's temporary image goes once the sandbox made from it has.
-                    self._snapshots.extend(call.value.made_snapshots)
+            self.ledger.end_create(call.value if call.error is None else None, spec, held_from)
 
         limit = self.definition.create_timeout_s
         make = make or (lambda: self.provider.create(spec))
@@ -213,7 +173,7 @@ class LifecycleContext(TrialContext):
 
     def new_sandbox(self, spec_overrides: dict | None = None, timed_readiness: bool = False):
         spec = dataclasses.replace(self._spec, **(spec_overrides or {}))
-        sandbox, _ = self.create_sandbox(spec, name=f"create_{len(self._sandboxes) + 1}")
+        sandbox, _ = self.create_sandbox(spec, name=f"create_{self.ledger.sandbox_count() + 1}")
         if not timed_readiness:
             self.check_readiness(sandbox)
         return sandbox
@@ -225,8 +185,7 @@ class LifecycleContext(TrialContext):
 
         def register(call: LimitedCall) -> None:
             if call.error is None:
-                with self._lock:
-                    self._snapshots.append(call.value)
+                self.ledger.add_snapshot(call.value)
 
         limit = self.definition.create_timeout_s
         try:
@@ -281,7 +240,9 @@ class LifecycleContext(TrialContext):
         """
         target = sandbox or self.sandbox
         assert target is not None, "the trial's own sandbox is made before its procedure runs"
-        entry = self._entry(target)
+        entry = self.ledger.entry(target)
+        if entry is None:
+            raise BenchmarkError(f"sandbox {target.id} was not created by this trial")
         try:
             elapsed = destroy_entry(self.provider, entry, self.definition.destroy_timeout_s)
         except Overran as exc:
@@ -292,12 +253,6 @@ class LifecycleContext(TrialContext):
         if name:
             self.record(name, elapsed, clock="job_host")
         return elapsed
-
-    def _entry(self, sandbox: Sandbox) -> dict:
-        for entry in self._sandboxes:
-            if entry["sandbox"].id == sandbox.id:
-                return entry
-        raise BenchmarkError(f"sandbox {sandbox.id} was not created by this trial")
 
     # -- TrialContext --------------------------------------------------------------------------
 
@@ -478,6 +433,7 @@ class LifecycleContext(TrialContext):
         """Stop accepting records: a procedure cut short may still be running in its thread."""
         with self._lock:
             self._closed = True
+        self.ledger.close()
 
 
 def run_trial(
@@ -533,10 +489,10 @@ def run_trial(
             )
     finally:
         ctx.close()
-        _cleanup(ctx, result, limits)
+        clean_up(ctx.ledger, provider, definition.destroy_timeout_s, result, limits)
         result.host_load = sampler.stop()
         result.ended_at = datetime.now(UTC)
-    result.cost_usd = _cost(pricing, ctx)
+    result.cost_usd = ctx.ledger.cost_usd(pricing, time.time()) if pricing else None
     if result.outcome == Outcome.SUCCESS and not any(
         m.name == definition.metric and m.kind == "metric" for m in result.measurements
     ):
@@ -585,170 +541,6 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
     if host:
         raise JobHostFailure(f"{host}: {type(error).__name__}: {error}")
     raise BenchmarkError(f"the procedure raised {type(error).__name__}: {error}")
-
-
-def _cleanup(ctx: LifecycleContext, result: TrialResult, limits: Limits) -> None:
-    """Destroy every sandbox the trial made and confirm each one gone.
-
-    Runs after ctx.close(), so no new create can start; a create still in flight (past its limit,
-    or started by a procedure that was cut short) is waited for, and its sandbox destroyed too.
-    """
-    done: set[int] = set()
-    creating = 0
-
-    def no_create_in_flight() -> bool:
-        """Clean every sandbox not cleaned yet, again until none is new; True if no create is
-        still running."""
-        nonlocal creating
-        while True:
-            with ctx._lock:
-                todo = [e for e in ctx._sandboxes if id(e) not in done]
-                creating = ctx._creating
-            if not todo:
-                return not creating
-            for entry in todo:
-                done.add(id(entry))
-                _clean_entry(ctx, entry, result, limits)
-
-    # The grace starts once every sandbox known so far is cleaned; a sandbox that a late create
-    # returns within it is cleaned too.
-    if not no_create_in_flight() and not waiting.poll_until(
-        no_create_in_flight, limits.late_create_grace_s, LATE_CREATE_POLL, limits.timer
-    ):
-        result.cleanup_verified = False
-        cause = (
-            f"cleanup not verified: {creating} create call(s) still running "
-            f"{limits.late_create_grace_s:g} s after the trial ended"
-        )
-        result.fail(Outcome.PROVIDER_FAILURE, Owner.PROVIDER, cause)
-        result.evidence.append(
-            EvidenceRecord(EvidenceKind.CLEANUP, {"creates_in_flight": creating})
-        )
-    result.held = [(e["held_from"], e.get("held_to") or time.time()) for e in ctx._sandboxes]
-    # After the sandboxes: an engine refuses to delete an image a container still runs from.
-    for snapshot_id in ctx._snapshots:
-        _clean_snapshot(ctx.provider, snapshot_id, result, limits)
-
-
-def _clean_snapshot(provider, snapshot_id: str, result: TrialResult, limits) -> None:
-    """Delete one snapshot or temporary image and confirm it gone, or the trial fails."""
-    try:
-        provider.delete_snapshot(snapshot_id)
-    except Exception as exc:  # noqa: BLE001 - any delete error leaves cleanup unverified
-        confirmed, error = False, f"{type(exc).__name__}: {exc}"
-    else:
-
-        def gone() -> bool:
-            try:
-                return provider.snapshot_gone(snapshot_id)
-            except Exception:  # noqa: BLE001 - an error is not a confirmation; keep asking
-                return False
-
-        confirmed = waiting.poll_until(gone, limits.gone_timeout_s, GONE_BACKOFF, limits.timer)
-        error = "" if confirmed else f"still exists {limits.gone_timeout_s:g} s after delete"
-    result.evidence.append(
-        EvidenceRecord(EvidenceKind.CLEANUP, {"snapshot": snapshot_id, "confirmed_gone": confirmed})
-    )
-    if not confirmed:
-        result.cleanup_verified = False
-        result.fail(
-            Outcome.PROVIDER_FAILURE,
-            Owner.PROVIDER,
-            f"cleanup not verified: snapshot {snapshot_id}: {error}",
-        )
-
-
-def _clean_entry(ctx: LifecycleContext, entry: dict, result: TrialResult, limits) -> None:
-    sandbox = entry["sandbox"]
-    if entry.get("overran"):
-        # Its destroy is still hanging: calling it again would block the worker once more.
-        result.cleanup_verified = False
-        result.evidence.append(
-            EvidenceRecord(
-                EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": "destroy overran"}
-            )
-        )
-        return
-    if not entry["destroyed"]:
-        try:
-            destroy_entry(ctx.provider, entry, ctx.definition.destroy_timeout_s)
-        except Overran as exc:
-            result.cut_short = True
-            result.cleanup_verified = False
-            result.fail(Outcome.PROVIDER_FAILURE, Owner.UNKNOWN, f"{CUT_SHORT}{exc} ({sandbox.id})")
-            result.evidence.append(
-                EvidenceRecord(EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": str(exc)})
-            )
-            return
-        except Exception as exc:  # noqa: BLE001 - any destroy error leaves cleanup unverified
-            result.cleanup_verified = False
-            result.fail(Outcome.PROVIDER_FAILURE, Owner.PROVIDER, f"destroy {sandbox.id}: {exc}")
-            result.evidence.append(
-                EvidenceRecord(EvidenceKind.CLEANUP, {"sandbox": sandbox.id, "error": str(exc)})
-            )
-            return
-    confirmed = _wait_gone(ctx.provider, sandbox.id, limits.gone_timeout_s, limits.timer)
-    result.evidence.append(
-        EvidenceRecord(
-            EvidenceKind.CLEANUP,
-            {
-                "sandbox": sandbox.id,
-                "destroy_ms": entry.get("destroy_ms"),
-                "confirmed_gone": confirmed,
-            },
-        )
-    )
-    if not confirmed:
-        result.cleanup_verified = False
-        result.fail(
-            Outcome.PROVIDER_FAILURE,
-            Owner.PROVIDER,
-            f"cleanup not verified: sandbox {sandbox.id} still exists "
-            f"{limits.gone_timeout_s:g} s after destroy",
-        )
-
-
-def destroy_entry(provider, entry: dict, limit_s: float) -> float:
-    """Destroy one sandbox under the destroy limit; returns its time from adapter entry (ms).
-
-    Raises Overran (and marks the entry, so nobody calls destroy on it again) or the adapter's
-    error.
-    """
-    try:
-        call = call_with_limit(lambda: provider.destroy(entry["sandbox"]), limit_s, "destroy")
-    except Overran:
-        entry["overran"] = True
-        entry["held_to"] = time.time()
-        raise
-    entry["held_to"] = time.time()
-    if call.error is not None:
-        raise call.error
-    entry["destroyed"] = True
-    entry["destroy_ms"] = _ms(call.elapsed_s)
-    return entry["destroy_ms"]
-
-
-def _wait_gone(provider, sandbox_id: str, timeout_s: float, timer: Timer) -> bool:
-    def gone() -> bool:
-        try:
-            return provider.is_gone(sandbox_id)
-        except Exception:  # noqa: BLE001 - an error is not a confirmation; keep asking
-            return False
-
-    return waiting.poll_until(gone, timeout_s, GONE_BACKOFF, timer)
-
-
-def _cost(pricing: dict | None, ctx: LifecycleContext) -> float | None:
-    if not pricing:
-        return None
-    total = None
-    for entry in ctx._sandboxes:
-        spec = entry["spec"]
-        seconds = max(0.0, (entry.get("held_to") or time.time()) - entry["held_from"])
-        cost = trial_cost_usd(pricing, spec.cpus, spec.memory_mib, seconds)
-        if cost is not None:
-            total = (total or 0.0) + cost
-    return total
 
 
 def _ms(seconds: float) -> float:

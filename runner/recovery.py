@@ -41,8 +41,8 @@ from django.db import connections
 
 from runner import adapters, runs, steps, store, waiting
 from runner.benchmarks import all_benchmarks
+from runner.cleanup import GONE_BACKOFF
 from runner.declarations import get_declaration
-from runner.lifecycle import GONE_BACKOFF
 from runner.outcomes import EvidenceKind, Outcome, Owner
 from runner.results import EvidenceRecord, TrialResult
 

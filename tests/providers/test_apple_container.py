@@ -12,16 +12,16 @@ from django.core.management import call_command
 from runner import lifecycle, plan, rules
 from runner.benchmarks import all_benchmarks
 from runner.declarations import get_declaration
+from runner.limits import Limits
 from runner.providers import get_provider, unavailable
 from runner.providers.apple_container import platform_problem
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, Sandbox, SandboxSpec
 from runner.providers.fakes.apple_container_cli import install
+from runner.readiness import ReadinessPolicy
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-apple", lifetime_s=120)
 MAC = ("Darwin", "arm64")
-LIMITS = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0
-)
+LIMITS = Limits(readiness=ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0)
 SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()

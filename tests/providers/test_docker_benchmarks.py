@@ -7,6 +7,7 @@ from runner import lifecycle
 from runner.benchmarks import all_benchmarks, latency_per_call
 from runner.benchmarks.base import BenchmarkDefinition
 from runner.declarations import get_declaration
+from runner.limits import Limits
 from runner.providers import adapter_class
 from runner.providers.base import Provider
 from runner.rules import refusals
@@ -16,7 +17,7 @@ SANDBOX_OPERATIONS = sorted(
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
 )
-LIMITS = lifecycle.Limits(poll_interval_s=0.05)
+LIMITS = Limits(poll_interval_s=0.05)
 
 
 @pytest.mark.podman

@@ -18,6 +18,7 @@ from boxbench.cli import cleanup as cleanup_command
 from runner import clock, lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
+from runner.limits import Limits
 from runner.providers.base import ExecTimeout, ProviderError, SandboxSpec
 from runner.providers.opensandbox import local
 from runner.providers.opensandbox.adapter import BATCH_KEY
@@ -31,7 +32,7 @@ from runner.readiness import readiness_check
 from tests.support.providers import create, provider_for
 
 pytestmark = pytest.mark.podman
-LIMITS = lifecycle.Limits(poll_interval_s=0.05)
+LIMITS = Limits(poll_interval_s=0.05)
 
 
 def spec(label, lifetime_s=300, **overrides):

@@ -7,15 +7,15 @@ import secrets
 import signal
 import time
 
-from runner import lifecycle
 from runner.images.build import Recipe
+from runner.limits import Limits
 from runner.providers import get_provider
 from runner.providers.base import ProviderError
 from runner.providers.opensandbox import local
 
 EPOCH = 1_700_000_000  # the recipe's SOURCE_DATE_EPOCH
 # The lifecycle limits of the OpenSandbox restart and outage tests.
-OPENSANDBOX_LIMITS = lifecycle.Limits(poll_interval_s=0.05)
+OPENSANDBOX_LIMITS = Limits(poll_interval_s=0.05)
 NO_PODMAN = "podman is not installed (apt-get install podman runc catatonit)"
 
 

@@ -6,13 +6,13 @@ import time
 
 from runner import lifecycle
 from runner.benchmarks.base import BenchmarkDefinition, UnitDefinition
+from runner.limits import Limits, Timer
+from runner.readiness import ReadinessPolicy
 
 # Short limits where a test waits them out; the readiness deadline stays a few seconds, since a
 # loaded machine can take longer than 0.5 s to answer the first `true` and the tests that are
 # not about readiness must not fail on it (the deadline test sets its own).
-FAST = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=0.5
-)
+FAST = Limits(readiness=ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=0.5)
 
 UNIT = UnitDefinition("default")
 DEFINITION = BenchmarkDefinition(
@@ -59,6 +59,6 @@ class SkippedTime:
             self.skipped += seconds
         time.sleep(0)  # still let other threads run, as a real sleep would
 
-    def limits(self, base: lifecycle.Limits = FAST, **changes) -> lifecycle.Limits:
-        timer = lifecycle.Timer(monotonic=self.monotonic, sleep=self.sleep)
+    def limits(self, base: Limits = FAST, **changes) -> Limits:
+        timer = Timer(monotonic=self.monotonic, sleep=self.sleep)
         return dataclasses.replace(base, timer=timer, **changes)

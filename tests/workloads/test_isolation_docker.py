@@ -6,8 +6,9 @@ import pytest
 
 from runner import lifecycle
 from runner.benchmarks import isolation
+from runner.limits import Limits
 
-LIMITS = lifecycle.Limits(poll_interval_s=0.05)
+LIMITS = Limits(poll_interval_s=0.05)
 
 
 @pytest.mark.podman

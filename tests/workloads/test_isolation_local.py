@@ -6,11 +6,11 @@ import pytest
 from runner import lifecycle
 from runner.benchmarks import isolation
 from runner.benchmarks import isolation_probes as probes
+from runner.limits import Limits
 from runner.outcomes import EvidenceKind
+from runner.readiness import ReadinessPolicy
 
-FAST = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5
-)
+FAST = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5)
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from runner.benchmarks import (
     machine_hard_links,
     machine_memory_bandwidth,
 )
+from runner.limits import Limits
+from runner.readiness import ReadinessPolicy
 
-FAST = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5
-)
+FAST = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.05, gone_timeout_s=5)
 # benchmark -> (constants shortened for the test, measurements it must record)
 SHORTENED = {
     machine_cpu.SINGLE: ({"SECONDS": 1}, {"cpu_events_per_s", "flag_throttled"}),

@@ -7,11 +7,12 @@ import pytest
 
 from runner import lifecycle
 from runner.benchmarks import ci_pipelines
+from runner.limits import Limits
 from runner.pipelines.format import PIPELINES_DIR, load_pipeline
 
 pytestmark = pytest.mark.podman
 
-LIMITS = lifecycle.Limits(poll_interval_s=0.1)
+LIMITS = Limits(poll_interval_s=0.1)
 # The quickest unit of each ecosystem: a wheel, and a static library.
 UNITS = ["inflection-ci", "xxhash-ci"]
 # The job host has 2 cores; the size is not what this test checks.

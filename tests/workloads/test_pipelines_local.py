@@ -14,11 +14,11 @@ import pytest
 from runner import lifecycle
 from runner.benchmarks import ci_pipelines
 from runner.benchmarks.base import UnitDefinition
+from runner.limits import Limits
 from runner.pipelines.format import PIPELINES_DIR, load_pipeline
+from runner.readiness import ReadinessPolicy
 
-FAST = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
-)
+FAST = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5)
 PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
 QUICKEST = "xxhash-ci"
 SLUGS = [

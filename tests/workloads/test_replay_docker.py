@@ -10,11 +10,12 @@ import pytest
 
 from runner import lifecycle
 from runner.benchmarks import deepswe
+from runner.limits import Limits
 from runner.traces.format import load_trace
 
 pytestmark = pytest.mark.podman
 
-LIMITS = lifecycle.Limits(poll_interval_s=0.1)
+LIMITS = Limits(poll_interval_s=0.1)
 # The quickest unit of each kind that needs more than the shell: Python tests, and a C build.
 UNITS = ["six-ensure-bytearray", "xxhash-c-selftest"]
 # The job host has 2 cores; the size is not what this test checks.

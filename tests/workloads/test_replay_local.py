@@ -14,13 +14,13 @@ import pytest
 
 from runner import clock, lifecycle
 from runner.benchmarks import deepswe
+from runner.limits import Limits
+from runner.readiness import ReadinessPolicy
 from runner.traces import replay
 from runner.traces.format import Command, load_trace
 from tests.runner.faults import FaultyProvider
 
-FAST = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
-)
+FAST = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5)
 PRICING = {"per_vcpu_second": 1e-5, "per_gib_second": 3e-6, "billing_increment_s": 1}
 UNIT = "six-ensure-bytearray"
 # The units that brought the set to ten, replayed once each (about 40 s together here, idle).

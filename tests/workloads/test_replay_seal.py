@@ -11,7 +11,9 @@ from dataclasses import replace
 
 import pytest
 
+from runner.limits import Limits
 from runner.pipelines.bundle import BundleError, make_bundle
+from runner.readiness import ReadinessPolicy
 from runner.traces import replay
 from runner.traces.format import TRACES_DIR, Command, TraceError, check_members, load_trace
 from runner.traces.guard import SAFE_GIT_EXPORT
@@ -178,9 +180,7 @@ def _trial_with(local, monkeypatch, commands, prepare=None):
     if prepare is not None:
         monkeypatch.setattr(deepswe, "_prepare", prepare)
     unit = next(u for u in deepswe.units() if u.slug == "six-ensure-bytearray")
-    limits = lifecycle.Limits(
-        readiness=lifecycle.ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5
-    )
+    limits = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5)
     return lifecycle.run_trial(
         local, deepswe.DEFINITION, unit, deepswe.run, label="test", pricing={}, limits=limits
     )

@@ -10,16 +10,16 @@ from dataclasses import dataclass
 
 from runner import lifecycle
 from runner.declarations import get_declaration
+from runner.limits import Limits
 from runner.providers import get_provider
 from runner.providers.fakes.daytona import DaytonaFake
 from runner.providers.fakes.e2b import E2BFake
 from runner.providers.fakes.vercel import VercelFake
+from runner.readiness import ReadinessPolicy
 
 FAKES = {"e2b": E2BFake, "daytona": DaytonaFake, "vercel": VercelFake}
 CLOUD = sorted(FAKES)
-LIMITS = lifecycle.Limits(
-    readiness=lifecycle.ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0
-)
+LIMITS = Limits(readiness=ReadinessPolicy(deadline_s=5.0), poll_interval_s=0.05, gone_timeout_s=5.0)
 
 
 @dataclass

@@ -8,7 +8,10 @@ import pytest
 from runner import lifecycle
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
+from runner.cleanup import wait_gone
+from runner.limits import Limits, Timer
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
+from runner.readiness import ReadinessPolicy
 from tests.providers.cloud.helpers import run, running_fake
 
 SANDBOX_OPERATIONS = sorted(
@@ -61,7 +64,7 @@ def test_exec_returns_exit_codes_separate_output_stdin_and_files(cloud):
         assert provider.list_sandboxes("bb-other") == []
     finally:
         provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
+    assert wait_gone(provider, sandbox.id, 5, Timer())
 
 
 def test_a_command_past_its_limit_is_killed_and_the_sandbox_still_answers(cloud):
@@ -95,7 +98,7 @@ def test_the_readiness_check_retries_the_data_planes_not_ready_answers(cloud):
 
 def test_a_sandbox_that_never_becomes_ready_is_a_provider_failure(cloud):
     cloud.not_ready(10_000)
-    limits = lifecycle.Limits(readiness=lifecycle.ReadinessPolicy(deadline_s=0.3))
+    limits = Limits(readiness=ReadinessPolicy(deadline_s=0.3))
     result = run(cloud, None, benchmark="create", limits=limits)
     assert (result.outcome, result.owner) == ("provider_failure", "provider")
     assert "deadline" in result.cause and result.cleanup_verified

@@ -19,6 +19,8 @@ from boxbench.models import Evidence, Run, Trial
 from boxbench.rawdata import FULL, export_jsonl
 from runner import chain, lifecycle, plan, steps
 from runner.benchmarks import all_benchmarks
+from runner.cleanup import wait_gone
+from runner.limits import Timer
 from runner.providers import agentcore, demo, get_provider, unavailable
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
 from runner.providers.fakes.agentcore import INTERPRETER, AgentCoreFake
@@ -118,7 +120,7 @@ def test_exec_returns_exit_codes_separate_output_stdin_and_files(cloud):
         assert cloud.fake.sessions[sandbox.id]["timeout"] == 120  # the lifetime, enforced there
     finally:
         provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
+    assert wait_gone(provider, sandbox.id, 5, Timer())
 
 
 def test_a_command_past_its_limit_is_killed_and_the_sandbox_still_answers(cloud):

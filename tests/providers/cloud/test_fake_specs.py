@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from runner import lifecycle, waiting
+from runner.cleanup import wait_gone
+from runner.limits import Timer
 from runner.providers.base import NotReady, ProviderError, SandboxSpec
 from runner.providers.fakes import connect
 from tests.providers.cloud.helpers import running_fake
@@ -146,7 +148,7 @@ def exercise(found) -> None:
         provider.exec(sandbox, ["true"], 10)
     assert all(check.ok for check in provider.doctor())
     provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
+    assert wait_gone(provider, sandbox.id, 5, Timer())
     # Gone: E2B's and Daytona's proxies answer 502; Vercel's API says the sandbox is stopped.
     with pytest.raises(ProviderError if found.slug == "vercel" else NotReady):
         provider.exec(sandbox, ["true"], 5)

@@ -19,7 +19,10 @@ from grpclib import Status
 from runner import lifecycle, waiting
 from runner.benchmarks import all_benchmarks
 from runner.benchmarks.base import BenchmarkError, Excluded, Missed
+from runner.cleanup import wait_gone
+from runner.limits import Limits, Timer
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
+from runner.readiness import ReadinessPolicy
 from tests.providers.cloud.helpers import run
 from tests.providers.cloud.modal_helpers import running_modal
 
@@ -97,7 +100,7 @@ def test_exec_returns_exit_codes_separate_output_stdin_and_files(cloud):
         assert [s.id for s in provider.list_sandboxes()] == [sandbox.id]
     finally:
         provider.destroy(sandbox)
-    assert lifecycle._wait_gone(provider, sandbox.id, 5, lifecycle.Timer())
+    assert wait_gone(provider, sandbox.id, 5, Timer())
     assert provider.list_sandboxes() == []
 
 
@@ -128,8 +131,8 @@ def test_create_returns_before_the_sandbox_is_scheduled_and_the_first_exec_waits
 
 def test_a_sandbox_that_is_never_scheduled_is_a_provider_failure(tmp_path):
     with running_modal(tmp_path, create_delay_s=600) as found:
-        limits = lifecycle.Limits(
-            readiness=lifecycle.ReadinessPolicy(attempt_timeout_s=1.0, deadline_s=2.0),
+        limits = Limits(
+            readiness=ReadinessPolicy(attempt_timeout_s=1.0, deadline_s=2.0),
             poll_interval_s=0.05,
             gone_timeout_s=5.0,
         )
