@@ -18,7 +18,6 @@ placement says so.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 
 from runner.benchmarks.base import BenchmarkError
@@ -40,10 +39,10 @@ def prepare(ctx) -> str:
             f"{provider.slug or 'this adapter'} builds no per-trial layer, so its create cannot "
             "be measured as the Create benchmark's procedure says"
         )
-    base, _ = ctx.create_sandbox(ctx._spec, name="layer_base")
+    base, _ = ctx.create_sandbox(ctx.spec, name="layer_base")
     ctx.check_readiness(base)
     token = uuid.uuid4().hex
-    ctx._transfer("upload", None, lambda: provider.upload(base, LAYER_FILE, token.encode()))
+    ctx.upload(LAYER_FILE, token.encode(), sandbox=base)
     layer, _ = ctx.snapshot(base, name=None)
     if not getattr(provider, "snapshot_needs_source", False):
         ctx.destroy_sandbox(base)
@@ -51,5 +50,5 @@ def prepare(ctx) -> str:
         EvidenceKind.SNAPSHOT,
         {"layer": layer, "token": token, "base": base.id, "mechanism": mechanism},
     )
-    ctx._spec = dataclasses.replace(ctx._spec, layer=layer)
+    ctx.use_layer(layer)
     return layer

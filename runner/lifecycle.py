@@ -96,6 +96,15 @@ class LifecycleContext(TrialContext):
 
     # -- sandboxes ---------------------------------------------------------------------------
 
+    @property
+    def spec(self) -> SandboxSpec:
+        """The spec the trial's sandboxes are made in."""
+        return self._spec
+
+    def use_layer(self, layer: str) -> None:
+        """Make the trial's sandboxes from now on start from `layer` (runner/layers.py)."""
+        self._spec = dataclasses.replace(self._spec, layer=layer)
+
     def space_create(self) -> None:
         if self._space is not None:
             self._space()
@@ -381,11 +390,13 @@ class LifecycleContext(TrialContext):
             self.evidence(EvidenceKind.KILLED_BY_SIGNAL, {"exit_code": exit_code, "cause": why})
             raise ProviderFailure(why)
 
-    def upload(self, path: str, data: bytes, name: str | None = None) -> float:
-        """Upload, timed from adapter entry as metric `name` when given."""
-        return self._transfer(
-            "upload", name, lambda: self.provider.upload(self.sandbox, path, data)
-        )
+    def upload(
+        self, path: str, data: bytes, name: str | None = None, *, sandbox: Sandbox | None = None
+    ) -> float:
+        """Upload to `sandbox` (the trial's own by default), timed from adapter entry as metric
+        `name` when given."""
+        target = sandbox or self.sandbox
+        return self._transfer("upload", name, lambda: self.provider.upload(target, path, data))
 
     def download(self, path: str, name: str | None = None) -> bytes:
         return self._transfer("download", name, lambda: self.provider.download(self.sandbox, path))
@@ -507,7 +518,7 @@ def run_trial(
 
 
 def _create_and_check(ctx: LifecycleContext, definition: BenchmarkDefinition) -> None:
-    ctx.sandbox, ctx.create_ms = ctx.create_sandbox(ctx._spec)
+    ctx.sandbox, ctx.create_ms = ctx.create_sandbox(ctx.spec)
     if not definition.timed_readiness:
         ctx.readiness = ctx.check_readiness(ctx.sandbox)
 

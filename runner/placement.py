@@ -31,5 +31,5 @@ def probe_placement(ctx) -> dict:
             facts[key] = int(facts[key])
     if "nproc" in facts:
         facts["cpu_count"] = facts["nproc"]  # the name stats.audit's host-type check reads
-    facts["requested"] = {"cpus": ctx._spec.cpus, "memory_mib": ctx._spec.memory_mib}
+    facts["requested"] = {"cpus": ctx.spec.cpus, "memory_mib": ctx.spec.memory_mib}
     return facts
