@@ -55,6 +55,7 @@ from runner.ledger import SandboxLedger
 from runner.limits import Limits
 from runner.outcomes import MAX_VALUE, EvidenceKind, Outcome, Owner
 from runner.placement import probe_placement
+from runner.pricing import refused_cost
 from runner.providers.base import (
     CredentialsRejected,
     ExecTimeout,
@@ -503,7 +504,7 @@ def run_trial(
         clean_up(ctx.ledger, provider, definition.destroy_timeout_s, result, limits)
         result.host_load = sampler.stop()
         result.ended_at = datetime.now(UTC)
-    result.cost_usd = ctx.ledger.cost_usd(pricing, time.time()) if pricing else None
+    result.cost_usd = _cost(ctx, pricing, label, result)
     if result.outcome == Outcome.SUCCESS and not any(
         m.name == definition.metric and m.kind == "metric" for m in result.measurements
     ):
@@ -552,6 +553,30 @@ def _run_procedure(ctx, procedure, timeout_s: float, result: TrialResult) -> Non
     if host:
         raise JobHostFailure(f"{host}: {type(error).__name__}: {error}")
     raise BenchmarkError(f"the procedure raised {type(error).__name__}: {error}")
+
+
+def _cost(
+    ctx: LifecycleContext, pricing: dict | None, label: str, result: TrialResult
+) -> float | None:
+    """The trial's cost at `pricing` (None without one). A cost no price can be fails the trial,
+    naming the provider and the trial's batch, and is not stored."""
+    if not pricing:
+        return None
+    try:
+        cost = ctx.ledger.cost_usd(pricing, time.time())
+        refused = refused_cost(cost) if cost is not None else ""
+    except (ArithmeticError, TypeError, ValueError) as exc:  # e.g. a billing increment of 1e-320
+        cost, refused = None, f"no cost at all ({type(exc).__name__}: {exc})"
+    if not refused:
+        return cost
+    provider = getattr(ctx.provider, "slug", "") or type(ctx.provider).__name__
+    result.fail(
+        Outcome.BENCHMARK_ERROR,
+        Owner.BENCHMARK,
+        f"cost refused and not stored: {provider}'s pricing gives this trial (batch {label}) "
+        f"{refused}",
+    )
+    return None
 
 
 def _ms(seconds: float) -> float:

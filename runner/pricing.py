@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from runner.outcomes import MAX_VALUE
+
 RATE_KEYS = ("per_vcpu_second", "per_gib_second", "per_sandbox")
 
 
@@ -32,3 +34,18 @@ def trial_cost_usd(pricing: dict, cpus: int, memory_mib: int, seconds: float) ->
         pricing.get("per_gib_second", 0.0)
     )
     return billed * per_second + float(pricing.get("per_sandbox", 0.0))
+
+
+def refused_cost(cost: float) -> str:
+    """Why `cost` (USD) cannot be stored as a trial's cost, or "" when it can.
+
+    A pricing table with a huge, infinite or negative rate (a hostile or broken declaration or
+    host price) gives a cost no statistic can sum; the raw-data format bounds every value.
+    """
+    if not math.isfinite(cost):
+        return f"{cost} USD, not a finite number"
+    if cost < 0:
+        return f"{cost:g} USD, a negative cost"
+    if cost > MAX_VALUE:
+        return f"{cost:g} USD, above the largest value stored ({MAX_VALUE:g})"
+    return ""

@@ -1,3 +1,4 @@
+import math
 import random
 
 import pytest
@@ -5,7 +6,7 @@ import pytest
 from runner import rules
 from runner.benchmarks import all_benchmarks
 from runner.declarations import DeclarationError, get_declaration, load_declaration
-from runner.pricing import trial_cost_usd
+from runner.pricing import refused_cost, trial_cost_usd
 
 with open(get_declaration("local").path) as _file:
     LOCAL_YAML = _file.read()
@@ -145,6 +146,23 @@ def test_it_bills_increments_minimums_and_per_sandbox_fees():
     assert trial_cost_usd(pricing, 2, 4096, 10.2) == pytest.approx(60 * (0.02 + 0.004) + 0.5)
     assert trial_cost_usd(pricing, 2, 4096, 61.1) == pytest.approx(62 * 0.024 + 0.5)
     assert trial_cost_usd({}, 2, 4096, 10) is None
+
+
+@pytest.mark.parametrize(
+    ("cost", "why"),
+    [
+        (1e300, "1e+300 USD, above the largest value stored (1e+12)"),
+        (-0.5, "-0.5 USD, a negative cost"),
+        (math.inf, "inf USD, not a finite number"),
+        (math.nan, "nan USD, not a finite number"),
+    ],
+)
+def test_a_cost_no_price_can_be_is_refused_with_its_reason(cost, why):
+    assert refused_cost(cost) == why
+
+
+def test_a_cost_within_the_stored_range_is_kept():
+    assert [refused_cost(c) for c in (0.0, 0.0123, 1e12)] == ["", "", ""]
 
 
 def test_a_declaration_records_a_known_fault_and_the_planner_holds_the_test_back(tmp_path):

@@ -4,6 +4,8 @@ import dataclasses
 import threading
 import time
 
+import pytest
+
 from runner.benchmarks import all_benchmarks, latency_per_call
 from runner.benchmarks.base import Excluded, TrialOutcome
 from runner.lifecycle import run_trial
@@ -20,6 +22,23 @@ def test_it_succeeds_only_with_every_sandbox_confirmed_gone(local):
     assert result.placement["nproc"] >= 1 and result.placement["kernel"]
     assert result.placement["enforced"]["cpus"] in (True, False)
     assert "cpu_peak" in result.host_load and result.cost_usd == 0.0
+
+
+@pytest.mark.parametrize(
+    ("rates", "why"),
+    [
+        ({"per_vcpu_second": 1e300}, "USD, above the largest value stored"),
+        ({"per_vcpu_second": 1.0, "billing_increment_s": 1e-320}, "no cost at all (OverflowError"),
+    ],
+)
+def test_it_refuses_a_cost_no_price_can_be_and_stores_none(local, rates, why):
+    pricing = {**local.declaration.pricing, **rates}
+    result = trial(local, pricing=pricing)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
+    assert result.cause.startswith("cost refused and not stored: local's pricing gives this trial")
+    assert why in result.cause and "bb-test-lifecycle" in result.cause
+    assert result.cost_usd is None and "billed_cost" not in {e.kind for e in result.evidence}
+    assert result.cleanup_verified and local.list_sandboxes() == []
 
 
 def test_it_charges_a_create_error_to_the_provider(local):
