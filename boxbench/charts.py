@@ -6,7 +6,6 @@ and costs milliseconds per request, while the browser's plotly.js validates anyw
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from boxbench.leaderboard.shapes import BenchmarkPage, Headline, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
@@ -44,7 +43,7 @@ def plain(text: str) -> str:
     return str(text).replace("`", "")
 
 
-def nothing_to_chart(rows: Sequence[Mapping[str, Any]]) -> str:
+def nothing_to_chart(rows: Sequence[Mapping[str, object]]) -> str:
     """Why a chart has no bar: each provider's status label and what it means."""
     reasons = {}
     for row in rows:
@@ -392,8 +391,11 @@ def score_chart(overview: OverviewPage) -> dict | None:
                 "marker": {"color": provider_colour(info)},
             }
         )
+    unscored = ", ".join(c["label"] for c in tree["children"] if not c["scores"])  # no bar
     layout = _layout(
-        "Scores by section<br><sub>0 to 100, higher is better; a missing result scores 0</sub>",
+        "Scores by section<br><sub>0 to 100, higher is better; a missing result scores 0"
+        + (f"; not scored by anyone: {unscored}" if unscored else "")
+        + "</sub>",
         140 + 22 * len(nodes) * len(ranked) + 24 * len(ranked),
         barmode="group",
         xaxis={"title": {"text": "score"}, "range": [0, 100], "gridcolor": "#eee"},

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from boxbench import holdbacks
-from boxbench.leaderboard import caveats, probes, shapes, stored, verdicts, withheld
+from boxbench.leaderboard import (
+    caveats,
+    probes,
+    shapes,
+    stored,
+    unscored,
+    verdicts,
+    withheld,
+)
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
@@ -60,6 +68,7 @@ def materialize() -> int:
         rows.append(_page(Scope.RUN, run.id, data=data))
     overview = overview_page(boards, providers)
     overview["lead"] = verdicts.lead(overview, boards)
+    overview["section_notes"] = unscored.section_notes(overview["tree"])
     overview["all_held_back"] = [
         {
             "benchmark": board.benchmark.slug,

@@ -5,7 +5,7 @@ from typing import Any, cast
 from django.shortcuts import render
 
 from boxbench import bundles, charts, permissions
-from boxbench.leaderboard.shapes import OverviewPage
+from boxbench.leaderboard.shapes import OverviewPage, SectionNotes
 from boxbench.models import Aggregate, Scope
 from boxbench.views import download_menu, score_tables
 from boxbench.views.awaiting import awaiting_runs, awaiting_uncached
@@ -29,8 +29,14 @@ def overview(request):
         context["score_rows"] = _tree_rows(rows, columns)
         subsets = _subset_notes(data)
         held = {slug: b.get("held_back", []) for slug, b in data["benchmarks"].items()}
+        # Pages materialized before the notes existed have none.
+        notes: SectionNotes = data.get("section_notes") or {"unscored": {}, "overall": ""}
         for row in context["score_rows"]:
             row["subset_note"] = subsets.get(row["path"], "")
+            if row["level"] == "section":  # one sentence across a section nobody scored
+                row["unscored"] = notes["unscored"].get(row["key"], "")
+            elif row["level"] == "overall":
+                row["overall_note"] = notes["overall"]
             if row["level"] == "benchmark":  # a held-back pair is said, not a silent blank
                 withheld = held.get(row["benchmark"], [])
                 row["cells"] = [

@@ -68,12 +68,14 @@ from boxbench.leaderboard.shapes.readers import (
     RunPage,
     ScoreAndRank,
     ScoreNode,
+    SectionNotes,
     SectionScore,
     Series,
     SeriesChange,
 )
 
 __all__ = [
+    "SectionNotes",
     "HeldBackBenchmark",
     "AdjacentVerdict",
     "Lead",

@@ -123,6 +123,13 @@ class Lead(TypedDict):
     job_host: str
 
 
+class SectionNotes(TypedDict):
+    """The score tree's words on unscored sections and the Overall (leaderboard.unscored)."""
+
+    unscored: dict[str, str]  # section key: "not scored: why"
+    overall: str  # how many sections the Overall averages
+
+
 class HeldBackBenchmark(TypedDict):
     """A benchmark whose every published pair the audit held back: listed, never scored."""
 
@@ -141,6 +148,7 @@ class OverviewPage(TypedDict):
     not_combined: list[NotCombined]
     lead: NotRequired[Lead]
     all_held_back: NotRequired[list[HeldBackBenchmark]]
+    section_notes: NotRequired[SectionNotes]
 
 
 # -- the provider page --------------------------------------------------------------------------
