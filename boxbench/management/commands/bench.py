@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "image": "boxbench.cli.image",
     "classify": "boxbench.cli.classify",
     "trace": "boxbench.cli.trace",
+    "tasks": "boxbench.cli.tasks",
     "audit": "boxbench.cli.audit",
     "publish": "boxbench.cli.publish",
     "rerun": "boxbench.cli.rerun",

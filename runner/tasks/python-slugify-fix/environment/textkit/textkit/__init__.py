@@ -1,0 +1,4 @@
+from textkit.slug import slugify
+from textkit.wrap import wrap
+
+__all__ = ["slugify", "wrap"]
