@@ -462,9 +462,10 @@ def run_trial(
 ) -> TrialResult:
     """Run one trial of `procedure` on `provider`; `space` is the chain's create spacer."""
     result = TrialResult(started_at=datetime.now(UTC))
+    # A unit may declare its own size (a Terminal-Bench task's [environment]).
     spec = SandboxSpec(
-        cpus=definition.cpus,
-        memory_mib=definition.memory_mib,
+        cpus=unit.definition.get("cpus", definition.cpus),
+        memory_mib=unit.definition.get("memory_mib", definition.memory_mib),
         label=label,
         lifetime_s=lifetime_s or definition.lifetime_s,
         image=definition.image,

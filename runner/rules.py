@@ -99,10 +99,40 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
 def unit_refusals(declaration, definition, units) -> list[Refusal]:
     """The units `declaration`'s provider cannot run although it enters the benchmark: a unit
     whose definition needs more concurrent sandboxes than the account's documented limit (a
-    burst tier) is refused as Account Limit, not run."""
+    burst tier) is refused as Account Limit, one whose declared size the provider does not offer
+    as Not Offered, and one whose environment needs an image build boxbench does not make there
+    (a Terminal-Bench task on another base image) as Not Supported, with the reason."""
     limit = declaration.concurrent_sandboxes
     found = []
     for unit in units:
+        why = unit.definition.get("needs_image_build")
+        if why:
+            found.append(
+                Refusal(
+                    declaration.provider,
+                    definition.slug,
+                    "R401",
+                    "image build",
+                    f"{definition.slug} unit {unit.slug} on {declaration.provider}: {why}",
+                    unit=unit.slug,
+                )
+            )
+            continue
+        cpus, memory = unit.definition.get("cpus"), unit.definition.get("memory_mib")
+        if cpus and memory and not declaration.offers(cpus, memory):
+            size = f"{cpus} vCPU / {memory} MiB"
+            found.append(
+                Refusal(
+                    declaration.provider,
+                    definition.slug,
+                    "R402",
+                    size,
+                    f"{declaration.provider} offers no {size} sandbox, which {definition.slug} "
+                    f"unit {unit.slug} declares",
+                    unit=unit.slug,
+                )
+            )
+            continue
         needed = unit.definition.get("sandboxes")
         if limit is not None and needed is not None and needed > limit:
             found.append(

@@ -281,6 +281,10 @@ class LocalProvider(Provider):
             str(app_mib * 2**20),
             "--tmpfs",
             "/app",
+            # The Harbor task format's fixed paths (Terminal-Bench tasks copy their oracle and
+            # verifier there and write the reward under /logs): links into /tmp, as the root
+            # stays read-only.
+            *_harbor_links(),
             "--remount-ro",
             "/dev",
             "--remount-ro",
@@ -687,6 +691,16 @@ def _probe_findings(text: str) -> dict[str, list[str]]:
         if word in lines:
             problems.append(says)
     return {"holds": holds, "problems": problems}
+
+
+HARBOR_PATHS = ("/logs", "/solution", "/tests")
+
+
+def _harbor_links() -> list[str]:
+    links = []
+    for path in HARBOR_PATHS:
+        links += ["--symlink", f"/tmp/.harbor{path}", path]
+    return links
 
 
 def tmpfs_sizes(spec: SandboxSpec, app_cap_mib: int | None = None) -> tuple[int, int]:
