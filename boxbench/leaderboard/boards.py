@@ -24,7 +24,7 @@ from boxbench.leaderboard.sources import (
 )
 from boxbench.leaderboard.states import provider_cost, provider_info, provider_state
 from boxbench.models import Benchmark, Provider, Run, Section, Unit
-from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts
+from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts, terminal_bench
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
 
@@ -34,6 +34,7 @@ DOWNLOAD_NOTES = {
     deepswe.SLUG: deepswe.NOT_THE_REFERENCE,
     ci_pipelines.SLUG: ci_pipelines.NOT_THE_REFERENCE,
     rl_rollouts.SLUG: rl_rollouts.NOT_THE_REFERENCE,
+    terminal_bench.SLUG: terminal_bench.NOT_THE_REFERENCE,
 }
 
 

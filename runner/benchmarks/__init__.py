@@ -25,6 +25,7 @@ BENCHMARKS = [
     "runner.benchmarks.deepswe",
     "runner.benchmarks.rl_rollouts",
     "runner.benchmarks.ci_pipelines",
+    "runner.benchmarks.terminal_bench",
     "runner.benchmarks.machine_cpu:SINGLE",
     "runner.benchmarks.machine_cpu:ALL",
     "runner.benchmarks.machine_memory_bandwidth",

@@ -382,14 +382,22 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     assert benchmarks.pop("density")["trials_per_unit"] == 3  # a capacity check, not a speed
     assert all(b["trials_per_unit"] >= 20 for b in benchmarks.values())
     assert len(benchmarks["ci-actions-boxbench"]["units"]) == 7
+    assert len(benchmarks["terminal-bench-boxbench"]["units"]) >= 10
     # The default plan is the full one less the long machine runs, RL rollouts (each trial
     # prepares and restores a task: minutes more on docker), the isolation probes (20 trials of
     # their CPU burn would be minutes of probing), the CI pipelines (seconds to minutes per
-    # trial) and eight DeepSWE units.
+    # trial), the Terminal-Bench-style tasks (a second to a few each, ten of them) and eight
+    # DeepSWE units.
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
     machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
-    assert left_out == machine | {"rl-rollouts", "isolation", "ci-actions-boxbench", "density"}
+    assert left_out == machine | {
+        "rl-rollouts",
+        "isolation",
+        "ci-actions-boxbench",
+        "terminal-bench-boxbench",
+        "density",
+    }
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):
