@@ -9,12 +9,11 @@ from boxbench import publishing
 from boxbench.models import (
     Aggregate,
     AuditResolution,
-    Benchmark,
     FinalResolution,
-    Provider,
     Run,
     Scope,
 )
+from tests.support.web import resolution_of, resolve
 
 pytestmark = pytest.mark.django_db
 
@@ -32,17 +31,8 @@ def held_by_rerun(imported_run):
     rerun = Run.objects.create(name="a re-run", status="completed", manifest={})
     publishing.run_audit(imported_run)
     for provider, kind in (("local", "explained"), ("boat", "explained"), ("docker", "rerun")):
-        publishing.apply_resolution(
-            AuditResolution(
-                run=imported_run,
-                provider=Provider.objects.get(slug=provider),
-                benchmark=Benchmark.objects.get(slug="create"),
-                check_name="trend",
-                kind=kind,
-                note="recorded before publication",
-                rerun=rerun if kind == "rerun" else None,
-            )
-        )
+        rerun_ = rerun if kind == "rerun" else None
+        resolve(imported_run, provider, kind=kind, note="recorded before publication", rerun=rerun_)
     publishing.publish(imported_run)
     assert "docker" not in ranked_on_create()
     return AuditResolution.objects.get(provider__slug="docker")
@@ -120,14 +110,7 @@ def test_a_published_runs_resolution_is_final_outside_the_admin_too(held_by_reru
 
 def test_an_unpublished_runs_resolution_can_still_be_corrected(auditor, imported_run):
     publishing.run_audit(imported_run)
-    resolution = AuditResolution(
-        run=imported_run,
-        provider=Provider.objects.get(slug="local"),
-        benchmark=Benchmark.objects.get(slug="create"),
-        check_name="trend",
-        kind="explained",
-        note="first thought",
-    )
+    resolution = resolution_of(imported_run, "local", note="first thought")
     publishing.apply_resolution(resolution)
     url = f"/admin/boxbench/auditresolution/{resolution.pk}/change/"
     response = auditor.post(url, change_form(resolution, note="second thought"))

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from boxbench import publishing
-from boxbench.models import Aggregate, AuditResolution, Benchmark, Provider, Scope
+from boxbench.models import Aggregate, Scope
+from tests.support.web import explain_failures
 
 pytestmark = pytest.mark.django_db
 
@@ -18,22 +19,8 @@ pytestmark = pytest.mark.django_db
 def local_held_back(imported_run):
     """The fixture's Create trials drift by design: every check is explained but local's, whose
     pair stays held back when the run is published."""
-    publishing.run_audit(imported_run)
-    failing = publishing.failing_checks(imported_run.audit_report)
+    failing = explain_failures(imported_run, held_back=("local", "create"))
     assert ("local", "create", "trend") in failing
-    for provider, benchmark, check in failing:
-        if (provider, benchmark) == ("local", "create"):
-            continue
-        publishing.apply_resolution(
-            AuditResolution(
-                run=imported_run,
-                provider=Provider.objects.get(slug=provider),
-                benchmark=Benchmark.objects.get(slug=benchmark),
-                check_name=check,
-                kind="explained",
-                note="Create slows down over the run by design.",
-            )
-        )
     return publishing.publish(imported_run)
 
 

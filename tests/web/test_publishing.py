@@ -10,14 +10,12 @@ from boxbench import holdbacks, publishing
 from boxbench.models import (
     Aggregate,
     AuditResolution,
-    Benchmark,
     Outcome,
-    Provider,
     Run,
     Scope,
     Trial,
 )
-from tests.support.web import explain_failures, rerun_of_docker_create
+from tests.support.web import explain_failures, rerun_of_docker_create, resolve
 from tests.web import factory
 
 pytestmark = pytest.mark.django_db
@@ -68,20 +66,6 @@ def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_ru
     held = page[page.index('id="held-back"') :]
     assert "Held back from publication: 3 pairs" in held
     assert "<td>local / create</td><td>trend failed the audit and is not resolved" in held
-
-
-def resolve(run, provider, check="trend", kind="explained", rerun=None):
-    return publishing.apply_resolution(
-        AuditResolution(
-            run=run,
-            provider=Provider.objects.get(slug=provider),
-            benchmark=Benchmark.objects.get(slug="create"),
-            check_name=check,
-            kind=kind,
-            note="for the test",
-            rerun=rerun,
-        )
-    )
 
 
 def ranked_on_create() -> list[str]:
@@ -311,15 +295,8 @@ def test_it_excludes_the_audits_outlier_trials_when_resolving_outliers(imported_
         ],
     }
     imported_run.save()
-    resolution = AuditResolution(
-        run=imported_run,
-        provider=Provider.objects.get(slug="local"),
-        benchmark=Benchmark.objects.get(slug="create"),
-        check_name="outliers",
-        kind="outliers_excluded",
-        note="Excluded by the objective rule.",
-    )
-    assert publishing.apply_resolution(resolution) == 1
+    note = "Excluded by the objective rule."
+    assert resolve(imported_run, "local", "outliers", "outliers_excluded", note=note) == 1
     victim.refresh_from_db()
     assert victim.outcome == Outcome.EXCLUDED
     assert "outlier rule" in victim.cause

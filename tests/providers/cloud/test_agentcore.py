@@ -25,6 +25,7 @@ from runner.providers import agentcore, demo, get_provider, unavailable
 from runner.providers.base import ExecTimeout, NotReady, ProviderError, SandboxSpec
 from runner.providers.fakes.agentcore import INTERPRETER, AgentCoreFake
 from tests.providers.cloud.helpers import LIMITS, Cloud, run
+from tests.support.web import explain_failures
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
 SANDBOX_OPERATIONS = sorted(
@@ -492,20 +493,7 @@ def test_a_published_run_shows_the_missing_capability_as_not_supported_on_the_bo
 
 def _resolve_failing_checks(run_):
     """One trial of one unit fails the audit's sample-size checks: explained, as an admin would."""
-    from boxbench.models import AuditResolution, Benchmark, Provider
-
-    publishing.run_audit(run_)
-    for provider, benchmark, check in publishing.failing_checks(run_.audit_report):
-        publishing.apply_resolution(
-            AuditResolution(
-                run=run_,
-                provider=Provider.objects.get(slug=provider),
-                benchmark=Benchmark.objects.get(slug=benchmark),
-                check_name=check,
-                kind="explained",
-                note="A one-trial run made to read the board's label.",
-            )
-        )
+    explain_failures(run_, note="A one-trial run made to read the board's label.")
 
 
 def test_bench_cleanup_stops_agentcore_sessions_by_their_name(db, tmp_path):
