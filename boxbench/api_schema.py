@@ -24,6 +24,7 @@ from boxbench.leaderboard.shapes import (
     PublicUnitPage,
     Resolution,
 )
+from boxbench.leaderboard.shapes.reliability import ReliabilityPage
 from runner.manifest import Manifest
 
 API_VERSION = "1"
@@ -79,6 +80,12 @@ class HistoryAnswer(Answer):
 class ProviderAnswer(Answer):
     kind: Literal["provider"]
     page: ProviderPage
+
+
+class ReliabilityAnswer(Answer):
+    kind: Literal["reliability"]
+    page: ReliabilityPage
+    table: Table
 
 
 class CompareAnswer(Answer):
@@ -142,6 +149,14 @@ ENDPOINTS = (
         ProviderAnswer,
         "A provider's scores and results.",
         (("slug", "path", True),),
+    ),
+    Endpoint(
+        "reliability",
+        ReliabilityAnswer,
+        "Failure rates per provider and operation over every attempt of the published runs: "
+        "the provider's failures with a 95 % Wilson interval (Not Measured below `floor` "
+        "attempts), failures by owner and cause class, and each run's rates; the table is "
+        "/reliability.csv.",
     ),
     Endpoint(
         "compare",

@@ -75,3 +75,4 @@ class Scope(models.TextChoices):
     RUN = "run", "Run"  # run id: its progress and resolutions, frozen once published
     COMPARE = "compare", "Compare"  # provider slug a, provider slug b
     HISTORY = "history", "History"  # benchmark slug: its results series
+    RELIABILITY = "reliability", "Reliability"  # no parts: failure rates per provider

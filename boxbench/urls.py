@@ -15,6 +15,7 @@ from boxbench.views import (
     ops,
     overview,
     pages,
+    reliability,
     runs,
 )
 from boxbench.views.cache import per_publication as cached
@@ -57,6 +58,8 @@ urlpatterns = [
         name="compare",
     ),
     path("compare.csv", cached(compare.compare_csv, params=("a", "b")), name="compare-csv"),
+    path("reliability/", cached(reliability.reliability), name="reliability"),
+    path("reliability.csv", cached(reliability.reliability_csv), name="reliability-csv"),
     path("runs/", cached(indexes.runs, params=("page",)), name="runs"),
     path("runs/<uuid:run_id>/", cached(runs.run_page, params=("evidence",)), name="run"),
     path("runs/<uuid:run_id>/progress.json", cached(runs.progress_json), name="run-progress"),
@@ -91,6 +94,7 @@ urlpatterns = [
         name="api-history",
     ),
     path("api/v1/providers/<slug:slug>", cached(api.provider), name="api-provider"),
+    path("api/v1/reliability", cached(api.reliability), name="api-reliability"),
     path(
         "api/v1/compare",
         cached(api.compare, params=("a", "b", "benchmark", "page")),

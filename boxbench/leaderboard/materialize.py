@@ -6,6 +6,7 @@ from boxbench import holdbacks
 from boxbench.leaderboard import (
     caveats,
     probes,
+    reliability,
     shapes,
     stored,
     unscored,
@@ -16,6 +17,7 @@ from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
 from boxbench.leaderboard.pages import overview_page, provider_page
+from boxbench.leaderboard.shapes.reliability import ReliabilityPage
 from boxbench.leaderboard.sources import leaderboard_sources
 from boxbench.models import Aggregate, Benchmark, Provider, Run, Scope, aggregate_key
 
@@ -26,6 +28,7 @@ def materialize() -> int:
     # Asked once: it decides both which run feeds each pair and what each run's page holds back.
     held = holdbacks.held_back(published)
     stored.store_pairs(published)
+    reliability.store_counts(published)
     sources = leaderboard_sources(published, held)
     benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
     providers = {p.id: p for p in Provider.objects.all()}
@@ -66,6 +69,9 @@ def materialize() -> int:
             "reruns": reruns.get(run.id, []),
         }
         rows.append(_page(Scope.RUN, run.id, data=data))
+    failures = reliability.reliability_page(published, providers)
+    rows.append(_page(Scope.RELIABILITY, data=failures))
+    rates = reliability.provider_rates(failures)
     overview = overview_page(boards, providers)
     overview["lead"] = verdicts.lead(overview, boards)
     overview["section_notes"] = unscored.section_notes(overview["tree"])
@@ -77,9 +83,12 @@ def materialize() -> int:
         }
         for board in all_held
     ]
+    overview["reliability"] = rates
     rows.append(_page(Scope.OVERVIEW, data=overview))
     for provider in providers.values():
         data = provider_page(provider, boards + all_held, overview)
+        if provider.slug in rates:
+            data["reliability"] = rates[provider.slug]
         rows.append(_page(Scope.PROVIDER, provider.slug, data=data))
     stored.store_points(timed, published, providers)
     for (a, b), data in compared.items():
@@ -101,6 +110,7 @@ SHAPES = {
     Scope.RUN: shapes.RunPage,
     Scope.COMPARE: shapes.ComparePage,
     Scope.HISTORY: shapes.HistoryPage,
+    Scope.RELIABILITY: ReliabilityPage,
 }
 
 

@@ -19,7 +19,7 @@ from boxbench.choices import (  # noqa: F401 - the store's vocabulary, imported 
 )
 from boxbench.models.aggregates import Aggregate, AggregateQuerySet, aggregate_key
 from boxbench.models.catalog import Benchmark, Provider, Unit
-from boxbench.models.history import PublishedPair, RunProgress
+from boxbench.models.history import PublishedPair, RunProgress, RunReliability
 from boxbench.models.runs import (
     AuditResolution,
     ChainProgress,
@@ -58,6 +58,7 @@ __all__ = [
     "PublishedPair",
     "Run",
     "RunProgress",
+    "RunReliability",
     "RunQuerySet",
     "RunTransition",
     "Trial",

@@ -40,3 +40,13 @@ class RunProgress(models.Model):
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
     cells = models.JSONField()
+
+
+class RunReliability(models.Model):
+    """The attempts and failures of a published run per provider and operation
+    (boxbench.leaderboard.reliability), counted once: only counts, never a cause."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    # {provider slug: {"operations": stats.reliability.tally, "unplaced": failures known only
+    # as counts (an imported public file), which name no operation}}
+    counts = models.JSONField()

@@ -41,6 +41,14 @@ def usd(value) -> str:
 
 
 @register.filter
+def percent(value) -> str:
+    """A share from 0 to 1 as a percentage with one decimal ("" when absent): failure rates."""
+    if value is None:
+        return ""
+    return f"{float(value) * 100:.1f} %"
+
+
+@register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 

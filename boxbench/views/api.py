@@ -11,6 +11,7 @@ from boxbench import api_docs, api_schema, holdbacks
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
+from boxbench.views import reliability as reliability_view
 from boxbench.views import score_tables, tables
 from boxbench.views.access import (
     aggregate,
@@ -92,6 +93,12 @@ def history(request, slug):
 
 def provider(request, slug):
     return _answer("provider", page=aggregate(Scope.PROVIDER, slug))
+
+
+def reliability(request):
+    data = aggregate(Scope.RELIABILITY)
+    table = reliability_view.reliability_table(data)
+    return _answer("reliability", page=data, table=_table(table))
 
 
 def compare(request):

@@ -53,12 +53,15 @@ def api_urls_with_csv() -> list[tuple[str, str]]:
         elif scope == Scope.COMPARE:
             a, b = key.split("/")
             pairs.append((f"/api/v1/compare?a={a}&b={b}", f"/compare.csv?a={a}&b={b}"))
+        elif scope == Scope.RELIABILITY:
+            pairs.append(("/api/v1/reliability", "/reliability.csv"))
     return pairs
 
 
 def test_every_answer_matches_its_type_and_carries_the_csvs_rows(client, published_run):
     pairs = api_urls_with_csv()
     assert any("compare" in url for url, _ in pairs) and any("view=cost" in u for u, _ in pairs)
+    assert ("/api/v1/reliability", "/reliability.csv") in pairs
     for url, download in pairs:
         answer = fetch(client, url)
         assert [answer["table"]["columns"], *answer["table"]["rows"]] == csv_rows(client, download)

@@ -13,6 +13,7 @@ from boxbench.leaderboard.shapes.boards import (
     Source,
     UnitScope,
 )
+from boxbench.leaderboard.shapes.reliability import ProviderFailures
 
 # -- the overview -------------------------------------------------------------------------------
 
@@ -149,6 +150,8 @@ class OverviewPage(TypedDict):
     lead: NotRequired[Lead]
     all_held_back: NotRequired[list[HeldBackBenchmark]]
     section_notes: NotRequired[SectionNotes]
+    # provider slug: its failure rates (leaderboard.reliability); absent before any was counted
+    reliability: NotRequired[dict[str, ProviderFailures]]
 
 
 # -- the provider page --------------------------------------------------------------------------
@@ -209,6 +212,7 @@ class ProviderPage(ProviderInfo):
     results: list[ProviderResult]
     reported_regions: list[ReportedRegion]
     probes: NotRequired[list[ProbeRow]]  # what its sandboxes are (probe benchmarks' readings)
+    reliability: NotRequired[ProviderFailures]  # its failure rates, where it has attempts
 
 
 # -- the comparison of two providers ----------------------------------------------------------
