@@ -155,6 +155,7 @@ def _withheld_result(board: Board, row: shapes.WithheldRow) -> shapes.ProviderRe
         "meaning": row["meaning"],
         "workload_value": None,
         "multi_unit": board.summary["multi_unit"],
+        "unit_scope": board.summary["unit_scope"],
         "units": [
             {
                 "unit": unit["unit"],
@@ -223,10 +224,12 @@ def provider_page(
                 "meaning": summary["meaning"],
                 "workload_value": summary["workload_value"],
                 "multi_unit": board.summary["multi_unit"],
+                "unit_scope": board.summary["unit_scope"],
                 "units": units,
             }
         )
     tree = overview["tree"]
+    subsets = subset_notes(tree, boards)
     return {
         **provider_info(provider),
         "region": provider.region,
@@ -238,12 +241,14 @@ def provider_page(
         "overall": {
             "score": tree["scores"].get(provider.slug),
             "rank": tree["ranks"].get(provider.slug),
+            "subset_note": "; ".join(dict.fromkeys(n for n in subsets.values() if n)),
         },
         "sections": [
             {
                 "label": s["label"],
                 "score": s["scores"].get(provider.slug),
                 "rank": s["ranks"].get(provider.slug),
+                "subset_note": subsets.get(s["key"], ""),
             }
             for s in tree["children"]
         ],
@@ -251,3 +256,18 @@ def provider_page(
         "reported_regions": reported_regions(provider, boards),
         "probes": probe_rows,
     }
+
+
+def subset_notes(tree: shapes.ScoreNode, boards: list[Board]) -> dict[str, str]:
+    """{section key: "DeepSWE: 2 of 10 units"} for each section fed by a benchmark published
+    over a subset of its units: a subset is labelled wherever its score is used."""
+    scopes = {b.benchmark.slug: (b.benchmark.title, b.summary["unit_scope"]) for b in boards}
+    notes = {}
+    for section in tree["children"]:
+        said = [
+            f"{scopes[c['key']][0]}: {scopes[c['key']][1]['text']}"
+            for c in section["children"]
+            if c["key"] in scopes and scopes[c["key"]][1]["subset"]
+        ]
+        notes[section["key"]] = "; ".join(said)
+    return notes

@@ -277,6 +277,12 @@ def test_a_run_over_some_units_is_published_as_that_subset(client, imported_run)
     assert '<small class="subset">(DeepSWE replay: 2 of 3 units)</small>' in tree
     assert '<small class="subset">(2 of 3 units)</small>' in tree
     assert "DeepSWE replay (2 of 3 units): every unit and provider" in tree
+    # And on the provider page: the overall, the sections it feeds and the workload row.
+    provider = client.get("/providers/local/").content.decode()
+    assert "from a subset of units (DeepSWE replay: 2 of 3 units)</span>" in provider
+    scores = provider.split('id="provider-scores"')[1].split("</table>")[0]
+    assert scores.count('<small class="subset">(DeepSWE replay: 2 of 3 units)</small>') == 2
+    assert "<td>2 of 3 units, a subset (workload value)</td>" in provider
 
 
 # 9. Each provider's numbers come from its own latest run ---------------------------------------

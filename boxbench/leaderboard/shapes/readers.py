@@ -184,11 +184,13 @@ class ProviderResult(TypedDict):
     workload_value: float | None
     multi_unit: bool
     units: list[ProviderUnitResult]
+    unit_scope: NotRequired[UnitScope]  # absent from pages materialized before it
 
 
 class ScoreAndRank(TypedDict, total=False):
     score: float | None
     rank: int | None
+    subset_note: str  # the benchmarks published over a subset of their units that feed it
 
 
 class SectionScore(ScoreAndRank):
