@@ -15,8 +15,11 @@ from boxbench import holdbacks, publishing
 from boxbench.cli.terminal import printable
 from boxbench.models import Run, RunStatus
 from runner import named_plans, runs, steps, store
+from runner.benchmarks import terminal_bench
 from runner.plan import PlanError, plan_run
 from runner.providers import demo
+from runner.tasks import imported
+from runner.tasks.format import TaskError
 
 help = "Plan and start a benchmark run (eligibility refusals are shown before it starts)."
 
@@ -43,6 +46,13 @@ def add_arguments(parser):
         "--provider",
         action="append",
         help="Provider slug (repeatable or comma-separated; default: local, needing no account).",
+    )
+    parser.add_argument(
+        "--tasks",
+        metavar="DIR",
+        help="Terminal-Bench (Harbor format) tasks to run: a task folder or a folder of them, "
+        "checked and imported first (`bench tasks check DIR` checks without importing); "
+        "their units replace the shipped ones unless --unit names others.",
     )
     parser.add_argument("--trials", type=int, help="Trials per unit (default: each benchmark's N).")
     parser.add_argument(
@@ -125,7 +135,13 @@ def _handle(options, out, demo_slugs=None):
         raise CommandError("--plan names its own benchmarks: give either --plan or --benchmark")
     if plan and options.get("unit"):
         raise CommandError("--plan names its own units: give either --plan or --unit")
+    if options.get("tasks"):
+        if plan:
+            raise CommandError("--plan names its own units: give either --plan or --tasks")
+        benchmarks = task_benchmarks(benchmarks)
     units = unit_choice(_names(options.get("unit")), benchmarks)
+    if options.get("tasks") and not units:
+        units = {terminal_bench.SLUG: import_task_units(options["tasks"], out)}
     try:
         run = plan_run(
             name,
@@ -180,6 +196,25 @@ def _handle(options, out, demo_slugs=None):
             from boxbench.cli.rerun import rerun_held_back
 
             rerun_held_back(run, out)
+
+
+def task_benchmarks(benchmarks: list[str]) -> list[str]:
+    """--tasks runs the Terminal-Bench-style workload, named or not (`terminal-bench` is the
+    short name users of Terminal-Bench type)."""
+    named = [terminal_bench.SLUG if b == "terminal-bench" else b for b in benchmarks]
+    if any(b != terminal_bench.SLUG for b in named):
+        raise CommandError(f"--tasks runs {terminal_bench.SLUG} alone, not {', '.join(named)}")
+    return [terminal_bench.SLUG]
+
+
+def import_task_units(directory: str, out) -> list[str]:
+    """Check and import the tasks of `directory`; nothing is imported when any is refused."""
+    try:
+        tasks = imported.import_tasks(directory)
+    except TaskError as exc:
+        raise CommandError(f"--tasks {directory}: {exc}") from None
+    out.write(f"Imported {len(tasks)} task(s) from {directory}: {', '.join(t.slug for t in tasks)}")
+    return [task.slug for task in tasks]
 
 
 def _names(values: list[str] | None) -> list[str]:

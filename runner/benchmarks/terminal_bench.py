@@ -50,8 +50,9 @@ REWARD_JSON = "/logs/verifier/reward.json"
 KILL_AFTER_S = 5
 PREPARE_LIMIT_S = 300.0
 NOT_THE_REFERENCE = (
-    "boxbench's own tasks in the Terminal-Bench (Harbor) format, replayed by their oracle: "
-    "not Terminal-Bench 4.0's tasks, not comparable with its results"
+    "tasks in the Terminal-Bench (Harbor) format, boxbench's own unless a unit says it was "
+    "imported, replayed by their oracle: not Terminal-Bench 4.0's tasks, not comparable with "
+    "its results"
 )
 _RC = re.compile(rb"__TASK_RC=(\d+)\s*$")
 
