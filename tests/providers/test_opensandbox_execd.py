@@ -23,12 +23,13 @@ from runner.providers.opensandbox import local
 from runner.providers.opensandbox.errors import RequestRejected, SandboxGone
 
 EXECD = local.EXECD_DIR / "execd.py"
+TOKEN = "execd-test-token"
+AUTH = {"X-EXECD-ACCESS-TOKEN": TOKEN}
 
 
-def start_execd(directory, port, token=""):
+def start_execd(directory, port, token=TOKEN):
     env = {"EXECD_PORT": str(port), "EXECD_HOST": "127.0.0.1", "PATH": "/usr/bin:/bin"}
-    if token:
-        env["EXECD_ACCESS_TOKEN"] = token
+    env["EXECD_ACCESS_TOKEN"] = token
     process = subprocess.Popen([sys.executable, str(EXECD)], cwd=directory, env=env)
     deadline = time.monotonic() + 60  # a loaded machine can take seconds to start Python
     while time.monotonic() < deadline:
@@ -62,7 +63,8 @@ def sandbox_at(provider, port, target=None):
     """A sandbox whose SDK handle reaches this execd as the server's endpoint says in bridge
     mode (through its own /proxy/44772), built from the SDK's own service factory."""
     endpoint = SandboxEndpoint(endpoint=f"127.0.0.1:{port}/proxy/{target or port}")
-    factory = AdapterFactorySync(provider.config)
+    config = provider.execd_config(TOKEN)
+    factory = AdapterFactorySync(config)
     box = SandboxSync(
         sandbox_id="local",
         sandbox_service=factory.create_sandbox_service(),
@@ -71,7 +73,7 @@ def sandbox_at(provider, port, target=None):
         health_service=factory.create_health_service(endpoint),
         metrics_service=factory.create_metrics_service(endpoint),
         egress_service=factory.create_egress_service(endpoint),
-        connection_config=provider.config,
+        connection_config=config,
     )
     return Sandbox(id="local", label="t", handle=box)
 
@@ -84,7 +86,10 @@ def run(provider, port, argv, timeout, **kwargs):
 def test_it_streams_output_as_blank_line_separated_json_events(execd):
     port, _ = execd
     with httpx.stream(
-        "POST", f"http://127.0.0.1:{port}/command", json={"command": "echo a; echo b >&2; exit 4"}
+        "POST",
+        f"http://127.0.0.1:{port}/command",
+        json={"command": "echo a; echo b >&2; exit 4"},
+        headers=AUTH,
     ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         raw = response.read().decode()
@@ -167,18 +172,18 @@ def test_background_mode_status_and_logs(execd):
     port, _ = execd
     base = f"http://127.0.0.1:{port}"
     answer = httpx.post(
-        f"{base}/command", json={"command": "echo one; echo two", "background": True}
+        f"{base}/command", json={"command": "echo one; echo two", "background": True}, headers=AUTH
     )
     command_id = json.loads(answer.text.split("\n\n")[0])["text"]
     for _ in range(100):
-        status = httpx.get(f"{base}/command/status/{command_id}").json()
+        status = httpx.get(f"{base}/command/status/{command_id}", headers=AUTH).json()
         if not status["running"]:
             break
         time.sleep(0.02)
     assert status["exit_code"] == 0 and status["finished_at"]
-    logs = httpx.get(f"{base}/command/{command_id}/logs", params={"cursor": 4})
+    logs = httpx.get(f"{base}/command/{command_id}/logs", params={"cursor": 4}, headers=AUTH)
     assert logs.text == "two\n" and logs.headers["EXECD-COMMANDS-TAIL-CURSOR"] == "8"
-    assert httpx.get(f"{base}/command/status/nope").status_code == 404
+    assert httpx.get(f"{base}/command/status/nope", headers=AUTH).status_code == 404
 
 
 def test_files_upload_and_download_exactly(execd, provider, tmp_path):
@@ -191,7 +196,7 @@ def test_files_upload_and_download_exactly(execd, provider, tmp_path):
     ranged = httpx.get(
         f"http://127.0.0.1:{port}/files/download",
         params={"path": str(target)},
-        headers={"Range": "bytes=2-5"},
+        headers={"Range": "bytes=2-5", **AUTH},
     )
     assert ranged.status_code == 206 and ranged.content == data[2:6]
     # A download is streamed (within max_download_mib), and the SDK's stream keeps only the
@@ -202,20 +207,23 @@ def test_files_upload_and_download_exactly(execd, provider, tmp_path):
 
 def test_bad_requests_are_400_with_a_code_and_message(execd, provider):
     port, _ = execd
-    answer = httpx.post(f"http://127.0.0.1:{port}/command", json={"cwd": "/"})
+    answer = httpx.post(f"http://127.0.0.1:{port}/command", json={"cwd": "/"}, headers=AUTH)
     assert answer.status_code == 400 and answer.json()["code"] == "INVALID_REQUEST"
     with pytest.raises(RequestRejected, match="is not a directory"):
         run(provider, port, ["true"], 10, workdir="/no/such/dir")
 
 
-def test_proxy_forwards_other_ports(execd, tmp_path):
+def test_proxy_forwards_other_ports_without_the_token(execd, tmp_path):
     port, _ = execd
     other = local.free_port()
-    second = start_execd(tmp_path, other)
+    second = start_execd(tmp_path, other)  # the same token: it would let the call in
     try:
-        answer = httpx.get(f"http://127.0.0.1:{port}/proxy/{other}/command/status/none")
-        assert answer.status_code == 404 and answer.json()["code"] == "COMMAND_NOT_FOUND"
-        closed = httpx.get(f"http://127.0.0.1:{port}/proxy/{local.free_port()}/ping")
+        base = f"http://127.0.0.1:{port}/proxy/{other}"
+        assert httpx.get(f"{base}/ping", headers=AUTH).status_code == 200
+        # Forwarded, but the token stays with execd: the sandbox's own service never sees it.
+        answer = httpx.get(f"{base}/command/status/none", headers=AUTH)
+        assert answer.status_code == 401 and answer.json()["code"] == "UNAUTHORIZED"
+        closed = httpx.get(f"http://127.0.0.1:{port}/proxy/{local.free_port()}/ping", headers=AUTH)
         assert closed.status_code == 502
     finally:
         second.kill()
@@ -228,11 +236,23 @@ def test_a_closed_port_is_not_ready(provider):
 
 
 def test_a_token_guards_everything_but_ping(tmp_path):
+    """Another sandbox on the bridge reaches this port: without the token it runs nothing, not
+    even through a /proxy path to execd itself or to a service beside it."""
     port = local.free_port()
     process = start_execd(tmp_path, port, token="s3cret")
+    marker = tmp_path / "ran"
+    attack = {"command": f"touch {marker}"}
     try:
         base = f"http://127.0.0.1:{port}"
-        assert httpx.post(f"{base}/command", json={"command": "true"}).status_code == 401
+        assert httpx.get(f"{base}/ping").status_code == 200
+        for url, headers in [
+            (f"{base}/command", {}),
+            (f"{base}/command", {"X-EXECD-ACCESS-TOKEN": "s3cre"}),
+            (f"{base}/proxy/{port}/command", {}),
+        ]:
+            assert httpx.post(url, json=attack, headers=headers).status_code == 401
+        assert httpx.get(f"{base}/proxy/{port + 1}/ping").status_code == 401
+        assert not marker.exists()
         allowed = httpx.post(
             f"{base}/command", json={"command": "true"}, headers={"X-EXECD-ACCESS-TOKEN": "s3cret"}
         )
@@ -240,3 +260,19 @@ def test_a_token_guards_everything_but_ping(tmp_path):
     finally:
         process.kill()
         process.wait(5)
+
+
+def test_execd_does_not_start_without_a_token(tmp_path):
+    env = {"EXECD_PORT": str(local.free_port()), "EXECD_HOST": "127.0.0.1", "PATH": "/usr/bin"}
+    ended = subprocess.run(
+        [sys.executable, str(EXECD)], cwd=tmp_path, env=env, capture_output=True, timeout=60
+    )
+    assert ended.returncode != 0
+    assert b"EXECD_ACCESS_TOKEN is not set" in ended.stderr
+
+
+def test_the_commands_environment_holds_no_token(execd, provider):
+    # Read from /proc, the sandbox's own token opens only the sandbox its reader already runs in.
+    port, _ = execd
+    seen = run(provider, port, ["env"], 10)
+    assert seen.exit_code == 0 and b"PATH=" in seen.stdout and TOKEN.encode() not in seen.stdout

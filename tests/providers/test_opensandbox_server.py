@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import docker
+import httpx
 import pytest
 from django.core.management import call_command
 from opensandbox.sync.sandbox import SandboxSync
@@ -62,6 +63,21 @@ def test_create_answers_202_running_and_the_sandbox_becomes_ready(opensandbox, o
     assert info.status.state == "Running" and info.metadata["boxbench.batch"] == os_label
     evidence = readiness_check(opensandbox, sandbox, LIMITS.readiness)
     assert evidence["tti_ms"] is not None and evidence["attempts"][-1]["result"] == "ready"
+
+
+def test_each_sandboxs_execd_runs_nothing_without_its_own_token(opensandbox, os_label):
+    """Any process that reaches a sandbox's execd port (the host, or another sandbox on the
+    bridge) runs nothing in it without that sandbox's token; another sandbox's will not do."""
+    first, second = (create(opensandbox, spec(os_label)) for _ in range(2))
+    for sandbox in (first, second):
+        readiness_check(opensandbox, sandbox, LIMITS.readiness)
+    url = f"http://{first.facts['execd_endpoint']}/command"
+    attack = {"command": "touch /tmp/owned"}
+    tokens = opensandbox._execd_tokens
+    assert tokens[first.id] != tokens[second.id]
+    for headers in ({}, {"X-EXECD-ACCESS-TOKEN": tokens[second.id]}):
+        assert httpx.post(url, json=attack, headers=headers).status_code == 401
+    assert opensandbox.exec(first, ["test", "-e", "/tmp/owned"], 30).exit_code == 1
 
 
 def test_exec_streams_output_and_returns_non_zero_exits(opensandbox, os_label):

@@ -12,11 +12,12 @@ methodology defines it. docs/providers.md lists what each SDK call sends.
 
 - create: `SandboxSync.create` with the image, `sleep infinity` as entrypoint, a TTL the server
   enforces (at least 60 s, its minimum), the requested CPUs and memory, the batch label as
-  metadata and `skip_health_check`: POST /v1/sandboxes, then the endpoints of execd (44772) and
-  of the egress sidecar (18080), which the SDK resolves before it returns (it asks again while a
-  Kubernetes server answers 404 POD_IP_NOT_AVAILABLE). Whether execd answers is the lifecycle's
-  readiness check: its `true` goes through exec, which raises NotReady on refused or reset
-  connections and 502/503/504. A create that fails after the POST is killed by the SDK itself.
+  metadata, a fresh execd access token of the sandbox's own in its environment (sent on its
+  execd calls) and `skip_health_check`: POST /v1/sandboxes, then the endpoints of execd (44772)
+  and of the egress sidecar (18080), which the SDK resolves before it returns (it asks again
+  while a Kubernetes server answers 404 POD_IP_NOT_AVAILABLE). Whether execd answers is the
+  lifecycle's readiness check: its `true` goes through exec, which raises NotReady on refused or
+  reset connections and 502/503/504. A create that fails after the POST is killed by the SDK itself.
 - exec: `commands.run` with the argv shell-quoted (execd takes a shell command), the working
   directory (default /app), the environment, and execd's own time limit a little past ours; the
   SDK reads the event stream. A command that outlives its timeout is interrupted
@@ -46,6 +47,7 @@ import contextlib
 import importlib.util
 import math
 import os
+import secrets
 import shlex
 import socket
 import threading
@@ -89,6 +91,11 @@ EXEC_BACKSTOP_S = 5.0  # execd kills a command this long after the adapter's own
 HELPER_PREFIX = "sandbox-execd-"
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 HELPER_KIND = "opensandbox-execd"
+# Every sandbox's execd is given a token of its own and refuses calls without it: on a bridge
+# network the other sandboxes reach its port, and without a token any of them could run commands
+# in it. Its name and header are execd's (OpenSandbox's execd API).
+EXECD_TOKEN_ENV = "EXECD_ACCESS_TOKEN"
+EXECD_TOKEN_HEADER = "X-EXECD-ACCESS-TOKEN"
 # A destroy refused while the server restarts is tried again this long: its sandboxes outlive
 # the restart (docs/reliability.md, C5), and a restart here takes seconds.
 DESTROY_RETRY_S = 60.0
@@ -172,6 +179,7 @@ class OpenSandboxProvider(Provider):
         self._manager = None
         self._lock = threading.Lock()
         self.limits = AnswerLimits.from_settings(self.settings)
+        self._execd_tokens: dict[str, str] = {}  # sandbox id -> its execd's token
 
     def __repr__(self) -> str:  # never the key
         return f"OpenSandboxProvider({self.url})"
@@ -208,6 +216,11 @@ class OpenSandboxProvider(Provider):
                 )
             return self._config
 
+    def execd_config(self, token: str):
+        """The connection settings of one sandbox: its execd token goes with every call."""
+        config = self.config
+        return config.model_copy(update={"headers": {**config.headers, EXECD_TOKEN_HEADER: token}})
+
     @property
     def manager(self):
         config = self.config
@@ -225,7 +238,7 @@ class OpenSandboxProvider(Provider):
             self._transport = self._config = self._manager = None
 
     def _secrets(self) -> tuple:
-        return (self._api_key,)
+        return (self._api_key, *self._execd_tokens.values())
 
     def _reader(self, operation: str, *secrets: str | None) -> Reader:
         return Reader(self.slug, operation, (*self._secrets(), *secrets))
@@ -260,6 +273,7 @@ class OpenSandboxProvider(Provider):
 
         ttl = max(MIN_TTL_S, math.ceil(spec.lifetime_s))
         resource = {"cpu": f"{spec.cpus:g}", "memory": f"{spec.memory_mib}Mi"}
+        token = secrets.token_urlsafe(24)
         box = self._call(
             "create",
             lambda: SandboxSync.create(
@@ -268,11 +282,13 @@ class OpenSandboxProvider(Provider):
                 timeout=timedelta(seconds=ttl),
                 resource=resource,
                 metadata={BATCH_KEY: spec.label},
-                connection_config=self.config,
+                env={EXECD_TOKEN_ENV: token},
+                connection_config=self.execd_config(token),
                 # Readiness is the lifecycle's own check, untimed; see the module docstring.
                 skip_health_check=True,
             ),
         )
+        self._execd_tokens[box.id] = token
         facts.update(
             {
                 "cpus": spec.cpus,
@@ -319,10 +335,14 @@ class OpenSandboxProvider(Provider):
         from opensandbox.sync.sandbox import SandboxSync
 
         if not isinstance(sandbox.handle, SandboxSync):
+            token = self._execd_tokens.get(sandbox.id)
+            # A sandbox this adapter did not create: its execd refuses every call but the
+            # lifecycle's, which need no token.
+            config = self.config if token is None else self.execd_config(token)
             sandbox.handle = self._call(
                 operation,
                 lambda: SandboxSync.connect(
-                    sandbox.id, connection_config=self.config, skip_health_check=True
+                    sandbox.id, connection_config=config, skip_health_check=True
                 ),
             )
         return sandbox.handle
@@ -336,6 +356,7 @@ class OpenSandboxProvider(Provider):
                 RETRY_BACKOFF,
                 errors=(ProviderError,),
             )
+        self._execd_tokens.pop(sandbox.id, None)
 
     def is_gone(self, sandbox_id: str) -> bool:
         try:

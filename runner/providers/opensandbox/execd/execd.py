@@ -21,11 +21,15 @@ Endpoints:
   DELETE /files;
 - /proxy/{port}/...: forwarded to 127.0.0.1:{port}; the daemon's own port is served in place.
 
-Errors are JSON {"code", "message"}. With EXECD_ACCESS_TOKEN set, every request but /ping needs
-the header X-EXECD-ACCESS-TOKEN.
+Errors are JSON {"code", "message"}. Every request but /ping needs the header X-EXECD-ACCESS-TOKEN
+holding EXECD_ACCESS_TOKEN, forwarded ones too; without that variable the daemon does not start:
+on a bridge network the other sandboxes reach its port. The variable is taken out of the
+environment the commands get (the sandbox's own commands can still read it in /proc, which opens
+them nothing: the adapter gives each sandbox a token of its own).
 """
 
 import contextlib
+import hmac
 import http.client
 import json
 import os
@@ -43,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 PORT = int(os.environ.get("EXECD_PORT", "44772"))
-TOKEN = os.environ.get("EXECD_ACCESS_TOKEN", "")
+TOKEN = os.environ.pop("EXECD_ACCESS_TOKEN", "")
 PING_EVERY_S = 5.0
 CHUNK = 65536
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -169,13 +173,14 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         path, query = url.path, parse_qs(url.query)
         proxied = PROXY.match(path)
+        port = PORT
         if proxied:
-            port, rest = int(proxied.group(1)), proxied.group(2) or "/"
-            if port != PORT:
-                return self.forward(method, port, rest, url.query)
-            path = rest
-        if path != "/ping" and TOKEN and self.headers.get("X-EXECD-ACCESS-TOKEN") != TOKEN:
+            port, path = int(proxied.group(1)), proxied.group(2) or "/"
+        given = self.headers.get("X-EXECD-ACCESS-TOKEN", "").encode()
+        if (path != "/ping" or port != PORT) and not hmac.compare_digest(given, TOKEN.encode()):
             return self.fail(401, "UNAUTHORIZED", "missing or wrong X-EXECD-ACCESS-TOKEN")
+        if port != PORT:
+            return self.forward(method, port, path, url.query)
         try:
             route = ROUTES.get((method, path))
             if route is not None:
@@ -392,7 +397,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def forward(self, method, port, path, query_text):
         target = path + (f"?{query_text}" if query_text else "")
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        # The token stays here: the service behind the port is the sandbox's code.
+        headers = {
+            k: v
+            for k, v in self.headers.items()
+            if k.lower() not in HOP_HEADERS and k.lower() != "x-execd-access-token"
+        }
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
         try:
             connection.request(method, target, body=self.body(), headers=headers)
@@ -483,6 +493,8 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
+    if not TOKEN:
+        sys.exit("execd: EXECD_ACCESS_TOKEN is not set; refusing to serve unauthenticated calls")
     host = os.environ.get("EXECD_HOST", "0.0.0.0")
     server = Server((host, PORT), Handler)
     print(f"execd listening on {host}:{PORT}", file=sys.stderr, flush=True)
