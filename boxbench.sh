@@ -7,6 +7,8 @@
 #                        `run --dev` serves it with Django's development server instead
 #   ./boxbench.sh test   install what is needed and run the whole test suite, on SQLite and
 #                        again on PostgreSQL
+#   ./boxbench.sh web-user  (as root) create the unprivileged user the dashboard's gunicorn
+#                        workers run as and give it what they write (run does this itself)
 #
 # Settings come from the environment (see .env.example).
 set -euo pipefail
@@ -175,6 +177,49 @@ ensure_secret_key() {
   export SECRET_KEY_FILE=$key_file
 }
 
+# Started as root, gunicorn's workers run as $WEB_USER (boxbench/gunicorn_conf.py): a system
+# user without a shell or home, created once. They write the SQLite database (and its journal,
+# beside it: the var directory is group-writable for them, sticky so that they cannot remove or
+# rename root's files there) and the raw-data exports; they must read the checkout.
+WEB_USER=${BOXBENCH_WEB_USER:-boxbench-web}
+ensure_web_user() {
+  [ "$(id -u)" = 0 ] || return 0
+  if ! id -u "$WEB_USER" >/dev/null 2>&1; then
+    say "Creating the dashboard's unprivileged user $WEB_USER"
+    useradd --system --user-group --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin "$WEB_USER"
+  fi
+}
+
+prepare_web_user() {
+  [ "$(id -u)" = 0 ] || return 0
+  ensure_web_user
+  mkdir -p "$VAR/exports"
+  chown -R "$WEB_USER:" "$VAR/exports"
+  if [ -z "${DATABASE_URL:-}" ]; then
+    touch "$VAR/boxbench.sqlite3"
+    chgrp "$WEB_USER" "$VAR" "$VAR/boxbench.sqlite3"
+    chmod g+rwx,+t "$VAR"
+    chmod g+rw "$VAR/boxbench.sqlite3"
+  fi
+  # The workers import modules as they go: the interpreter, its standard library, the virtual
+  # environment and the checkout must be readable by the web user (Debian's python3 is; one
+  # under /root is not). Where they are not, the workers stay root, said out loud.
+  # The paths are root's Python's: a fresh interpreter run as the web user may find another
+  # standard library, while the workers, forked from root's, keep these.
+  local stdlib purelib
+  stdlib=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+  purelib=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  if ! setpriv --reuid="$WEB_USER" --regid="$WEB_USER" --clear-groups -- test -r "$stdlib/os.py" \
+      -a -r "$purelib/django/__init__.py" -a -r "$ROOT/boxbench/__init__.py" \
+      -a -r "$ROOT/templates" -a -w "$VAR" -a -x "$VAR"; then
+    say "The dashboard's workers stay root: $WEB_USER cannot run $PY or write $VAR. Install" \
+      "Python, the virtual environment and the checkout where other users can read them (not" \
+      "under /root) to serve without root."
+    export BOXBENCH_WEB_AS_ROOT=1
+  fi
+}
+
 # What `run` started is stopped when it exits, however it exits (Ctrl-C included).
 on_run_exit() {
   stop_group "$VAR/dashboard.pid" "the dashboard"
@@ -220,6 +265,7 @@ cmd_run() {
   "$PY" manage.py migrate -v0
   "$PY" manage.py collectstatic --noinput -v0
   ensure_admin
+  prepare_web_user
   # The image first, so that the doctor checks what the run will use (a first run would
   # otherwise report the image missing, then build it).
   local providers=local
@@ -262,6 +308,7 @@ cmd_test() {
   setup_venv requirements-daytona.txt
   setup_venv requirements-vercel.txt
   setup_venv requirements-agentcore.txt
+  ensure_web_user  # the dashboard's tests serve as root, with its workers as this user
   start_postgres
   local pg_url=${BOXBENCH_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
   ensure_test_database "$pg_url"
@@ -286,5 +333,6 @@ case "${1:-}" in
   run) shift; cmd_run "$@" ;;
   stop) shift; cmd_stop ;;
   test) shift; cmd_test "$@" ;;
-  *) echo "usage: ./boxbench.sh run [--dev] | ./boxbench.sh stop | ./boxbench.sh test [pytest arguments]" >&2; exit 2 ;;
+  web-user) prepare_web_user ;;
+  *) echo "usage: ./boxbench.sh run [--dev] | ./boxbench.sh stop | ./boxbench.sh test [pytest arguments] | ./boxbench.sh web-user" >&2; exit 2 ;;
 esac
