@@ -72,9 +72,10 @@ DEFINITION = BenchmarkDefinition(
     unit="ms",
     direction="lower",
     clock="guest",
-    # The benchmark-wide size gates eligibility; each task then asks its own declared size.
-    cpus=1,
-    memory_mib=2048,
+    # The methodology's default size gates eligibility; each task's sandbox then asks the size
+    # its task.toml declares (a provider without it reads Not Offered for that task).
+    cpus=2,
+    memory_mib=4096,
     trials_per_unit=TRIALS,
     ranking_floor=labels.ranking_floor(TRIALS * len(task_folders(TASKS_DIR))),
     required_capabilities=("exec", "file_transfer", "network_lockdown"),
