@@ -73,7 +73,7 @@ def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
             continue
         cell_a = board.cells.get((page["unit_id"], a.id), EMPTY_CELL)
         cell_b = board.cells.get((page["unit_id"], b.id), EMPTY_CELL)
-        reason = _not_comparable(board, a, b)
+        reason = not_comparable(board, a, b)
         caveats, flipped_caveats = _caveats(a, b, row_a, row_b), _caveats(b, a, row_b, row_a)
         for stage in ["", *page["stages"]]:
             values_a, values_b = _series(cell_a, stage, pooled), _series(cell_b, stage, pooled)
@@ -117,7 +117,7 @@ def _series(cell: Cell, stage: str, pooled: bool) -> np.ndarray:
     return cell.samples.values
 
 
-def _not_comparable(board: Board, a: Provider, b: Provider) -> str:
+def not_comparable(board: Board, a: Provider, b: Provider) -> str:
     """Why a's and b's numbers on this unit may not be set side by side, as the methodology
     forbids combining them; "" when they may."""
     reasons = []

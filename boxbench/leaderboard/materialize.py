@@ -12,6 +12,7 @@ from boxbench.leaderboard import (
     unscored,
     verdicts,
     withheld,
+    workload_verdicts,
 )
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
@@ -49,6 +50,7 @@ def materialize() -> int:
     # boards' verdicts between adjacent ranks are read from them, so they come first.
     compared = compare_pages(timed, providers)
     verdicts.add_verdicts(timed, compared)
+    workload_verdicts.add_workload_verdicts(timed, providers)
     # A benchmark whose every pair is held back keeps its pages, each provider a held-back row;
     # with no number it feeds no score, comparison or history.
     all_held = withheld.withheld_boards(published, held, sources, providers)

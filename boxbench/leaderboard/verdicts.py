@@ -39,19 +39,22 @@ def adjacent_verdicts(
                 "lower_rank": lower["rank"],
                 "verdict": row["verdict"],
                 "same": same,
-                "text": sentence(row, names[upper["provider"]], names[lower["provider"]]),
+                "text": sentence(
+                    row["verdict"], row["text"], names[upper["provider"]], names[lower["provider"]]
+                ),
             }
         )
     return found
 
 
-def sentence(row: shapes.CompareRow, upper: str, lower: str) -> str:
-    """The verdict in a reader's words, naming both providers."""
-    if row["verdict"] == compare.NO_DIFFERENCE:
-        return f"{upper} {SAME} {lower}: {row['text']}; these trials cannot tell them apart"
-    if row["verdict"] == compare.NOT_COMPARABLE:
-        return f"{upper} and {lower}: {row['text']}"
-    return f"{row['text']} than {lower}"
+def sentence(verdict: str, text: str, upper: str, lower: str) -> str:
+    """The verdict (stats.compare's, and its describe() text) in a reader's words, naming both
+    providers."""
+    if verdict == compare.NO_DIFFERENCE:
+        return f"{upper} {SAME} {lower}: {text}; these trials cannot tell them apart"
+    if verdict == compare.NOT_COMPARABLE:
+        return f"{upper} and {lower}: {text}"
+    return f"{text} than {lower}"
 
 
 def main_rows(pages: dict[tuple[str, str], shapes.ComparePage]) -> dict[tuple, shapes.CompareRow]:
@@ -105,7 +108,9 @@ def _section_sentence(board: Board) -> str:
     if not first:
         return f"on {title}, no two providers are ranked on a unit yet."
     apart = sum(1 for v in first if not v["same"])
+    whole = board.summary.get("workload_verdicts", [])
     return (
         f"on {title}, the first two providers differ detectably on {apart} of {len(first)} "
-        f"units; on {len(first) - apart} these trials cannot tell them apart."
+        f"units; on {len(first) - apart} these trials cannot tell them apart"
+        + (f"; on the whole workload, {whole[0]['text']}." if whole else ".")
     )

@@ -72,3 +72,22 @@ def test_the_overview_opens_with_a_sentence_per_section_and_the_publications_fac
         assert html.escape(sentence) in page
     published = judged_run.published_at.date().isoformat()
     assert f"Published {published} from {lead['trials']} trials" in page
+
+
+def test_a_workload_carries_the_verdict_on_its_whole_workload_value(client, judged_run):
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    ranked = sorted((r for r in summary["rows"] if r["rank"]), key=lambda r: r["rank"])
+    whole = summary["workload_verdicts"]
+    assert [(v["upper"], v["lower"]) for v in whole] == [
+        (a["provider"], b["provider"]) for a, b in zip(ranked, ranked[1:], strict=False)
+    ]
+    for v in whole:
+        assert v["text"].endswith("units both completed)")
+        if v["verdict"] == "a":
+            assert v["text"].startswith(f"{v['upper_name']} faster by ")
+    page = client.get("/benchmarks/deepswe/").content.decode()
+    listed = page.split('id="workload-verdicts"')[1].split("</ul>")[0]
+    for v in whole:
+        assert html.escape(v["text"]) in listed
+    lead = Aggregate.objects.page(Scope.OVERVIEW)["lead"]["sentences"][0]
+    assert lead.endswith(f"; on the whole workload, {whole[0]['text']}.")

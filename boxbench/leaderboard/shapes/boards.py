@@ -289,3 +289,4 @@ class BenchmarkPage(BenchmarkContext):
     caveats: NotRequired[list[str]]
     held_back: NotRequired[list[WithheldRow]]
     verdicts: NotRequired[list[AdjacentVerdict]]  # a single-unit benchmark's
+    workload_verdicts: NotRequired[list[AdjacentVerdict]]  # a multi-unit one's, whole workload
