@@ -75,3 +75,29 @@ def planned_offsets_ms(tier: int, create_rate_per_s: float | None) -> list[float
     if not create_rate_per_s:
         return [0.0] * tier
     return [i * 1000 / create_rate_per_s for i in range(tier)]
+
+
+def ready_curve(bursts: Sequence[Sequence[dict]]) -> list[tuple[float, float]]:
+    """The mean number of ready sandboxes against time from the burst's start, over several
+    bursts of one tier: a step up by 1/len(bursts) at each ready time of any of them, from
+    (0, 0). A provider that serves the first requests fast and queues the rest shows a knee."""
+    if not bursts:
+        return []
+    ready = sorted(r["ready_ms"] for burst in bursts for r in burst if r["outcome"] == OK)
+    step = 1 / len(bursts)
+    return [(0.0, 0.0), *((ms, (i + 1) * step) for i, ms in enumerate(ready))]
+
+
+def tier_point(figures: Sequence[dict]) -> dict:
+    """One provider's point of the tier sweep from its bursts' figures (burst_figures): the
+    median throughput and the median 95 % ready time (None where no burst reached it), and
+    the rate-limited requests counted apart."""
+    throughput = [f["throughput_per_s"] for f in figures if "throughput_per_s" in f]
+    p95 = [f["p95_ready_ms"] for f in figures if "p95_ready_ms" in f]
+    return {
+        "bursts": len(figures),
+        "throughput_per_s": median(throughput) if throughput else None,
+        "p95_ready_ms": median(p95) if p95 else None,
+        "requests": int(sum(f.get("requests", 0) for f in figures)),
+        "rate_limited": int(sum(f.get("rate_limited", 0) for f in figures)),
+    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from boxbench import holdbacks
 from boxbench.leaderboard import (
+    burst,
     caveats,
     probes,
     reliability,
@@ -43,6 +44,8 @@ def materialize() -> int:
         for unit_page in board.units:  # a row in every unit's tables too
             unit_page["held_back"] = board.summary["held_back"]
         board.summary["caveats"] = caveats.board_caveats(board, providers)
+        if board.benchmark.slug in burst.LIMITED_BOARDS:
+            burst.add_charts(board, providers)
         boards.append(board)
     # Probe readings are facts, not timings: nothing to compare or to follow across runs.
     timed = [board for board in boards if not probes.is_probe(board)]

@@ -8,6 +8,7 @@ from django.db.models import Count
 
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board
+from boxbench.leaderboard.burst import scored_unit
 from boxbench.leaderboard.headlines import headlines
 from boxbench.leaderboard.results import board_results
 from boxbench.leaderboard.sources import run_source
@@ -51,6 +52,8 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
             continue  # recorded without charting it, so it scores nothing either
         lower = benchmark.direction != "higher"
         for unit in board.units:
+            if not scored_unit(benchmark.slug, unit["unit"]):
+                continue  # charted on its board, not scored (a burst tier but the default)
             medians = {r["provider"]: r["median"] for r in unit["rows"] if r["ranked"]}
             if benchmark.section == Section.WORKLOAD:
                 results.append(

@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 
-from boxbench import bundles, charts, history_charts, permissions
+from boxbench import bundles, burst_charts, charts, history_charts, permissions
 from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     HistoryPage,
@@ -95,6 +95,8 @@ def benchmark(request, slug):
             stage_chart=charts.stacked_stage_bars(unit),
             derived=_derived(unit),
         )
+        if "limits" in summary:  # Burst and Density: limits, and Burst's curves and sweep
+            context.update(burst_charts.burst_context(summary, chosen))
     context["plotly_bundle"] = bundles.for_page(context)
     return render(request, "boxbench/benchmark.html", context)
 

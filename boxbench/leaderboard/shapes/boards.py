@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from boxbench.leaderboard.shapes.burst import BurstCharts, DeclaredLimits
+from boxbench.leaderboard.shapes.provider import ProviderInfo
+
 # -- pieces several pages share ---------------------------------------------------------------
 
 
@@ -29,14 +32,6 @@ class UnitScope(TypedDict):
     of: int
     subset: bool
     text: str
-
-
-class ProviderInfo(TypedDict):
-    provider: str
-    provider_name: str
-    region_marker: str
-    region_note: str
-    colour_index: int  # boxbench.charts.provider_colour
 
 
 class Status(TypedDict):
@@ -290,3 +285,5 @@ class BenchmarkPage(BenchmarkContext):
     held_back: NotRequired[list[WithheldRow]]
     verdicts: NotRequired[list[AdjacentVerdict]]  # a single-unit benchmark's
     workload_verdicts: NotRequired[list[AdjacentVerdict]]  # a multi-unit one's, whole workload
+    burst: NotRequired[BurstCharts]  # the Burst board's curves and tier sweep
+    limits: NotRequired[list[DeclaredLimits]]  # Burst and Density: each provider's documented

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from boxbench.leaderboard.shapes.boards import ProviderInfo
+from boxbench.leaderboard.shapes.provider import ProviderInfo
 
 
 class FailureRate(TypedDict):
