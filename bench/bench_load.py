@@ -329,6 +329,13 @@ def main():
         env=env,
         check=True,
     )
+    # Served under its hashed name only (WHITENOISE_KEEP_ONLY_HASHED_FILES): the plain one is a 404.
+    static = django_script(
+        "import django; django.setup();"
+        "from django.contrib.staticfiles.storage import staticfiles_storage as s;"
+        "print(s.url('boxbench/site.css'))",
+        env,
+    )
     subprocess.run(
         [
             sys.executable,
@@ -410,7 +417,6 @@ def main():
             assert response.status_code == 200, (path, response.status_code)
             size[name] = len(response.content) / 1024
         raw_downloads(base, run_id)
-        static = "/static/boxbench/site.css"
         print(
             f"\n{args.connections} connections, {args.seconds} s per page, gunicorn "
             f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with "
