@@ -25,6 +25,7 @@ from boxbench.leaderboard.shapes import (
     Resolution,
 )
 from boxbench.leaderboard.shapes.reliability import ReliabilityPage
+from boxbench.leaderboard.slices import OVERVIEW_UNITS_PER_PAGE
 from runner.manifest import Manifest
 
 API_VERSION = "1"
@@ -38,6 +39,17 @@ class Table(TypedDict):
 
     columns: list[str]
     rows: list[list[str]]
+
+
+class Pagination(TypedDict):
+    """Where a paged answer stands: its links are absolute paths, written as the cache keeps
+    them (page 1 without ?page=), and null where there is no such page."""
+
+    page: int
+    pages: int
+    per_page: int  # units per page (OVERVIEW_UNITS_PER_PAGE, or a comparison's UNITS_PER_PAGE)
+    next: str | None
+    previous: str | None
 
 
 class Answer(TypedDict):
@@ -54,6 +66,7 @@ class IndexAnswer(Answer):
 
 class OverviewAnswer(Answer):
     kind: Literal["overview"]
+    pagination: Pagination
     page: OverviewPage
     table: Table
 
@@ -90,6 +103,7 @@ class ReliabilityAnswer(Answer):
 
 class CompareAnswer(Answer):
     kind: Literal["compare"]
+    pagination: Pagination
     page: CompareSlice
     table: Table
 
@@ -123,7 +137,10 @@ ENDPOINTS = (
     Endpoint(
         "overview",
         OverviewAnswer,
-        "The score tree, composites and the run behind each benchmark; the table is scores.csv.",
+        "The score tree, composites and the run behind each benchmark, with the units of "
+        f"?page=N ({OVERVIEW_UNITS_PER_PAGE} per page, in the tree's order; everything above the "
+        "units on every page); the table is scores.csv's rows for what the page holds.",
+        (("page", "query", False),),
     ),
     Endpoint(
         "benchmarks/{slug}",
@@ -189,6 +206,13 @@ def index_endpoints() -> dict[str, str]:
     }
 
 
+def _schema(parameter: str) -> dict:
+    # Written as the links write it: 1 (the default, left out of the address) to 999999999.
+    if parameter == "page":
+        return {"type": "integer", "minimum": 1, "maximum": 999_999_999}
+    return {"type": "string"}
+
+
 def openapi() -> dict:
     """The OpenAPI 3.1 description of every endpoint, its schemas generated from the types."""
     (schemas, components) = msgspec.json.schema_components(
@@ -197,7 +221,7 @@ def openapi() -> dict:
     paths = {}
     for endpoint, schema in zip(ENDPOINTS, schemas, strict=True):
         parameters = [
-            {"name": name, "in": where, "required": required, "schema": {"type": "string"}}
+            {"name": name, "in": where, "required": required, "schema": _schema(name)}
             for name, where, required in endpoint.parameters
         ]
         paths[PREFIX + endpoint.path] = {
@@ -209,7 +233,10 @@ def openapi() -> dict:
                         "description": "OK",
                         "content": {"application/json": {"schema": schema}},
                     },
-                    "404": {"description": "Nothing published (or visible to you) there."},
+                    "404": {
+                        "description": "Nothing published (or visible to you) there, or a "
+                        "page past the last."
+                    },
                 },
             }
         }

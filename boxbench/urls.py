@@ -77,7 +77,7 @@ urlpatterns = [
     path("api/v1/", cached(api.index), name="api-index"),
     path("api/v1/openapi.json", cached(api.openapi), name="api-openapi"),
     path("api/v1/docs/", cached(api.docs), name="api-docs"),
-    path("api/v1/overview", cached(api.overview), name="api-overview"),
+    path("api/v1/overview", cached(api.overview, params=("page",)), name="api-overview"),
     path(
         "api/v1/benchmarks/<slug:slug>",
         cached(api.benchmark, params=("view",)),

@@ -5,7 +5,10 @@ which made a whole comparison over a megabyte, and a whole history of 100 runs s
 A comparison (comparisons.py) shows every benchmark's verdict counts and the rows of each one's
 first UNITS_SHOWN units (boxbench's own DeepSWE set fits whole); a benchmark's own address
 (?benchmark=) shows all of its units, UNITS_PER_PAGE at a time. The CSV download keeps every row.
-A benchmark's history (history.py) is answered one unit at a time, as its page charts it. Pure:
+A benchmark's history (history.py) is answered one unit at a time, as its page charts it. The
+overview (pages.py) carries every unit of every benchmark (its tree's leaves, each benchmark's
+units and their rows): the API answers it OVERVIEW_UNITS_PER_PAGE units at a time, in the tree's
+order, with everything above the units (scores, sections, benchmarks) on every page. Pure:
 no Django.
 """
 
@@ -18,11 +21,15 @@ from boxbench.leaderboard.shapes import (
     CompareSlice,
     HistoryPage,
     HistorySlice,
+    OverviewBenchmark,
+    OverviewPage,
+    ScoreNode,
     Series,
 )
 
 UNITS_SHOWN = 12
 UNITS_PER_PAGE = 25
+OVERVIEW_UNITS_PER_PAGE = 50
 VERDICTS = ("a", "b", "none", "not_comparable")
 
 
@@ -111,3 +118,51 @@ def cut_history(page: HistoryPage, unit: str = "") -> HistorySlice:
         "unit": chosen,
         "units": units,
     }
+
+
+def _tree_units(node: ScoreNode, out: dict[tuple[str, str], None]) -> None:
+    for child in node["children"]:
+        if child["level"] == "unit":
+            out[(node["key"], child["key"])] = None
+        else:
+            _tree_units(child, out)
+
+
+def overview_units(page: OverviewPage) -> list[tuple[str, str]]:
+    """Every (benchmark, unit) of the score tree once, in its order (a benchmark can sit under
+    two sections, its units then under both)."""
+    found: dict[tuple[str, str], None] = {}
+    _tree_units(page["tree"], found)
+    return list(found)
+
+
+def _prune(node: ScoreNode, shown: set[tuple[str, str]]) -> ScoreNode:
+    children = [
+        child
+        for child in node["children"]
+        if child["level"] != "unit" or (node["key"], child["key"]) in shown
+    ]
+    return {**node, "children": [_prune(child, shown) for child in children]}
+
+
+def cut_overview(page: OverviewPage, number: int = 1) -> tuple[OverviewPage, int]:
+    """Page `number` of the overview's units, and how many pages there are: the tree keeps the
+    unit leaves of this page, each benchmark the units (titles and rows) of this page."""
+    units = overview_units(page)
+    pages = max(1, -(-len(units) // OVERVIEW_UNITS_PER_PAGE))
+    if number > pages:
+        raise NotOnPage(f"the overview has {pages} page(s) of units, not {number}")
+    start = (number - 1) * OVERVIEW_UNITS_PER_PAGE
+    shown = set(units[start : start + OVERVIEW_UNITS_PER_PAGE])
+    benchmarks: dict[str, OverviewBenchmark] = {}
+    for slug, benchmark in page["benchmarks"].items():
+        cut: OverviewBenchmark = {
+            **benchmark,
+            "units": {u: t for u, t in benchmark["units"].items() if (slug, u) in shown},
+        }
+        if "results" in benchmark:
+            results = benchmark["results"]
+            kept = {u: rows for u, rows in results["units"].items() if (slug, u) in shown}
+            cut["results"] = {**results, "units": kept}
+        benchmarks[slug] = cut
+    return {**page, "tree": _prune(page["tree"], shown), "benchmarks": benchmarks}, pages

@@ -11,8 +11,8 @@ from boxbench import api_docs, api_schema, holdbacks
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.shapes import PublicUnitPage, RunPage
 from boxbench.models import Aggregate, Scope
+from boxbench.views import canonical, score_tables, tables
 from boxbench.views import reliability as reliability_view
-from boxbench.views import score_tables, tables
 from boxbench.views.access import (
     aggregate,
     chosen_view,
@@ -60,9 +60,33 @@ def docs(request):
     return render(request, "boxbench/api_docs.html", {"api": reference})
 
 
+def _pagination(request, number: int, pages: int, per_page: int) -> api_schema.Pagination:
+    def link(wanted: int) -> str | None:
+        if not 1 <= wanted <= pages:
+            return None
+        return canonical.changed_address(request, page=str(wanted) if wanted > 1 else None)
+
+    return {
+        "page": number,
+        "pages": pages,
+        "per_page": per_page,
+        "next": link(number + 1),
+        "previous": link(number - 1),
+    }
+
+
 def overview(request):
-    data = aggregate(Scope.OVERVIEW)
-    return _answer("overview", page=data, table=_table(score_tables.score_table(data)))
+    number = canonical.whole_number(request, "page")
+    try:
+        data, pages = slices.cut_overview(aggregate(Scope.OVERVIEW), number)
+    except slices.NotOnPage as missing:
+        raise Http404(str(missing)) from None
+    return _answer(
+        "overview",
+        pagination=_pagination(request, number, pages, slices.OVERVIEW_UNITS_PER_PAGE),
+        page=data,
+        table=_table(score_tables.score_table(data)),
+    )
 
 
 def benchmark(request, slug):
@@ -106,7 +130,13 @@ def compare(request):
     if pair is None:
         raise Http404("a comparison needs two providers: ?a=<slug>&b=<slug>")
     data = chosen_slice(request, pair)
-    return _answer("compare", page=data, table=_table(tables.compare_table(data)))
+    per_page = slices.UNITS_PER_PAGE if data["benchmark"] else slices.UNITS_SHOWN
+    return _answer(
+        "compare",
+        pagination=_pagination(request, data["page"], data["pages"], per_page),
+        page=data,
+        table=_table(tables.compare_table(data)),
+    )
 
 
 def _run_answer(response: HttpResponse, published: bool) -> HttpResponse:

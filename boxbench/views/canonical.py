@@ -45,15 +45,20 @@ def key_query(request, known: tuple[str, ...]) -> str:
     return urlencode(sorted((n, v) for n, v in request.GET.items() if n in known))
 
 
-def redirect(request, **changes: str | None):
-    """A redirect to this address with the parameters in `changes` set (None or "": dropped)."""
+def changed_address(request, **changes: str | None) -> str:
+    """This address with the parameters in `changes` set (None or "": dropped)."""
     params = dict(request.GET.items())
     for name, value in changes.items():
         if value:
             params[name] = value
         else:
             params.pop(name, None)
-    return HttpResponseRedirect(_address(request, list(params.items())))
+    return _address(request, list(params.items()))
+
+
+def redirect(request, **changes: str | None):
+    """A redirect to this address with the parameters in `changes` set (None or "": dropped)."""
+    return HttpResponseRedirect(changed_address(request, **changes))
 
 
 def whole_number(request, name: str, default: int = 1) -> int:

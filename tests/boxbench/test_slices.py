@@ -6,11 +6,14 @@ import pytest
 
 from boxbench.leaderboard import slices
 from boxbench.leaderboard.slices import (
+    OVERVIEW_UNITS_PER_PAGE,
     UNITS_PER_PAGE,
     UNITS_SHOWN,
     NotOnPage,
     cut_comparison,
     cut_history,
+    cut_overview,
+    overview_units,
 )
 
 MANY_UNITS = 2 * UNITS_PER_PAGE + 7  # three pages, the last one short
@@ -138,3 +141,70 @@ def test_a_history_is_answered_one_unit_at_a_time():
     with pytest.raises(NotOnPage, match="deepswe has no history on a unit 'u9'"):
         cut_history(whole, "u9")
     assert cut_history({**whole, "series": []})["unit"] == ""
+
+
+def overview(units: dict[str, int]) -> dict:
+    """An overview whose benchmarks have units[slug] units each; the first benchmark sits under
+    two sections, as DeepSWE does (Workload Time and Workload Cost)."""
+    names = {slug: [f"{slug}-{i:03d}" for i in range(count)] for slug, count in units.items()}
+
+    def node(level: str, key: str, children: list) -> dict:
+        scored = {"scores": {"x": 1.0}, "ranks": {"x": 1}}
+        return {"key": key, "level": level, "label": key, **scored, "children": children}
+
+    def benchmark(slug: str) -> dict:
+        return node("benchmark", slug, [node("unit", u, []) for u in names[slug]])
+
+    first = next(iter(units))
+    sections = [node("section", "time", [benchmark(slug) for slug in units])]
+    sections.append(node("section", "cost", [benchmark(first)]))
+    rows = {u: [{"provider": "x", "value": 1.0}] for us in names.values() for u in us}
+    benchmarks = {
+        slug: {
+            "title": slug,
+            "units": {u: u.title() for u in us},
+            "results": {"rows": [], "units": {u: rows[u] for u in us}},
+        }
+        for slug, us in names.items()
+    }
+    return {"tree": node("overall", "overall", sections), "benchmarks": benchmarks, "lead": {}}
+
+
+def tree_units(tree: dict, parent: str = "") -> list[tuple[str, str]]:
+    found = [(parent, tree["key"])] if tree["level"] == "unit" else []
+    return found + [pair for child in tree["children"] for pair in tree_units(child, tree["key"])]
+
+
+def test_the_overview_is_answered_a_page_of_units_at_a_time():
+    whole = overview({"deepswe": 2 * OVERVIEW_UNITS_PER_PAGE + 3, "create": 1, "cpu": 1})
+    pages = [cut_overview(whole, n) for n in (1, 2, 3)]
+    assert {count for _, count in pages} == {3}
+    seen: list[tuple[str, str]] = []
+    for page, _ in pages:
+        units = list(dict.fromkeys(tree_units(page["tree"])))
+        assert len(units) <= OVERVIEW_UNITS_PER_PAGE
+        # A benchmark's titles and rows are those of the units its tree leaves show.
+        for slug, benchmark in page["benchmarks"].items():
+            shown = [u for b, u in units if b == slug]
+            assert list(benchmark["units"]) == shown
+            assert list(benchmark["results"]["units"]) == shown
+        # Everything above the units is on every page.
+        assert [s["key"] for s in page["tree"]["children"]] == ["time", "cost"]
+        assert page["lead"] == whole["lead"]
+        seen += units
+    assert seen == overview_units(whole) and len(set(seen)) == len(seen)
+    # The benchmark under two sections keeps the same units under both.
+    time_units = [u for b, u in tree_units(pages[0][0]["tree"]["children"][0]) if b == "deepswe"]
+    cost_units = [u for b, u in tree_units(pages[0][0]["tree"]["children"][1])]
+    assert time_units == cost_units
+
+
+def test_an_overview_that_fits_one_page_is_answered_whole():
+    whole = overview({"create": 1, "deepswe": 3})
+    assert cut_overview(whole) == (whole, 1)
+
+
+def test_a_page_past_the_overviews_last_is_refused_saying_how_many_there_are():
+    whole = overview({"deepswe": OVERVIEW_UNITS_PER_PAGE + 1})
+    with pytest.raises(NotOnPage, match="the overview has 2 page"):
+        cut_overview(whole, 3)

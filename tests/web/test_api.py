@@ -1,6 +1,7 @@
 """The JSON API (/api/v1/, docs/api.md): every answer matches the type its OpenAPI description is
 generated from, carries the same rows as the page's CSV, and shows a visitor only what the pages
-do (tests/web/test_personas.py runs every persona over its URLs too)."""
+do (tests/web/test_personas.py runs every persona over its URLs too); its paged answers walked by
+their links, and a page number that names nothing refused without a cache entry."""
 
 import csv
 import io
@@ -9,10 +10,13 @@ from pathlib import Path
 from typing import get_type_hints
 
 import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
 from django.urls import get_resolver
 
 from boxbench import api_schema
-from boxbench.leaderboard import shapes
+from boxbench.leaderboard import shapes, slices
 from boxbench.leaderboard.materialize import materialize
 from boxbench.models import Aggregate, Run, RunStatus, Scope
 
@@ -156,3 +160,92 @@ def test_the_openapi_description_and_docs_name_every_route(client, db):
     # Its schemas are the page shapes': a key added to a shape appears in the description.
     row = described["components"]["schemas"]["CompareRow"]
     assert set(row["properties"]) == set(get_type_hints(shapes.CompareRow))
+
+
+# -- paged answers (docs/api.md, "Pages") ---------------------------------------------------------
+
+
+def page_cache_entries() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {settings.CACHE_TABLE}")
+        return cursor.fetchone()[0]
+
+
+def walk(client, url: str) -> list[dict]:
+    """Every page of a paged answer, from `url` on by the `next` links."""
+    answers = []
+    while url:
+        answer = fetch(client, url)
+        assert answer["pagination"]["page"] == len(answers) + 1
+        answers.append(answer)
+        url = answer["pagination"]["next"]
+    return answers
+
+
+def test_the_overviews_pages_hold_every_unit_row_of_scores_csv_once(
+    client, published_run, monkeypatch
+):
+    whole = fetch(client, "/api/v1/overview")
+    assert whole["pagination"] == {
+        "page": 1,
+        "pages": 1,
+        "per_page": slices.OVERVIEW_UNITS_PER_PAGE,
+        "next": None,
+        "previous": None,
+    }
+    monkeypatch.setattr(slices, "OVERVIEW_UNITS_PER_PAGE", 1)
+    cache.clear()  # the one-page answer above was kept
+    pages = walk(client, "/api/v1/overview")
+    header, *rows = csv_rows(client, "/scores.csv")
+    units = [row for row in rows if row[0] == "unit"]
+    assert len(pages) == len(units_of(whole)) > 1
+    paged_units = []
+    for answer in pages:
+        assert answer["table"]["columns"] == header
+        paged_units += [row for row in answer["table"]["rows"] if row[0] == "unit"]
+        # The rows above the units (overall, sections, benchmarks) are on every page.
+        above = [row for row in answer["table"]["rows"] if row[0] != "unit"]
+        assert above == [row for row in rows if row[0] != "unit"]
+    assert sorted(paged_units) == sorted(units)
+    assert pages[0]["pagination"]["previous"] is None
+    assert pages[1]["pagination"]["previous"] == "/api/v1/overview"
+    assert pages[-1]["pagination"]["previous"] == f"/api/v1/overview?page={len(pages) - 1}"
+
+
+def units_of(answer: dict) -> set[tuple[str, str]]:
+    return {
+        (slug, unit)
+        for slug, benchmark in answer["page"]["benchmarks"].items()
+        for unit in benchmark["units"]
+    }
+
+
+def test_a_comparisons_pages_are_linked(client, published_run, monkeypatch):
+    monkeypatch.setattr(slices, "UNITS_PER_PAGE", 1)
+    first = fetch(client, "/api/v1/compare?a=local&b=docker")
+    assert (first["pagination"]["pages"], first["pagination"]["next"]) == (1, None)
+    benchmark = next(b for b in first["page"]["benchmarks"] if b["units"] > 1)["benchmark"]
+    start = f"/api/v1/compare?a=local&b=docker&benchmark={benchmark}"
+    pages = walk(client, start)
+    assert len(pages) == pages[0]["pagination"]["pages"] > 1
+    assert pages[1]["pagination"]["previous"] == start
+    units = [row["unit"] for answer in pages for row in answer["page"]["rows"]]
+    assert len(set(units)) == len(pages)
+
+
+JUNK_PAGES = ["page=0", "page=-1", f"page={10**30}", "page=x", "page=01", "page=2", "page=1.0"]
+
+
+def test_a_page_that_names_nothing_is_a_404_and_adds_no_cache_entry(client, published_run):
+    fetch(client, "/api/v1/overview")
+    kept = page_cache_entries()
+    for query in JUNK_PAGES:
+        for url in (f"/api/v1/overview?{query}", f"/api/v1/compare?a=local&b=docker&{query}"):
+            response = client.get(url)
+            assert response.status_code == 404, url
+    assert page_cache_entries() == kept
+
+
+def test_the_first_page_asked_by_number_is_the_address_without_it(client, published_run):
+    response = client.get("/api/v1/overview?page=1")
+    assert (response.status_code, response["Location"]) == (302, "/api/v1/overview")
