@@ -1,25 +1,18 @@
 """The vocabulary of the results store: the choices its columns take and the run's allowed status
 changes. Kept apart from the models so a reader finds the store's enumerated values in one place;
-the words a trial and a chain store (Outcome, Owner, EvidenceKind, ChainState) are the runner's,
-in runner/outcomes.py (pure, no Django), and boxbench.models exports them too."""
+the words a trial, a chain and a benchmark definition store (Outcome, Owner, EvidenceKind,
+ChainState, Section, Direction, Clock, MeasurementKind, ClockGate) are the runner's, in
+runner/outcomes.py (pure, no Django), and boxbench.models exports them too."""
 
 from django.db import models
 
-
-class Section(models.TextChoices):
-    WORKLOAD = "workload", "Workload"
-    SANDBOX_OPERATIONS = "sandbox_operations", "Sandbox Operations"
-    MACHINE_PERFORMANCE = "machine_performance", "Machine Performance"
-
-
-class Direction(models.TextChoices):
-    LOWER = "lower", "Lower is better"
-    HIGHER = "higher", "Higher is better"
-
-
-class Clock(models.TextChoices):
-    JOB_HOST = "job_host", "Job-host clock"
-    GUEST = "guest", "Sandbox clock"
+from runner.outcomes import (  # noqa: F401 - the store's vocabulary, imported from here too
+    Clock,
+    ClockGate,
+    Direction,
+    MeasurementKind,
+    Section,
+)
 
 
 class RunStatus(models.TextChoices):
@@ -46,17 +39,6 @@ class TrialState(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     CANCELLED = "cancelled", "Cancelled"
-
-
-class MeasurementKind(models.TextChoices):
-    METRIC = "metric", "Metric"
-    STAGE = "stage", "Stage"
-
-
-class ClockGate(models.TextChoices):
-    NOT_APPLICABLE = "", "Not guest-timed"
-    PASS = "pass", "Clocks agree"
-    FAIL = "fail", "Stepped clock"
 
 
 class ResolutionKind(models.TextChoices):

@@ -6,12 +6,16 @@ runner, the store and the raw-data format compare with the members, never with t
 - Owner: whose the outcome is (methodology, "Ownership"; "" for a success).
 - EvidenceKind: what a private Evidence row of a trial records.
 - ChainState: where a provider's chain of a run stands (ChainProgress, runner/steps.py).
+- Section, Direction, Clock: where a benchmark is shown, which way is better, what timed it
+  (BenchmarkDefinition, the store's Benchmark and MeasurementName).
+- MeasurementKind, ClockGate: a measurement's kind, and whether the guest clock agreed with the
+  job host's (Trial.measurements).
 
 Each is a StrEnum, so a member is stored, compared and serialized as its word: stored values do
 not change. A trial cut short (a step overran its limit, or its worker was lost) is a provider
 failure whose outcome is really unknown: that is the Trial's `cut_short` flag, not another
-outcome. tests/runner/test_vocabulary.py fails on an owner or evidence-kind word written as a
-string literal anywhere in the source.
+outcome. tests/runner/test_vocabulary.py fails on a word of these sets (but for chain states and
+request outcomes) written as a string literal where its name goes, anywhere in the source.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ class Words(StrEnum):
     def choices(cls) -> list[tuple[str, str]]:
         """(value, label) pairs for a Django field's `choices`."""
         return [(word.value, word.label) for word in cls]
+
+    @classmethod
+    def values(cls) -> list[str]:
+        return [word.value for word in cls]
 
 
 class Outcome(Words):
@@ -105,3 +113,53 @@ class ChainState(Words):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
+
+
+class Section(Words):
+    WORKLOAD = "workload"
+    SANDBOX_OPERATIONS = "sandbox_operations"
+    MACHINE_PERFORMANCE = "machine_performance"
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("_", " ").title()
+
+
+class Direction(Words):
+    LOWER = "lower"
+    HIGHER = "higher"
+
+    @property
+    def label(self) -> str:
+        return f"{self.value.capitalize()} is better"
+
+
+class Clock(Words):
+    JOB_HOST = "job_host"
+    GUEST = "guest"
+
+    @property
+    def label(self) -> str:
+        return {"job_host": "Job-host clock", "guest": "Sandbox clock"}[self.value]
+
+
+class MeasurementKind(Words):
+    METRIC = "metric"  # the benchmark's main measurement, or another it reports
+    STAGE = "stage"  # the time of one stage of a workload
+
+
+class ClockGate(Words):
+    NOT_APPLICABLE = ""  # not timed by the guest clock
+    PASS = "pass"
+    FAIL = "fail"  # a stepped clock
+
+    @property
+    def label(self) -> str:
+        return CLOCK_GATE_LABELS[self]
+
+
+CLOCK_GATE_LABELS = {
+    ClockGate.NOT_APPLICABLE: "Not guest-timed",
+    ClockGate.PASS: "Clocks agree",
+    ClockGate.FAIL: "Stepped clock",
+}

@@ -32,12 +32,14 @@ class Benchmark(models.Model):
     version = models.CharField(max_length=20, default="1")
     title = models.CharField(max_length=120)
     description = models.TextField(blank=True)
-    section = models.CharField(max_length=30, choices=Section.choices)
+    section = models.CharField(max_length=30, choices=Section.choices())
     metric = models.CharField(max_length=80, help_text="Name of the main measurement.")
     unit = models.CharField(max_length=20, default="ms")
-    direction = models.CharField(max_length=10, choices=Direction.choices, default=Direction.LOWER)
+    direction = models.CharField(
+        max_length=10, choices=Direction.choices(), default=Direction.LOWER.value
+    )
     statistic = models.CharField(max_length=30, default="median")
-    clock = models.CharField(max_length=10, choices=Clock.choices)
+    clock = models.CharField(max_length=10, choices=Clock.choices())
     cpus = models.PositiveSmallIntegerField(default=2)
     memory_mib = models.PositiveIntegerField(default=4096)
     trials_per_unit = models.PositiveIntegerField(default=20)

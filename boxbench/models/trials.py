@@ -190,10 +190,10 @@ class MeasurementName(models.Model):
 
     run = models.ForeignKey(Run, models.CASCADE, related_name="measurement_names", db_index=False)
     benchmark = models.ForeignKey(Benchmark, models.PROTECT, related_name="+")
-    kind = models.CharField(max_length=10, choices=MeasurementKind.choices)
+    kind = models.CharField(max_length=10, choices=MeasurementKind.choices())
     name = models.CharField(max_length=80)
     unit = models.CharField(max_length=20, default="ms")
-    clock = models.CharField(max_length=10, choices=Clock.choices)
+    clock = models.CharField(max_length=10, choices=Clock.choices())
 
     class Meta:
         constraints = [

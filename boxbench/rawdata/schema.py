@@ -126,7 +126,7 @@ class MeasurementDecl(Struct):
     """The unit and clock of one measurement name."""
 
     unit: text(StoredName, "unit", "Unit of the values, for example `ms`.")
-    clock: choice(Clock.values, "The clock that timed it.")
+    clock: choice(Clock.values(), "The clock that timed it.")
 
 
 class MeasurementDecls(Struct):
@@ -145,12 +145,12 @@ class BenchmarkEntry(Struct):
     )
     title: text(Benchmark, "title", "")
     description: text(Benchmark, "description", "")
-    section: choice(Section.values, "Where the benchmark is shown.")
+    section: choice(Section.values(), "Where the benchmark is shown.")
     metric: text(Benchmark, "metric", "Name of the main measurement.")
     unit: text(Benchmark, "unit", "Unit of the main measurement.")
-    direction: choice(Direction.values, "Which way is better.")
+    direction: choice(Direction.values(), "Which way is better.")
     statistic: text(Benchmark, "statistic", "The statistic ranked, for example `median`.")
-    clock: choice(Clock.values, "The clock of the main measurement.")
+    clock: choice(Clock.values(), "The clock of the main measurement.")
     cpus: integer(Benchmark, "cpus", "vCPUs of the sandbox.")
     memory_mib: integer(Benchmark, "memory_mib", "Memory of the sandbox.")
     trials_per_unit: integer(Benchmark, "trials_per_unit", "Trials planned per unit.", minimum=1)
@@ -289,4 +289,4 @@ class Trailer(Struct, tag_field="type", tag="end"):
     )
 
 
-GATE_VALUES = frozenset(v for v in ClockGate.values if v)
+GATE_VALUES = frozenset(v for v in ClockGate.values() if v)

@@ -69,7 +69,7 @@ def _badge_example(overview: dict | None) -> dict | None:
 def benchmarks(request):
     found = Aggregate.objects.filter(scope=Scope.BENCHMARK).values_list("data", flat=True)
     sections: dict[str, list[dict]] = {}
-    order = {section: i for i, section in enumerate(Section.values)}
+    order = {section: i for i, section in enumerate(Section.values())}
     for data in sorted(found, key=lambda d: (order.get(d["section"], len(order)), d["title"])):
         sections.setdefault(data["section_label"], []).append(
             {
