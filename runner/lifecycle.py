@@ -53,7 +53,15 @@ from runner.cleanup import clean_up, destroy_entry
 from runner.hostload import HostLoadSampler
 from runner.ledger import SandboxLedger
 from runner.limits import Limits
-from runner.outcomes import MAX_VALUE, EvidenceKind, Outcome, Owner
+from runner.outcomes import (
+    MAX_VALUE,
+    Clock,
+    ClockGate,
+    EvidenceKind,
+    MeasurementKind,
+    Outcome,
+    Owner,
+)
 from runner.placement import probe_placement
 from runner.pricing import refused_cost
 from runner.providers.base import (
@@ -210,7 +218,7 @@ class LifecycleContext(TrialContext):
             EvidenceKind.SNAPSHOT, {"id": call.value, "source": sandbox.id, "ms": elapsed}
         )
         if name:
-            self.record(name, elapsed, clock="job_host")
+            self.record(name, elapsed, clock=Clock.JOB_HOST)
         return call.value, elapsed
 
     def restore(self, snapshot_id: str, name="restore", *, spaced=False) -> tuple[Sandbox, float]:
@@ -261,7 +269,7 @@ class LifecycleContext(TrialContext):
         except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
             raise adapter_failure("destroy", exc) from None
         if name:
-            self.record(name, elapsed, clock="job_host")
+            self.record(name, elapsed, clock=Clock.JOB_HOST)
         return elapsed
 
     # -- TrialContext --------------------------------------------------------------------------
@@ -274,7 +282,7 @@ class LifecycleContext(TrialContext):
             raise adapter_failure(name, exc) from None
         except ProviderError as exc:
             raise ProviderFailure(f"{name}: {type(exc).__name__}: {exc}") from None
-        self.record(name, _ms(time.monotonic() - started), clock="job_host")
+        self.record(name, _ms(time.monotonic() - started), clock=Clock.JOB_HOST)
         return value
 
     def guest(
@@ -409,10 +417,19 @@ class LifecycleContext(TrialContext):
         except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
             raise adapter_failure(operation, exc) from None
         if name:
-            self.record(name, _ms(time.monotonic() - started), clock="job_host")
+            self.record(name, _ms(time.monotonic() - started), clock=Clock.JOB_HOST)
         return value
 
-    def record(self, name, value, *, kind="metric", unit="ms", clock="guest", gate=""):
+    def record(
+        self,
+        name,
+        value,
+        *,
+        kind=MeasurementKind.METRIC,
+        unit="ms",
+        clock=Clock.GUEST,
+        gate=ClockGate.NOT_APPLICABLE,
+    ):
         with self._lock:
             if self._closed:
                 return
@@ -507,7 +524,8 @@ def run_trial(
         result.ended_at = datetime.now(UTC)
     result.cost_usd = _cost(ctx, pricing, label, result)
     if result.outcome == Outcome.SUCCESS and not any(
-        m.name == definition.metric and m.kind == "metric" for m in result.measurements
+        m.name == definition.metric and m.kind == MeasurementKind.METRIC
+        for m in result.measurements
     ):
         result.fail(
             Outcome.BENCHMARK_ERROR,

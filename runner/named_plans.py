@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from runner.benchmarks import all_benchmarks, burst, deepswe, density
 from runner.benchmarks.burst import DEFAULT_TIER
+from runner.outcomes import Section
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def _default() -> Plan:
     operations = [
         s
         for s, m in modules.items()
-        if m.DEFINITION.section == "sandbox_operations" and s != density.DEFINITION.slug
+        if m.DEFINITION.section == Section.SANDBOX_OPERATIONS and s != density.DEFINITION.slug
     ]
     return Plan(
         name="default",

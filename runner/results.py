@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from runner.outcomes import EvidenceKind, Outcome, Owner
+from runner.outcomes import Clock, ClockGate, EvidenceKind, MeasurementKind, Outcome, Owner
 
 
 @dataclass
 class MeasurementRecord:
     name: str
     value: float | None
-    kind: str = "metric"
+    kind: MeasurementKind = MeasurementKind.METRIC
     unit: str = "ms"
-    clock: str = "guest"
-    gate: str = ""
+    clock: Clock = Clock.GUEST
+    gate: ClockGate = ClockGate.NOT_APPLICABLE
 
 
 @dataclass

@@ -55,7 +55,7 @@ from boxbench.models import (
 )
 from runner import rules, waiting
 from runner.manifest import Manifest
-from runner.outcomes import ChainState, EvidenceKind, Outcome
+from runner.outcomes import ChainState, EvidenceKind, MeasurementKind, Outcome
 from runner.results import TrialResult
 
 log = logging.getLogger(__name__)
@@ -157,13 +157,14 @@ def save_result(trial_id, result: TrialResult, *, recognise: bool = True) -> Tri
 
 def measurement_columns(result: TrialResult) -> dict:
     """The trial's metrics, stages and clock gates as its row holds them (boxbench.models.Trial)."""
-    groups: dict[str, dict] = {"metric": {}, "stage": {}}
+    groups: dict[str, dict] = {MeasurementKind.METRIC: {}, MeasurementKind.STAGE: {}}
     gates: dict[str, dict] = {}
     for m in result.measurements:
         groups[m.kind][m.name] = m.value
         if m.gate:
             gates.setdefault(f"{m.kind}s", {})[m.name] = m.gate
-    return {"metrics": groups["metric"], "stages": groups["stage"], "clock_gates": gates or None}
+    metrics, stages = groups[MeasurementKind.METRIC], groups[MeasurementKind.STAGE]
+    return {"metrics": metrics, "stages": stages, "clock_gates": gates or None}
 
 
 @retrying

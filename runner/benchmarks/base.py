@@ -20,7 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runner.outcomes import EvidenceKind, Outcome, Owner
+from runner.outcomes import (
+    Clock,
+    ClockGate,
+    Direction,
+    EvidenceKind,
+    MeasurementKind,
+    Outcome,
+    Owner,
+    Section,
+)
 
 
 class TrialOutcome(Exception):
@@ -60,11 +69,11 @@ class Missed(TrialOutcome):
 class BenchmarkDefinition:
     slug: str
     title: str
-    section: str  # workload | sandbox_operations | machine_performance
+    section: Section
     metric: str  # name of the main measurement
     unit: str  # ms, MiB/s, ops/s, ...
-    direction: str  # lower | higher
-    clock: str  # job_host | guest
+    direction: Direction
+    clock: Clock  # what timed the main measurement
     version: str = "1"
     description: str = ""
     statistic: str = "median"  # median | pooled_median
@@ -186,12 +195,12 @@ class TrialContext(ABC):
         name: str,
         value: float | None,
         *,
-        kind: str = "metric",
+        kind: MeasurementKind = MeasurementKind.METRIC,
         unit: str = "ms",
-        clock: str = "guest",
-        gate: str = "",
+        clock: Clock = Clock.GUEST,
+        gate: ClockGate = ClockGate.NOT_APPLICABLE,
     ) -> None:
-        """Store one measurement of this trial (kind "metric" or "stage")."""
+        """Store one measurement of this trial."""
 
     @abstractmethod
     def requests(self, records: list[dict]) -> None:

@@ -29,7 +29,7 @@ from runner.benchmarks.base import (
     TrialOutcome,
 )
 from runner.benchmarks.base import UnitDefinition as Unit
-from runner.outcomes import RequestOutcome
+from runner.outcomes import Clock, Direction, RequestOutcome, Section
 from runner.readiness import ReadinessFailed
 from runner.trial_failures import CreateFailed, JobHostFailure
 from stats.burst import burst_figures, planned_offsets_ms
@@ -55,15 +55,15 @@ FIGURE_UNITS = {
 DEFINITION = BenchmarkDefinition(
     slug="burst",
     title="Burst",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description=(
         "N creates sent at once (or paced by the account's declared creation rate), each "
         "followed by its first command: time until the last sandbox answers."
     ),
     metric="last_ready_ms",
     unit="ms",
-    direction="lower",
-    clock="job_host",
+    direction=Direction.LOWER,
+    clock=Clock.JOB_HOST,
     version="1",
     required_capabilities=("exec",),
     steps_include_create_or_build=True,
@@ -127,7 +127,7 @@ def run(ctx: TrialContext) -> None:
     ctx.requests(records)
     figures = burst_figures(records)
     for name, value in figures.items():
-        ctx.record(name, value, unit=FIGURE_UNITS.get(name, "ms"), clock="job_host")
+        ctx.record(name, value, unit=FIGURE_UNITS.get(name, "ms"), clock=Clock.JOB_HOST)
     if figures.get("sched_delay_max_ms", 0.0) > bound:
         raise JobHostFailure(
             f"the job host sent a request {figures['sched_delay_max_ms']:.1f} ms after its "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from runner.benchmarks.base import BenchmarkDefinition, BenchmarkError, TrialContext, UnitDefinition
 from runner.benchmarks.deepswe import REPLAY_LIMIT_S, processes, replay_and_record
+from runner.outcomes import Clock, Direction, Section
 from runner.pipelines.bundle import prepare_script, staged_files
 from runner.pipelines.format import (
     PIPELINES_DIR,
@@ -45,7 +46,7 @@ NOT_THE_REFERENCE = (
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="CI Actions (boxbench units)",
-    section="workload",
+    section=Section.WORKLOAD,
     description=(
         "Sum of step runtimes of replayed CI jobs (checkout from a git bundle, dependency install "
         "from shipped wheels, build, lint, test), on the sandbox's clock, with the network "
@@ -55,8 +56,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="pipeline_time",
     unit="ms",
-    direction="lower",
-    clock="guest",
+    direction=Direction.LOWER,
+    clock=Clock.GUEST,
     # The methodology's default size: no page of it sets another for CI jobs. Version 1 asked
     # 4 vCPU / 8 GiB, which no cloud provider declares, so each read Not Offered.
     version="2",

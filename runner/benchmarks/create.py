@@ -9,11 +9,12 @@ each one's own mechanism; version 2 built it on docker only.
 """
 
 from runner.benchmarks.base import BenchmarkDefinition, TrialContext, UnitDefinition
+from runner.outcomes import Clock, Direction, Section
 
 DEFINITION = BenchmarkDefinition(
     slug="create",
     title="Create",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description=(
         "Time for the provider's create call to return a sandbox, from the pinned base image "
         "plus a layer unique to the trial, built untimed beforehand through the provider's own "
@@ -21,8 +22,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="create_ms",
     unit="ms",
-    direction="lower",
-    clock="job_host",
+    direction=Direction.LOWER,
+    clock=Clock.JOB_HOST,
     version="3",
     required_capabilities=("exec", "unique_layer"),
     steps_include_create_or_build=True,
@@ -37,4 +38,4 @@ def units() -> list[UnitDefinition]:
 
 
 def run(ctx: TrialContext) -> None:
-    ctx.record("create_ms", ctx.create_ms, clock="job_host")
+    ctx.record("create_ms", ctx.create_ms, clock=Clock.JOB_HOST)

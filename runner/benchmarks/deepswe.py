@@ -25,7 +25,15 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
-from runner.outcomes import EvidenceKind, Outcome
+from runner.outcomes import (
+    Clock,
+    ClockGate,
+    Direction,
+    EvidenceKind,
+    MeasurementKind,
+    Outcome,
+    Section,
+)
 from runner.traces import classify, guard, replay
 from runner.traces.format import (
     TRACES_DIR,
@@ -54,7 +62,7 @@ DEFINITION = BenchmarkDefinition(
     title="DeepSWE-style replay (boxbench units)",
     # 2: ten units (four added), so the declared floor is the spec's 180; version 1 had six (108).
     version="2",
-    section="workload",
+    section=Section.WORKLOAD,
     description=(
         "Sum of command runtimes of replayed coding-agent sessions, on the sandbox's clock, with "
         "the network blocked. These are boxbench's own units, sessions authored on pinned PyPI "
@@ -63,8 +71,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="tool_time",
     unit="ms",
-    direction="lower",
-    clock="guest",
+    direction=Direction.LOWER,
+    clock=Clock.GUEST,
     cpus=4,
     memory_mib=8192,
     trials_per_unit=TRIALS,
@@ -164,9 +172,9 @@ def replay_and_record(
         raise BenchmarkError(verdict.cause)
     if ran.exit_code != 0:
         raise BenchmarkError(f"the replay script exited {ran.exit_code} after a clean replay")
-    ctx.record(metric, verdict.tool_time_ms, clock="guest", gate="pass")
+    ctx.record(metric, verdict.tool_time_ms, clock=Clock.GUEST, gate=ClockGate.PASS)
     for stage, value in verdict.stage_ms.items():
-        ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
+        ctx.record(stage, value, kind=MeasurementKind.STAGE, clock=Clock.GUEST, gate=ClockGate.PASS)
 
 
 def processes(ctx: TrialContext) -> str:

@@ -22,19 +22,20 @@ import psutil
 from runner.benchmarks.base import BenchmarkDefinition, ProviderFailure, TrialContext
 from runner.benchmarks.base import UnitDefinition as Unit
 from runner.benchmarks.burst import OK, Request, create_and_wait
+from runner.outcomes import Clock, Direction, Section
 
 DEFINITION = BenchmarkDefinition(
     slug="density",
     title="Density",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description=(
         "Idle sandboxes created one after another until the provider refuses or the cap is "
         "reached: how many answer at once, and the refusal's class and message."
     ),
     metric="sandboxes_reached",
     unit="count",
-    direction="higher",
-    clock="job_host",
+    direction=Direction.HIGHER,
+    clock=Clock.JOB_HOST,
     version="1",
     required_capabilities=("exec",),
     # A capacity, not a speed: recorded beside the published limit, never scored.
@@ -72,12 +73,12 @@ def run(ctx: TrialContext) -> None:
     reached = sum(r.outcome == OK for r in records)
     after = psutil.virtual_memory().available if on_host else None
     ctx.requests([asdict(r) for r in records])
-    ctx.record("sandboxes_reached", reached, unit="count", clock="job_host")
+    ctx.record("sandboxes_reached", reached, unit="count", clock=Clock.JOB_HOST)
     refused = records[-1] if records[-1].outcome != OK else None
-    ctx.record("refused", 1 if refused else 0, unit="count", clock="job_host")
+    ctx.record("refused", 1 if refused else 0, unit="count", clock=Clock.JOB_HOST)
     if before is not None and after is not None and reached:
         per_sandbox = max(0.0, (before - after) / reached / 2**20)
-        ctx.record("memory_per_sandbox_mib", per_sandbox, unit="MiB", clock="job_host")
+        ctx.record("memory_per_sandbox_mib", per_sandbox, unit="MiB", clock=Clock.JOB_HOST)
     if refused and not reached:
         raise ProviderFailure(f"the first create was refused: {refused.outcome}: {refused.cause}")
 

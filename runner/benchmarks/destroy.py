@@ -4,16 +4,17 @@ Recorded, not charted. Cleanup still confirms the sandbox gone; that wait is not
 """
 
 from runner.benchmarks.base import BenchmarkDefinition, TrialContext, UnitDefinition
+from runner.outcomes import Clock, Direction, Section
 
 DEFINITION = BenchmarkDefinition(
     slug="destroy",
     title="Destroy",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description="Time for the provider's destroy call to return.",
     metric="destroy_ms",
     unit="ms",
-    direction="lower",
-    clock="job_host",
+    direction=Direction.LOWER,
+    clock=Clock.JOB_HOST,
     required_capabilities=("exec",),
     charted=False,
     procedure_timeout_s=120,

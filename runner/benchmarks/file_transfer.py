@@ -14,6 +14,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Clock, Direction, Section
 
 PAYLOAD_BYTES = 8 * 2**20
 
@@ -24,12 +25,12 @@ class FileTransferBenchmark:
         self.DEFINITION = BenchmarkDefinition(
             slug=f"file-{direction}",
             title=f"File {direction.capitalize()}",
-            section="sandbox_operations",
+            section=Section.SANDBOX_OPERATIONS,
             description=description,
             metric=f"{direction}_ms",
             unit="ms",
-            direction="lower",
-            clock="job_host",
+            direction=Direction.LOWER,
+            clock=Clock.JOB_HOST,
             required_capabilities=("exec", "file_transfer"),
             procedure_timeout_s=300,
             lifetime_s=600,

@@ -22,7 +22,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
-from runner.outcomes import EvidenceKind
+from runner.outcomes import Clock, Direction, EvidenceKind, Section
 from stats.summary import PROBE
 
 SLUG = "isolation"
@@ -34,7 +34,7 @@ EVIDENCE_BYTES = 2000  # of each raw answer kept as evidence
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="Isolation",
-    section="machine_performance",
+    section=Section.MACHINE_PERFORMANCE,
     description=(
         "What a sandbox really is: CPUs and memory visible against enforced, the kernel, the "
         "hypervisor or container runtime seen from inside, egress with the network cut off, and "
@@ -42,8 +42,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="probes_answered",
     unit="readings",
-    direction="higher",
-    clock="guest",
+    direction=Direction.HIGHER,
+    clock=Clock.GUEST,
     statistic=PROBE,
     trials_per_unit=3,
     ranking_floor=3,
@@ -90,9 +90,9 @@ def run(ctx: TrialContext) -> None:
     for group, script in probes.scripts(cpus, memory).items():
         answer = _probe(ctx, group, script, readers[group])
         for name, value in answer.readings.items():
-            ctx.record(name, value, unit=probes.BY_NAME[name].unit, clock="guest")
+            ctx.record(name, value, unit=probes.BY_NAME[name].unit, clock=Clock.GUEST)
         answered += len(answer.readings)
-    ctx.record(DEFINITION.metric, answered, unit=DEFINITION.unit, clock="guest")
+    ctx.record(DEFINITION.metric, answered, unit=DEFINITION.unit, clock=Clock.GUEST)
 
 
 def _probe(ctx: TrialContext, group: str, script: str, reader) -> probes.Answer:

@@ -12,19 +12,20 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Clock, ClockGate, Direction, Section
 
 CALLS = 50
 
 DEFINITION = BenchmarkDefinition(
     slug="latency-per-call",
     title="Latency per Call",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description=f"{CALLS} sequential `true` calls in one sandbox: total time minus guest runtime.",
     metric="latency_ms",
     unit="ms",
-    direction="lower",
+    direction=Direction.LOWER,
     statistic="pooled_median",
-    clock="job_host",
+    clock=Clock.JOB_HOST,
     required_capabilities=("exec",),
     procedure_timeout_s=300,
     lifetime_s=600,
@@ -45,6 +46,16 @@ def run(ctx: TrialContext) -> None:
         # guest() raises on a failed clock gate, so every call that returns has a latency.
         assert result.latency_ms is not None
         latencies.append(result.latency_ms)
-        ctx.record(f"latency_ms.call_{call:03d}", result.latency_ms, clock="job_host", gate="pass")
+        ctx.record(
+            f"latency_ms.call_{call:03d}",
+            result.latency_ms,
+            clock=Clock.JOB_HOST,
+            gate=ClockGate.PASS,
+        )
     ordered = sorted(latencies)
-    ctx.record("latency_ms", ordered[(len(ordered) + 1) // 2 - 1], clock="job_host", gate="pass")
+    ctx.record(
+        "latency_ms",
+        ordered[(len(ordered) + 1) // 2 - 1],
+        clock=Clock.JOB_HOST,
+        gate=ClockGate.PASS,
+    )

@@ -28,6 +28,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Clock, ClockGate, Direction, Section
 
 WORKDIR = "/app"
 FIO_FILE = f"{WORKDIR}/.boxbench-fio"
@@ -48,8 +49,8 @@ FLAGS = ("flag_throughput_ceiling", "flag_cached_direct_read", "flag_cpu_bound",
 
 def machine_definition(slug: str, title: str, description: str, **fields) -> BenchmarkDefinition:
     defaults: dict[str, Any] = {
-        "section": "machine_performance",
-        "clock": "guest",
+        "section": Section.MACHINE_PERFORMANCE,
+        "clock": Clock.GUEST,
         "cpus": 2,
         "memory_mib": 4096,
         "required_capabilities": ("exec",),
@@ -65,7 +66,13 @@ def throughput_definition(
 ) -> BenchmarkDefinition:
     """A machine benchmark whose main metric is a throughput in MiB/s, higher is better."""
     return machine_definition(
-        slug, title, description, version=version, metric=metric, unit="MiB/s", direction="higher"
+        slug,
+        title,
+        description,
+        version=version,
+        metric=metric,
+        unit="MiB/s",
+        direction=Direction.HIGHER,
     )
 
 
@@ -95,7 +102,13 @@ def run_tool(
 def record_flags(ctx: TrialContext, flags: dict[str, bool]) -> None:
     for name in FLAGS:
         if name in flags:
-            ctx.record(name, 1.0 if flags[name] else 0.0, unit="flag", clock="guest", gate="pass")
+            ctx.record(
+                name,
+                1.0 if flags[name] else 0.0,
+                unit="flag",
+                clock=Clock.GUEST,
+                gate=ClockGate.PASS,
+            )
 
 
 # -- pre-test checks -----------------------------------------------------------------------------
@@ -247,5 +260,5 @@ def run_cpu(ctx: TrialContext, threads: str, seconds: int) -> None:
     eps, intervals = parse_sysbench_cpu(text)
     delta = re.search(r"nr_throttled_delta (-?\d+)", text)
     cgroup_throttled = delta is not None and int(delta.group(1)) > 0
-    ctx.record("cpu_events_per_s", eps, unit="events/s", clock="guest", gate="pass")
+    ctx.record("cpu_events_per_s", eps, unit="events/s", clock=Clock.GUEST, gate=ClockGate.PASS)
     record_flags(ctx, {"flag_throttled": cgroup_throttled or throttled(intervals)})

@@ -8,6 +8,7 @@ behaviour (deepswe.txt, "Scope Limits and Caveats").
 
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import TrialContext, UnitDefinition
+from runner.outcomes import Direction
 
 
 class CpuBenchmark:
@@ -26,7 +27,7 @@ class CpuBenchmark:
             version="2",
             metric="cpu_events_per_s",
             unit="events/s",
-            direction="higher",
+            direction=Direction.HIGHER,
         )
 
     def units(self) -> list[UnitDefinition]:

@@ -7,6 +7,7 @@ rewrites hit allocated blocks.
 
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import TrialContext, UnitDefinition
+from runner.outcomes import Clock, ClockGate, Direction
 
 
 class RandomIoBenchmark:
@@ -24,7 +25,7 @@ class RandomIoBenchmark:
             version="2",
             metric=f"rand_{side}_iops",
             unit="IOPS",
-            direction="higher",
+            direction=Direction.HIGHER,
         )
 
     def units(self) -> list[UnitDefinition]:
@@ -46,8 +47,8 @@ class RandomIoBenchmark:
         text = mc.run_tool(ctx, command, self.SECONDS + mc.TOOL_MARGIN_S, "fio")
         figures = mc.parse_fio(text, self.side)
         iops, clat = f"rand_{self.side}_iops", f"rand_{self.side}_clat_us"
-        ctx.record(iops, figures["iops"], unit="IOPS", clock="guest", gate="pass")
-        ctx.record(clat, figures["clat_us"], unit="us", clock="guest", gate="pass")
+        ctx.record(iops, figures["iops"], unit="IOPS", clock=Clock.GUEST, gate=ClockGate.PASS)
+        ctx.record(clat, figures["clat_us"], unit="us", clock=Clock.GUEST, gate=ClockGate.PASS)
         reads = self.side == "read"
         mc.record_flags(ctx, mc.disk_flags(figures, "rand_iops", figures["iops"], reads=reads))
 

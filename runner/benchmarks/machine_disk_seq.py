@@ -6,6 +6,7 @@ background command; each stops after the file's size or its time cap, whichever 
 
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import BenchmarkError, TrialContext
+from runner.outcomes import Clock, ClockGate
 
 SIZE_MIB = 256
 CAP_SECONDS = 10  # per job: only a disk slower than 25 MiB/s reaches it
@@ -33,8 +34,12 @@ def run(ctx: TrialContext) -> None:
     text = mc.run_tool(ctx, command, 2 * CAP_SECONDS + mc.TOOL_MARGIN_S, "fio")
     write_text, read_text = split_reports(text)
     write, read = mc.parse_fio(write_text, "write"), mc.parse_fio(read_text, "read")
-    ctx.record("disk_seq_write_mib_s", write["mib_s"], unit="MiB/s", clock="guest", gate="pass")
-    ctx.record("disk_seq_read_mib_s", read["mib_s"], unit="MiB/s", clock="guest", gate="pass")
+    ctx.record(
+        "disk_seq_write_mib_s", write["mib_s"], unit="MiB/s", clock=Clock.GUEST, gate=ClockGate.PASS
+    )
+    ctx.record(
+        "disk_seq_read_mib_s", read["mib_s"], unit="MiB/s", clock=Clock.GUEST, gate=ClockGate.PASS
+    )
     flags = mc.disk_flags(read, "disk_seq_mib_s", max(write["mib_s"], read["mib_s"]), reads=True)
     write_cpu_bound = write["cpu_percent"] >= mc.CPU_BOUND_PERCENT
     flags["flag_cpu_bound"] = flags["flag_cpu_bound"] or write_cpu_bound

@@ -8,6 +8,7 @@ itself and the clock gate is applied to those two spans.
 from runner import clock
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import BenchmarkError, ProviderFailure, TrialContext
+from runner.outcomes import Clock, ClockGate, Direction
 
 LINKS = 20_000
 FREE_MIB = 64
@@ -18,7 +19,7 @@ DEFINITION = mc.machine_definition(
     f"Create {LINKS} hard links to one file in /app in a loop: milliseconds.",
     metric="hard_links_ms",
     unit="ms",
-    direction="lower",
+    direction=Direction.LOWER,
 )
 
 LOOP = """
@@ -53,7 +54,7 @@ def run(ctx: TrialContext) -> None:
             f"stepped clock in the hard-link loop: {wall_ms:.1f} ms by the wall clock, "
             f"{uptime_ms:.1f} ms by /proc/uptime"
         )
-    ctx.record("hard_links_ms", wall_ms, clock="guest", gate="pass")
+    ctx.record("hard_links_ms", wall_ms, clock=Clock.GUEST, gate=ClockGate.PASS)
 
 
 def parse_loop(text: str) -> tuple[float, float]:

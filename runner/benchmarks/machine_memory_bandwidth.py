@@ -2,6 +2,7 @@
 
 from runner.benchmarks import machine_common as mc
 from runner.benchmarks.base import TrialContext
+from runner.outcomes import Clock, ClockGate
 
 SECONDS = 5
 # So large that the time, not the amount, ends the run on any machine (2 TB in 5 s is 400 GB/s).
@@ -26,5 +27,5 @@ def run(ctx: TrialContext) -> None:
     )
     text = mc.run_tool(ctx, command, SECONDS + mc.TOOL_MARGIN_S, "sysbench memory")
     value = mc.parse_sysbench_memory(text)
-    ctx.record("memory_mib_s", value, unit="MiB/s", clock="guest", gate="pass")
+    ctx.record("memory_mib_s", value, unit="MiB/s", clock=Clock.GUEST, gate=ClockGate.PASS)
     mc.record_flags(ctx, {"flag_throughput_ceiling": value > mc.CEILINGS["memory_mib_s"]})

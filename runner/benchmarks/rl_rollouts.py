@@ -39,6 +39,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Clock, Direction, MeasurementKind, Section
 from runner.traces import replay
 from runner.traces.format import TRACES_DIR, TraceError, load_trace
 from runner.traces.record import SANDBOX_ARCHIVE
@@ -98,7 +99,7 @@ UNITS = (
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="RL rollouts (R2E-Gym style, boxbench units)",
-    section="workload",
+    section=Section.WORKLOAD,
     description=(
         "Mean time of an RL rollout episode: restore a prepared task environment from its "
         "snapshot, run a short agent episode (edit, run a check, read the output), destroy the "
@@ -108,8 +109,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="episode_ms",
     unit="ms",
-    direction="lower",
-    clock="job_host",
+    direction=Direction.LOWER,
+    clock=Clock.JOB_HOST,
     statistic="median",
     cpus=2,
     memory_mib=4096,
@@ -161,12 +162,17 @@ def run(ctx: TrialContext) -> None:
     started = time.monotonic()
     results = episodes.run()
     span_ms = (time.monotonic() - started) * 1000
-    ctx.record("episode_ms", _mean([r["episode"] for r in results]), clock="job_host")
+    ctx.record("episode_ms", _mean([r["episode"] for r in results]), clock=Clock.JOB_HOST)
     ctx.record(
-        "episodes_per_minute", len(results) * 60000 / span_ms, unit="1/min", clock="job_host"
+        "episodes_per_minute", len(results) * 60000 / span_ms, unit="1/min", clock=Clock.JOB_HOST
     )
     for stage in STAGES:
-        ctx.record(stage, _mean([r[stage] for r in results]), kind="stage", clock="job_host")
+        ctx.record(
+            stage,
+            _mean([r[stage] for r in results]),
+            kind=MeasurementKind.STAGE,
+            clock=Clock.JOB_HOST,
+        )
 
 
 class Episodes:

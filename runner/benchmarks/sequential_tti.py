@@ -8,16 +8,17 @@ create and the wait for the first answer.
 import time
 
 from runner.benchmarks.base import BenchmarkDefinition, TrialContext, UnitDefinition
+from runner.outcomes import Clock, Direction, MeasurementKind, Section
 
 DEFINITION = BenchmarkDefinition(
     slug="sequential-tti",
     title="Sequential TTI",
-    section="sandbox_operations",
+    section=Section.SANDBOX_OPERATIONS,
     description="Create a sandbox and send the first command at once: time until it answers.",
     metric="tti_ms",
     unit="ms",
-    direction="lower",
-    clock="job_host",
+    direction=Direction.LOWER,
+    clock=Clock.JOB_HOST,
     required_capabilities=("exec",),
     stage_names=("create", "first_command"),
     steps_include_create_or_build=True,
@@ -36,8 +37,11 @@ def run(ctx: TrialContext) -> None:
     ready = time.monotonic()
     # The lifecycle stamps its own create before any procedure runs.
     assert ctx.create_started is not None and ctx.create_returned is not None
-    ctx.record("tti_ms", (ready - ctx.create_started) * 1000, clock="job_host")
-    ctx.record("create", ctx.create_ms, kind="stage", clock="job_host")
+    ctx.record("tti_ms", (ready - ctx.create_started) * 1000, clock=Clock.JOB_HOST)
+    ctx.record("create", ctx.create_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
     ctx.record(
-        "first_command", (ready - ctx.create_returned) * 1000, kind="stage", clock="job_host"
+        "first_command",
+        (ready - ctx.create_returned) * 1000,
+        kind=MeasurementKind.STAGE,
+        clock=Clock.JOB_HOST,
     )

@@ -29,6 +29,7 @@ from runner.benchmarks.base import (
     TrialContext,
     UnitDefinition,
 )
+from runner.outcomes import Clock, Direction, MeasurementKind, Section
 
 STATE_DIR = "/app/boxbench-state"
 BEFORE = f"{STATE_DIR}/before"
@@ -39,12 +40,12 @@ def _definition(slug: str, title: str, description: str, metric: str, capability
     return BenchmarkDefinition(
         slug=slug,
         title=title,
-        section="sandbox_operations",
+        section=Section.SANDBOX_OPERATIONS,
         description=description,
         metric=metric,
         unit="ms",
-        direction="lower",
-        clock="job_host",
+        direction=Direction.LOWER,
+        clock=Clock.JOB_HOST,
         required_capabilities=("exec", capability),
         stage_names=stages,
         steps_include_create_or_build=True,
@@ -122,11 +123,11 @@ def snapshot_restore(ctx: TrialContext) -> None:
     restored, _ = ctx.restore(snapshot_id, "restore")
     call_ms, first_ms, restore_ms = _first_answer(ctx, restored)
     verify_copy(ctx, restored, token)
-    ctx.record("restore_ms", restore_ms, clock="job_host")
-    ctx.record("snapshot_restore_ms", snapshot_ms + restore_ms, clock="job_host")
-    ctx.record("snapshot", snapshot_ms, kind="stage", clock="job_host")
-    ctx.record("restore", call_ms, kind="stage", clock="job_host")
-    ctx.record("first_command", first_ms, kind="stage", clock="job_host")
+    ctx.record("restore_ms", restore_ms, clock=Clock.JOB_HOST)
+    ctx.record("snapshot_restore_ms", snapshot_ms + restore_ms, clock=Clock.JOB_HOST)
+    ctx.record("snapshot", snapshot_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
+    ctx.record("restore", call_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
+    ctx.record("first_command", first_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
 
 
 def fork(ctx: TrialContext) -> None:
@@ -136,9 +137,9 @@ def fork(ctx: TrialContext) -> None:
     call_ms, first_ms, fork_ms = _first_answer(ctx, copy)
     write_state(ctx, AFTER, token)
     verify_copy(ctx, copy, token)
-    ctx.record("fork_ms", fork_ms, clock="job_host")
-    ctx.record("fork", call_ms, kind="stage", clock="job_host")
-    ctx.record("first_command", first_ms, kind="stage", clock="job_host")
+    ctx.record("fork_ms", fork_ms, clock=Clock.JOB_HOST)
+    ctx.record("fork", call_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
+    ctx.record("first_command", first_ms, kind=MeasurementKind.STAGE, clock=Clock.JOB_HOST)
 
 
 SNAPSHOT_RESTORE = CopyBenchmark(

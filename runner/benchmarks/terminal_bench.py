@@ -33,7 +33,7 @@ from runner.benchmarks.base import (
     UnitDefinition,
 )
 from runner.benchmarks.deepswe import POST_TIMEOUT_CHECK_S
-from runner.outcomes import EvidenceKind
+from runner.outcomes import Clock, ClockGate, Direction, EvidenceKind, MeasurementKind, Section
 from runner.tasks import dockerfile, imported
 from runner.tasks.format import TASKS_DIR, Task, TaskError, load_task, task_folders
 from stats import labels
@@ -59,7 +59,7 @@ _RC = re.compile(rb"__TASK_RC=(\d+)\s*$")
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
     title="Terminal-Bench-style tasks (boxbench units)",
-    section="workload",
+    section=Section.WORKLOAD,
     description=(
         "Sum of the runtimes of each task's setup, oracle solution and verifier, on the "
         "sandbox's clock, with the network blocked, at the task's declared size. Tasks are in "
@@ -70,8 +70,8 @@ DEFINITION = BenchmarkDefinition(
     ),
     metric="task_time",
     unit="ms",
-    direction="lower",
-    clock="guest",
+    direction=Direction.LOWER,
+    clock=Clock.GUEST,
     # The methodology's default size gates eligibility; each task's sandbox then asks the size
     # its task.toml declares (a provider without it reads Not Offered for that task).
     cpus=2,
@@ -117,9 +117,9 @@ def run(ctx: TrialContext) -> None:
             f"the verifier wrote reward {reward:g} after a clean oracle run: "
             "the task does not replay here"
         )
-    ctx.record(DEFINITION.metric, sum(times.values()), clock="guest", gate="pass")
+    ctx.record(DEFINITION.metric, sum(times.values()), clock=Clock.GUEST, gate=ClockGate.PASS)
     for stage, value in times.items():
-        ctx.record(stage, value, kind="stage", clock="guest", gate="pass")
+        ctx.record(stage, value, kind=MeasurementKind.STAGE, clock=Clock.GUEST, gate=ClockGate.PASS)
 
 
 def unit_size(unit: UnitDefinition) -> tuple[int, int]:
