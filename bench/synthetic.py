@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from runner.outcomes import Outcome, Owner
+from runner.outcomes import Clock, Direction, Outcome, Owner
 
 STAGES = ["Read", "Write", "Install", "Build", "Test"]
 
@@ -102,7 +102,7 @@ def header(
                 ],
                 "measurements": {
                     "metrics": metrics,
-                    "stages": {stage: {"unit": "ms", "clock": "guest"} for stage in stages},
+                    "stages": {stage: {"unit": "ms", "clock": Clock.GUEST} for stage in stages},
                 },
             }
         )
@@ -200,7 +200,7 @@ def _lines(
 
 def _trial(rng, benchmark, unit, provider, seq, index, start, failed=False) -> dict:
     slug, _, _, metric, _, direction, _, stages, _, base = benchmark
-    speed = provider[2] if direction == "lower" else 1 / provider[2]
+    speed = provider[2] if direction == Direction.LOWER else 1 / provider[2]
     value = base * speed * rng.lognormvariate(0, 0.08)
     begun = start + timedelta(seconds=seq * 2)
     stage_values = {}
@@ -226,7 +226,9 @@ def _trial(rng, benchmark, unit, provider, seq, index, start, failed=False) -> d
         "cause": "create: HTTP 503 after deadline" if failed else "",
         "job_host": f"job-{provider[0]}",
         "started_at": _iso(begun),
-        "ended_at": _iso(begun + timedelta(milliseconds=value if direction == "lower" else 900)),
+        "ended_at": _iso(
+            begun + timedelta(milliseconds=value if direction == Direction.LOWER else 900)
+        ),
         "in_flight": round(rng.uniform(0, 2), 3),
         "placement": {"cpu_count": 2, "cpu_model": "Synthetic CPU", "kernel": "6.1"},
         "host_load": {"cpu_peak": round(rng.uniform(0.1, 0.6), 3), "cpu_throttled": False},

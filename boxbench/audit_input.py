@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from django.db.models import Min
 
-from boxbench.models import Outcome, Provider, Run, Trial
+from boxbench.models import Direction, Outcome, Provider, Run, Trial
 from runner import rules, store
 from stats import audit as stats_audit
 from stats import estimators
@@ -142,7 +142,7 @@ def audit_frame(run: Run) -> pd.DataFrame:
             "ended_at": ended.timestamp() if ended else np.nan,
             "round_first_end": _seconds(first_ends.get((provider, benchmark, rnd))),
             "in_flight": np.nan if in_flight is None else in_flight,
-            "lower_is_better": direction != "higher",
+            "lower_is_better": direction != Direction.HIGHER,
             "steps_create_or_build": builds,
             "shares_job_host": shares_job_host.get(provider, False),
             "other_chain_on_host": 1.0 if str(trial_id) in shared_host else 0.0,

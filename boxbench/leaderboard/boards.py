@@ -23,7 +23,7 @@ from boxbench.leaderboard.sources import (
     unit_scope,
 )
 from boxbench.leaderboard.states import provider_cost, provider_info, provider_state
-from boxbench.models import Benchmark, Provider, Run, Section, Unit
+from boxbench.models import Benchmark, Direction, Provider, Run, Section, Unit
 from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts, terminal_bench
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
@@ -67,7 +67,7 @@ class Build:
 
     @property
     def lower(self) -> bool:
-        return self.benchmark.direction != "higher"
+        return self.benchmark.direction != Direction.HIGHER
 
     def state(self, provider: Provider, successes: int, failures: int, floor=None, **view):
         floor = floor if floor is not None else self.floors.get(provider.slug, 1)
@@ -161,7 +161,7 @@ def _context(
         "sources": run_sources(runs, benchmark, names),
         "metric": benchmark.metric,
         "measure_unit": benchmark.unit,
-        "lower_is_better": benchmark.direction != "higher",
+        "lower_is_better": benchmark.direction != Direction.HIGHER,
         "stages": stages,
         # Workloads have a Cost view beside Time (the score tree's workload cost section).
         "cost_view": benchmark.section == Section.WORKLOAD,

@@ -17,7 +17,7 @@ from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.cells import EMPTY_CELL, Cell
 from boxbench.leaderboard.sources import job_host_series
 from boxbench.leaderboard.states import provider_info
-from boxbench.models import Provider
+from boxbench.models import Direction, Provider
 from stats import compare
 from stats.summary import POOLED
 
@@ -64,7 +64,7 @@ def _board_rows(board: Board, a: Provider, b: Provider, draws: _Draws):
     """(row, comparison, the row's caveats in b-first order) for each unit and series of the
     board both providers published."""
     benchmark = board.benchmark
-    lower = benchmark.direction != "higher"
+    lower = benchmark.direction != Direction.HIGHER
     pooled = benchmark.statistic == POOLED
     for page in board.units:
         rows = {r["provider"]: r for r in page["rows"]}

@@ -13,7 +13,7 @@ from boxbench.leaderboard.headlines import headlines
 from boxbench.leaderboard.results import board_results
 from boxbench.leaderboard.sources import run_source
 from boxbench.leaderboard.states import provider_cost, provider_info
-from boxbench.models import Outcome, Provider, Section, Trial
+from boxbench.models import Direction, Outcome, Provider, Section, Trial
 from stats import scores, workload
 
 
@@ -50,7 +50,7 @@ def overview_page(boards: list[Board], providers: dict[int, Provider]) -> shapes
         benchmark = board.benchmark
         if not benchmark.charted:
             continue  # recorded without charting it, so it scores nothing either
-        lower = benchmark.direction != "higher"
+        lower = benchmark.direction != Direction.HIGHER
         for unit in board.units:
             if not scored_unit(benchmark.slug, unit["unit"]):
                 continue  # charted on its board, not scored (a burst tier but the default)

@@ -15,6 +15,7 @@ from django.db.models import Max
 from boxbench.leaderboard.cells import EMPTY_CELL, group_cells, load_trials
 from boxbench.models import (
     Benchmark,
+    Direction,
     Provider,
     PublishedPair,
     Run,
@@ -146,7 +147,9 @@ def units_of(benchmark: Benchmark) -> dict[int, str]:
 
 
 def method_of(benchmark: Benchmark) -> summary.Method:
-    return summary.Method(benchmark.direction != "higher", benchmark.statistic, benchmark.unit)
+    return summary.Method(
+        benchmark.direction != Direction.HIGHER, benchmark.statistic, benchmark.unit
+    )
 
 
 def _run_points(

@@ -9,7 +9,7 @@ from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.cells import EMPTY_CELL
 from boxbench.leaderboard.comparisons import not_comparable
 from boxbench.leaderboard.verdicts import sentence
-from boxbench.models import Provider
+from boxbench.models import Direction, Provider
 from stats import compare
 from stats.workload_compare import UnitSeries, workload_comparison
 
@@ -25,7 +25,7 @@ def workload_verdicts(board: Board, providers: dict[int, Provider]) -> list[shap
     against the row ranked just above it, over the units both completed."""
     by_slug = {p.slug: p for p in providers.values()}
     ranked = sorted((r for r in board.summary["rows"] if r["rank"] is not None), key=_rank)
-    lower_is_better = board.benchmark.direction != "higher"
+    lower_is_better = board.benchmark.direction != Direction.HIGHER
     first, second = compare.uniforms()
     found: list[shapes.AdjacentVerdict] = []
     for upper, lower in zip(ranked, ranked[1:], strict=False):

@@ -1,23 +1,39 @@
-"""One vocabulary (runner/outcomes.py): no owner or evidence-kind word is written as a string
-literal outside its enum. The test walks the source of every room and looks where such a word
-goes: an `owner` or `kind` keyword (Django lookups such as `evidence__kind` too), a parameter of
-that name given by position (`fail(outcome, owner, cause)`, `EvidenceRecord(kind, data)`), a
-comparison with an `.owner` or `.kind`, an assignment to one, a parameter's default, or a dict's
-"owner" or "kind" entry."""
+"""One vocabulary (runner/outcomes.py): no owner, evidence or measurement kind, section,
+direction, clock or clock-gate word is written as a string literal outside its enum. The test
+walks the source of every room and looks where such a word goes: a keyword of that name (`owner`,
+`kind`, `section`, `direction`, `clock`, `gate`; Django lookups such as `evidence__kind` too), a
+parameter of that name given by position (`fail(outcome, owner, cause)`,
+`EvidenceRecord(kind, data)`), a comparison with an attribute of that name, an assignment to
+one, a parameter's default, or a dict's entry of that name."""
 
 import ast
 from pathlib import Path
 
-from runner.outcomes import EvidenceKind, Owner
+from runner.outcomes import (
+    Clock,
+    ClockGate,
+    Direction,
+    EvidenceKind,
+    MeasurementKind,
+    Owner,
+    Section,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("boxbench", "runner", "stats", "bench")
 HOME = Path("runner", "outcomes.py")  # where the words are written, once
 
-# The words each name carries. `kind` is also a measurement's kind, numpy's sort kind and more:
-# only the evidence kinds' words count there, and every word (including "") counts for `owner`.
-OWNER_WORDS = {w.value for w in Owner}
-KIND_WORDS = {w.value for w in EvidenceKind}
+# The words each name carries. `kind` is an evidence's or a measurement's kind, but also numpy's
+# sort kind and more: only the two enums' words count there. Every owner word (including "")
+# counts for `owner`, and the clock gate's "" (not guest-timed) for `gate`.
+ROLE_WORDS = {
+    "owner": {w.value for w in Owner},
+    "kind": {w.value for w in EvidenceKind} | {w.value for w in MeasurementKind},
+    "section": {w.value for w in Section},
+    "direction": {w.value for w in Direction},
+    "clock": {w.value for w in Clock},
+    "gate": {w.value for w in ClockGate},
+}
 
 
 def source_files(root: Path, rooms: tuple[str, ...]) -> list[Path]:
@@ -30,11 +46,12 @@ def source_files(root: Path, rooms: tuple[str, ...]) -> list[Path]:
 
 
 def role(name: str | None) -> str | None:
-    """ "owner" or "kind" when `name` (a variable, attribute, keyword or key) carries one."""
+    """The role ("owner", "kind", "section"...) `name` (a variable, attribute, keyword or key)
+    carries, if any."""
     if not name:
         return None
     for part in reversed(name.split("__")):  # Django lookups: evidence__kind, owner__in
-        if part in ("owner", "kind"):
+        if part in ROLE_WORDS:
             return part
     return None
 
@@ -102,7 +119,7 @@ def words_out_of_place(where: str, tree: ast.AST, positions) -> list[str]:
     def check(value: ast.AST | None, carried: str | None) -> None:
         if carried is None:
             return
-        words = OWNER_WORDS if carried == "owner" else KIND_WORDS
+        words = ROLE_WORDS[carried]
         for constant in literals(value):
             if constant.value in words:
                 found.append(f"{where}:{constant.lineno}: {carried} {constant.value!r}")
@@ -154,11 +171,11 @@ def scan(root: Path, rooms: tuple[str, ...]) -> list[str]:
     ]
 
 
-def test_no_owner_or_evidence_kind_is_a_string_literal_outside_its_enum():
+def test_no_word_of_the_vocabulary_is_a_string_literal_outside_its_enum():
     assert scan(ROOT, ROOMS) == []
 
 
-def test_it_finds_the_words_wherever_an_owner_or_evidence_kind_goes(tmp_path):
+def test_it_finds_the_words_wherever_an_owner_kind_section_or_clock_goes(tmp_path):
     (tmp_path / "runner").mkdir()
     (tmp_path / "runner" / "outcomes.py").write_text('OWNER = "provider"\n')  # the home: left out
     (tmp_path / "runner" / "a.py").write_text(
@@ -178,8 +195,11 @@ def test_it_finds_the_words_wherever_an_owner_or_evidence_kind_goes(tmp_path):
         "entry = {'kind': 'traceback', 'owner': 'unknown'}\n"
         "result.owner = 'benchmark'\n"
         "line = {'owner': 'provider' if failed else '', 'kind': given or 'sandbox'}\n"
+        "Definition(section='workload', direction='lower', clock='job_host')\n"
+        "ctx.record('x_ms', 1.0, kind='stage', gate='pass'); lower = d.direction != 'higher'\n"
+        "def measure(name, value, *, clock='guest', gate=''): ...\n"
         # Other words, or other meanings of the names: left alone.
-        "np.argsort(x, kind='stable'); record(m, kind='metric'); add(n, owner='run')\n"
+        "np.argsort(x, kind='stable'); add(n, owner='run'); sort(direction='asc')\n"
         "ProviderError('remove it', 'cleanup'); label = 'provider'; x.kind == 'blob'\n"
     )
     found = [line.split(": ", 1)[1] for line in scan(tmp_path, ("runner",))]
@@ -203,5 +223,13 @@ def test_it_finds_the_words_wherever_an_owner_or_evidence_kind_goes(tmp_path):
             "owner 'provider'",
             "owner ''",
             "kind 'sandbox'",
+            "section 'workload'",
+            "direction 'lower'",
+            "clock 'job_host'",
+            "kind 'stage'",
+            "gate 'pass'",
+            "direction 'higher'",
+            "clock 'guest'",
+            "gate ''",
         ]
     )
