@@ -2,15 +2,20 @@
 set -euo pipefail
 cd /app
 mkdir -p quarantine
-key=$(tr -d '\n' < key.hex)
-: > /tmp/valid.txt
-for file in releases/*.bin; do
-    name=$(basename "$file")
-    mac=$(python3 -c 'import hmac,hashlib,sys; print(hmac.new(bytes.fromhex(sys.argv[1]), open(sys.argv[2],"rb").read(), hashlib.sha256).hexdigest())' "$key" "$file")
-    if [ "$mac" = "$(tr -d '\n' < "$file.sig")" ]; then
-        echo "$name" >> /tmp/valid.txt
-    else
-        mv "$file" "$file.sig" quarantine/
-    fi
-done
-sort /tmp/valid.txt > valid.txt
+python3 - <<'PY'
+import hashlib
+import hmac
+import pathlib
+
+key = bytes.fromhex(pathlib.Path("/app/key.hex").read_text().strip())
+valid = []
+for path in sorted(pathlib.Path("/app/releases").glob("*.bin")):
+    signature = pathlib.Path(f"{path}.sig")
+    mac = hmac.new(key, path.read_bytes(), hashlib.sha256).hexdigest()
+    if hmac.compare_digest(mac, signature.read_text().strip()):
+        valid.append(path.name)
+    else:
+        path.rename(f"/app/quarantine/{path.name}")
+        signature.rename(f"/app/quarantine/{signature.name}")
+pathlib.Path("/app/valid.txt").write_text("".join(f"{name}\n" for name in valid))
+PY
