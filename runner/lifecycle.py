@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 import threading
 import time
 import traceback
@@ -313,7 +314,7 @@ class LifecycleContext(TrialContext):
         tag = uuid.uuid4().hex[:12]
         paths = clock.background_paths(tag)
         if workdir:
-            script = f"cd {_quote(workdir)} || exit 125\n{script}"
+            script = f"cd {shlex.quote(workdir)} || exit 125\n{script}"
         started = time.monotonic()
         launched = self._exec(None, ["/bin/bash", "-c", clock.background_script(script, tag)], 60)
         if launched.exit_code != 0:
@@ -600,7 +601,3 @@ def _cost(
 
 def _ms(seconds: float) -> float:
     return seconds * 1000.0
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"

@@ -309,6 +309,19 @@ def test_it_notices_a_long_command_end_without_waiting_for_the_next_poll(local):
     assert result.outcome == "success", result.cause
 
 
+def test_a_long_command_runs_in_its_workdir_whatever_the_folders_name(local):
+    folder = "/tmp/it's $HOME; here"
+
+    def in_folder(ctx):
+        assert ctx.exec(["mkdir", "-p", folder], timeout=10).exit_code == 0
+        run = ctx.background("pwd", timeout=60, workdir=folder)
+        assert run.stdout == f"{folder}\n".encode()
+        ctx.record("echo_ms", run.runtime_ms, gate="pass")
+
+    result = trial(local, in_folder)
+    assert result.outcome == "success", result.cause
+
+
 def test_a_failures_cause_names_its_operation_once():
     from runner.lifecycle import adapter_failure
     from runner.providers.base import ProviderError
