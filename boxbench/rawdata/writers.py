@@ -138,7 +138,7 @@ class Writer:
                 json(trial.host_load),
                 trial.cost_usd,
                 # Not a field of the format: a trial cut short says so in its cause, as the
-                # runner writes it (runner.lifecycle.CUT_SHORT).
+                # runner writes it (runner.trial_failures.CUT_SHORT).
                 trial.cause.startswith("cut short: "),
                 json(metrics),
                 json(stages),
