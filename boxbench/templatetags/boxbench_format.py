@@ -115,6 +115,25 @@ def in_region(region) -> str:
     return " (no region set)" if region in ("", UNNAMED) else f" in region {region}"
 
 
+# A provider's declared region where it is a word, not a place (runner/declarations/*.yaml).
+PROVIDER_REGIONS = {
+    "local": "runs on the job host itself (no cloud region)",
+    "remote": "runs on a host you control, reached over the network",
+    "default": "runs in the provider's default region",
+    "aws-region": "runs in the AWS region the client names",
+}
+
+
+@register.filter
+def provider_region(region) -> str:
+    """Where a provider's sandboxes run, as a reader says it: "region us-east-1", or the words
+    for a declared region that is not a place ("local")."""
+    region = str(region or "")
+    if not region:
+        return "region not declared"
+    return PROVIDER_REGIONS.get(region, f"region {region}")
+
+
 @register.filter
 def run_title(name) -> str:
     """A run's heading: "Run nightly", but "Run 2026-12-07 13:21" for a run named "run 2026-...",

@@ -40,11 +40,50 @@ BLANK["cost ci_high (USD)"] = BLANK["mean cost per success (USD)"]
 BLANK["cost rank"] = BLANK["rank"]
 
 
+# The page's header for a column whose CSV/API name is an id; "{unit}" is the table's measure unit.
+# Ids stay in the CSV and the API, where analysts' scripts read them.
+HEADERS = {
+    "provider": "Provider",
+    "rank": "Rank",
+    "label": "Status",
+    "n": "Successful trials",
+    "median": "Median ({unit})",
+    "ci_low": "95 % interval, low ({unit})",
+    "ci_high": "95 % interval, high ({unit})",
+    "tail": "Tail ({unit})",
+    "tail kind": "Tail statistic",
+    "mean": "Mean ({unit})",
+    "measure unit": "Measured in",
+    "workload value": "Workload value ({unit})",
+    "substituted units": "Units substituted",
+    "units": "Units covered",
+    "cost rank": "Cost rank",
+    "cost ci_low (USD)": "Cost 95 % interval, low (USD)",
+    "cost ci_high (USD)": "Cost 95 % interval, high (USD)",
+    "n a": "Successful trials, A",
+    "n b": "Successful trials, B",
+    "median a": "Median A",
+    "median b": "Median B",
+    "ratio b/a": "Ratio B/A",
+    "ratio ci_low": "Ratio 95 % interval, low",
+    "ratio ci_high": "Ratio 95 % interval, high",
+    "run a": "Run A",
+    "run b": "Run B",
+}
+
+
+def header(column: str, unit: str = "") -> str:
+    """A column's header on the page: its human label, with the measure unit where it has one."""
+    text = HEADERS.get(column, column[:1].upper() + column[1:])
+    return text.replace(" ({unit})", f" ({unit})" if unit else "")
+
+
 @dataclass
 class Table:
     columns: list[str]
     rows: list[list[str]]
     blank: dict[str, str] = field(default_factory=dict)
+    measure_unit: str = ""  # the unit the value columns are in, for the page's headers
     # Cells the page shows as words with a link instead of their CSV text, such as a held-back
     # row's label: {(row, column): (words, url, link text)}.
     links: dict[tuple[int, int], tuple[str, str, str]] = field(default_factory=dict)
@@ -60,8 +99,11 @@ class Table:
             for i, row in enumerate(self.rows)
         ]
 
+    def headers(self) -> list[str]:
+        return [header(c, self.measure_unit) for c in self.columns]
+
     def footnotes(self) -> list[tuple[str, str]]:
-        """(column, why) for each column that has a blank cell."""
+        """(column header, why) for each column that has a blank cell."""
         blank_columns = {i for row in self.rows for i, text in enumerate(row) if not text}
         seen, out = set(), []
         for i in sorted(blank_columns):
@@ -69,7 +111,7 @@ class Table:
             why = self.blank.get(column, "")
             if why and why not in seen:
                 seen.add(why)
-                out.append((column, why))
+                out.append((header(column, self.measure_unit), why))
         return out
 
 
@@ -118,7 +160,8 @@ def benchmark_table(summary: BenchmarkPage, unit: UnitPage | None = None) -> Tab
             ]
         )
     blank = {**BLANK, "median": BLANK["workload value"]}  # the All view's median: ranked only
-    table = with_held_back(Table(columns, rows, blank), summary, units=scope_text(summary))
+    table = Table(columns, rows, blank, summary["measure_unit"])
+    table = with_held_back(table, summary, units=scope_text(summary))
     return _noted(table, summary)
 
 
@@ -253,7 +296,8 @@ def unit_table(unit: UnitPage) -> Table:
             ]
         )
     blank = {**BLANK, **{f"{stage} median (ms)": BLANK["stage median"] for stage in stages}}
-    return _noted(with_held_back(Table(columns, rows, blank), unit), unit)
+    table = Table(columns, rows, blank, unit["measure_unit"])
+    return _noted(with_held_back(table, unit), unit)
 
 
 def unit_cost_table(unit: UnitPage) -> Table:

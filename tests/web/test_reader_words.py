@@ -45,3 +45,32 @@ def test_clocks_job_hosts_and_runs_are_said_in_words(client, published_run):
     assert host_type("unnamed x86_64 machine, 2 CPUs") == "x86_64 machine, 2 CPUs"
     assert in_region("unnamed") == " (no region set)"
     assert in_region("us-east-1") == " in region us-east-1"
+
+
+def test_table_headers_are_human_labels_with_units_and_the_csv_keeps_the_ids(client, published_run):
+    page = client.get("/benchmarks/create/").content.decode()
+    table = page.split('id="unit-table"')[1].split("</thead>")[0]
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    assert headers[:11] == [
+        "Provider",
+        "Rank",
+        "Status",
+        "Successful trials",
+        "Median (ms)",
+        "95 % interval, low (ms)",
+        "95 % interval, high (ms)",
+        "Tail (ms)",
+        "Tail statistic",
+        "Mean (ms)",
+        "Measured in",
+    ]
+    assert not {"ci_low", "ci_high", "n", "tail kind"} & set(headers)
+    csv_header = client.get("/benchmarks/create/units/create.csv").text.splitlines()[0]
+    assert csv_header.startswith("provider,rank,label,n,median,ci_low,ci_high,tail,tail kind,mean")
+
+
+def test_a_provider_page_says_where_its_sandboxes_run_in_words(client, published_run):
+    page = client.get("/providers/local/").content.decode()
+    assert "Runs on the job host itself (no cloud region)" in page
+    assert "region local" not in page
+    assert "Region eu-west" in client.get("/providers/boat/").content.decode()
