@@ -57,7 +57,8 @@ def sweep_chart(charts: dict, measure: str) -> dict | None:
     else:
         title, axis = "Time until 95 % ready, by tier<br><sub>ms, lower is better</sub>", "ms"
     layout = _layout(title, "concurrent creates (tier)", axis)
-    layout["xaxis"]["type"] = "log"
+    tiers = sorted({x for trace in data for x in trace["x"]})
+    layout["xaxis"].update(type="log", tickvals=tiers, ticktext=[str(t) for t in tiers])
     return {"data": data, "layout": layout}
 
 
@@ -91,5 +92,6 @@ def burst_context(summary: dict, tier: str) -> dict:
             throughput_chart=sweep_chart(charts, "throughput_per_s"),
             p95_chart=sweep_chart(charts, "p95_ready_ms"),
             chosen_tier=tier,
+            tiers=sorted((u["slug"] for u in summary["units"]), key=int),
         )
     return context

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from boxbench.leaderboard import shapes
+from boxbench.leaderboard.burst import default_unit
 from boxbench.leaderboard.cells import (
     EMPTY_CELL,
     Cell,
@@ -130,9 +131,11 @@ def benchmark_board(
         cost_complete={p.slug: True for p in in_run},
     )
     method = summary.Method(build.lower, benchmark.statistic, benchmark.unit, stages)
+    # A burst's tiers are not a workload: its default tier alone is its result.
+    scored_alone = default_unit(benchmark.slug, [u.slug for u in units]) is not None
     unit_pages = [
         {
-            **_unit_page(build, unit, cells, method, multi=len(units) > 1),
+            **_unit_page(build, unit, cells, method, multi=len(units) > 1 and not scored_alone),
             # Internal keys for the trials table's query (trial_cell_idx); never in a URL.
             "benchmark_id": benchmark.id,
             "unit_id": unit.id,
@@ -261,8 +264,12 @@ def _summary_page(build: Build, unit_pages: list[shapes.UnitPage]) -> shapes.Ben
     provider-sourced cost apply here; unit medians feed the workload value whenever n > 0.
     """
     benchmark, runs = build.benchmark, build.runs
-    multi = len(unit_pages) > 1
-    if multi:
+    alone = default_unit(benchmark.slug, [page["unit"] for page in unit_pages])
+    multi = len(unit_pages) > 1 and alone is None
+    if alone is not None:
+        shown = [page for page in unit_pages if page["unit"] == alone]
+        rows = [_single_unit_row(build, p, shown) for p in build.providers]
+    elif multi:
         values = workload.workload_values(build.medians, "time") if build.lower else {}
         costs = workload.workload_values(build.costs, "cost")
         rows = [_workload_row(build, p, unit_pages, values, costs) for p in build.providers]

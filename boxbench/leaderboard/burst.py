@@ -29,6 +29,14 @@ LIMITED_BOARDS = (BURST, DENSITY)
 CURVE_POINTS = 400
 
 
+def default_unit(benchmark_slug: str, unit_slugs: list[str]) -> str | None:
+    """The unit that alone is the benchmark's result where its units are not a workload: a
+    burst's default tier, when published; None elsewhere."""
+    if benchmark_slug == BURST and DEFAULT_TIER in unit_slugs:
+        return DEFAULT_TIER
+    return None
+
+
 def scored_unit(benchmark_slug: str, unit_slug: str) -> bool:
     """Whether a unit counts in the scores: every unit but a burst tier other than the default,
     which every eligible provider can run (the others are charted on the board)."""

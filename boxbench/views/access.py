@@ -5,6 +5,7 @@ import uuid
 from django.http import Http404
 
 from boxbench import permissions
+from boxbench.leaderboard.burst import default_unit
 from boxbench.models import Aggregate, Run, Scope, aggregate_key
 from runner.manifest import public_manifest
 
@@ -50,8 +51,11 @@ def shown_manifest(request, run: Run) -> dict:
 
 
 def single_unit(summary: dict) -> dict | None:
-    """The one unit page of a single-unit benchmark (its median's interval goes with the All
-    view's row), None for a multi-unit workload."""
-    if summary.get("multi_unit") or len(summary.get("units", [])) != 1:
+    """The one unit page of a single-unit benchmark, or the unit that alone is its result (a
+    burst's default tier): its median's interval goes with the All view's row. None for a
+    multi-unit workload."""
+    units = [u["slug"] for u in summary.get("units", [])]
+    alone = default_unit(summary.get("benchmark", ""), units)  # a burst's default tier
+    if summary.get("multi_unit") or (alone is None and len(units) != 1):
         return None
-    return Aggregate.objects.page(Scope.UNIT, summary["benchmark"], summary["units"][0]["slug"])
+    return Aggregate.objects.page(Scope.UNIT, summary["benchmark"], alone or units[0])

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from boxbench import bundles, burst_charts, charts, history_charts, permissions
+from boxbench.leaderboard.burst import default_unit
 from boxbench.leaderboard.shapes import (
     BenchmarkPage,
     HistoryPage,
@@ -44,7 +45,7 @@ def benchmark(request, slug):
     if "probes" in summary:
         return _probe_page(request, summary)
     units = [u["slug"] for u in summary["units"]]
-    chosen = request.GET.get("unit") or units[0]
+    chosen = request.GET.get("unit") or default_unit(slug, units) or units[0]
     if chosen not in units:
         raise Http404(f"benchmark {slug} has no unit {chosen!r}")
     # The unit and the history in one query: the page's budget is three.

@@ -164,3 +164,13 @@ def test_limits_are_shown_as_published_beside_burst_and_density(client, burst_ru
     assert "measured (sandboxes reached)" in density
     # Local's three trials reached 6, 7 and 9: the lower median is 7, beside its declared 8.
     assert "<td>8</td>\n<td>7 <small>(2 of 3 trials refused)</small></td>" in density
+
+
+def test_the_default_tier_alone_is_the_boards_result_not_a_workload(client, burst_run):
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "burst")
+    assert summary["multi_unit"] is False
+    values = {row["provider"]: row["workload_value"] for row in summary["rows"]}
+    assert values == {"local": 800.0, "docker": 1400.0}  # each one's 8-tier median
+    html = client.get("/benchmarks/burst/").content.decode()
+    assert "substituted" not in html and "workload value" not in html
+    assert '<a href="?unit=8#burst" class="current">8</a>' in html  # the default tier is shown
