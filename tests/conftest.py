@@ -95,6 +95,15 @@ def local(tmp_path):
         provider.delete_snapshot(snapshot.id)
 
 
+@pytest.fixture(autouse=True)
+def small_density_cap(settings):
+    """Density creates up to BOXBENCH_DENSITY_CAP (32) sandboxes, each with its readiness
+    check and confirmed deletion: the tests that run every sandbox operation through a provider
+    check the procedure, which 3 show as well as 32 (tests/workloads/test_density.py sets its own).
+    Against a cloud fake's simulated delays, 32 cost minutes per provider."""
+    settings.DENSITY_CAP = 3
+
+
 @pytest.fixture
 def skipped_time():
     return SkippedTime()
