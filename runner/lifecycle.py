@@ -111,6 +111,10 @@ class LifecycleContext(TrialContext):
         """The spec the trial's sandboxes are made in."""
         return self._spec
 
+    def use_image(self, image: str) -> None:
+        """Make the trial's sandboxes from now on start from `image`, made for its unit."""
+        self._spec = dataclasses.replace(self._spec, image=image)
+
     def use_layer(self, layer: str) -> None:
         """Make the trial's sandboxes from now on start from `layer` (runner/layers.py)."""
         self._spec = dataclasses.replace(self._spec, layer=layer)
@@ -493,6 +497,8 @@ def run_trial(
     sampler.start()
     try:
         layer = layers.prepare(ctx) if definition.unique_layer else None
+        if definition.before_create is not None:
+            definition.before_create(ctx)
         if definition.own_sandbox:
             _create_and_check(ctx, definition)
         if definition.own_sandbox and not definition.timed_readiness:

@@ -100,13 +100,14 @@ def unit_refusals(declaration, definition, units) -> list[Refusal]:
     """The units `declaration`'s provider cannot run although it enters the benchmark: a unit
     whose definition needs more concurrent sandboxes than the account's documented limit (a
     burst tier) is refused as Account Limit, one whose declared size the provider does not offer
-    as Not Offered, and one whose environment needs an image build boxbench does not make there
-    (a Terminal-Bench task on another base image) as Not Supported, with the reason."""
+    as Not Offered, and one whose environment needs an image build this adapter does not make
+    (a Terminal-Bench task's Dockerfile, `built_by`) as Not Supported, with the reason."""
     limit = declaration.concurrent_sandboxes
     found = []
     for unit in units:
         why = unit.definition.get("needs_image_build")
-        if why:
+        if why and declaration.adapter not in unit.definition.get("built_by", ()):
+            why = f"{why}, and {declaration.provider} builds no task image"
             found.append(
                 Refusal(
                     declaration.provider,

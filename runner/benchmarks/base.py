@@ -89,6 +89,9 @@ class BenchmarkDefinition:
     unique_layer: bool = False
     # The first timed command is sent as soon as create returns: no untimed readiness check.
     timed_readiness: bool = False
+    # Untimed, before the trial's create: may point the trial's spec at an image made for its
+    # unit (`ctx.use_image`), as a task's environment built from its Dockerfile.
+    before_create: Callable[[Any], None] | None = None
     # Step time limits in seconds, above the slowest normal time seen on any provider.
     create_timeout_s: float = 600.0
     procedure_timeout_s: float = 600.0

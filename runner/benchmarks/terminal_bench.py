@@ -34,7 +34,7 @@ from runner.benchmarks.base import (
 )
 from runner.benchmarks.deepswe import POST_TIMEOUT_CHECK_S
 from runner.outcomes import Clock, ClockGate, Direction, EvidenceKind, MeasurementKind, Section
-from runner.tasks import dockerfile, imported
+from runner.tasks import dockerfile, images, imported
 from runner.tasks.format import TASKS_DIR, Task, TaskError, load_task, task_folders
 from stats import labels
 
@@ -87,6 +87,7 @@ DEFINITION = BenchmarkDefinition(
     destroy_timeout_s=300.0,
     lifetime_s=1800.0,
     parallel_trials=10,
+    before_create=lambda ctx: build_task_image(ctx),
 )
 
 
@@ -98,7 +99,7 @@ def units() -> list[UnitDefinition]:
 
 def run(ctx: TrialContext) -> None:
     task = _task(ctx)
-    if task.environment is None or not task.builds_on_standard:
+    if task.environment is None:
         raise BenchmarkError(f"task {task.slug}: {_why_not(task)}")
     _prepare(ctx, task)
     env = dockerfile.environment_variables(task.environment)
@@ -144,8 +145,10 @@ def _unit(task: Task, origin: str) -> UnitDefinition:
             "verifier_timeout_s": task.verifier_timeout_s,
             "base_image": task.environment.base if task.environment else task.docker_image,
             "setup": "solution/setup.sh" in task.files,
-            # What keeps the task off every provider for now ("" when nothing does).
+            # Why the task needs its own image ("" when it replays on the standard image), and
+            # the adapters that build one; the others read Not Supported (runner/rules.py).
             "needs_image_build": "" if task.builds_on_standard else _why_not(task),
+            "built_by": list(images.BUILD_ADAPTERS) if task.environment else [],
             "own_units": NOT_THE_REFERENCE if origin == "boxbench" else "",
         },
         digest=task.digest(),
@@ -153,11 +156,26 @@ def _unit(task: Task, origin: str) -> UnitDefinition:
 
 
 def _why_not(task: Task) -> str:
-    why = task.environment.why_not if task.environment else "it names only a prebuilt image"
-    return (
-        f"its environment needs an image build ({why}); boxbench replays only environments "
-        "built on the standard image"
-    )
+    if task.environment is None:
+        return "its environment is only a prebuilt image, which boxbench does not pull"
+    return f"its environment needs an image build ({task.environment.why_not})"
+
+
+def build_task_image(ctx) -> None:
+    """Untimed, before create: a task the standard image cannot replay gets its own image,
+    built from its Dockerfile by the provider's engine (runner/tasks/images.py)."""
+    task = _task(ctx)
+    if task.builds_on_standard:
+        return
+    adapter = ctx.provider.declaration.adapter
+    if task.environment is None or adapter not in images.BUILD_ADAPTERS:
+        raise BenchmarkError(f"task {task.slug}: {_why_not(task)}, and {adapter} builds none")
+    try:
+        image_id = images.build_on_engine(ctx.provider, task)
+    except images.BuildError as exc:
+        raise BenchmarkError(f"task {task.slug}: {exc}") from None
+    # The engine's image id: the sandbox's facts record it as the image's digest.
+    ctx.use_image(image_id)
 
 
 def _task(ctx: TrialContext) -> Task:
@@ -195,6 +213,8 @@ def prepare_script(task: Task) -> str:
     where Harbor puts them. Harbor's paths may be links to writable places (the `local`
     adapter's read-only root), so each is created where it leads."""
     assert task.environment is not None
+    # A task built into its own image has its environment already; others replay it here.
+    replay = dockerfile.replay_script(task.environment, f"{STAGING}/environment")
     return "\n".join(
         [
             "set -eu",
@@ -206,9 +226,7 @@ def prepare_script(task: Task) -> str:
             f"mkdir -p {LOGS_DIR}/verifier {LOGS_DIR}/agent",
             f"cp -R {STAGING}/solution/. {SOLUTION_DIR}/",
             f"cp -R {STAGING}/tests/. {TESTS_DIR}/",
-            "(",
-            dockerfile.replay_script(task.environment, f"{STAGING}/environment"),
-            ")",
+            *(["(", replay, ")"] if task.builds_on_standard else []),
         ]
     )
 
