@@ -10,8 +10,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from boxbench.leaderboard import slices
-from boxbench.leaderboard.shapes import ComparePage, CompareSlice, OverviewPage
-from boxbench.models import Aggregate, Scope
+from boxbench.leaderboard.shapes import ComparePage, CompareRow, CompareSlice, ProviderInfo
+from boxbench.models import Aggregate, Scope, aggregate_key
+from boxbench.templatetags.boxbench_format import fixed, num, ticks
 from boxbench.views import canonical, download_menu, tables
 from boxbench.views.access import aggregate
 from boxbench.views.downloads import csv_response
@@ -33,14 +34,20 @@ def comparable_providers() -> tuple[list[dict], tuple[str, str] | None]:
     """The providers a comparison can name, by name: those with a comparison page, that is with
     timed results (probe readings are not compared) beside another provider's; and the pair a
     bare /compare/ opens on, the first two by overall rank (then by name)."""
-    overview: OverviewPage | None = Aggregate.objects.page(Scope.OVERVIEW)
+    # The two parts of the overview read, not the whole (every unit of every benchmark).
+    overview = (
+        Aggregate.objects.filter(scope=Scope.OVERVIEW, key=aggregate_key())
+        .values_list("data__providers", "data__tree__ranks")
+        .first()
+    )
     if not overview:
         return [], None
+    providers: dict[str, ProviderInfo] = overview[0]
+    ranks: dict[str, int] = overview[1]
     keys = Aggregate.objects.filter(scope=Scope.COMPARE).values_list("key", flat=True)
     compared = {slug for key in keys for slug in key.split("/")}
-    found = [info for slug, info in overview["providers"].items() if slug in compared]
+    found = [info for slug, info in providers.items() if slug in compared]
     found.sort(key=lambda info: info["provider_name"])
-    ranks = overview["tree"]["ranks"]
     by_rank = sorted(
         found, key=lambda i: (ranks.get(i["provider"]) is None, ranks.get(i["provider"], 0))
     )
@@ -67,6 +74,38 @@ def address(pair: tuple[str, str], benchmark: str = "", page: int = 1) -> str:
     if page > 1:
         query.append(("page", str(page)))
     return reverse("compare") + "?" + urlencode(query)
+
+
+def shown_rows(rows: list[CompareRow]) -> list[dict]:
+    """The rows as the table shows them, each cell's text made here: a benchmark's page of 25
+    units is some 150 rows, and the template's filters and {% url %} per cell (Decimal
+    formatting, a reverse() per link) were most of its render."""
+    links: dict[tuple[str, ...], str] = {}
+    titles: dict[str, str] = {}
+
+    def link(*args: str) -> str:
+        if args not in links:
+            links[args] = reverse("unit" if len(args) == 2 else "benchmark", args=args)
+        return links[args]
+
+    shown = []
+    for r in rows:
+        if r["unit_title"] not in titles:
+            titles[r["unit_title"]] = ticks(r["unit_title"])
+        shown.append(
+            {
+                **r,
+                "benchmark_link": link(r["benchmark"]),
+                "unit_link": link(r["benchmark"], r["unit"]),
+                "unit_html": titles[r["unit_title"]],
+                "median_a_text": num(r["median_a"]),
+                "median_b_text": num(r["median_b"]),
+                "ratio_text": fixed(r["ratio"], 2),
+                "interval_text": f"{fixed(r['ci_low'], 2)} – {fixed(r['ci_high'], 2)}",
+                "detectable_text": fixed(r["detectable_percent"], 0),
+            }
+        )
+    return shown
 
 
 def _pages_context(data: CompareSlice, pair: tuple[str, str]) -> dict:
@@ -109,6 +148,7 @@ def compare(request):
             swapped=address((pair[1], pair[0]), data["benchmark"], data["page"]),
             units_shown=slices.UNITS_SHOWN,
             downloads=download_menu.compare_menu(*pair),
+            rows=shown_rows(data["rows"]),
             **_pages_context(data, pair),
         )
     return render(request, "boxbench/compare.html", context)

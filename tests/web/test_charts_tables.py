@@ -4,10 +4,11 @@ blank cells that explain themselves, plain unit titles, trial positions, and a p
 import re
 
 import pytest
+from django.template.defaultfilters import floatformat
 
 from boxbench import charts
 from boxbench.models import Evidence, Provider, Trial
-from boxbench.templatetags.boxbench_format import plain, ticks
+from boxbench.templatetags.boxbench_format import fixed, plain, ticks
 from tests.support.web import explain_failures, figure
 from tests.web import factory
 
@@ -135,3 +136,14 @@ def test_the_staff_run_page_pages_private_evidence(staff_client, published_run):
     assert "Evidence page 10 of 10 (226–240 of 240 records)" in last
     assert staff_client.get(RUN_URL + "?evidence=11").status_code == 404
     assert staff_client.get(RUN_URL + "?evidence=x").status_code == 404
+
+
+def test_fixed_decimals_round_as_the_template_filter_did():
+    """The comparison table's ratios and detectable differences, once formatted by floatformat,
+    are made in the view: the same text, ties (0.125, 2.675) and values rounding to zero too."""
+    values = [0.125, 0.135, 2.675, 1.005, 99.995, 12.5, 13.5, -0.001, -0.004, 0.0, 1e-9, 123456.785]
+    values += [i / 1000 + 0.0005 for i in range(3000)]
+    for value in values:
+        for places in (0, 2):
+            assert fixed(value, places) == floatformat(value, places), (value, places)
+    assert fixed(None, 2) == "" and fixed(float("nan"), 2) == ""
