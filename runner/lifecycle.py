@@ -496,34 +496,11 @@ def run_trial(
     sampler = HostLoadSampler()
     sampler.start()
     try:
-        layer = layers.prepare(ctx) if definition.unique_layer else None
-        if definition.before_create is not None:
-            definition.before_create(ctx)
-        if definition.own_sandbox:
-            _create_and_check(ctx, definition)
-        if definition.own_sandbox and not definition.timed_readiness:
-            result.placement = probe_placement(ctx)
-        _run_procedure(ctx, procedure, definition.procedure_timeout_s, result)
-        if definition.own_sandbox and definition.timed_readiness and not result.cut_short:
-            result.placement = probe_placement(ctx)
-        if layer is not None:
-            result.placement["unique_layer"] = layer
+        _run_steps(ctx, definition, procedure, result)
     except TrialOutcome as exc:
         result.fail(exc.outcome, exc.owner, exc.cause)
     except Exception as exc:  # noqa: BLE001 - a defect in the runner must not kill the chain
-        result.evidence.append(
-            EvidenceRecord(EvidenceKind.TRACEBACK, {"trace": traceback.format_exc(limit=8)})
-        )
-        host = fault.host_failure(exc)
-        if host:
-            cause = f"{host}: {type(exc).__name__}: {exc}"
-            result.fail(Outcome.BENCHMARK_ERROR, Owner.ENVIRONMENT, cause)
-        else:
-            result.fail(
-                Outcome.BENCHMARK_ERROR,
-                Owner.BENCHMARK,
-                f"the runner raised {type(exc).__name__}: {exc}",
-            )
+        _fail_on_runner_error(result, exc)
     finally:
         ctx.close()
         clean_up(ctx.ledger, provider, definition.destroy_timeout_s, result, limits)
@@ -542,6 +519,39 @@ def run_trial(
     if result.outcome != Outcome.SUCCESS and result.cost_usd:
         result.evidence.append(EvidenceRecord(EvidenceKind.BILLED_COST, {"usd": result.cost_usd}))
     return result
+
+
+def _run_steps(ctx: LifecycleContext, definition, procedure, result: TrialResult) -> None:
+    """The trial's layer, the definition's untimed preparation, its own sandbox with the
+    readiness check, and the procedure, with the placement probed before the procedure (or
+    after it, under timed readiness)."""
+    layer = layers.prepare(ctx) if definition.unique_layer else None
+    if definition.before_create is not None:
+        definition.before_create(ctx)
+    if definition.own_sandbox:
+        _create_and_check(ctx, definition)
+    if definition.own_sandbox and not definition.timed_readiness:
+        result.placement = probe_placement(ctx)
+    _run_procedure(ctx, procedure, definition.procedure_timeout_s, result)
+    if definition.own_sandbox and definition.timed_readiness and not result.cut_short:
+        result.placement = probe_placement(ctx)
+    if layer is not None:
+        result.placement["unique_layer"] = layer
+
+
+def _fail_on_runner_error(result: TrialResult, exc: Exception) -> None:
+    """An exception from the runner itself, called while it is handled: the job host's when it
+    ran out of a resource, else a defect in our code; its traceback is kept."""
+    result.evidence.append(
+        EvidenceRecord(EvidenceKind.TRACEBACK, {"trace": traceback.format_exc(limit=8)})
+    )
+    host = fault.host_failure(exc)
+    if host:
+        cause = f"{host}: {type(exc).__name__}: {exc}"
+        result.fail(Outcome.BENCHMARK_ERROR, Owner.ENVIRONMENT, cause)
+    else:
+        cause = f"the runner raised {type(exc).__name__}: {exc}"
+        result.fail(Outcome.BENCHMARK_ERROR, Owner.BENCHMARK, cause)
 
 
 def _create_and_check(ctx: LifecycleContext, definition: BenchmarkDefinition) -> None:
