@@ -25,7 +25,7 @@ from boxbench.leaderboard.sources import (
 )
 from boxbench.leaderboard.states import provider_cost, provider_info, provider_state
 from boxbench.models import Benchmark, Direction, Provider, Run, Section, Unit
-from runner.benchmarks import ci_pipelines, deepswe, rl_rollouts, terminal_bench
+from runner.benchmarks import ci_pipelines, deepswe, latency_per_call, rl_rollouts, terminal_bench
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
 
@@ -37,6 +37,11 @@ DOWNLOAD_NOTES = {
     rl_rollouts.SLUG: rl_rollouts.NOT_THE_REFERENCE,
     terminal_bench.SLUG: terminal_bench.NOT_THE_REFERENCE,
 }
+
+
+# Unit titles older stored versions carry that a reader cannot read, in the words of the
+# current definition: stored definitions never change, so the pages say them better.
+UNIT_TITLES = {(latency_per_call.DEFINITION.slug, "`true`"): latency_per_call.UNIT_TITLE}
 
 
 @dataclass
@@ -216,7 +221,7 @@ def _unit_page(
     return {
         **build.context,
         "unit": unit.slug,
-        "unit_title": unit.title or unit.slug,
+        "unit_title": UNIT_TITLES.get((build.benchmark.slug, unit.title), unit.title or unit.slug),
         "unit_digest": unit.digest,
         "trial_count": int(trial_count),
         "derived_available": summary.derived_available(build.context["stages"]),

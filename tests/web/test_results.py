@@ -21,6 +21,7 @@ from boxbench.models import (
     TrialState,
     Unit,
 )
+from runner.benchmarks import latency_per_call
 from stats import estimators
 from tests.support.web import explain_failures
 
@@ -174,6 +175,31 @@ def test_below_twenty_trials_the_pooled_tail_is_the_worst_trials_median_call(cli
     )
     local = dict(zip(rows[0], next(r for r in rows if r[0] == "local"), strict=True))
     assert local["tail"] == "23" and local["tail kind"] == "Slowest"
+
+
+def test_its_unit_reads_as_calls_of_true_also_from_an_old_stored_version(client, imported_run):
+    assert [u.title for u in latency_per_call.units()] == ["50 sequential calls of `true`"]
+    # Version 1 stored the command alone as the unit's title; its pages say the calls.
+    benchmark = Benchmark.objects.create(
+        slug="latency-per-call",
+        title="Latency per Call",
+        section="sandbox_operations",
+        metric="latency_ms",
+        unit="ms",
+        statistic="pooled_median",
+        clock="job_host",
+    )
+    unit = Unit.objects.create(benchmark=benchmark, slug="true", title="`true`")
+    metrics = [{"latency_ms": 10.0 + k, "latency_ms.call_001": 10.0 + k} for k in range(5)]
+    add_trials(imported_run, benchmark, unit, Provider.objects.get(slug="local"), metrics, 5000)
+    publish(imported_run)
+    data = Aggregate.objects.get(scope="unit", key="latency-per-call/true").data
+    assert data["unit_title"] == latency_per_call.UNIT_TITLE
+    page = client.get("/benchmarks/latency-per-call/units/true/").content.decode()
+    assert "50 sequential calls of <code>true</code>" in page
+    overview = client.get("/").content.decode()
+    assert "50 sequential calls of <code>true</code>" in overview
+    assert '/units/true/"><code>true</code></a>' not in overview  # no row named only "true"
 
 
 # 4. Cache and physical-limit flags reach the audit ---------------------------------------------
