@@ -31,6 +31,9 @@ from runner import lifecycle  # noqa: E402
 from runner.benchmarks import terminal_bench  # noqa: E402
 from runner.declarations import get_declaration  # noqa: E402
 from runner.limits import Limits  # noqa: E402
+from runner.outcomes import MeasurementKind  # noqa: E402
+
+TIMED = (MeasurementKind.METRIC, MeasurementKind.STAGE)
 from runner.providers import get_provider  # noqa: E402
 from runner.providers.local import LocalProvider  # noqa: E402
 
@@ -75,7 +78,7 @@ def main() -> None:
                 )
                 outcomes[str(result.outcome)] += 1
                 for m in result.measurements:
-                    if m.value is not None and m.kind in ("metric", "stage"):
+                    if m.value is not None and m.kind in TIMED:
                         values.setdefault(m.name, []).append(m.value)
             medians = " ".join(
                 median(values, name) for name in ("Setup", "Solve", "Verify", "task_time")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from statsmodels.stats.proportion import proportion_confint
 
+from runner.outcomes import Owner
+
 OPERATIONS = (
     "create",
     "readiness",
@@ -79,7 +81,7 @@ _CLASS_WORDS = (
 @dataclass(frozen=True)
 class Attempt:
     operation: str
-    owner: str = ""  # "" when the attempt succeeded
+    owner: str = Owner.NONE  # when the attempt succeeded
     cause_class: str = ""
 
     @property
@@ -139,7 +141,7 @@ def trial_attempts(
     ops = list(operations) if failed in operations else [*operations[:-1], failed, "destroy"]
     at = ops.index(failed)
     found = [Attempt(op) for op in ops[:at]]
-    found.append(Attempt(failed, owner or "unknown", cause_class(cause)))
+    found.append(Attempt(failed, owner or Owner.UNKNOWN, cause_class(cause)))
     if failed != "destroy" and failed != "create":
         found.append(Attempt("destroy"))
     return found
@@ -155,14 +157,14 @@ def request_attempts(request: dict) -> list[Attempt]:
         return [Attempt("create"), Attempt("readiness"), Attempt("destroy")]
     if not created:
         cls = "rate_limited" if outcome == "rate_limited" else _request_class(outcome, cause)
-        return [Attempt("create", "provider", cls)]
+        return [Attempt("create", Owner.PROVIDER, cls)]
     if cause.startswith("could not be deleted"):
         readiness = Attempt("readiness") if ready else None
         rest = [readiness] if readiness else []
-        return [Attempt("create"), *rest, Attempt("destroy", "provider", cause_class(cause))]
+        return [Attempt("create"), *rest, Attempt("destroy", Owner.PROVIDER, cause_class(cause))]
     return [
         Attempt("create"),
-        Attempt("readiness", "provider", _request_class(outcome, cause)),
+        Attempt("readiness", Owner.PROVIDER, _request_class(outcome, cause)),
         Attempt("destroy"),
     ]
 
