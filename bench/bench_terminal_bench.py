@@ -32,12 +32,11 @@ from runner.benchmarks import terminal_bench  # noqa: E402
 from runner.declarations import get_declaration  # noqa: E402
 from runner.limits import Limits  # noqa: E402
 from runner.outcomes import MeasurementKind  # noqa: E402
-
-TIMED = (MeasurementKind.METRIC, MeasurementKind.STAGE)
 from runner.providers import get_provider  # noqa: E402
 from runner.providers.local import LocalProvider  # noqa: E402
 
 LIMITS = Limits(poll_interval_s=0.1)
+TIMED = (MeasurementKind.METRIC, MeasurementKind.STAGE)
 
 
 def provider_for(slug: str):
