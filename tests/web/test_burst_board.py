@@ -174,3 +174,11 @@ def test_the_default_tier_alone_is_the_boards_result_not_a_workload(client, burs
     html = client.get("/benchmarks/burst/").content.decode()
     assert "substituted" not in html and "workload value" not in html
     assert '<a href="?unit=8#burst" class="current">8</a>' in html  # the default tier is shown
+
+
+def test_the_provider_page_names_its_documented_limits(client, burst_run):
+    html = client.get("/providers/docker/").content.decode()
+    table = html[html.index('id="provider-limits"') :]
+    assert "<th>account tier</th><td>Team</td>" in table
+    assert "<th>concurrent sandboxes</th><td>50</td>" in table
+    assert "published by the provider" in html
