@@ -13,6 +13,7 @@ from boxbench.leaderboard.boards import Board
 from stats import compare
 
 SAME = "≈"
+NOT_RECORDED = "not recorded"
 
 
 def adjacent_verdicts(
@@ -93,8 +94,17 @@ def lead(overview: shapes.OverviewPage, boards: list[Board]) -> shapes.Lead:
         "sentences": sentences,
         "published_at": max((b.summary["published_at"] for b in combined), default=""),
         "trials": sum(unit["trial_count"] for b in combined for unit in b.units),
-        "job_host": f"{series['type']} in {series['region']}" if series else "not recorded",
+        "job_host": _job_host_words(series),
     }
+
+
+def _job_host_words(series: shapes.JobHostSeries | None) -> str:
+    """ "x86_64 machine, 2 CPUs in region eu-west", or what of it was not recorded."""
+    kind = series["type"].removeprefix("unnamed ") if series else NOT_RECORDED
+    region = series["region"] if series else NOT_RECORDED
+    if kind == NOT_RECORDED and region == NOT_RECORDED:
+        return NOT_RECORDED
+    return f"{kind} in region {region}" if region != NOT_RECORDED else f"{kind}, region {region}"
 
 
 def _section_sentence(board: Board) -> str:
@@ -109,8 +119,9 @@ def _section_sentence(board: Board) -> str:
         return f"on {title}, no two providers are ranked on a unit yet."
     apart = sum(1 for v in first if not v["same"])
     whole = board.summary.get("workload_verdicts", [])
+    same = len(first) - apart
     return (
-        f"on {title}, the first two providers differ detectably on {apart} of {len(first)} "
-        f"units; on {len(first) - apart} these trials cannot tell them apart"
+        f"on {title}, the first two providers differ detectably on {apart} of {len(first)} units"
+        + (f"; on {same} these trials cannot tell them apart" if same else "")
         + (f"; on the whole workload, {whole[0]['text']}." if whole else ".")
     )

@@ -46,10 +46,11 @@ def score(value) -> str:
 
 @register.filter
 def usd(value) -> str:
-    """A cost in USD with six significant digits (per-second prices are tiny)."""
+    """A cost in USD with six significant digits (per-second prices are tiny), written out in
+    full: "0.0000343561", never "3.43561e-05", which readers misread."""
     if value is None:
         return ""
-    return f"{float(value):.6g}"
+    return format(Decimal(f"{float(value):.6g}"), "f")
 
 
 @register.filter
@@ -111,6 +112,7 @@ def clock_words(clock) -> str:
 
 # The settings' stand-ins when the operator names no job host type or region.
 UNNAMED = "unnamed"
+NOT_RECORDED = "not recorded"  # a board's job-host series a run did not record
 
 
 @register.filter
@@ -124,6 +126,8 @@ def host_type(text) -> str:
 def in_region(region) -> str:
     """ " in region us-east-1", or " (no region set)" for the stand-in."""
     region = str(region or "")
+    if region == NOT_RECORDED:
+        return f" (region {NOT_RECORDED})"
     return " (no region set)" if region in ("", UNNAMED) else f" in region {region}"
 
 
