@@ -85,6 +85,9 @@ LIST_PAGE = 100
 COMMAND_POLL = waiting.Backoff(first_s=0.05, factor=1.5, cap_s=1.0)
 SDK_MISSING = "the daytona package is not installed: pip install -r requirements-daytona.txt"
 # The SDK's packages whose log records could carry the key.
+# Daytona's refusal of a sandbox its organization's compute pool cannot hold ("Total memory limit
+# exceeded. Maximum allowed: 10GiB."; older APIs said "quota"): a quota answer, so rate_limited.
+QUOTA_REFUSAL = re.compile(r"Total (CPU|memory|disk) (limit|quota) exceeded", re.IGNORECASE)
 SDK_PACKAGES = ("daytona", "daytona_api_client", "daytona_toolbox_api_client")
 
 
@@ -155,6 +158,9 @@ class DaytonaProvider(HTTPProvider):
         status = getattr(exc, "status_code", None)
         said = redact(f"{type(exc).__name__}: {exc}", self._key)[:DETAIL_CHARS]
         message = f"daytona {operation}: " + (f"HTTP {status}: " if status else "") + said
+        if status in (400, 403) and QUOTA_REFUSAL.search(str(exc)):
+            # The organization's compute pool is full: the account's limit, not the key's.
+            return ProviderError(message, operation, "rate_limited")
         if isinstance(exc, DaytonaAuthenticationError) or status in (401, 403):
             return CredentialsRejected(message, operation, "unauthorized")
         if isinstance(exc, DaytonaRateLimitError) or status == 429:

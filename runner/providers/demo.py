@@ -1,8 +1,11 @@
 """Demo mode: run the whole benchmark path against a provider's loopback fake, with no account.
 
 `demo_session(["e2b"])` starts each provider's fake (runner/providers/fakes/) in this process and
-points `get_provider(slug)` at it until the session ends; a demo run is planned and executed in
-the same process (`bench run --demo` runs its chains inline). The run's manifest carries
+points `get_provider(slug)` at it until the session ends. Each fake enforces its provider's
+documented limits (`documented_limits()`: concurrent sandboxes, creation rate) and answers past
+them as the real API does, so a demo run meets the limits' refusals and `rate_limited` answers.
+A demo run is planned and executed in the same process (`bench run --demo` runs its chains
+inline). The run's manifest carries
 `demo: {...}` naming the faked providers: pages show it, and publishing refuses such a run.
 """
 
@@ -69,8 +72,9 @@ def demo_session(slugs: list[str], root: str | None = None) -> Iterator[dict]:
     with tempfile.TemporaryDirectory(prefix="boxbench-demo-", dir=root) as directory:
         try:
             for slug, cls in classes.items():
+                limits: dict = getattr(cls, "documented_limits", dict)()
                 try:
-                    fakes[slug] = cls(f"{directory}/{slug}").start()
+                    fakes[slug] = cls(f"{directory}/{slug}", **limits).start()
                 except Exception as exc:
                     raise DemoError(f"{slug}: its demo stand-in did not start: {exc}") from exc
                 with _lock:

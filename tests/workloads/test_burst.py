@@ -153,7 +153,8 @@ def demo_burst(monkeypatch, *argv, rate_per_s=None) -> Run:
         class Limited(original(slug)):
             def __init__(self, root, **options):
                 super().__init__(root, **options)
-                self.backend.create_rate_per_s = rate_per_s
+                if rate_per_s is not None:
+                    self.backend.create_rate_per_s = rate_per_s
 
         return Limited
 
@@ -191,3 +192,24 @@ def test_rate_limited_answers_within_the_declared_limits_are_counted_apart(
     assert "HTTP 429" in limited[0]["cause"]
     assert trial.metrics["rate_limited"] == len(limited)
     assert trial.metrics["success_share"] == 1.0  # every request the limit let through
+
+
+def test_against_modals_fake_creates_past_its_rate_are_rate_limited_not_failures(
+    monkeypatch, patient, db
+):
+    """Nothing planted: Modal declares no limit, so the 8-tier is sent at once, and its fake
+    answers creates past 5 a second RESOURCE_EXHAUSTED, as Modal does."""
+    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
+    call_command(
+        "bench", "run", "--demo", "--provider", "modal", "--benchmark", "burst", "--unit", "8",
+        "--trials", "1", stdout=io.StringIO(),
+    )  # fmt: skip
+    [trial] = Run.objects.get().trials.filter(state=TrialState.DONE)
+    assert trial.outcome == Outcome.SUCCESS, trial.cause
+    assert all(r["planned_ms"] == 0 for r in trial.requests)
+    limited = [r for r in trial.requests if r["outcome"] == "rate_limited"]
+    ok = [r for r in trial.requests if r["outcome"] == "ok"]
+    assert len(ok) >= 5 and limited and len(ok) + len(limited) == 8
+    assert "Sandbox creation rate limit (5/s) exceeded" in limited[0]["cause"]
+    assert trial.metrics["rate_limited"] == len(limited)
+    assert trial.metrics["success_share"] == 1.0

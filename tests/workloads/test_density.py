@@ -53,7 +53,28 @@ def test_against_a_full_account_it_records_the_refusal_class_and_message(monkeyp
     assert trial.metrics["sandboxes_reached"] == 2 and trial.metrics["refused"] == 1
     refusal = trial.requests[-1]
     assert refusal["outcome"] == "rate_limited"
-    assert "HTTP 429" in refusal["cause"] and "concurrent sandbox limit of 2" in refusal["cause"]
+    assert "HTTP 429" in refusal["cause"]
+    assert "maximum number of concurrent E2B sandboxes (2)" in refusal["cause"]  # E2B's words
     assert "memory_per_sandbox_mib" not in trial.metrics  # E2B's sandboxes are not on this host
     # Created once a second, E2B's declared creation rate.
     assert [r["planned_ms"] // 1000 for r in trial.requests] == [0, 1, 2]
+
+
+def test_against_daytonas_fake_it_reaches_the_documented_pool_and_keeps_its_refusal(
+    monkeypatch, settings, db
+):
+    """Nothing planted: Daytona's fake holds Tier 1's pool of 10 GiB, so two sandboxes of 4 GiB,
+    and refuses the third as Daytona does (403), which counts as the account's limit."""
+    settings.DENSITY_CAP = 5
+    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
+    call_command(
+        "bench", "run", "--demo", "--provider", "daytona", "--benchmark", "density",
+        "--trials", "1", stdout=io.StringIO(),
+    )  # fmt: skip
+    [trial] = Run.objects.get().trials.filter(state=TrialState.DONE)
+    assert trial.outcome == Outcome.SUCCESS, trial.cause
+    assert trial.metrics["sandboxes_reached"] == 2 and trial.metrics["refused"] == 1
+    refusal = trial.requests[-1]
+    assert refusal["outcome"] == "rate_limited"
+    assert "HTTP 403" in refusal["cause"]
+    assert "Total memory limit exceeded. Maximum allowed: 10GiB." in refusal["cause"]

@@ -4,16 +4,17 @@ Each fake sandbox is a bubblewrap sandbox made through runner.providers.local's 
 its commands, files, /proc/uptime and $EPOCHREALTIME are real. On top, the backend keeps what a
 cloud control plane keeps: metadata, a lifetime after which the sandbox is gone (a reaper thread
 destroys it, and its id answers 404 from then on), a moment before which the data plane is not
-ready (the fake answers 502 until then), a concurrency cap and a create-rate cap (429 with
-Retry-After), and a table of running processes so a client can signal one by its number. A box
-can start from one of the local provider's snapshots (a copy of another's files), for a fake's
-snapshots and forks.
+ready (the fake answers 502 until then), a concurrency cap and a create-rate cap (Busy, which
+each fake answers as its provider does: status, body, Retry-After), and a table of running
+processes so a client can signal one by its number. A box can start from one of the local
+provider's snapshots (a copy of another's files), for a fake's snapshots and forks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import threading
 import time
 import uuid
@@ -30,12 +31,38 @@ from runner.providers.local import LocalProvider
 LOCAL_MARGIN_S = 30.0
 
 
-class Busy(Exception):
-    """A plan limit was hit: answer 429 with Retry-After."""
+# A create arriving this much early against the rate window is still admitted: a client pacing at
+# exactly the documented rate reaches the server with a few ms of jitter, and the providers'
+# limiters (windows, buckets) let that through.
+ARRIVAL_JITTER_S = 0.05
 
-    def __init__(self, message: str, retry_after_s: int):
+
+class Busy(Exception):
+    """A plan limit was hit: `kind` is "concurrency" or "rate", `limit` the number in force."""
+
+    def __init__(self, message: str, retry_after_s: int, kind: str = "rate", limit: float = 0):
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.kind = kind
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class CreateWindow:
+    """At most `count` creates in any `window_s` seconds, as providers state their rates."""
+
+    count: int
+    window_s: float
+
+    @classmethod
+    def per_second(cls, rate: float) -> CreateWindow:
+        """A rate given per second: under one a second, one create per 1/rate seconds."""
+        return cls(int(rate), 1.0) if rate >= 1 else cls(1, 1.0 / rate)
+
+    def words(self) -> str:
+        if self.window_s == 1.0:
+            return f"{self.count}/s"
+        return f"{self.count} per {self.window_s:g} s"
 
 
 @dataclass
@@ -67,24 +94,38 @@ class Box:
     extra: dict = field(default_factory=dict)  # per-fake fields (tokens, session tables)
 
 
+def declared_limits(slug: str) -> dict:
+    """A fake's `max_concurrent` and `create_rate_per_s`: the limits its provider's declaration
+    documents (None where it documents none)."""
+    declaration = get_declaration(slug)
+    return {
+        "max_concurrent": declaration.concurrent_sandboxes,
+        "create_rate_per_s": declaration.create_rate_per_s,
+    }
+
+
 class Backend:
     def __init__(
         self,
         root: str | Path,
         *,
         ready_delay_s: float = 0.0,
-        max_concurrent: int = 20,
+        max_concurrent: int | None = 20,
         create_rate_per_s: float | None = None,
+        create_window: CreateWindow | None = None,
         prefix: str = "fk",
     ):
         self.local = LocalProvider(get_declaration("local"), {"root": str(root)})
         self.ready_delay_s = ready_delay_s
-        self.max_concurrent = max_concurrent
-        self.create_rate_per_s = create_rate_per_s
+        self.max_concurrent = max_concurrent  # None: no cap of the fake's own
+        self.create_window = create_window
+        if create_rate_per_s:
+            self.create_window = CreateWindow.per_second(create_rate_per_s)
         self.prefix = prefix
         self.boxes: dict[str, Box] = {}
         self.gone: dict[str, str] = {}  # id -> why (killed, expired)
-        self._last_create = 0.0
+        self._admitted: list[float] = []  # monotonic instants of the creates in the window
+        self.clock = time.monotonic  # what the rate window reads (a test sets the time)
         self._numbers = itertools.count(1000)
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -94,19 +135,38 @@ class Backend:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    @property
+    def create_rate_per_s(self) -> float | None:
+        window = self.create_window
+        return window.count / window.window_s if window else None
+
+    @create_rate_per_s.setter
+    def create_rate_per_s(self, rate: float | None) -> None:
+        self.create_window = CreateWindow.per_second(rate) if rate else None
+
+    def running(self) -> list[Box]:
+        """The boxes holding a place: a box still being created holds one too (Modal's create
+        returns first)."""
+        with self._lock:
+            return [b for b in self.boxes.values() if b.state in ("running", "creating")]
+
     def admit(self) -> None:
         """Raise Busy at the concurrency or creation-rate cap (checked before any work)."""
         with self._lock:
-            # A sandbox still being created holds its place too (Modal's create returns first).
-            running = sum(1 for b in self.boxes.values() if b.state in ("running", "creating"))
-            if running >= self.max_concurrent:
-                raise Busy(f"concurrent sandbox limit of {self.max_concurrent} reached", 30)
-            now = time.monotonic()
-            if self.create_rate_per_s:
-                interval = 1.0 / self.create_rate_per_s
-                if now - self._last_create < interval:
-                    raise Busy(f"rate limit of {self.create_rate_per_s:g} creates/s exceeded", 1)
-            self._last_create = now
+            most = self.max_concurrent
+            if most is not None and len(self.running()) >= most:
+                raise Busy(f"concurrent sandbox limit of {most} reached", 30, "concurrency", most)
+            now = self.clock()
+            window = self.create_window
+            if window:
+                since = now - window.window_s + ARRIVAL_JITTER_S
+                self._admitted = [t for t in self._admitted if t > since]
+                if len(self._admitted) >= window.count:
+                    wait = self._admitted[0] + window.window_s - now
+                    # Modal's words; the other fakes' providers give none that boxbench has read.
+                    message = f"Sandbox creation rate limit ({window.words()}) exceeded"
+                    raise Busy(message, max(1, math.ceil(wait)), "rate", window.count)
+            self._admitted.append(now)
 
     def reserve(
         self,

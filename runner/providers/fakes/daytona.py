@@ -20,6 +20,11 @@ snapshot is `removing`, then gone). A create naming a made snapshot starts from 
 `POST /sandbox/{id}/fork {name}` answers the new sandbox in state `creating` (422 unless the
 source's class is linux-vm or windows, 400 unless it is started); it copies the source's labels.
 The fake copies files only, through the local provider's snapshots (a tar of /app and /tmp).
+
+Limits, as Daytona answers them (`documented_limits()`, which demo runs enforce): the Tier 1
+organization's compute pool of 10 vCPU and 10 GiB, which running sandboxes count against (a create
+past it is refused 403 "Total memory limit exceeded. Maximum allowed: 10GiB.", the API's
+ForbiddenException), and 600 creates per 60 s (429 with Retry-After).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from pathlib import Path
 
 from runner.providers.base import ProviderError
 from runner.providers.fakes import hostile
-from runner.providers.fakes.backend import Backend, Box, Busy
+from runner.providers.fakes.backend import Backend, Box, Busy, CreateWindow
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
 SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)(/snapshot|/fork)?$")
@@ -119,21 +124,37 @@ class Snapshot:
 
 
 class DaytonaFake:
+    @staticmethod
+    def documented_limits() -> dict:
+        """Tier 1 (runner/declarations/daytona.yaml): the pool, not a count, limits sandboxes."""
+        return {
+            "max_concurrent": None,
+            "compute_pool": (10, 10),
+            "create_window": CreateWindow(600, 60.0),
+        }
+
     def __init__(
         self,
         root: str | Path,
         *,
         create_delay_s: float = 0.2,
-        max_concurrent: int = 20,
+        max_concurrent: int | None = 20,
         create_rate_per_s: float | None = None,
+        create_window: CreateWindow | None = None,
+        compute_pool: tuple[int, int] | None = None,
         idle_timeout_s: float = 300.0,
         snapshots: dict | None = None,
         sandbox_class: str = "linux-vm",
     ):
         self.api_key = "dtn_" + secrets.token_hex(20)
         self.backend = Backend(
-            root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix=""
+            root,
+            max_concurrent=max_concurrent,
+            create_rate_per_s=create_rate_per_s,
+            create_window=create_window,
+            prefix="",
         )
+        self.compute_pool = compute_pool  # the organization's (vCPU, memory GiB), or no pool
         self.create_delay_s = create_delay_s
         self.snapshots = snapshots or {"boxbench-standard": (2, 4)}  # name: (cpu, memory GiB)
         # The prepared snapshots' class: linux-vm, the class Daytona forks.
@@ -221,6 +242,18 @@ class DaytonaFake:
                 return Response.json(200, self.dto(box))
         return api_error(404, f"Cannot {request.method} {request.path}")
 
+    def beyond_pool(self, cpu: int, memory_gib: int) -> str | None:
+        """Daytona's refusal of a sandbox its organization's pool cannot hold, or None."""
+        if self.compute_pool is None:
+            return None
+        running = self.backend.running()
+        most_cpu, most_gib = self.compute_pool
+        if sum(b.cpus for b in running) + cpu > most_cpu:
+            return f"Total CPU limit exceeded. Maximum allowed: {most_cpu}."
+        if sum(b.memory_mib for b in running) / 1024 + memory_gib > most_gib:
+            return f"Total memory limit exceeded. Maximum allowed: {most_gib}GiB."
+        return None
+
     def create(self, request: Request) -> Response:
         body = request.json()
         if not isinstance(body, dict):
@@ -238,6 +271,9 @@ class DaytonaFake:
         stop_min = body.get("autoStopInterval", 15)
         if not isinstance(labels, dict) or not isinstance(stop_min, int) or stop_min < 0:
             return api_error(400, "labels must be a string map, autoStopInterval minutes >= 0")
+        beyond = self.beyond_pool(*size)
+        if beyond:
+            return api_error(403, beyond)
         try:
             self.backend.admit()
         except Busy as exc:

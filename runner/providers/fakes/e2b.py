@@ -4,8 +4,10 @@
 Two servers, as the SDK sees them: the API (`X-API-Key`) and the sandbox proxy, which routes by
 the `E2b-Sandbox-Id` and `E2b-Sandbox-Port: 49983` headers to the sandbox's envd
 (`X-Access-Token`). Create returns 201 once the sandbox exists; the proxy answers 502 until its
-envd is up (`ready_delay_s`). 429 with Retry-After at the concurrency or creation-rate cap. A
-sandbox past its timeout is gone: the API answers 404, the proxy 502.
+envd is up (`ready_delay_s`). 429 with Retry-After at the concurrency or creation-rate cap, the
+concurrency refusal in E2B's own words; `documented_limits()` are the Hobby plan's (its
+declaration), which demo runs enforce. A sandbox past its timeout is gone: the API answers 404,
+the proxy 502.
 
 Snapshots and forks, as E2B's SDK sends them (its generated client, e2b/api/client/api/): `POST
 /sandboxes/{id}/snapshots` makes a snapshot template (201 SnapshotInfo; a name already taken gets
@@ -32,7 +34,7 @@ from urllib.parse import unquote
 
 from runner.providers.base import ProviderError
 from runner.providers.fakes import connect, hostile
-from runner.providers.fakes.backend import Backend, Box, Busy
+from runner.providers.fakes.backend import Backend, Box, Busy, declared_limits
 from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
 
 ENVD_PORT = "49983"
@@ -90,13 +92,29 @@ class Snapshot:
         return identifier in (self.template_id, self.alias)
 
 
+def refusal(exc: Busy) -> Response:
+    """E2B's 429: its API's wording at the concurrency cap (e2b-dev/infra's orchestrator)."""
+    message = str(exc)
+    if exc.kind == "concurrency":
+        message = (
+            f"you have reached the maximum number of concurrent E2B sandboxes ({exc.limit:g}). "
+            "If you need more, please contact us at 'https://e2b.dev/docs/getting-help'"
+        )
+    return error(429, message, {"Retry-After": str(exc.retry_after_s)})
+
+
 class E2BFake:
+    @staticmethod
+    def documented_limits() -> dict:
+        """The limits of the plan boxbench tests: 20 at once, 1 create a second (Hobby)."""
+        return declared_limits("e2b")
+
     def __init__(
         self,
         root: str | Path,
         *,
         ready_delay_s: float = 0.0,
-        max_concurrent: int = 20,
+        max_concurrent: int | None = 20,
         create_rate_per_s: float | None = None,
         idle_timeout_s: float = 300.0,
         templates: dict | None = None,
@@ -217,7 +235,7 @@ class E2BFake:
         try:
             self.backend.admit()
         except Busy as exc:
-            return error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+            return refusal(exc)
         box = self.backend.reserve(
             timeout,
             label=metadata.get("boxbench.batch", ""),
@@ -372,9 +390,9 @@ class E2BFake:
             return error(400, "Error when parsing request: timeout and count must be integers")
         if count < 1 or count > MAX_FORK_COUNT:
             return error(400, f"Count must be between 1 and {MAX_FORK_COUNT}")
-        if count >= self.backend.max_concurrent:
+        most = self.backend.max_concurrent
+        if most is not None and count >= most:
             # The source keeps its own place, so this many forks could never all run.
-            most = self.backend.max_concurrent
             return error(
                 400, f"Count must be lower than the maximum number of concurrent sandboxes ({most})"
             )

@@ -27,7 +27,9 @@ would.
 
 Every control-plane call needs the token metadata (`x-modal-token-id`, `x-modal-token-secret`;
 UNAUTHENTICATED without), every router call the JWT issued for its sandbox. An unknown or expired
-sandbox answers NOT_FOUND; the plan limit answers RESOURCE_EXHAUSTED; faults (`RpcFaults`) make
+sandbox answers NOT_FOUND; the plan limit answers RESOURCE_EXHAUSTED (`documented_limits()`, which
+demo runs enforce: Modal publishes no number, but answers creates past 5 a second with "Sandbox
+creation rate limit (5/s) exceeded", as users report); faults (`RpcFaults`) make
 the next calls of an RPC answer a chosen status (UNAVAILABLE, DEADLINE_EXCEEDED...) or wait first.
 
 boxbench's assumptions where the client's source does not say: a command killed at its
@@ -57,7 +59,7 @@ from modal_proto.task_command_router_grpc import TaskCommandRouterBase
 
 from runner.providers.base import ProviderError
 from runner.providers.fakes import hostile
-from runner.providers.fakes.backend import Backend, Box, Busy
+from runner.providers.fakes.backend import Backend, Box, Busy, CreateWindow
 
 GENERIC = api_pb2.GenericResult
 STDIO_CHUNK = 64 * 1024
@@ -515,19 +517,29 @@ class SnapshotImage:
 
 
 class ModalFake:
+    @staticmethod
+    def documented_limits() -> dict:
+        """No concurrency cap is known; creates past 5 a second are refused."""
+        return {"max_concurrent": None, "create_window": CreateWindow(5, 1.0)}
+
     def __init__(
         self,
         root: str | Path,
         *,
         create_delay_s: float = 0.2,
-        max_concurrent: int = 20,
+        max_concurrent: int | None = 20,
         create_rate_per_s: float | None = None,
+        create_window: CreateWindow | None = None,
     ):
         self.token_id = "ak-" + secrets.token_hex(10)
         self.token_secret = "as-" + secrets.token_hex(16)
         self.root = Path(root)
         self.backend = Backend(
-            root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix="sb-"
+            root,
+            max_concurrent=max_concurrent,
+            create_rate_per_s=create_rate_per_s,
+            create_window=create_window,
+            prefix="sb-",
         )
         self.create_delay_s = create_delay_s
         self.region = "us-east-1"  # where its containers say they run (MODAL_REGION)

@@ -9,7 +9,8 @@ another team), and errors come in Vercel's body `{"error": {"code", "message"}}`
 - POST /v3/sandboxes answers at once, sandbox and session `pending`; the session is `running`
   after `create_delay_s` (or `failed` when a failure is planted), so a client polls GET
   /v2/sandboxes/{name}. The session's `timeout` (ms) is enforced: it is stopped then. At the plan
-  limits it answers 429 with Retry-After.
+  limits it answers 429 with Retry-After; `documented_limits()` are the Hobby plan's (10 at once,
+  40 vCPU allocated per 10 minutes, so 20 sandboxes of 2 vCPU), which demo runs enforce.
 - GET /v2/sandboxes lists by project, newest first, `tags=key:value` filtering, paged by `cursor`;
   DELETE /v2/sandboxes/{name} stops its session and forgets the sandbox (404 from then on), with
   the snapshots taken of it when `deleteOrphanSnapshots=true`. `resume=true` on GET starts a new
@@ -44,7 +45,7 @@ from posixpath import join as posix_join
 
 from runner.providers.base import ProviderError
 from runner.providers.fakes import hostile
-from runner.providers.fakes.backend import Backend, Box, Busy, FakeProcess
+from runner.providers.fakes.backend import Backend, Box, Busy, CreateWindow, FakeProcess
 from runner.providers.fakes.server import FakeHTTPServer, Request, Response
 
 SANDBOX_PATH = re.compile(r"^/v2/sandboxes/([^/]+)$")
@@ -144,13 +145,19 @@ class Snapshot:
 
 
 class VercelFake:
+    @staticmethod
+    def documented_limits() -> dict:
+        """Hobby (runner/declarations/vercel.yaml), its vCPU allocation as creates of 2 vCPU."""
+        return {"max_concurrent": 10, "create_window": CreateWindow(20, 600.0)}
+
     def __init__(
         self,
         root: str | Path,
         *,
         create_delay_s: float = 0.2,
-        max_concurrent: int = 20,
+        max_concurrent: int | None = 20,
         create_rate_per_s: float | None = None,
+        create_window: CreateWindow | None = None,
         idle_timeout_s: float = 300.0,
     ):
         self.token = "vcp_" + secrets.token_hex(20)
@@ -158,7 +165,11 @@ class VercelFake:
         self.project_id = "prj_" + secrets.token_hex(10)
         self.root = Path(root)
         self.backend = Backend(
-            root, max_concurrent=max_concurrent, create_rate_per_s=create_rate_per_s, prefix="sbx_"
+            root,
+            max_concurrent=max_concurrent,
+            create_rate_per_s=create_rate_per_s,
+            create_window=create_window,
+            prefix="sbx_",
         )
         self.create_delay_s = create_delay_s
         self.fail_next_create = False
