@@ -31,7 +31,7 @@ def test_a_create_window_admits_its_count_then_refuses_with_when_to_retry(tmp_pa
         assert (refused.value.kind, refused.value.limit) == ("rate", 5)
         assert str(refused.value) == "Sandbox creation rate limit (5/s) exceeded"
         assert refused.value.retry_after_s == 1
-        now[0] += 0.96  # a few ms early against the window is jitter, admitted
+        now[0] += 0.91  # 0.1 s early, half the 0.2 s spacing of 5/s, is jitter: admitted
         backend.admit()
     finally:
         backend.close()
@@ -45,11 +45,11 @@ def test_a_rate_under_one_a_second_is_one_create_per_interval(tmp_path):
     backend.clock = lambda: now[0]
     try:
         backend.admit()
-        now[0] = 1.0
+        now[0] = 0.9
         with pytest.raises(Busy) as refused:
             backend.admit()
-        assert refused.value.retry_after_s == 1 and "(1 per 2 s)" in str(refused.value)
-        now[0] = 2.0
+        assert refused.value.retry_after_s == 2 and "(1 per 2 s)" in str(refused.value)
+        now[0] = 1.5  # half a second early against the 2 s window: jitter, admitted
         backend.admit()
     finally:
         backend.close()
