@@ -249,6 +249,11 @@ BURST_MAX_TIER = envint("BOXBENCH_BURST_MAX_TIER", 256, minimum=1, maximum=1000)
 BURST_TIERS = envints("BOXBENCH_BURST_TIERS", [1, 8, 32, 100], maximum=BURST_MAX_TIER)
 # Density creates idle sandboxes until the provider refuses or this many are up.
 DENSITY_CAP = envint("BOXBENCH_DENSITY_CAP", 32, minimum=1, maximum=1000)
+# File Upload's and File Download's large unit, in MiB (runner/benchmarks/file_transfer.py),
+# above their 8 MiB unit.
+TRANSFER_LARGE_MIB = envint("BOXBENCH_TRANSFER_LARGE_MIB", 100, minimum=9, maximum=1024)
+# Output Stream's size in MiB (runner/benchmarks/output_stream.py); tests use a few.
+OUTPUT_STREAM_MIB = envint("BOXBENCH_OUTPUT_STREAM_MIB", 1024, minimum=1, maximum=16384)
 RUNNER_JOB_HOST_CAP = envint("BOXBENCH_JOB_HOST_CAP", 16, minimum=1, maximum=256)
 # Liveness: a running trial's heartbeat is written every RUNNER_HEARTBEAT_S seconds; once it is
 # older than RUNNER_ORPHAN_AFTER_S the trial's worker is taken as lost and recovery ends it. The

@@ -30,6 +30,9 @@ CAPABILITIES = (
     "pause",
     # Create's unique per-trial layer through the provider's own image mechanism (runner/layers.py)
     "unique_layer",
+    # exec hands a command's stdout on as it arrives, never holding it whole
+    # (runner/providers/answers.py `stdout_streamed_to`): what output-stream needs for its 1 GiB
+    "output_stream",
 )
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.benchmarks import all_benchmarks, burst, deepswe, density
+from runner.benchmarks import all_benchmarks, burst, deepswe, density, file_transfer, output_stream
 from runner.benchmarks.burst import DEFAULT_TIER
 from runner.outcomes import Section
 
@@ -47,16 +47,21 @@ DEFAULT_MACHINE = ("cpu-single", "disk-seq", "hard-links")
 
 def _default() -> Plan:
     modules = all_benchmarks()
-    # Density fills the account (or the job host) to its cap: a capacity check, in `full`.
+    # Density fills the account (or the job host) to its cap: a capacity check, in `full`. Output
+    # Stream writes 1 GiB a trial (with its untimed preparation, seconds a trial on local and
+    # docker, minutes for the plan's 20 trials each): in `full`, as the 100 MiB transfers are.
+    in_full_only = (density.DEFINITION.slug, output_stream.DEFINITION.slug)
     operations = [
         s
         for s, m in modules.items()
-        if m.DEFINITION.section == Section.SANDBOX_OPERATIONS and s != density.DEFINITION.slug
+        if m.DEFINITION.section == Section.SANDBOX_OPERATIONS and s not in in_full_only
     ]
+    small = [file_transfer.DEFAULT_UNIT]
     return Plan(
         name="default",
         description=(
-            "Every sandbox-operation benchmark but Density (Burst on its 8-tier), cpu-single, "
+            "Every sandbox-operation benchmark but Density and Output Stream (Burst on its "
+            "8-tier, file transfers on 8 MiB), cpu-single, "
             "disk-seq and "
             "hard-links, and "
             "DeepSWE-style replay (boxbench's own units, not the reference set) on two short "
@@ -65,7 +70,12 @@ def _default() -> Plan:
         ),
         benchmarks=(*operations, *DEFAULT_MACHINE, deepswe.SLUG),
         # Burst on its scored tier only: the other tiers are charted, from `full` runs.
-        units={deepswe.SLUG: list(DEEPSWE_SHORTEST), burst.DEFINITION.slug: [DEFAULT_TIER]},
+        units={
+            deepswe.SLUG: list(DEEPSWE_SHORTEST),
+            burst.DEFINITION.slug: [DEFAULT_TIER],
+            file_transfer.UPLOAD.DEFINITION.slug: small,
+            file_transfer.DOWNLOAD.DEFINITION.slug: small,
+        },
         # Single-unit benchmarks rank at 20 successes; DeepSWE's subset also gets 20 per unit.
         trials=20,
         concurrency=2,

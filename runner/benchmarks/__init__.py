@@ -19,6 +19,7 @@ BENCHMARKS = [
     "runner.benchmarks.latency_per_call",
     "runner.benchmarks.file_transfer:UPLOAD",
     "runner.benchmarks.file_transfer:DOWNLOAD",
+    "runner.benchmarks.output_stream",
     "runner.benchmarks.destroy",
     "runner.benchmarks.snapshots:SNAPSHOT_RESTORE",
     "runner.benchmarks.snapshots:FORK",

@@ -1,5 +1,9 @@
-"""File Upload and File Download: one 8 MiB file of random bytes moved through the adapter's
-transfer call, timed from adapter entry on the job host; its SHA-256 digest is verified untimed.
+"""File Upload and File Download: one file of random bytes moved through the adapter's transfer
+call, timed from adapter entry on the job host; its SHA-256 digest is verified untimed.
+
+Two units: 8 MiB, the operation's scored default, and a large file (100 MiB, the job host's
+setting BOXBENCH_TRANSFER_LARGE_MIB; tests use a few MiB) for the data path, where a provider's
+transfer rate rather than its per-call cost decides. Version 2 added the large unit.
 
 Both benchmarks are built from one definition and differ in their direction and procedure.
 """
@@ -17,6 +21,7 @@ from runner.benchmarks.base import (
 from runner.outcomes import Clock, Direction, Section
 
 PAYLOAD_BYTES = 8 * 2**20
+DEFAULT_UNIT = "8mib"  # the default plan's: the large unit is in `full`
 
 
 class FileTransferBenchmark:
@@ -31,6 +36,7 @@ class FileTransferBenchmark:
             unit="ms",
             direction=Direction.LOWER,
             clock=Clock.JOB_HOST,
+            version="2",
             required_capabilities=("exec", "file_transfer"),
             procedure_timeout_s=300,
             lifetime_s=600,
@@ -38,7 +44,13 @@ class FileTransferBenchmark:
         self.procedure = procedure
 
     def units(self) -> list[UnitDefinition]:
-        return [UnitDefinition("8mib", "8 MiB", definition={"bytes": PAYLOAD_BYTES})]
+        from django.conf import settings  # the large size is the job host's, read when asked
+
+        large = settings.TRANSFER_LARGE_MIB
+        return [
+            UnitDefinition(DEFAULT_UNIT, "8 MiB", definition={"bytes": PAYLOAD_BYTES}),
+            UnitDefinition(f"{large}mib", f"{large} MiB", definition={"bytes": large * 2**20}),
+        ]
 
     def run(self, ctx: TrialContext) -> None:
         self.procedure(ctx)
@@ -80,7 +92,11 @@ def download(ctx: TrialContext) -> None:
         raise ProviderFailure("the downloaded file differs from the one in the sandbox")
 
 
-UPLOAD = FileTransferBenchmark("upload", "Upload one 8 MiB file of random bytes to /app.", upload)
+UPLOAD = FileTransferBenchmark(
+    "upload", "Upload one file of random bytes (8 MiB; 100 MiB) to /app.", upload
+)
 DOWNLOAD = FileTransferBenchmark(
-    "download", "Download one 8 MiB file of random bytes written in the sandbox.", download
+    "download",
+    "Download one file of random bytes (8 MiB; 100 MiB) written in the sandbox.",
+    download,
 )

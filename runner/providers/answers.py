@@ -20,7 +20,9 @@ The bounds, each an adapter setting (docs/providers.md, "Hostile answers"):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+import contextlib
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +165,43 @@ class Capped:
         for chunk in chunks:
             self.add(chunk)
         return self.data
+
+
+class Streamed(Capped):
+    """A command's stdout handed chunk by chunk to `sink` and kept nowhere, so an output larger
+    than any cap (the output-stream benchmark's 1 GiB) passes through; the sink counts it and
+    raises a ProviderError past what it expects, which ends the command as the cap would."""
+
+    def __init__(self, reader: Reader, what: str, sink: Callable[[bytes], None]):
+        super().__init__(reader, 0, what)
+        self.sink = sink
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        self.sink(chunk)
+
+
+_stdout_sink: ContextVar[Callable[[bytes], None] | None] = ContextVar("stdout_sink", default=None)
+
+
+@contextlib.contextmanager
+def stdout_streamed_to(sink: Callable[[bytes], None]) -> Iterator[None]:
+    """Within this block, a command run in this thread by an adapter that declares
+    `output_stream` hands its stdout to `sink` as it arrives instead of gathering it."""
+    token = _stdout_sink.set(sink)
+    try:
+        yield
+    finally:
+        _stdout_sink.reset(token)
+
+
+def command_stdout(reader: Reader, cap: int) -> Capped:
+    """Where an adapter gathers a command's stdout: in memory up to `cap` (max_output_mib), or
+    inside `stdout_streamed_to`, its sink. Called in the thread that called exec."""
+    sink = _stdout_sink.get()
+    if sink is not None:
+        return Streamed(reader, "the command's stdout", sink)
+    return Capped(reader, cap, "the command's stdout", "max_output_mib")
 
 
 class Listing:

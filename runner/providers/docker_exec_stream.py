@@ -7,18 +7,16 @@ import contextlib
 import socket
 import struct
 
-from runner.providers.answers import Capped, Reader
+from runner.providers.answers import Capped, Reader, command_stdout
 
 FRAME_PIECE = 64 * 1024  # an exec's output is read this much at a time
 
 
 def outputs(reader: Reader, cap: int) -> tuple[Capped, Capped]:
-    """Where an exec's stdout and stderr go, each up to `cap` bytes (max_output_mib)."""
-    out, err = (
-        Capped(reader, cap, f"the command's {name}", "max_output_mib")
-        for name in ("stdout", "stderr")
-    )
-    return out, err
+    """Where an exec's stdout and stderr go, each up to `cap` bytes (max_output_mib); stdout to
+    its sink instead inside `answers.stdout_streamed_to` (output-stream)."""
+    err = Capped(reader, cap, "the command's stderr", "max_output_mib")
+    return command_stdout(reader, cap), err
 
 
 def read_frames(stream, out: Capped, err: Capped) -> None:

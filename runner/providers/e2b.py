@@ -49,7 +49,14 @@ from datetime import datetime
 from typing import Any
 
 from runner.providers import snapshot_names
-from runner.providers.answers import BAD_ANSWER, TOO_LARGE, Capped, Listing, Reader
+from runner.providers.answers import (
+    BAD_ANSWER,
+    TOO_LARGE,
+    Capped,
+    Listing,
+    Reader,
+    command_stdout,
+)
 from runner.providers.base import (
     CredentialsRejected,
     DoctorCheck,
@@ -238,7 +245,7 @@ class E2BProvider(HTTPProvider):
         # cap, so a command that floods its output costs at most max_output_mib.
         reader = self._reader("exec", *secrets)
         cap = self.limits.output_bytes
-        stdout = Capped(reader, cap, "the command's stdout", "max_output_mib")
+        stdout = command_stdout(reader, cap)  # or its sink, for output-stream
         stderr = Capped(reader, cap, "the command's stderr", "max_output_mib")
         started = time.monotonic()
         handle = self._call(

@@ -83,7 +83,8 @@ def test_it_refuses_malformed_yaml(tmp_path):
 
 def test_it_refuses_with_stable_codes_before_a_run_starts(tmp_path):
     narrow = LOCAL_YAML.replace(
-        "capabilities: [exec, file_transfer, network_lockdown, snapshot, fork, unique_layer]",
+        "capabilities: [exec, file_transfer, network_lockdown, snapshot, fork, unique_layer, "
+        "output_stream]",
         "capabilities: [exec]",
     ).replace("concurrent_sandboxes: 8", "concurrent_sandboxes: 2")
     declaration = load_declaration(write(tmp_path, narrow))

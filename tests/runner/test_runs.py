@@ -386,8 +386,8 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
     # The default plan is the full one less the long machine runs, RL rollouts (each trial
     # prepares and restores a task: minutes more on docker), the isolation probes (20 trials of
     # their CPU burn would be minutes of probing), the CI pipelines (seconds to minutes per
-    # trial), the Terminal-Bench-style tasks (a second to a few each, ten of them) and eight
-    # DeepSWE units.
+    # trial), the Terminal-Bench-style tasks (a second to a few each, ten of them), Output Stream
+    # (1 GiB a trial), eight DeepSWE units and the 100 MiB transfers.
     default = get_plan("default")
     left_out = set(full.benchmarks) - set(default.benchmarks)
     machine = {"cpu-all", "memory-bandwidth", "disk-rand-read-4k", "disk-rand-write-4k"}
@@ -397,7 +397,10 @@ def test_the_full_plan_plans_every_benchmark_on_every_unit(chain_provider):
         "ci-actions-boxbench",
         "terminal-bench-boxbench",
         "density",
+        "output-stream",
     }
+    assert default.units["file-upload"] == default.units["file-download"] == ["8mib"]
+    assert benchmarks["file-upload"]["units"] == ["8mib", "100mib"]
 
 
 def test_the_cli_splits_comma_separated_providers(chain_provider):

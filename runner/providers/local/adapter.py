@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runner import waiting
-from runner.providers.answers import AnswerLimits, Capped, Reader
+from runner.providers.answers import AnswerLimits, Capped, Reader, command_stdout
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -401,10 +401,11 @@ class LocalProvider(Provider):
             finally:
                 for fd in (stdin_r, stdout_w, stderr_w):  # the command holds them now
                     os.close(fd)
-            outputs = tuple(
-                Capped(Reader(self.slug, cap[2]), cap[0], f"the command's {name}", cap[1])
-                for name in ("stdout", "stderr")
-            )
+            reader = Reader(self.slug, cap[2])
+            out = Capped(reader, cap[0], "the command's stdout", cap[1])
+            if cap[2] == "exec":  # streamed to its sink where the caller asks (output-stream)
+                out = command_stdout(reader, cap[0])
+            outputs = (out, Capped(reader, cap[0], "the command's stderr", cap[1]))
             try:
                 reply = exchange(conn, ours, stdin or b"", deadline, outputs)
             except ProviderError:

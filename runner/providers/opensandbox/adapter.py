@@ -60,7 +60,7 @@ import httpx
 
 from runner import waiting
 from runner.images.build import ImageError, load_recipe, read_pin
-from runner.providers.answers import AnswerLimits, Capped, Listing, Reader
+from runner.providers.answers import AnswerLimits, Capped, Listing, Reader, command_stdout
 from runner.providers.base import (
     DoctorCheck,
     ExecResult,
@@ -629,7 +629,7 @@ class _Command:
         self.execution: Any = None
         self.failure: Exception | None = None
         # Output is gathered here, not by the SDK, up to max_output_mib a stream.
-        self.stdout = Capped(reader, cap, "the command's stdout", "max_output_mib")
+        self.stdout = command_stdout(reader, cap)  # or its sink, for output-stream
         self.stderr = Capped(reader, cap, "the command's stderr", "max_output_mib")
         self.overflow: ProviderError | None = None
 

@@ -20,7 +20,8 @@ SANDBOX_OPERATIONS = sorted(
     if module.DEFINITION.section == "sandbox_operations"
     # Snapshot and fork have tests of their own where declared (test_e2b_snapshots.py,
     # test_daytona_snapshots.py); Vercel declares neither, so they are refused (R401) there.
-    and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
+    # Output Stream, which only E2B's adapter declares here, has its own test below.
+    and not {"snapshot", "fork", "output_stream"} & set(module.DEFINITION.required_capabilities)
 )
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
 
@@ -32,6 +33,14 @@ def test_it_runs_each_sandbox_operation_benchmark_through_the_lifecycle(cloud, s
     assert all_benchmarks()[slug].DEFINITION.metric in {m.name for m in result.measurements}
     assert result.cleanup_verified and cloud.provider.list_sandboxes("bb-pytest-cloud") == []
     assert result.cost_usd is not None and result.cost_usd > 0
+
+
+def test_e2bs_exec_stream_carries_output_stream_through_its_connect_stream(tmp_path, settings):
+    settings.OUTPUT_STREAM_MIB = 4  # a few MiB through the fake's Connect frames
+    with running_fake("e2b", tmp_path) as cloud:
+        result = run(cloud, None, benchmark="output-stream")
+    assert result.outcome == "success", result.cause
+    assert {"stream_ms", "stream_mib_s"} <= {m.name for m in result.measurements}
 
 
 def test_long_commands_run_in_the_background_and_keep_the_clock_gate(cloud):

@@ -32,9 +32,10 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot, fork and Create's unique layer: not declared here, so refused (R401) before a
-    # run starts.
-    and not {"snapshot", "fork", "unique_layer"} & set(module.DEFINITION.required_capabilities)
+    # Snapshot, fork, Create's unique layer and Output Stream: not declared here, so refused
+    # (R401) before a run starts.
+    and not {"snapshot", "fork", "unique_layer", "output_stream"}
+    & set(module.DEFINITION.required_capabilities)
 )
 AWS_VARIABLES = (
     "AWS_ACCESS_KEY_ID",

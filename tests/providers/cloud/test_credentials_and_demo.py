@@ -113,6 +113,8 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
             "e2b,daytona,vercel,modal",
             "--benchmark",
             "create,file-upload",
+            "--unit",
+            "file-upload:8mib",
             "--trials",
             "1",
             "--publish",

@@ -30,8 +30,9 @@ SANDBOX_OPERATIONS = sorted(
     slug
     for slug, module in all_benchmarks().items()
     if module.DEFINITION.section == "sandbox_operations"
-    # Snapshot and Restore has its own tests (test_modal_snapshots.py); Fork is refused (R401).
-    and not {"snapshot", "fork"} & set(module.DEFINITION.required_capabilities)
+    # Snapshot and Restore has its own tests (test_modal_snapshots.py); Fork and Output Stream
+    # are refused (R401): Modal's SDK gathers a command's output.
+    and not {"snapshot", "fork", "output_stream"} & set(module.DEFINITION.required_capabilities)
 )
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-cloud", lifetime_s=120)
 
