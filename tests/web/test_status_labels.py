@@ -248,3 +248,29 @@ def test_a_subset_run_is_not_ranked_on_its_unit_views_below_the_full_floor(clien
     for unit in ("trace-a", "trace-b"):
         response = client.get(f"/benchmarks/deepswe/?unit={unit}")
         assert labels_of(response, "Boat") == ["Not Ranked", "Not Ranked"], unit
+
+
+def test_a_one_unit_subset_of_a_workload_keeps_the_workload_rules_on_its_all_view(
+    client, imported_run
+):
+    # A run that planned only trace-a of DeepSWE's three units publishes a one-unit board. Its
+    # All view is still the workload's: without a provider-sourced cost boat reads Not Displayed
+    # on the Cost view and shows no workload cost, though its time is ranked.
+    imported_run.manifest = {
+        **imported_run.manifest,
+        "benchmarks": {"deepswe": {"trials_per_unit": 20, "units": ["trace-a"]}},
+    }
+    imported_run.save()
+    Trial.objects.filter(run=imported_run, benchmark__slug="deepswe").exclude(
+        unit__slug="trace-a"
+    ).delete()
+    not_displayed(imported_run)
+    publish(imported_run)
+    summary = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    boat = next(r for r in summary["rows"] if r["provider"] == "boat")
+    assert (boat["n"], boat["ranking_floor"], boat["ranked"]) == (20, 14, True)
+    assert (boat["cost_label"], boat["workload_cost_usd"], boat["cost_rank"]) == (
+        "Not Displayed",
+        None,
+        None,
+    )
