@@ -175,15 +175,16 @@ def _request_class(outcome: str, cause: str) -> str:
     return cause_class(cause)
 
 
-def tally(attempts: Iterable[Attempt]) -> dict[str, dict]:
-    """{operation: {"attempts": n, "failures": {owner: {class: n}}}} of these attempts."""
+def tally(attempts: Iterable[Attempt], times: int = 1) -> dict[str, dict]:
+    """{operation: {"attempts": n, "failures": {owner: {class: n}}}} of these attempts, each
+    counted `times` (the attempts of that many trials that went alike)."""
     out: dict[str, dict] = {}
     for attempt in attempts:
         entry = out.setdefault(attempt.operation, {"attempts": 0, "failures": {}})
-        entry["attempts"] += 1
+        entry["attempts"] += times
         if attempt.failed:
             by_class = entry["failures"].setdefault(attempt.owner, {})
-            by_class[attempt.cause_class] = by_class.get(attempt.cause_class, 0) + 1
+            by_class[attempt.cause_class] = by_class.get(attempt.cause_class, 0) + times
     return out
 
 

@@ -137,3 +137,9 @@ def test_below_the_floor_the_rate_is_not_measured():
     assert figures["attempts"] == 19 and figures["failures"] == 3
     assert figures["rate"] is None and figures["ci_low"] is None
     assert figures["label"] == "Not Measured"
+
+
+def test_trials_that_went_alike_are_counted_together():
+    one = [Attempt("create"), Attempt("readiness", "provider", "stuck")]
+    assert tally(one, 3) == merge([tally(one)] * 3)
+    assert tally(one, 3)["readiness"] == {"attempts": 3, "failures": {"provider": {"stuck": 3}}}
