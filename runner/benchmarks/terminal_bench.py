@@ -123,11 +123,6 @@ def run(ctx: TrialContext) -> None:
         ctx.record(stage, value, kind=MeasurementKind.STAGE, clock=Clock.GUEST, gate=ClockGate.PASS)
 
 
-def unit_size(unit: UnitDefinition) -> tuple[int, int]:
-    """(vCPUs, MiB) a unit's sandbox asks: the task's declared size."""
-    return int(unit.definition["cpus"]), int(unit.definition["memory_mib"])
-
-
 def _shipped() -> list[Task]:
     return [load_task(folder) for folder in task_folders(TASKS_DIR)]
 

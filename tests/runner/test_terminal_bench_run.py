@@ -55,7 +55,7 @@ def test_a_malformed_folder_is_refused_before_anything_is_planned_or_imported(
     outside_tasks, tmp_path
 ):
     toml = outside_tasks / "pack-my-site" / "task.toml"
-    toml.write_text(toml.read_text().replace("cpus = 1", 'cpus = "one"'))
+    toml.write_text(toml.read_text().replace("cpus = 2", 'cpus = "two"'))
     with pytest.raises(CommandError, match=r"pack-my-site/task.toml: environment.cpus"):
         call_command("bench", "run", "--tasks", str(outside_tasks), stdout=io.StringIO())
     assert not Run.objects.exists()

@@ -34,9 +34,8 @@ def test_it_replays_a_shipped_task_on_docker_with_its_oracle_passing(
     )
     assert (result.outcome, result.cause) == ("success", "")
     assert {"task_time", "Solve", "Verify"} <= {m.name for m in result.measurements}
-    # The task's declared size (task.toml [environment]), not the benchmark's.
     [made] = [e.data for e in result.evidence if e.kind == "sandbox"]
-    assert (made["facts"]["cpus"], made["facts"]["memory_mib"]) == (1, 2048)
+    assert (made["facts"]["cpus"], made["facts"]["memory_mib"]) == (2, 4096)
     assert result.cleanup_verified and docker_provider.list_sandboxes(batch_label) == []
 
 
@@ -52,6 +51,8 @@ def test_a_task_needing_its_own_image_is_built_on_docker_and_not_supported_on_lo
         dockerfile.read_text().replace("WORKDIR /app", 'SHELL ["/bin/bash", "-c"]\nWORKDIR /app')
         + "RUN echo built > /etc/task-image\nUSER root\n"
     )
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 2", "cpus = 1").replace("4096", "2048"))
     imported.import_tasks(folder.parent)
     unit = next(u for u in terminal_bench.units() if u.slug == "built-wordfreq")
     [refused] = rules.unit_refusals(get_declaration("local"), terminal_bench.DEFINITION, [unit])
@@ -73,3 +74,5 @@ def test_a_task_needing_its_own_image_is_built_on_docker_and_not_supported_on_lo
     [made] = [e.data for e in result.evidence if e.kind == "sandbox"]
     assert made["facts"]["image_digest"].startswith("sha256:")
     assert made["facts"]["image"] == made["facts"]["image_digest"]
+    # The task's declared size (task.toml [environment]), not the benchmark's 2 vCPU / 4 GiB.
+    assert (made["facts"]["cpus"], made["facts"]["memory_mib"]) == (1, 2048)
