@@ -3,10 +3,9 @@
 A deterministic command-string parser (spec: deepswe.txt, "Metrics"). Every command lands in
 exactly one stage, decided in priority order Test -> Install -> Build -> Write -> Read:
 
-- Test: test runners (pytest, make test, a test file run by python...), unless the same command
-  line also mutates files (capturing the run's own output with a redirect or `tee` is not a
-  mutation); and inline verification (python -c, a python script fed by a heredoc, any other
-  python script of the repository), unless the command line mutates files or redirects into one.
+- Test: test runners (pytest, make test, a test file run by python...), whatever else the line
+  does; and inline verification (python -c, a python script fed by a heredoc, node -e), unless
+  the command line mutates files or redirects into one. Any other script file is Read.
 - Install: package managers (pip, conda, poetry, uv, npm, yarn, pnpm, cargo install, apt-get, apk).
 - Build: compilers, build tools, linters, and git commit/merge/rebase/cherry-pick.
 - Write: file creation and mutation (sed -i, patch, git apply/checkout/..., mkdir, mv, cp, rm,
@@ -176,9 +175,8 @@ class _Line:
 def classify(command: str) -> str:
     """The stage of one shell command (possibly spanning lines, with heredocs)."""
     found = _stages(command, depth=0)
-    if WRITE in found:
-        # A test run combined with a file-mutation operator is not a clean test run.
-        found.discard(TEST)
+    # The spec's "when they are not combined with file-mutation operators" qualifies inline
+    # verification only: a test runner is Test by the priority order whatever else the line does.
     if VERIFY in found and not found & {WRITE, CAPTURE}:
         found.add(TEST)  # inline verification, not combined with any file write
     if CAPTURE in found and TEST not in found:
@@ -338,7 +336,7 @@ def _program_stages(words: list[str], heredoc_bodies: list[str], depth: int) -> 
     if PYTHONS.match(name):
         return _python_stages(args, heredoc_bodies)
     if name in NODE:
-        if "-e" in args or "--eval" in args or "-p" in args or (sub and sub.endswith("js")):
+        if "-e" in args or "--eval" in args or "-p" in args:
             return {VERIFY}
         return {READ}
     if name in TEST_RUNNERS:
@@ -431,12 +429,12 @@ def _python_stages(args: list[str], heredoc_bodies: list[str]) -> set[str]:
         if verbs & {"install", "develop"}:
             return {INSTALL}
         return {BUILD}
-    # A script is classed by what it is: a test file or test-runner script is a test runner;
-    # any other script (a reproduction script, an example, the project's CLI) runs the code to
-    # verify a change, which is inline verification.
+    # A script is classed by what it is: a test file or test-runner script is a test runner.
+    # Any other script file is not inline verification (its code is not on the command line),
+    # so it falls back to Read: `python scripts/gen.py` is no test.
     if TEST_SCRIPT.search(rest[0]):
         return {TEST}
-    return {VERIFY}
+    return {READ}
 
 
 def _python_writes(code: str) -> bool:
