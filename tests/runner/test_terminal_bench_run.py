@@ -42,6 +42,10 @@ def test_an_imported_folder_runs_audits_publishes_and_shows_on_pages_and_csv(
     slug = terminal_bench.SLUG
     page = client.get(f"/benchmarks/{slug}/")
     assert page.status_code == 200 and "not Terminal-Bench 4.0" in page.content.decode()
+    # The index lists it in the Workload section, where DeepSWE, CI and RL are listed.
+    index = client.get("/benchmarks/").content.decode()
+    workloads = index[index.index("Workload") :]
+    assert "Terminal-Bench-style tasks (boxbench units)" in workloads
     unit_page = client.get(f"/benchmarks/{slug}/units/pack-my-site/")
     assert unit_page.status_code == 200
     board = client.get(f"/benchmarks/{slug}.csv").content.decode()
