@@ -34,6 +34,7 @@ from runner.traces.format import (
     sha256_file,
     trace_dict,
 )
+from runner.traces.screen import screen_commands, screen_recording
 
 DENYPROXY = Path(__file__).resolve().with_name("denyproxy.py")
 SANDBOX_ARCHIVE = "/tmp/boxbench-repo.tar.gz"
@@ -275,6 +276,7 @@ def record_trace(
         )
     if stratum not in STRATA:
         raise TraceError(f"stratum must be one of {', '.join(STRATA)}, got {stratum!r}")
+    _refuse_excluded(screen_commands(commands))
     archive = Path(archive)
     if not archive.is_file():
         raise TraceError(f"{archive}: no such archive")
@@ -290,6 +292,8 @@ def record_trace(
         draft = _with(draft, description=description, strip_components=strip_components)
         first = _replay(parse_trace(draft, staging / "trace.json"), where, recording=True)
         recorded = _recorded(draft, first)
+        codes = [c["exit_code"] for c in recorded["commands"]]
+        _refuse_excluded(screen_recording(codes, commands))
         (staging / "trace.json").write_text(dump_trace(recorded), encoding="utf-8")
         trace = load_trace(staging / "trace.json")
         if verify:
@@ -300,6 +304,14 @@ def record_trace(
             shutil.rmtree(folder)
         shutil.copytree(staging, folder)
     return load_trace(folder / "trace.json")
+
+
+def _refuse_excluded(problems: list[str]) -> None:
+    if problems:
+        raise TraceError(
+            "the session is excluded by DeepSWE's trace rules (docs/traces.md): "
+            + "; ".join(problems)
+        )
 
 
 def _draft(commands, archive_name, staging, slug, title, stratum, source) -> dict:
