@@ -44,6 +44,8 @@ def board_caveats(board: Board, providers: dict[int, Provider]) -> list[str]:
             note = f": {row['region_note']}" if row["region_note"] else ""
             found.append(f"{name}: marked {row['region_marker']}{note}")
         found += [f"{name}: {note}" for note in row["notes"]]
+    # The page joins them with " · " and ends the line with its own full stop.
+    found = [caveat.rstrip(".") for caveat in found]
     return found
 
 

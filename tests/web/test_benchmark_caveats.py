@@ -51,5 +51,5 @@ def test_a_board_says_only_what_is_recorded(published_run):
     # Create: no audit flag, no memory workdir, one unit: only boat's region marker.
     summary = Aggregate.objects.page(Scope.BENCHMARK, "create")
     assert summary["caveats"] == [
-        "Boat: marked EU: Timed from the US job host: includes the transatlantic round trip."
+        "Boat: marked EU: Timed from the US job host: includes the transatlantic round trip"
     ]

@@ -91,3 +91,17 @@ def test_the_overviews_first_screen_says_what_was_not_recorded_and_costs_in_full
     assert "on 0 these trials" not in page
     composites = page.split('id="composites"')[1].split("</table>")[0]
     assert "e-0" not in composites and "<td>0.0000" in composites
+
+
+def test_the_caveat_line_ends_once_and_the_derived_view_has_human_headers(client, published_run):
+    page = client.get("/benchmarks/deepswe/").content.decode()
+    caveats = page.split('id="caveats">')[1].split("</p>")[0]
+    assert "slowest time observed on it" in caveats and ".." not in caveats
+    derived = page.split('class="data derived-table"')[1].split("</thead>")[0]
+    assert re.findall(r"<th>(.*?)</th>", derived) == [
+        "Provider",
+        "Trials summed",
+        "Median (ms)",
+        "Tail (ms)",
+        "Tail statistic",
+    ]
