@@ -2,7 +2,8 @@
 
 Each probe group (runner/benchmarks/isolation_probes.py) runs one short Python script in the
 sandbox through an untimed exec and answers one JSON object; the readings are stored as metrics
-of the trial, each with its unit, and every raw answer as private evidence. A group that cannot
+of the trial, each with its unit, and every raw answer as private evidence, its host
+identifiers withheld (`private_answer`). A group that cannot
 run (no python3 in the image, a crash) records nothing for its readings and keeps the reason; an
 answer that does not parse is a benchmark error naming the probe. The main metric,
 `probes_answered`, counts the readings the trial gave.
@@ -13,6 +14,7 @@ other benchmark asks. `kernel_shared` compares the sandbox's boot_id with this j
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from runner.benchmarks import isolation_probes as probes
@@ -30,6 +32,10 @@ SLUG = "isolation"
 LIMITS_S = {"cpu_burn": 30.0, "memory": 90.0, "operations": 60.0}
 DEFAULT_LIMIT_S = 30.0
 EVIDENCE_BYTES = 2000  # of each raw answer kept as evidence
+# Answer fields that identify the provider's host ("no provider host or zone identifier is
+# collected"): the evidence keeps what the readings need of them, never the text itself.
+# kernel_shared already records whether the boot_id is the job host's.
+WITHHELD = {"kernel": ("boot_id",), "virt": ("cgroup", "proc_version")}
 
 DEFINITION = BenchmarkDefinition(
     slug=SLUG,
@@ -102,7 +108,7 @@ def _probe(ctx: TrialContext, group: str, script: str, reader) -> probes.Answer:
     evidence = {
         "probe": group,
         "exit_code": result.exit_code,
-        "stdout": result.stdout[:EVIDENCE_BYTES].decode(errors="replace"),
+        "stdout": private_answer(group, result.stdout),
         "stderr": result.stderr[-EVIDENCE_BYTES:].decode(errors="replace"),
     }
     if result.exit_code != 0:
@@ -118,7 +124,33 @@ def _probe(ctx: TrialContext, group: str, script: str, reader) -> probes.Answer:
     try:
         answer = reader(probes.decode(group, result.stdout))
     except probes.ProbeError as exc:
-        ctx.evidence(EvidenceKind.ISOLATION_PROBE, {**evidence, "error": str(exc)})
-        raise BenchmarkError(str(exc)) from None
+        # The error quotes the answer, which may hold a host identifier: say only what failed.
+        why = f"probe {group}: its answer does not read" if group in WITHHELD else str(exc)
+        ctx.evidence(EvidenceKind.ISOLATION_PROBE, {**evidence, "error": why})
+        raise BenchmarkError(why) from None
     ctx.evidence(EvidenceKind.ISOLATION_PROBE, {**evidence, "missing": answer.missing})
     return answer
+
+
+def private_answer(group: str, stdout: bytes) -> str:
+    """A probe's raw answer as evidence keeps it, its host identifiers withheld (WITHHELD)."""
+    fields = WITHHELD.get(group)
+    if not fields:
+        return stdout[:EVIDENCE_BYTES].decode(errors="replace")
+    try:
+        data = json.loads(stdout.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        data = None
+    if not isinstance(data, dict):
+        return f"(withheld: {len(stdout)} bytes that are not one JSON object)"
+    for key in fields:
+        if isinstance(data.get(key), str):
+            data[key] = _withheld(key, data[key])
+    return json.dumps(data)[:EVIDENCE_BYTES]
+
+
+def _withheld(key: str, text: str) -> str:
+    if key == "cgroup":  # what runtime_cgroup_named reads from it, and no more
+        named = [w for w in probes.CONTAINER_CGROUP_WORDS if w in text]
+        return f"(withheld; names {', '.join(named)})" if named else "(withheld; names none)"
+    return "(withheld)"

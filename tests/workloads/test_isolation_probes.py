@@ -313,3 +313,29 @@ def test_a_malformed_answer_ends_the_trial_as_a_benchmark_error_naming_the_probe
     with pytest.raises(BenchmarkError, match="probe resources: not one JSON object"):
         isolation.run(trial)
     assert trial.evidence_kept[0]["error"].startswith("probe resources")
+
+
+def test_private_evidence_withholds_the_boot_id_and_the_cgroup_text():
+    kernel = b'{"boot_id": "8c1f2a7e-host-boot", "release": "6.1.0"}'
+    kept = isolation.private_answer("kernel", kernel)
+    assert "8c1f2a7e" not in kept and '"release": "6.1.0"' in kept
+    virt = b'{"cgroup": "0::/kubepods/burstable/pod-ab12/node-7", "proc_version": "Linux (b@h1)"}'
+    kept = isolation.private_answer("virt", virt)
+    assert "pod-ab12" not in kept and "b@h1" not in kept
+    assert "(withheld; names kubepods)" in kept
+    assert isolation.private_answer("kernel", b"boot 8c1f2a7e") == (
+        "(withheld: 13 bytes that are not one JSON object)"
+    )
+    assert isolation.private_answer("egress", b'{"interfaces": ["lo"]}') == (
+        '{"interfaces": ["lo"]}'
+    )
+
+
+def test_a_malformed_kernel_answer_ends_the_trial_without_quoting_the_boot_id():
+    from runner.benchmarks.base import BenchmarkError
+
+    trial = FakeTrial(Answered(0, stdout=b'{"boot_id": 8c1f2a7e}'))
+    with pytest.raises(BenchmarkError) as raised:
+        isolation._probe(trial, "kernel", "", lambda data: probes.read_kernel(data, "x"))
+    assert "8c1f2a7e" not in str(raised.value) + str(trial.evidence_kept)
+    assert str(raised.value) == "probe kernel: its answer does not read"
