@@ -84,10 +84,13 @@ def baselines(stream: Path, stream_size: int, transfer: Path, size: int) -> str:
 
 
 def trial(provider, module, unit: UnitDefinition) -> dict:
+    """The trial's measurements by name, and `wall_s`: the whole trial, create to cleanup."""
+    started = time.monotonic()
     result = run_trial(provider, module.DEFINITION, unit, module.run, label="bb-bench-datapath")
+    wall_s = time.monotonic() - started
     if result.outcome != "success":
-        return {"failed": result.cause}
-    return {m.name: m.value for m in result.measurements}
+        return {"failed": result.cause, "wall_s": wall_s}
+    return {"wall_s": wall_s, **{m.name: m.value for m in result.measurements}}
 
 
 def main() -> None:
@@ -108,6 +111,7 @@ def main() -> None:
         random_file(stream, stream_size)
         random_file(transfer, transfer_size)
         for name in args.provider.split(","):
+            (scratch / name).mkdir()
             provider, stop = provider_for(name, scratch / name, args.host)
             try:
                 print(baselines(stream, stream_size, transfer, transfer_size))
@@ -123,8 +127,10 @@ def main() -> None:
                     uploads.append(up.get("upload_ms", float("nan")))
                     downloads.append(down.get("download_ms", float("nan")))
                     print(
-                        f"  {name}: output-stream {rates[-1]:.0f} MiB/s, upload "
-                        f"{uploads[-1]:.0f} ms, download {downloads[-1]:.0f} ms ({load()})"
+                        f"  {name}: output-stream {rates[-1]:.0f} MiB/s (trial "
+                        f"{got['wall_s']:.1f} s), upload {uploads[-1]:.0f} ms (trial "
+                        f"{up['wall_s']:.1f} s), download {downloads[-1]:.0f} ms (trial "
+                        f"{down['wall_s']:.1f} s) ({load()})"
                     )
                 print(
                     f"{name} medians: output-stream {statistics.median(rates):.0f} MiB/s, "
