@@ -89,6 +89,13 @@ def _interval(medians: np.ndarray) -> tuple[float, float]:
     return float(ends[low_rank - 1]), float(ends[high_rank - 1])
 
 
+def draws_interval(draws: np.ndarray) -> tuple[float, float]:
+    """95 % interval of a figure computed from the 10000 bootstrap draws of its inputs, with the
+    same nearest-rank ends as the median's."""
+    x = as_values(draws, what="bootstrap draws")
+    return _interval(x.copy())
+
+
 def bootstrap_medians(values) -> np.ndarray:
     """The 10000 resampled lower medians, in draw order.
 
