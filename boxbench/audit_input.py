@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from django.db.models import Min
+from django.db.models import Count, Min
 
 from boxbench.models import Direction, Outcome, Provider, Run, Trial
 from runner import rules, store
@@ -156,6 +156,37 @@ def audit_frame(run: Run) -> pd.DataFrame:
         return pd.DataFrame(columns=list(stats_audit.REQUIRED))
     frame = pd.DataFrame.from_records(records)
     return _normalize_multi_unit(frame).drop(columns="unit")
+
+
+def probe_pairs(run: Run) -> list[dict]:
+    """The run's probe pairs (Isolation) as the report lists them: unassessed, with the reason.
+
+    audit_frame leaves them out, since no check applies to facts; the report still names them,
+    as it names every pair it did not assess.
+    """
+    reason = "probe readings are facts, not timings: no check applies"
+    rows = (
+        Trial.objects.filter(run=run, outcome=Outcome.SUCCESS, benchmark__statistic=PROBE)
+        .values("provider__slug", "benchmark__slug", "benchmark__metric")
+        .annotate(n=Count("id"))
+        .order_by("provider__slug", "benchmark__slug")
+    )
+    return [
+        {
+            "provider": row["provider__slug"],
+            "benchmark": row["benchmark__slug"],
+            "metric": row["benchmark__metric"],
+            "n": row["n"],
+            "verdict": "unassessed",
+            "detectable_effect": {"unbounded": True},
+            "excluded_trials": [],
+            "checks": {
+                check: stats_audit.unassessed(check, reason).to_dict()
+                for check in stats_audit.CHECKS
+            },
+        }
+        for row in rows
+    ]
 
 
 def _seconds(moment) -> float:

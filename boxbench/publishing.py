@@ -43,7 +43,10 @@ def run_audit(run: Run, current_settings: bool = False) -> dict:
     """
     if run.published:
         raise PublishRefused(_final(run, "auditing it again would overwrite its report"))
-    from boxbench.audit_input import audit_frame  # pandas and scipy: loaded only to audit
+    from boxbench.audit_input import (
+        audit_frame,
+        probe_pairs,
+    )  # pandas and scipy: loaded only to audit
     from stats import audit as stats_audit
 
     settings, source, missing = audit_settings(run, current_settings)
@@ -52,6 +55,7 @@ def run_audit(run: Run, current_settings: bool = False) -> dict:
         report = stats_audit.audit(frame, settings)
     else:
         report = stats_audit.report(settings, {}, [])
+    report["pairs"] += probe_pairs(run)
     report["settings_source"] = source
     report["settings_changed"] = settings.differences(stats_audit.DEFAULT_SETTINGS)
     report["settings_missing"] = missing

@@ -224,11 +224,16 @@ def test_it_is_in_no_score_comparison_or_history(client, isolation_run):
 
 def test_the_audit_leaves_the_probe_readings_out(imported):
     """A saturated job host (the CPU burn loads it by design) and a reading of 0 answered are no
-    reason to hold a probe back: its pairs are not audited, and it publishes."""
+    reason to hold a probe back: its pairs are not audited, and it publishes. The report still
+    lists them, as unassessed with the reason."""
     trials = Trial.objects.filter(run=imported, benchmark__slug="isolation")
     trials.filter(provider__slug="local").update(metrics={"probes_answered": 0})
     report = publishing.run_audit(imported)
-    assert report["pairs"] and not [p for p in report["pairs"] if p["benchmark"] == "isolation"]
+    probes = [p for p in report["pairs"] if p["benchmark"] == "isolation"]
+    assert {p["provider"] for p in probes} == {"local", "docker"}
+    assert {p["verdict"] for p in probes} == {"unassessed"}
+    reasons = {c["reason"] for p in probes for c in p["checks"].values()}
+    assert reasons == {"probe readings are facts, not timings: no check applies"}
     explain_failures(imported)
     publishing.publish(imported)
     shown = Aggregate.objects.page(Scope.BENCHMARK, "isolation")["probes"]
