@@ -91,3 +91,10 @@ def test_a_workload_carries_the_verdict_on_its_whole_workload_value(client, judg
         assert html.escape(v["text"]) in listed
     lead = Aggregate.objects.page(Scope.OVERVIEW)["lead"]["sentences"][0]
     assert lead.endswith(f"; on the whole workload, {whole[0]['text']}.")
+
+
+def test_a_unit_page_opens_with_its_verdicts(client, judged_run):
+    unit = Aggregate.objects.page(Scope.UNIT, "deepswe", "trace-a")
+    page = client.get("/benchmarks/deepswe/units/trace-a/").content.decode()
+    top = page.split('id="distribution-chart"')[0]  # before the chart: the first screen
+    assert unit["verdicts"] and all(html.escape(v["text"]) in top for v in unit["verdicts"])
