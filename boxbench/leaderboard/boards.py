@@ -188,7 +188,7 @@ def _unit_page(
     for provider in build.providers:
         slug = provider.slug
         cell = cells.get((unit.id, provider.id), EMPTY_CELL)
-        row = {**_unit_row(provider, cell, method), **build.source(slug)}
+        row = {**_unit_row(provider, cell, method, build.benchmark.clock), **build.source(slug)}
         n = row["n"]
         # On a multi-unit workload the floor counts successes across all units, everywhere: a
         # unit row is ranked once the provider has a success on it and the workload reaches its
@@ -241,7 +241,7 @@ def _cost_row(
     view = {"view_needs_provider_cost": True, "has_provider_cost": sourced}
     state = build.state(provider, successes, failures, floor, **view)
     return {
-        **provider_info(provider),
+        **provider_info(provider, build.benchmark.clock),
         **build.source(provider.slug),
         **labels.decide(state).to_dict(),
         "n": row["n"],
@@ -252,10 +252,10 @@ def _cost_row(
     }
 
 
-def _unit_row(provider: Provider, cell: Cell, method: summary.Method) -> dict:
+def _unit_row(provider: Provider, cell: Cell, method: summary.Method, clock: str) -> dict:
     """Every statistic of one provider on one unit, from its successful trials."""
     return {
-        **provider_info(provider),
+        **provider_info(provider, clock),
         "outcomes": cell.outcomes,
         "unreplaced_failures": cell.failures,
         **summary.summarize(cell.samples, method),
@@ -367,7 +367,7 @@ def _workload_row(build: Build, provider: Provider, unit_pages, values, costs) -
     cost_status = labels.decide(cost_state)
     value, cost = values.get(slug), costs.get(slug)
     return {
-        **provider_info(provider),
+        **provider_info(provider, build.benchmark.clock),
         **status,
         **build.source(slug),
         "n": successes,
@@ -395,7 +395,7 @@ def _single_unit_row(build: Build, provider: Provider, unit_pages) -> shapes.Sum
             "mean_cost_usd": None,
         }
     return {
-        **provider_info(provider),
+        **provider_info(provider, build.benchmark.clock),
         **build.source(slug),
         "label": only["label"],
         "meaning": only["meaning"],

@@ -40,7 +40,7 @@ def probe_rows(board: Board, providers: dict[int, Provider]) -> list[shapes.Prob
             why = sorted(missing.get(probe.name, ()))
             rows.append(
                 {
-                    **provider_info(by_slug[slug]),
+                    **provider_info(by_slug[slug], benchmark.clock),
                     "benchmark": benchmark.slug,
                     "probe": probe.name,
                     "title": probe.title,

@@ -5,7 +5,7 @@ chart colour), whether it sources its own cost, and the facts its status label i
 from __future__ import annotations
 
 from boxbench.leaderboard import shapes
-from boxbench.models import Provider
+from boxbench.models import Clock, Provider
 from runner import host_price
 from stats import labels
 
@@ -53,11 +53,13 @@ def provider_state(
     )
 
 
-def provider_info(provider: Provider) -> shapes.ProviderInfo:
+def provider_info(provider: Provider, clock: str = Clock.JOB_HOST) -> shapes.ProviderInfo:
+    """`clock`: the one the shown metric was timed by. The region marker warns of a far region's
+    network path from the job host, so it marks only metrics timed from the job host."""
     return {
         "provider": provider.slug,
         "provider_name": provider.name,
-        "region_marker": provider.region_marker,
+        "region_marker": provider.region_marker if clock == Clock.JOB_HOST else "",
         "region_note": provider.region_note,
         # The provider's chart colour (boxbench.charts.provider_colour): its registration order,
         # so it never changes with the set of providers on a page.

@@ -32,6 +32,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import shlex
 import time
 import uuid
@@ -58,6 +59,9 @@ DEFAULT_INTERPRETER = "aws.codeinterpreter.v1"
 MAX_LIFETIME_S = 8 * 3600  # the model's maximum sessionTimeoutSeconds (28800)
 SDK_MISSING = "boto3 is not installed: pip install -r requirements-agentcore.txt"
 NO_REGION = "not configured: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in the profile)"
+# "Every provider runs in its default US region": AWS has no default one, so any commercial US
+# region (us-east-1, us-west-2...) is accepted and recorded on every trial; GovCloud is not.
+US_REGION = re.compile(r"^us-(east|west)-\d+$")
 NO_CREDENTIALS = (
     "not configured: no AWS credentials (set AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY or "
     "AWS_SECRET_ACCESS_KEY_FILE, or AWS_PROFILE, or the shared credentials file)"
@@ -161,6 +165,12 @@ class AgentCoreProvider(Provider):
         self._secrets = (frozen.secret_key, frozen.token, frozen.access_key)
         if not session.region_name:
             raise MissingCredential(NO_REGION, code="unconfigured")
+        if not US_REGION.match(session.region_name):
+            raise MissingCredential(
+                f"region {session.region_name} is outside the US: the methodology runs every "
+                "provider in a US region; set AWS_REGION to one (us-east-1, us-west-2...)",
+                code="unconfigured",
+            )
         return session
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -294,6 +304,8 @@ class AgentCoreProvider(Provider):
             label=spec.label,
             created_at=_utc(answer.get("createdAt")) or datetime.now(UTC),
             facts={
+                # Counted on the provider page, as Modal's placement reports its own.
+                "provider_region": self._session.region_name,
                 "interpreter": self.interpreter,
                 "cpus": spec.cpus,
                 "memory_mib": spec.memory_mib,

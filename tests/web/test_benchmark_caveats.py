@@ -8,7 +8,7 @@ import re
 import pytest
 
 from boxbench import publishing
-from boxbench.models import Aggregate, Scope, Trial
+from boxbench.models import Aggregate, Benchmark, Scope, Trial
 from tests.support.web import explain_failures
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +53,16 @@ def test_a_board_says_only_what_is_recorded(published_run):
     assert summary["caveats"] == [
         "Boat: marked EU: Timed from the US job host: includes the transatlantic round trip"
     ]
+
+
+def test_a_region_marker_marks_only_metrics_timed_from_the_job_host(client, imported_run):
+    # The same board timed by the sandbox's own clock (as DeepSWE's tool time is): the far
+    # region's network path is in none of its numbers, so no marker on its chart, rows or caveats.
+    Benchmark.objects.filter(slug="deepswe").update(clock="guest")
+    explain_failures(imported_run)
+    publishing.publish(imported_run)
+    assert "marked EU" not in caveat_line(client, "/benchmarks/deepswe/")
+    deepswe = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
+    assert {r["region_marker"] for r in deepswe["rows"]} == {""}
+    create = Aggregate.objects.page(Scope.BENCHMARK, "create")
+    assert {r["region_marker"] for r in create["rows"]} == {"", "EU"}

@@ -242,7 +242,7 @@ def _sandbox(session_id):
     [
         ({"secret_access_key": "wrong" * 8}, "InvalidSignatureException"),
         ({"access_key_id": "AKIAWRONGWRONGWRONG"}, "UnrecognizedClientException"),
-        ({"region": "eu-west-1"}, "InvalidSignatureException"),
+        ({"region": "us-west-2"}, "InvalidSignatureException"),
     ],
     ids=["secret", "key-id", "region"],
 )
@@ -366,11 +366,11 @@ def test_credentials_come_the_aws_way_and_the_secret_from_its_file(monkeypatch, 
     (tmp_path / "aws-credentials").write_text(
         "[bench]\naws_access_key_id = AKIAPROFILE\naws_secret_access_key = from-profile\n"
     )
-    (tmp_path / "aws-config").write_text("[profile bench]\nregion = eu-central-1\n")
+    (tmp_path / "aws-config").write_text("[profile bench]\nregion = us-east-2\n")
     monkeypatch.setenv("AWS_PROFILE", "bench")
     provider = get_provider("agentcore")
     assert provider.configuration_problem() is None
-    assert provider._session.region_name == "eu-central-1"
+    assert provider._session.region_name == "us-east-2"
 
 
 def test_boto3_missing_is_refused_with_how_to_install_it(monkeypatch, db):
@@ -536,3 +536,22 @@ def test_a_provider_answer_echoing_the_secret_is_redacted(cloud):
     assert result.outcome == "provider_failure" and "[redacted]" in result.cause
     assert secret not in result.cause
     assert all(secret not in repr(evidence.data) for evidence in result.evidence)
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", "ap-south-1", "us-gov-west-1"])
+def test_a_region_outside_the_us_is_refused_before_a_run(cloud, region):
+    provider = get_provider(
+        "agentcore", settings={**cloud.fake.adapter_settings(), "region": region}
+    )
+    assert f"region {region} is outside the US" in provider.configuration_problem()
+    with pytest.raises(ProviderError) as refused:
+        provider.create(SPEC)
+    assert refused.value.code == "unconfigured" and cloud.fake.sessions == {}
+
+
+def test_each_sandbox_records_the_region_it_runs_in(cloud):
+    sandbox = cloud.provider.create(SPEC)
+    try:
+        assert sandbox.facts["provider_region"] == "us-east-1"
+    finally:
+        cloud.provider.destroy(sandbox)
