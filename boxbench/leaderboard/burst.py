@@ -59,7 +59,7 @@ def burst_charts(benchmark: Benchmark, runs: dict[str, Run], providers: Iterable
     bursts: dict[tuple[str, str], list[list[dict]]] = {}
     figures: dict[tuple[str, str], list[dict]] = {}
     tiers = set(benchmark.units.values_list("slug", flat=True))
-    for slug, unit, metrics, requests in _successes(benchmark, runs):
+    for slug, unit, metrics, requests in successes(benchmark, runs):
         if not requests:
             continue
         bursts.setdefault((slug, unit), []).append(requests)
@@ -113,7 +113,7 @@ def declared_limits(
     by_slug = {p.slug: p for p in providers}
     measured: dict[str, list[dict]] = {}
     if benchmark.slug == DENSITY:
-        for slug, _, metrics, _ in _successes(benchmark, runs):
+        for slug, _, metrics, _ in successes(benchmark, runs):
             measured.setdefault(slug, []).append(metrics)
     rows: list[DeclaredLimits] = []
     for slug in sorted(runs, key=lambda s: by_slug[s].name if s in by_slug else s):
@@ -140,7 +140,7 @@ def declared_limits(
     return rows
 
 
-def _successes(benchmark: Benchmark, runs: dict[str, Run]):
+def successes(benchmark: Benchmark, runs: dict[str, Run]):
     """(provider slug, unit, metrics, requests) of each successful trial in the runs shown."""
     wanted = {(run.id, slug) for slug, run in runs.items()}
     found = Trial.objects.filter(

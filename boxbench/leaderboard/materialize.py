@@ -8,6 +8,7 @@ from boxbench.leaderboard import (
     caveats,
     probes,
     reliability,
+    rollouts,
     shapes,
     stored,
     unscored,
@@ -47,6 +48,7 @@ def materialize() -> int:
         if board.benchmark.slug in burst.LIMITED_BOARDS:
             burst.add_charts(board, providers)
         boards.append(board)
+    rollouts.add_projection(boards, providers)
     # Probe readings are facts, not timings: nothing to compare or to follow across runs.
     timed = [board for board in boards if not probes.is_probe(board)]
     # Every pair of providers, both orders: few providers, and a page read is then one row. The

@@ -12,6 +12,7 @@ from boxbench.leaderboard.shapes import (
     UnitPage,
 )
 from boxbench.templatetags.boxbench_format import num, usd
+from boxbench.views import rollout_columns
 
 # Why a cell is blank, by column: the page shows it on the cell (title) and under the table.
 BLANK = {
@@ -160,6 +161,11 @@ def benchmark_table(summary: BenchmarkPage, unit: UnitPage | None = None) -> Tab
             ]
         )
     blank = {**BLANK, "median": BLANK["workload value"]}  # the All view's median: ranked only
+    if "rollouts" in summary:  # RL rollouts: what a million would take, beside each row
+        columns += rollout_columns.COLUMNS
+        blank.update(rollout_columns.BLANK)
+        for r, row in zip(summary["rows"], rows, strict=True):
+            row += rollout_columns.projection_cells(summary["rollouts"], r["provider"])
     table = Table(columns, rows, blank, summary["measure_unit"])
     table = with_held_back(table, summary, units=scope_text(summary))
     return _noted(table, summary)

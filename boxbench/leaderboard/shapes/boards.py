@@ -7,6 +7,7 @@ from typing import NotRequired, TypedDict
 
 from boxbench.leaderboard.shapes.burst import BurstCharts, DeclaredLimits
 from boxbench.leaderboard.shapes.provider import ProviderInfo
+from boxbench.leaderboard.shapes.rollouts import RolloutProjection
 
 # -- pieces several pages share ---------------------------------------------------------------
 
@@ -286,4 +287,5 @@ class BenchmarkPage(BenchmarkContext):
     verdicts: NotRequired[list[AdjacentVerdict]]  # a single-unit benchmark's
     workload_verdicts: NotRequired[list[AdjacentVerdict]]  # a multi-unit one's, whole workload
     burst: NotRequired[BurstCharts]  # the Burst board's curves and tier sweep
+    rollouts: NotRequired[RolloutProjection]  # RL rollouts: what a million would take
     limits: NotRequired[list[DeclaredLimits]]  # Burst and Density: each provider's documented
