@@ -44,6 +44,13 @@ def demo_run(monkeypatch, slug: str, leftovers, *options: str) -> tuple[list, di
 
     def watched_fake(name):
         class Watched(original(name)):
+            def __init__(self, root, **options):
+                super().__init__(root, **options)
+                # What is checked here is the copies, not the creation rate: two trials' creates
+                # the chain spaced 1 s apart reach E2B's fake (1 a second) less than 0.5 s apart
+                # on a loaded two-core host, and are refused (test_burst.py covers the rate).
+                self.backend.create_window = None
+
             def stop(self):
                 # What the run left behind, before the fake's own stop clears it away.
                 left.update(leftovers(self))
