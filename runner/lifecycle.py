@@ -491,6 +491,7 @@ def run_trial(
         label=label,
         lifetime_s=lifetime_s or definition.lifetime_s,
         image=definition.image,
+        forks="fork" in definition.required_capabilities,
     )
     ctx = LifecycleContext(provider, definition, unit, result, spec, limits, space)
     sampler = HostLoadSampler()

@@ -58,6 +58,9 @@ class SandboxSpec:
     # of its standard image. Create starts from it through the provider's own image or template
     # mechanism, the same call a create from the standard image makes.
     layer: str = ""
+    # The trial forks this sandbox (Fork): a provider that forks only some sandbox classes starts
+    # it in one that can, and every other trial in its default class.
+    forks: bool = False
 
 
 @dataclass

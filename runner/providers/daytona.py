@@ -39,7 +39,8 @@ by deleting its session. Stdin is uploaded to a temporary file and redirected.
 
 Configuration (docs/providers.md): DAYTONA_API_KEY or DAYTONA_API_KEY_FILE; DAYTONA_API_URL
 (default https://app.daytona.io/api); DAYTONA_TOOLBOX_URL; DAYTONA_TARGET (region, default us);
-BOXBENCH_DAYTONA_SNAPSHOT (default boxbench-standard).
+BOXBENCH_DAYTONA_SNAPSHOT (default boxbench-standard); BOXBENCH_DAYTONA_FORK_SNAPSHOT (Fork's
+linux-vm snapshot, default the standard one).
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ class DaytonaProvider(HTTPProvider):
         self.target = self._setting("target", "DAYTONA_TARGET", "us")
         self.base_snapshot = self._setting(
             "snapshot", "BOXBENCH_DAYTONA_SNAPSHOT", "boxbench-standard"
+        )
+        # Daytona forks only VM sandboxes, and a sandbox's class is its snapshot's: Fork's source
+        # sandbox alone starts from this linux-vm snapshot, so no other benchmark leaves the
+        # default class. Unset, Fork uses the standard snapshot too.
+        self.fork_snapshot = self._setting(
+            "fork_snapshot", "BOXBENCH_DAYTONA_FORK_SNAPSHOT", self.base_snapshot
         )
         toolbox = self._url("toolbox_url", "DAYTONA_TOOLBOX_URL", "")
         self.key_origins = {_origin(self.api_url)} | ({_origin(toolbox)} if toolbox else set())
@@ -224,7 +231,8 @@ class DaytonaProvider(HTTPProvider):
                 operation="create",
                 code="no_custom_images",
             )
-        return self._start("create", spec.layer or self.base_snapshot, spec)
+        standard = self.fork_snapshot if spec.forks else self.base_snapshot
+        return self._start("create", spec.layer or standard, spec)
 
     def _start(self, operation: str, snapshot: str, spec: SandboxSpec) -> Sandbox:
         """A started sandbox of Daytona snapshot `snapshot` (the prepared one, or one that

@@ -51,6 +51,7 @@ SANDBOX_PATH = re.compile(r"^/sandbox/([^/]+)(/snapshot|/fork)?$")
 SNAPSHOT_PATH = re.compile(r"^/snapshots/([^/]+)$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 FORKABLE = ("linux-vm", "windows")
+FORK_SNAPSHOT = "boxbench-fork"  # a prepared linux-vm snapshot, when a test declares one
 TOOLBOX_PATH = re.compile(r"^/toolbox/([^/]+)(/.*)$")
 SESSION_PATH = re.compile(r"^/process/session/([^/]+)(?:/(exec)|/command/([^/]+)(/logs)?)?$")
 DEFAULT_EXEC_TIMEOUT_S = 10
@@ -156,13 +157,15 @@ class DaytonaFake:
         )
         self.compute_pool = compute_pool  # the organization's (vCPU, memory GiB), or no pool
         self.create_delay_s = create_delay_s
-        self.snapshots = snapshots or {"boxbench-standard": (2, 4)}  # name: (cpu, memory GiB)
-        # The prepared snapshots' class: linux-vm, the class Daytona forks.
+        # name: (cpu, memory GiB), or (cpu, memory GiB, class) for one of another class.
+        self.snapshots = snapshots or {"boxbench-standard": (2, 4)}
+        # The prepared snapshots' class unless one names its own: linux-vm, the class Daytona
+        # forks.
         self.sandbox_class = sandbox_class
         # Every snapshot of the organization by name: the prepared ones, and those of sandboxes.
         self.catalog = {
-            name: Snapshot(name, None, None, cpu, memory, sandbox_class)
-            for name, (cpu, memory) in self.snapshots.items()
+            name: Snapshot(name, None, None, size[0], size[1], (*size, sandbox_class)[2])
+            for name, size in self.snapshots.items()
         }
         self._lock = threading.Lock()
         self.fail_next_create: str | None = None  # "error" or "build_failed"
@@ -185,6 +188,7 @@ class DaytonaFake:
             "api_key": self.api_key,
             "toolbox_url": self.toolbox.url + "/toolbox",
             "snapshot": next(iter(self.snapshots)),
+            **({"fork_snapshot": FORK_SNAPSHOT} if FORK_SNAPSHOT in self.snapshots else {}),
             "poll_interval_s": 0.02,
         }
 

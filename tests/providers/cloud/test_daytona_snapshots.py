@@ -216,3 +216,31 @@ def test_a_demo_run_of_snapshots_and_forks_succeeds_and_leaves_nothing(monkeypat
     trials, left, _ = demo_run(monkeypatch, "daytona", leftovers, "--concurrency", "1")
     assert trials == [("success", "")] * 6
     assert left == {"sandboxes": [], "snapshots": []}
+
+
+def test_only_forks_source_starts_from_the_vm_snapshot(tmp_path):
+    # Daytona forks VM sandboxes only and a sandbox's class is its snapshot's: Fork's source
+    # starts from the linux-vm fork snapshot, every other benchmark's sandbox stays in the
+    # default (container) class of the standard snapshot.
+    snapshots = {"boxbench-standard": (2, 4, "container"), "boxbench-fork": (2, 4, "linux-vm")}
+    with running_fake("daytona", tmp_path, snapshots=snapshots) as found:
+        provider = found.provider
+        plain = ready(provider)
+        source = ready(provider, dataclasses.replace(SPEC, forks=True))
+        assert (plain.facts["sandbox_class"], source.facts["sandbox_class"]) == (
+            "container",
+            "linux-vm",
+        )
+        copy = provider.fork(source, SPEC)
+        assert copy.facts["forked_from"] == source.id
+        for sandbox in (copy, source, plain):
+            provider.destroy(sandbox)
+
+
+def test_a_fork_trial_runs_with_the_standard_snapshot_in_the_container_class(tmp_path):
+    # The lifecycle asks for a forkable source on Fork alone (SandboxSpec.forks): with a
+    # container-class standard snapshot, the trial still forks, from the fork snapshot.
+    snapshots = {"boxbench-standard": (2, 4, "container"), "boxbench-fork": (2, 4, "linux-vm")}
+    with running_fake("daytona", tmp_path, snapshots=snapshots) as found:
+        result = run(found, None, benchmark="fork")
+        assert result.outcome == "success", result.cause
