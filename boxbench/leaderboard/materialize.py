@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from boxbench import holdbacks
+from boxbench import holdbacks, public_catalog
 from boxbench.leaderboard import (
     burst,
     caveats,
@@ -34,7 +34,9 @@ def materialize() -> int:
     reliability.store_counts(published)
     sources = leaderboard_sources(published, held)
     benchmarks = Benchmark.objects.filter(id__in=sources).order_by("section", "slug")
-    providers = {p.id: p for p in Provider.objects.all()}
+    # A provider only an unpublished run knows of is on no page (nor feed, nor API answer).
+    public = public_catalog.public_providers(published)
+    providers = {p.id: p for p in Provider.objects.filter(slug__in=public)}
     rows: list[Aggregate] = []
     boards = []
     for benchmark in benchmarks:

@@ -3,10 +3,12 @@ providers and the benchmarks. They read what publication materialized; an unpubl
 appears here, whoever asks."""
 
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import render
 
 from boxbench.models import Aggregate, Provider, Run, Scope, Section
+from boxbench.public_catalog import declared_providers
 from boxbench.views import canonical
 
 RUNS_PER_PAGE = 25
@@ -47,8 +49,11 @@ def providers(request):
     overview = Aggregate.objects.page(Scope.OVERVIEW)  # an OverviewPage
     scores = overview["tree"]["scores"] if overview else {}
     ranks = overview["tree"]["ranks"] if overview else {}
+    # Those with a page (the code's, and those of published runs) or declared since.
+    paged = Aggregate.objects.filter(scope=Scope.PROVIDER).values_list("key", flat=True)
+    listed = Provider.objects.filter(Q(slug__in=paged) | Q(slug__in=declared_providers()))
     found = sorted(
-        Provider.objects.all(),
+        listed,
         key=lambda p: (p.slug not in ranks, ranks.get(p.slug, 0), p.name),
     )
     rows = [{"provider": p, "score": scores.get(p.slug), "rank": ranks.get(p.slug)} for p in found]

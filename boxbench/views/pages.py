@@ -27,6 +27,7 @@ from boxbench.models import (
     Trial,
     aggregate_key,
 )
+from boxbench.public_catalog import declared_benchmarks, declared_providers
 from boxbench.views import canonical, download_menu, tables
 from boxbench.views.access import aggregate, chosen_view
 from boxbench.views.awaiting import awaiting_runs, awaiting_uncached
@@ -150,12 +151,14 @@ def _benchmark_without_results(request, slug):
     """A known benchmark nothing has been published for yet: say so (staff also see the runs
     that hold it); an unknown one is a 404."""
     known = list(Benchmark.objects.filter(slug=slug).order_by("-version"))
-    if not known:
+    reviewer = permissions.may(request, permissions.VIEW_UNPUBLISHED)
+    # One only an unpublished run knows of is its reviewers' (boxbench/public_catalog.py).
+    if not known or not (reviewer or slug in declared_benchmarks()):
         raise Http404(f"no benchmark {slug!r}")
     if "unit" in request.GET or "view" in request.GET:
         return canonical.redirect(request, unit=None, view=None)  # no units or views to choose
     context = {"benchmark": known[0]}
-    if permissions.may(request, permissions.VIEW_UNPUBLISHED):
+    if reviewer:
         context["awaiting"] = awaiting_runs([b.id for b in known])
     return awaiting_uncached(context, render(request, "boxbench/benchmark_empty.html", context))
 
@@ -280,8 +283,9 @@ def provider(request, slug):
     data: ProviderPage | None = Aggregate.objects.page(Scope.PROVIDER, slug)
     if data is None:
         # A provider added since the last publication: its declaration, nothing measured yet.
+        # One only an unpublished run knows of is not shown (boxbench/public_catalog.py).
         found = Provider.objects.filter(slug=slug).first()
-        if found is None:
+        if found is None or slug not in declared_providers():
             raise Http404(f"no provider {slug!r}")
         data = {
             "provider": found.slug,
