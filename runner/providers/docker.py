@@ -1,10 +1,11 @@
 """The Docker Engine API provider: a local Docker daemon, Podman's Docker-compatible service, or a
 Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`, remote_docker.py).
 
-Each sandbox is one container: network none, the requested CPUs and memory, a pids limit,
-explicit nofile and nproc limits (Podman needs them), never privileged, only the capabilities
-the standard image's commands need (CAPABILITIES), no new privileges, a seccomp profile of our
-own (docker_seccomp.py: no new namespaces, keyrings or ptrace), the batch label, and
+Each sandbox is one container (its limits and hardening in docker_hardening.py): network none,
+the requested CPUs and memory, a pids limit, explicit nofile and nproc limits, never privileged,
+only the capabilities the standard image's commands need, no new privileges, a seccomp profile of
+our own (docker_seccomp.py), a bounded writable layer where the engine enforces one, the batch
+label, and
 `sleep <lifetime>` as its main process with auto-remove, so a container outlives a crashed runner
 by at most its lifetime. Commands run through exec; files move as tar archives; snapshots are
 image commits (filesystem only, no memory), and a fork is a commit restored at once.
@@ -12,8 +13,9 @@ image commits (filesystem only, no memory), and a fork is a commit restored at o
 Configuration (docs/providers.md): `docker` reads DOCKER_HOST, DOCKER_TLS_VERIFY and
 DOCKER_CERT_PATH like the docker CLI, and without DOCKER_HOST finds the Docker or Podman socket;
 `remote-docker` reads BOXBENCH_REMOTE_DOCKER_HOST and BOXBENCH_REMOTE_DOCKER_CERT_PATH.
-Both read BOXBENCH_DOCKER_NOFILE and BOXBENCH_DOCKER_NPROC. Settings passed to the constructor
-(host, cert_path, tls_verify, nofile, nproc, api_version) win over the environment.
+Both read BOXBENCH_DOCKER_NOFILE, BOXBENCH_DOCKER_NPROC and BOXBENCH_DOCKER_DISK_MIB. Settings
+passed to the constructor (host, cert_path, tls_verify, nofile, nproc, disk_mib, api_version) win
+over the environment.
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ import docker
 import docker.errors
 import paramiko
 import requests.exceptions
-from docker.types import Ulimit
 
 from runner import waiting
 from runner.images.build import ImageError, Recipe, load_recipe, read_pin
 from runner.providers import docker_exec_stream as exec_stream
+from runner.providers import docker_hardening as hardening
 from runner.providers.answers import MIB, TOO_LARGE, AnswerLimits, Capped, Reader
 from runner.providers.base import (
     DoctorCheck,
@@ -56,7 +58,7 @@ from runner.providers.base import (
     SandboxSpec,
     fork_by_snapshot,
 )
-from runner.providers.docker_seccomp import engine_name, security_opt
+from runner.providers.docker_seccomp import engine_name
 
 # Container and image labels: the batch label for cleanup, and what kind of object it is.
 BATCH_LABEL = "boxbench.batch"
@@ -76,11 +78,6 @@ WORKDIR = "/app"
 TAR_ROOM = MIB  # an archive of one file: its headers (long names, PAX records) and padding
 DEFAULT_NOFILE = 8192  # below the 20000 hard limit a Podman service often inherits
 DEFAULT_NPROC = 4096
-# What the standard image's commands need as the container's root: file ownership and modes
-# (package managers, tar, git checkouts as another user), signals and user switching. The
-# engines' defaults also grant MKNOD, NET_RAW, NET_BIND_SERVICE, SETFCAP, SETPCAP, SYS_CHROOT
-# and AUDIT_WRITE, which no benchmark uses.
-CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
 # Requests other than a running exec give up after this long; exec waits follow their own timeout.
 API_TIMEOUT_S = 120
 # An exec's output can end a moment before the engine records its exit code: asked every 10 ms
@@ -158,10 +155,16 @@ class DockerProvider(Provider):
         super().__init__(declaration, settings)
         if declaration is not None and getattr(declaration, "provider", None):
             self.slug = declaration.provider
-        self.nofile = _limit_setting(
+        self.nofile = hardening.limit_setting(
             self.settings, "nofile", "BOXBENCH_DOCKER_NOFILE", DEFAULT_NOFILE
         )
-        self.nproc = _limit_setting(self.settings, "nproc", "BOXBENCH_DOCKER_NPROC", DEFAULT_NPROC)
+        self.nproc = hardening.limit_setting(
+            self.settings, "nproc", "BOXBENCH_DOCKER_NPROC", DEFAULT_NPROC
+        )
+        self.disk_mib = hardening.limit_setting(
+            self.settings, "disk_mib", "BOXBENCH_DOCKER_DISK_MIB", hardening.DEFAULT_DISK_MIB
+        )
+        self._disk_bound: tuple[int | None] | None = None  # asked of the engine once
         self._client: docker.APIClient | None = None
         self._lock = threading.Lock()
         self.limits = AnswerLimits.from_settings(self.settings)
@@ -249,6 +252,17 @@ class DockerProvider(Provider):
         digest = read_pin()
         return recipe.tag(digest), digest
 
+    def disk_bound_mib(self) -> int | None:
+        """The writable layer's bound a create asks for, None where the engine cannot enforce
+        one (docker_hardening.py); the engine is asked once."""
+        if self._disk_bound is None:
+            try:
+                info = self._call("create", lambda: self.api.info())
+            except ProviderError:
+                return None  # the create's own answer says what is wrong with the engine
+            self._disk_bound = (self.disk_mib if hardening.can_bound_disk(info) else None,)
+        return self._disk_bound[0]
+
     def image_status(self, recipe: Recipe, digest: str) -> dict | None:
         """The engine's record of the standard image for `digest`, or None when it is absent.
 
@@ -294,24 +308,11 @@ class DockerProvider(Provider):
         else:
             image, image_digest = self.standard_image()
         lifetime = max(1, math.ceil(spec.lifetime_s))
+        disk_mib = self.disk_bound_mib()
         host_config = self.api.create_host_config(
-            network_mode="bridge" if spec.network else "none",
-            nano_cpus=int(spec.cpus * 1_000_000_000),
-            mem_limit=spec.memory_mib * 1024 * 1024,
-            memswap_limit=spec.memory_mib * 1024 * 1024,  # no swap beyond the requested memory
-            ulimits=[
-                Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
-                Ulimit(name="nproc", soft=self.nproc, hard=self.nproc),
-            ],
-            # The pids cgroup is the fence a fork bomb meets: RLIMIT_NPROC does not bind the
-            # container's root, whom the kernel exempts.
-            pids_limit=self.nproc,
-            privileged=False,
-            cap_drop=["ALL"],
-            cap_add=list(CAPABILITIES),
-            security_opt=list(security_opt(self.engine)),  # our own profile (docker_seccomp.py)
-            auto_remove=True,
-            init=True,  # a real PID 1 reaps the orphans of killed commands
+            **hardening.host_options(
+                spec, nofile=self.nofile, nproc=self.nproc, engine=self.engine, disk_mib=disk_mib
+            )
         )
         labels = {BATCH_LABEL: spec.label, KIND_LABEL: "sandbox"}
         try:
@@ -347,7 +348,9 @@ class DockerProvider(Provider):
                 "cpus": cpus == spec.cpus,
                 "memory": memory_mib == spec.memory_mib,
                 "pids": pids == self.nproc,
+                "disk": disk_mib is not None,
             },
+            "disk_mib": disk_mib,
             "image": image,
             "image_digest": image_digest,
             "lifetime_s": lifetime,
@@ -643,6 +646,7 @@ class DockerProvider(Provider):
         ]
         checks.append(self._doctor_image())
         checks.append(self._doctor_space(url, info))
+        checks.append(DoctorCheck("disk bound", *hardening.disk_check_text(info, self.disk_mib)))
         return checks
 
     def _doctor_image(self) -> DoctorCheck:
@@ -714,17 +718,6 @@ def _classify(exc: Exception, operation: str, what: str = "") -> ProviderError:
     if isinstance(exc, requests.exceptions.ConnectionError | ConnectionError):
         return NotReady(f"{operation}: connection failed: {exc}{suffix}", operation)
     return ProviderError(f"{operation}: {exc}{suffix}", operation)
-
-
-def _limit_setting(settings: dict, key: str, variable: str, default: int) -> int:
-    raw = settings.get(key, os.environ.get(variable, default))
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        value = 0
-    if value <= 0:
-        raise ProviderError(f"{variable} must be a positive whole number, got {raw!r}", "config")
-    return value
 
 
 def _absolute(path: str, operation: str) -> str:

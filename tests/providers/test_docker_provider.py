@@ -32,7 +32,8 @@ def test_it_creates_a_sandbox_of_the_requested_size_with_no_network(docker_provi
     try:
         facts = sandbox.facts
         assert (facts["cpus"], facts["memory_mib"]) == (2, 4096)
-        assert facts["enforced"] == {"cpus": True, "memory": True, "pids": True}
+        # The disk's bound holds only on overlay over XFS (test_docker_disk_bound.py).
+        assert facts["enforced"] == {"cpus": True, "memory": True, "pids": True, "disk": False}
         assert facts["image_digest"] == read_pin()
         assert sandbox.created_at is not None
         limits = sh(
@@ -189,8 +190,9 @@ def test_it_reports_an_exec_in_a_destroyed_sandbox_as_a_provider_error(
 
 def test_it_reports_engine_version_image_and_free_space_in_doctor(docker_provider):
     checks = {check.name: check for check in docker_provider.doctor()}
-    assert set(checks) == {"engine", "api", "image", "storage"}
-    assert all(check.ok for check in checks.values()), checks
+    assert set(checks) == {"engine", "api", "image", "storage", "disk bound"}
+    # The bound holds only on overlay over XFS (test_docker_disk_bound.py).
+    assert all(check.ok for name, check in checks.items() if name != "disk bound"), checks
     assert checks["engine"].detail.startswith("Podman ")
     assert "unix://" in checks["engine"].detail
     assert read_pin() in checks["image"].detail
