@@ -48,6 +48,20 @@ install_packages() {
     "${missing[@]}" >/dev/null || say "Could not install ${missing[*]}: providers needing them are refused"
 }
 
+# Rootful Podman gives each docker sandbox a user namespace of its own (userns=auto, see
+# runner/providers/docker_hardening.py) from the subordinate ids of the `containers` user: a
+# range at the top of the id space, far from any login user's, added once where none is set.
+ensure_subordinate_ids() {
+  [ "$(id -u)" = 0 ] && command -v podman >/dev/null || return 0
+  local file
+  for file in /etc/subuid /etc/subgid; do
+    if ! grep -q '^containers:' "$file" 2>/dev/null; then
+      say "Adding subordinate ids for Podman's per-container user namespaces to $file"
+      echo "containers:2147483647:2147483648" >>"$file"
+    fi
+  done
+}
+
 python_ok() {
   "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 }
@@ -258,6 +272,7 @@ cmd_run() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   install_packages $RUN_PACKAGES
+  ensure_subordinate_ids
   setup_venv requirements.txt
   ensure_secret_key
   start_container_engine
@@ -301,6 +316,7 @@ cmd_run() {
 
 cmd_test() {
   install_packages $RUN_PACKAGES $TEST_PACKAGES
+  ensure_subordinate_ids
   setup_venv requirements-dev.txt
   setup_venv requirements-opensandbox.txt
   setup_venv requirements-modal.txt

@@ -4,8 +4,8 @@ Docker host you control over ssh:// or tcp:// with TLS (`remote-docker`, remote_
 Each sandbox is one container (its limits and hardening in docker_hardening.py): network none,
 the requested CPUs and memory, a pids limit, explicit nofile and nproc limits, never privileged,
 only the capabilities the standard image's commands need, no new privileges, a seccomp profile of
-our own (docker_seccomp.py), a bounded writable layer where the engine enforces one, the batch
-label, and
+our own (docker_seccomp.py), a user namespace of its own where asked (BOXBENCH_DOCKER_USERNS), a
+bounded writable layer where the engine enforces one, the batch label, and
 `sleep <lifetime>` as its main process with auto-remove, so a container outlives a crashed runner
 by at most its lifetime. Commands run through exec; files move as tar archives; snapshots are
 image commits (filesystem only, no memory), and a fork is a commit restored at once.
@@ -165,6 +165,7 @@ class DockerProvider(Provider):
             self.settings, "disk_mib", "BOXBENCH_DOCKER_DISK_MIB", hardening.DEFAULT_DISK_MIB
         )
         self._disk_bound: tuple[int | None] | None = None  # asked of the engine once
+        self.userns = self.settings.get("userns", os.environ.get("BOXBENCH_DOCKER_USERNS", ""))
         self._client: docker.APIClient | None = None
         self._lock = threading.Lock()
         self.limits = AnswerLimits.from_settings(self.settings)
@@ -314,6 +315,9 @@ class DockerProvider(Provider):
                 spec, nofile=self.nofile, nproc=self.nproc, engine=self.engine, disk_mib=disk_mib
             )
         )
+        userns = hardening.user_namespace(self.engine, self.userns)
+        if userns:  # set past the SDK, which knows only "host"
+            host_config["UsernsMode"] = userns
         labels = {BATCH_LABEL: spec.label, KIND_LABEL: "sandbox"}
         try:
             created = self._call(
@@ -328,14 +332,14 @@ class DockerProvider(Provider):
                 _image_hint(image, spec.image),
             )
         except ProviderError as exc:
-            raise _with_init_hint(exc) from exc.__cause__
+            raise hardening.with_hint(exc) from exc.__cause__
         container_id = self._reader("create").key(created, "Id", what="the engine's answer")
         try:
             self._call("create", lambda: self.api.start(container_id))
             info = self._call("create", lambda: self.api.inspect_container(container_id))
         except ProviderError as exc:
             self._remove_quietly(container_id)
-            raise _with_init_hint(exc) from exc.__cause__
+            raise hardening.with_hint(exc) from exc.__cause__
         host = info.get("HostConfig") or {}
         cpus = (host.get("NanoCpus") or 0) / 1_000_000_000
         memory_mib = (host.get("Memory") or 0) // (1024 * 1024)
@@ -355,6 +359,7 @@ class DockerProvider(Provider):
             "image_digest": image_digest,
             "lifetime_s": lifetime,
             "network": "bridge" if spec.network else "none",
+            "userns": userns or "engine's",
         }
         warnings = [w for w in created.get("Warnings") or [] if w]
         if warnings:
@@ -647,6 +652,7 @@ class DockerProvider(Provider):
         checks.append(self._doctor_image())
         checks.append(self._doctor_space(url, info))
         checks.append(DoctorCheck("disk bound", *hardening.disk_check_text(info, self.disk_mib)))
+        checks.append(hardening.userns_check(engine, info, self.userns))
         return checks
 
     def _doctor_image(self) -> DoctorCheck:
@@ -724,14 +730,6 @@ def _absolute(path: str, operation: str) -> str:
     if not path:
         raise ProviderError(f"{operation}: empty path", operation=operation)
     return path if path.startswith("/") else f"{WORKDIR}/{path}"
-
-
-def _with_init_hint(error: ProviderError) -> ProviderError:
-    """Name the missing package when the engine has no init binary for --init."""
-    if "container-init" not in str(error):
-        return error
-    hint = " (Podman runs --init with catatonit: apt-get install catatonit)"
-    return ProviderError(f"{error}{hint}", error.operation, error.code)
 
 
 def _image_hint(image: str, requested: str) -> str:

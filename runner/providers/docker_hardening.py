@@ -3,7 +3,17 @@
 Network none unless asked, the requested CPUs and memory (no swap beyond it), explicit nofile and
 nproc limits (Podman needs them) and a pids limit, never privileged, only the capabilities the
 standard image's commands need, our own seccomp profile (docker_seccomp.py), auto-remove, an init
-as PID 1, and a bound on the writable layer where the engine can enforce one.
+as PID 1, a user namespace of its own where asked (Podman), and a bound on the writable layer
+where the engine can enforce one.
+
+Under rootful Podman a container's root is host uid 0. Podman can give each container a user
+namespace of its own (`userns=auto`, BOXBENCH_DOCKER_USERNS=auto) from the subordinate ids of the
+`containers` user in /etc/subuid and /etc/subgid, which `./boxbench.sh run` adds: the container's
+root is then an unprivileged host uid, and files the image owns by root stay root's inside. It is
+not the default: Podman 4.3 commits such a container's files with their host ids, and an image
+holding ids past 65536 cannot start in any user namespace, so snapshots, forks and create's
+per-trial layer would all fail. Docker remaps only for the whole daemon (`userns-remap` in
+daemon.json). The doctor says which holds.
 
 The writable layer's bound is the engine's `size` storage option: overlay over XFS mounted with
 project quotas (Docker's overlay2, Podman's overlay). On any other backing filesystem the engine
@@ -17,7 +27,7 @@ import os
 
 from docker.types import Ulimit
 
-from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.base import DoctorCheck, ProviderError, SandboxSpec
 from runner.providers.docker_seccomp import security_opt
 
 # What the standard image's commands need as the container's root: file ownership and modes
@@ -28,6 +38,55 @@ CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "
 # The writable layer's bound, where the engine enforces one: room for the disk benchmarks' files
 # and a DeepSWE checkout with its build, far below a job host's disk.
 DEFAULT_DISK_MIB = 20 * 1024
+
+
+def user_namespace(engine: str, setting: str) -> str | None:
+    """The user namespace mode a create asks for (None: the engine's own), from the setting."""
+    if setting not in ("", "auto"):
+        raise ProviderError(
+            f"BOXBENCH_DOCKER_USERNS must be empty or auto, not {setting!r}", "config"
+        )
+    if setting and engine != "Podman":
+        raise ProviderError(
+            "BOXBENCH_DOCKER_USERNS=auto needs Podman; Docker remaps every container or none "
+            "(userns-remap in daemon.json)",
+            "config",
+        )
+    return setting or None
+
+
+def userns_check(engine: str, info: dict, setting: str) -> DoctorCheck:
+    """The doctor's line on whether a container's root is host root."""
+    name = "user namespace"
+    if setting == "auto" and engine == "Podman":
+        return DoctorCheck(
+            name, True, "each sandbox in a user namespace of its own (snapshots fail on Podman 4.3)"
+        )
+    if any("name=userns" in str(option) for option in info.get("SecurityOptions") or []):
+        return DoctorCheck(name, True, "the daemon remaps every container (userns-remap)")
+    fix = (
+        "BOXBENCH_DOCKER_USERNS=auto remaps it, but Podman 4.3 commits the remapped ids, so "
+        "snapshots, forks and create's per-trial layer then fail"
+        if engine == "Podman"
+        else "set userns-remap in the daemon's daemon.json"
+    )
+    return DoctorCheck(name, False, f"a container's root is host root: {fix}")
+
+
+def with_hint(error: ProviderError) -> ProviderError:
+    """Name the fix when a create failed for want of the init binary or of subordinate ids."""
+    text = str(error)
+    if "container-init" in text:
+        hint = " (Podman runs --init with catatonit: apt-get install catatonit)"
+    elif "subuid" in text or "subgid" in text or "available IDs" in text:
+        hint = (
+            " (Podman gives each sandbox a user namespace from the subordinate ids of the "
+            "`containers` user: ./boxbench.sh run adds them, or add "
+            "containers:2147483647:2147483648 to /etc/subuid and /etc/subgid)"
+        )
+    else:
+        return error
+    return ProviderError(f"{error}{hint}", error.operation, error.code)
 
 
 def limit_setting(settings: dict, key: str, variable: str, default: int) -> int:
