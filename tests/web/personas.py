@@ -47,7 +47,7 @@ def allowed(persona: str, codename: str) -> bool:
 
 class World:
     """The objects the URLs point at: a published run (the fixture), an unpublished run with a
-    trial and evidence, a benchmark nothing is published for."""
+    trial and evidence, a benchmark the code defines that nothing is published for."""
 
     def __init__(self, published: Run):
         self.published = published
@@ -55,7 +55,7 @@ class World:
         Evidence.objects.create(trial=trial, kind="readiness", data={"attempts": 3})
         self.unpublished = Run.objects.create(name="pending", status=RunStatus.PLANNED)
         self.idle = Benchmark.objects.create(
-            slug="idle", title="Idle", section="workload", metric="total", clock="job_host"
+            slug="density", title="Density", section="workload", metric="total", clock="job_host"
         )
         self.user = User.objects.create_user("someone", password="pw-someone-123")
 
@@ -102,7 +102,7 @@ def kwarg_choices(world: World, name: str, kwarg: str) -> list[tuple[str, str]]:
         if name in ("provider", "api-provider", "provider-badge", "provider-feed"):
             return [("", "local")]
         if name == "benchmark":
-            return [("", "create"), ("idle", "idle")]
+            return [("", "create"), ("idle", "density")]
         return [("", "create")]
     if kwarg == "benchmark":
         return [("", "create")]
