@@ -36,6 +36,7 @@ from runner.benchmarks.base import (
     BenchmarkDefinition,
     BenchmarkError,
     Excluded,
+    ProviderFailure,
     TrialContext,
     UnitDefinition,
 )
@@ -58,6 +59,8 @@ PREPARE_LIMIT_S = 300.0
 MISMATCH_EXIT = 97  # the preparation script's "a step exited otherwise than recorded"
 STAGES = ("restore", "first_command", "steps", "destroy")
 # The steps run as the DeepSWE replay runs its commands: HOME outside /app, no pager, no prompt.
+TIMEOUT_CODES = (124, 137)  # timeout(1) stopped the step, or killed it 5 s later
+POST_TIMEOUT_CHECK_S = 30.0
 STEP_ENVIRONMENT = (
     "export LC_ALL=C.UTF-8 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat "
     f"PAGER=cat PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 TERM=dumb HOME={replay.HOME}; "
@@ -211,8 +214,16 @@ class Episodes:
         answered = time.monotonic()
         for index, step in zip(self.indices, self.steps, strict=True):
             limit = replay.command_limit_s(step.duration_ms)
-            command = f"{STEP_ENVIRONMENT}bash -c {replay.bash_quote(step.command)} < /dev/null"
+            command = (
+                f"{STEP_ENVIRONMENT}timeout --kill-after=5s {limit:g} "
+                f"bash -c {replay.bash_quote(step.command)} < /dev/null"
+            )
             ran = ctx.guest(command, timeout=limit + 60, sandbox=copy)
+            # The step's own exit 124 is a mismatch; the limit's is a timeout, judged by the spec's
+            # post-timeout check.
+            if ran.exit_code in TIMEOUT_CODES and ran.wall_ms >= limit * 1000:
+                cause = f"episode {number + 1}: step {index} hit its {limit:g} s limit"
+                _after_timeout(ctx, copy, cause, ran.exit_code)
             if ran.exit_code != step.exit_code:
                 raise Excluded(
                     f"episode {number + 1}: step {index} exited {ran.exit_code}, its session "
@@ -228,6 +239,21 @@ class Episodes:
             "steps": (stepped - answered) * 1000,
             "destroy": destroy_ms,
         }
+
+
+def _after_timeout(ctx: TrialContext, copy, cause: str, code: int) -> None:
+    """Excluded while the sandbox still answers the post-timeout check, else the provider's."""
+    try:
+        answer = ctx.guest("true", timeout=POST_TIMEOUT_CHECK_S, sandbox=copy, check_gate=False)
+    except ProviderFailure as exc:
+        raise ProviderFailure(f"{cause}; then the sandbox stopped answering: {exc}") from None
+    if answer.exit_code != 0:
+        raise ProviderFailure(
+            f"{cause}; then its post-timeout check `true` exited {answer.exit_code}"
+        )
+    raise Excluded(
+        f"{cause} (exit {code}) while the sandbox still answers: the session does not replay here"
+    )
 
 
 def _unit(ctx: TrialContext):

@@ -3,6 +3,7 @@ episode's time holds, the steps checked against their recorded session, and noth
 
 import dataclasses
 import io
+import re
 
 import pytest
 from django.core.management import call_command
@@ -128,3 +129,19 @@ def test_a_published_run_scores_it_for_time_and_cost_among_the_workloads(
     for section in ("workload_time", "workload_cost"):
         [workload] = [c for c in sections[section]["children"] if c["key"] == rl_rollouts.SLUG]
         assert workload["scores"] == {"local": pytest.approx(100.0)}
+
+
+def test_a_step_past_its_limit_on_a_sandbox_that_still_answers_excludes_the_trial(
+    local, monkeypatch
+):
+    # Every step's limit cut to 1 ms: a step that runs longer (the test run, step 15) hits it
+    # (exit 124), and the copy still answers `true` afterwards, so the session does not replay
+    # here; not the provider's.
+    monkeypatch.setattr(rl_rollouts, "EPISODES", 1)
+    monkeypatch.setattr(rl_rollouts.replay, "command_limit_s", lambda duration_ms: 0.001)
+    unit = rl_rollouts.UNITS[0]
+    result = _run(local, unit.trace)
+    assert result.outcome == "excluded", result.cause
+    assert re.search(r"step \d+ hit its 0.001 s limit \(exit 124\)", result.cause)
+    assert "while the sandbox still answers" in result.cause
+    assert local.list_snapshots() == [] and local.list_sandboxes() == []
