@@ -284,7 +284,9 @@ def _prepare(ctx: TrialContext, unit: RolloutUnit, trace) -> None:
             f'{{ echo "step {index} exited $rc, its session recorded {command.exit_code}"; '
             f"exit {MISMATCH_EXIT}; }}\n"
         )
-    prepared = ctx.exec(["/bin/bash", "-c", script], timeout=PREPARE_LIMIT_S)
+    # A build can run for tens of seconds (lz4's library): in the background, polled, as the
+    # methodology runs every long command, so no gateway cuts a long synchronous call.
+    prepared = ctx.background(script, timeout=PREPARE_LIMIT_S, check_gate=False)
     if prepared.exit_code == MISMATCH_EXIT:
         why = prepared.stdout.decode(errors="replace").strip()[-300:]
         raise Excluded(f"preparing {unit.trace}: {why}: the session does not replay here")

@@ -4,6 +4,7 @@ episode's time holds, the steps checked against their recorded session, and noth
 import dataclasses
 import io
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -145,3 +146,27 @@ def test_a_step_past_its_limit_on_a_sandbox_that_still_answers_excludes_the_tria
     assert re.search(r"step \d+ hit its 0.001 s limit \(exit 124\)", result.cause)
     assert "while the sandbox still answers" in result.cause
     assert local.list_snapshots() == [] and local.list_sandboxes() == []
+
+
+def test_the_preparation_runs_in_the_background_not_as_one_long_call():
+    # lz4's build takes tens of seconds: a synchronous exec that long is what a provider's
+    # gateway may cut, so the preparation is a polled background command.
+    class Preparing:
+        def __init__(self, slug):
+            self.unit = SimpleNamespace(slug=slug, digest="")
+            self.uploaded, self.background_scripts = [], []
+
+        def upload(self, path, data):
+            self.uploaded.append(path)
+
+        def background(self, script, timeout, check_gate=True):
+            self.background_scripts.append(script)
+            return SimpleNamespace(exit_code=0, stdout=b"", stderr=b"")
+
+        def exec(self, argv, timeout, stdin=None):
+            raise AssertionError(f"a synchronous exec of {argv[:2]}")
+
+    ctx = Preparing("lz4-c-library")
+    unit, trace = rl_rollouts._unit(ctx)
+    rl_rollouts._prepare(ctx, unit, trace)
+    assert len(ctx.background_scripts) == 1 and ctx.uploaded
