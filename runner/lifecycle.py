@@ -219,6 +219,10 @@ class LifecycleContext(TrialContext):
         if call.error is not None:
             raise adapter_failure("snapshot", call.error)
         elapsed = _ms(call.elapsed_s)
+        try:  # outside the timed span: no probe inside it
+            self.provider.check_snapshot(sandbox, call.value)
+        except ProviderError as exc:
+            raise adapter_failure("snapshot", exc) from None
         self.evidence(
             EvidenceKind.SNAPSHOT, {"id": call.value, "source": sandbox.id, "ms": elapsed}
         )

@@ -178,6 +178,11 @@ class Provider(ABC):
     def snapshot(self, sandbox: Sandbox) -> str:
         raise NotDeclared(f"{self.slug} does not declare snapshots", operation="snapshot")
 
+    def check_snapshot(self, sandbox: Sandbox, snapshot_id: str) -> None:
+        """Untimed, right after the timed snapshot call: confirm the provider kept the snapshot,
+        where its snapshot call can return without it (Daytona). Raises ProviderError."""
+        return None  # most snapshot calls answer only once the snapshot is kept
+
     def restore(self, snapshot_id: str, spec: SandboxSpec) -> Sandbox:
         raise NotDeclared(f"{self.slug} does not declare restore", operation="restore")
 

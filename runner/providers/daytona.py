@@ -28,8 +28,8 @@ toolbox proxy's when it lives elsewhere (DAYTONA_TOOLBOX_URL). The SDK sends it 
 deleted) before any toolbox call.
 
 Snapshots and forks (docs/providers.md): `Sandbox.create_snapshot(name)`, the name carrying the
-batch label and creation time (Daytona's snapshots have no labels), then read back, since the SDK
-returns whether or not Daytona kept it; restore is a create from it; delete by the id in the
+batch label and creation time (Daytona's snapshots have no labels), then read back untimed
+(`check_snapshot`), since the SDK returns whether or not Daytona kept it; restore is a create from it; delete by the id in the
 answer for that name, never for another; `Sandbox.fork`, offered by Daytona for VM sandboxes only.
 
 Commands run in a session (one per sandbox, made on first use), each in a subshell so nothing
@@ -505,9 +505,14 @@ class DaytonaProvider(HTTPProvider):
         box = self._box(sandbox, "snapshot")
         name = snapshot_names.make(sandbox.label)
         self._call("snapshot", lambda: box.create_snapshot(name, timeout=CREATE_LIMIT_S))
-        # The SDK returns once the sandbox leaves `snapshotting`, whether or not Daytona kept a
-        # snapshot (a failed one only puts the sandbox back): it must be there, made of this
-        # sandbox (a name taken meanwhile names another's), and active.
+        return name
+
+    def check_snapshot(self, sandbox: Sandbox, snapshot_id: str) -> None:
+        """Untimed, after the timed call: the SDK returns once the sandbox leaves
+        `snapshotting`, whether or not Daytona kept a snapshot (a failed one only puts the
+        sandbox back), so it must be there, made of this sandbox (a name taken meanwhile names
+        another's), and active. A GET, never inside the timed span."""
+        name = snapshot_id
         made = self._own_snapshot("snapshot", name)
         if made.source_sandbox_id not in (None, sandbox.id):
             raise self._reader("snapshot").fail(
@@ -520,7 +525,6 @@ class DaytonaProvider(HTTPProvider):
                 "snapshot",
                 code=state,
             )
-        return name
 
     def _own_snapshot(self, operation: str, name: str):
         """The snapshot named `name` (GET /snapshots/{name}); an answer for any other snapshot is

@@ -73,13 +73,15 @@ def test_a_snapshot_daytona_did_not_keep_is_a_named_failure(daytona, monkeypatch
     # A name already taken leaves no new snapshot: the lookup finds the one of that name.
     monkeypatch.setattr(snapshot_names, "make", lambda label: kept)
     fake.catalog[kept].state = "error"
+    # The timed call returns the name; the untimed check after it finds the failure.
+    assert provider.snapshot(first) == kept
     with pytest.raises(ProviderError, match="is error, not active") as failed:
-        provider.snapshot(first)
+        provider.check_snapshot(first, kept)
     assert (failed.value.operation, failed.value.code) == ("snapshot", "error")
     # Here the name is the first sandbox's snapshot: never the second one's copy.
     fake.catalog[kept].state = "active"
     with pytest.raises(ProviderError, match="made of sandbox") as other:
-        provider.snapshot(second)
+        provider.check_snapshot(second, provider.snapshot(second))
     assert (other.value.operation, other.value.code) == ("snapshot", "bad_answer")
     assert made(fake) == [kept]
     for sandbox in (first, second):
@@ -244,3 +246,19 @@ def test_a_fork_trial_runs_with_the_standard_snapshot_in_the_container_class(tmp
     with running_fake("daytona", tmp_path, snapshots=snapshots) as found:
         result = run(found, None, benchmark="fork")
         assert result.outcome == "success", result.cause
+
+
+def test_the_lifecycle_checks_the_snapshot_outside_its_timed_call(daytona, monkeypatch):
+    # The timed snapshot holds only Daytona's snapshot call: the GET that confirms the snapshot
+    # is kept runs after it, and a snapshot that was not kept fails the trial as the provider's.
+    provider, checked = daytona.provider, []
+    monkeypatch.setattr(provider, "check_snapshot", lambda box, name: checked.append(name))
+    assert run(daytona, None, benchmark="snapshot-restore").outcome == "success"
+    assert len(checked) == 1
+
+    def not_kept(box, name):
+        raise ProviderError(f"daytona snapshot: {name} is error, not active", "snapshot")
+
+    monkeypatch.setattr(provider, "check_snapshot", not_kept)
+    result = run(daytona, None, benchmark="snapshot-restore")
+    assert result.outcome == "provider_failure" and "not active" in result.cause
