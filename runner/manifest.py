@@ -80,6 +80,8 @@ class AdapterVersion(msgspec.Struct):
     source_sha256: str
     files: list[str]
     clients: dict[str, str] = msgspec.field(default_factory=dict)
+    # The SDK's mode where the adapter does not run its SDK's default (Daytona's polling).
+    sdk_mode: str = ""
 
 
 class ChainPlan(msgspec.Struct, omit_defaults=True):

@@ -10,6 +10,7 @@ uncommitted changes to the code. Pure apart from reading files and asking git: n
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import subprocess
 from importlib import metadata
@@ -65,6 +66,8 @@ def adapter_version(adapter: str) -> dict:
     for path in files:
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
+    # An adapter that runs its SDK in another mode than the SDK's default says which (SDK_MODE).
+    mode = getattr(importlib.import_module(module_name), "SDK_MODE", None)
     return {
         "adapter": adapter,
         "source_sha256": digest.hexdigest(),
@@ -73,6 +76,7 @@ def adapter_version(adapter: str) -> dict:
             **{name: _installed(name) for name in CLIENTS.get(adapter, ())},
             **({TOOLS[adapter][0]: _tool_version(TOOLS[adapter])} if adapter in TOOLS else {}),
         },
+        **({"sdk_mode": mode} if mode else {}),
     }
 
 

@@ -29,8 +29,9 @@ deleted) before any toolbox call.
 
 Snapshots and forks (docs/providers.md): `Sandbox.create_snapshot(name)`, the name carrying the
 batch label and creation time (Daytona's snapshots have no labels), then read back untimed
-(`check_snapshot`), since the SDK returns whether or not Daytona kept it; restore is a create from it; delete by the id in the
-answer for that name, never for another; `Sandbox.fork`, offered by Daytona for VM sandboxes only.
+(`check_snapshot`), since the SDK returns whether or not Daytona kept it; restore is a create
+from it; delete by the id in the answer for that name, never for another; `Sandbox.fork`,
+offered by Daytona for VM sandboxes only.
 
 Commands run in a session (one per sandbox, made on first use), each in a subshell so nothing
 leaks between commands: synchronously when its time limit is at most SYNC_LIMIT_S, otherwise with
@@ -91,6 +92,12 @@ SDK_MISSING = "the daytona package is not installed: pip install -r requirements
 QUOTA_REFUSAL = re.compile(r"Total (CPU|memory|disk) (limit|quota) exceeded", re.IGNORECASE)
 SDK_PACKAGES = ("daytona", "daytona_api_client", "daytona_toolbox_api_client")
 
+# How the SDK waits for a state (started, a snapshot done), recorded in every run's manifest
+# (runner/provenance.py): its deprecated polling of GET /sandbox/{id}, not its default socket.io
+# event stream, which the loopback fake does not serve yet.
+POLLING = "deprecated polling"
+SDK_MODE = POLLING
+
 
 class DaytonaProvider(HTTPProvider):
     slug = "daytona"
@@ -132,7 +139,7 @@ class DaytonaProvider(HTTPProvider):
                     api_key=self._key,
                     api_url=self.api_url,
                     target=self.target,
-                    use_deprecated_polling=True,
+                    use_deprecated_polling=SDK_MODE == POLLING,
                 )
                 with warnings.catch_warnings():
                     # Polling is deprecated in favour of the event stream, which the fake lacks.

@@ -106,6 +106,9 @@ def test_it_records_the_commit_and_each_providers_pinned_adapter_at_plan_time(
     monkeypatch.setattr(provenance.Path, "read_bytes", changed)
     assert provenance.adapter_version("local")["source_sha256"] != adapter["source_sha256"]
     assert provenance.adapter_version("modal")["clients"]["modal"] != "not installed"
+    # An adapter off its SDK's default mode says so in the pin; the others have no such key.
+    assert provenance.adapter_version("daytona")["sdk_mode"] == "deprecated polling"
+    assert not adapter.get("sdk_mode")
     # An adapter on its provider's SDK records the SDK's version beside the transport's.
     from importlib import metadata
 
