@@ -385,6 +385,14 @@ def published_pages() -> dict:
     pages = {(scope, key): strip(data) for scope, key, data in rows}
     run_pages = Aggregate.objects.filter(scope=Scope.RUN).values_list("key", "data")
     pages.update({("run-cells", key): data["cells"] for key, data in run_pages})
+    # A public file gives unsuccessful trials as counts by outcome, without their causes, so
+    # where each failure happened (create, a command, destroy) cannot be recomputed from it: the
+    # reliability figures are compared by who has them, not by value.
+    reliability = pages.pop((Scope.RELIABILITY, ""), {"providers": []})
+    pages["reliability-providers"] = sorted(p["provider"] for p in reliability["providers"])
+    for address, data in pages.items():
+        if address[0] in (Scope.OVERVIEW, Scope.PROVIDER) and "reliability" in data:
+            data["reliability"] = sorted(data["reliability"])
     return pages
 
 
