@@ -96,12 +96,18 @@ def local(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def small_density_cap(settings):
+def small_density_cap():
     """Density creates up to BOXBENCH_DENSITY_CAP (32) sandboxes, each with its readiness
     check and confirmed deletion: the tests that run every sandbox operation through a provider
     check the procedure, which 3 show as well as 32 (tests/workloads/test_density.py sets its own).
     Against a cloud fake's simulated delays, 32 cost minutes per provider."""
-    settings.DENSITY_CAP = 3
+    from django.test.utils import override_settings
+
+    # An override of its own, not pytest-django's `settings`: that fixture, once set up here
+    # before every other, would restore what a test changed through it (CACHES, say) only
+    # after the other fixtures' teardowns had run against the test's settings.
+    with override_settings(DENSITY_CAP=3):
+        yield
 
 
 @pytest.fixture

@@ -73,6 +73,7 @@ def test_the_declaration_lists_what_the_adapter_implements():
         "snapshot",
         "pause",
         "unique_layer",
+        "output_stream",
     }
     assert declaration.pricing["provider_sourced"] is False
     assert "no provider-sourced cost" in declaration.pricing["source"]

@@ -101,7 +101,13 @@ def test_a_write_that_fills_the_storage_is_a_provider_failure_refilled_then_noth
 ):
     local = chain_provider(small_storage(4))  # the 8 MiB upload cannot fit
     run = plan_run(
-        "c8", benchmarks=["file-upload"], providers=["local"], trials=1, seed=1, concurrency=1
+        "c8",
+        benchmarks=["file-upload"],
+        providers=["local"],
+        trials=1,
+        seed=1,
+        concurrency=1,
+        units={"file-upload": ["8mib"]},
     )
     run.transition(RunStatus.RUNNING)
 

@@ -174,6 +174,7 @@ def test_it_publishes_once_every_failure_is_resolved(imported_run, capsys):
         "run",
         "compare",
         "history",
+        "reliability",
     }
     assert "Published run" in capsys.readouterr().out
 
