@@ -156,3 +156,17 @@ def run_title(name) -> str:
     never "Run run"."""
     name = str(name or "")
     return name[:1].upper() + name[1:] if name.lower().startswith("run ") else f"Run {name}"
+
+
+@register.filter
+def word(value) -> str:
+    """A stored word (`provider_failure`) as a reader says it ("Provider failure")."""
+    return str(value or "").replace("_", " ").capitalize()
+
+
+@register.filter
+def refusal_status(code) -> str:
+    """A planning refusal's code (R401) as the status label the boards show (Not Supported)."""
+    from runner.rules import REFUSAL_DISPLAY_LABELS
+
+    return REFUSAL_DISPLAY_LABELS.get(str(code), str(code))

@@ -105,3 +105,17 @@ def test_the_caveat_line_ends_once_and_the_derived_view_has_human_headers(client
         "Tail (ms)",
         "Tail statistic",
     ]
+
+
+def test_the_run_pages_refusals_and_progress_say_statuses_and_outcomes_in_words(
+    admin_client, published_run
+):
+    page = admin_client.get(f"/runs/{factory.RUN_ID}/").content.decode()
+    refusals = re.search(r'<table class="data" id="refusals">.*?</table>', page, re.S)
+    assert refusals, "the fixture run refuses a pair at planning"
+    shown = refusals.group(0)
+    assert "<th>Status</th>" in shown and "Not Supported" in shown
+    assert ">R401<" not in shown and "<th>code</th>" not in shown
+    progress = re.search(r'<table class="data" id="progress">.*?</table>', page, re.S)
+    assert progress and "<th>By outcome</th>" in progress.group(0)
+    assert "Success " in progress.group(0) and "success " not in progress.group(0)
