@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boxbench.leaderboard import reliability
 from boxbench.leaderboard.materialize import materialize
-from boxbench.models import Aggregate, PublishedPair, RunProgress, Run, Scope
+from boxbench.models import Aggregate, PublishedPair, Run, RunProgress, Scope
 from tests.support.history import variant
 
 pytestmark = pytest.mark.django_db
