@@ -229,4 +229,5 @@ def summary(verdicts: list[str], a_name: str, b_name: str) -> dict:
         f"no detectable difference on {counts[NO_DIFFERENCE]}",
         f"not comparable on {counts[NOT_COMPARABLE]}",
     ]
-    return {"counts": counts, "text": f"{len(verdicts)} comparisons: " + ", ".join(parts)}
+    noun = "comparison" if len(verdicts) == 1 else "comparisons"
+    return {"counts": counts, "text": f"{len(verdicts)} {noun}: " + ", ".join(parts)}

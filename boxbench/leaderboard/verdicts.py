@@ -104,7 +104,10 @@ def _job_host_words(series: shapes.JobHostSeries | None) -> str:
     region = series["region"] if series else NOT_RECORDED
     if kind == NOT_RECORDED and region == NOT_RECORDED:
         return NOT_RECORDED
-    return f"{kind} in region {region}" if region != NOT_RECORDED else f"{kind}, region {region}"
+    if region == NOT_RECORDED:
+        return f"{kind}, region {region}"
+    # The settings' stand-in when the operator names no region, said as the pages say it.
+    return f"{kind} (no region set)" if region in ("", "unnamed") else f"{kind} in region {region}"
 
 
 def _section_sentence(board: Board) -> str:

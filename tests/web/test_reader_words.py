@@ -119,3 +119,12 @@ def test_the_run_pages_refusals_and_progress_say_statuses_and_outcomes_in_words(
     progress = re.search(r'<table class="data" id="progress">.*?</table>', page, re.S)
     assert progress and "<th>By outcome</th>" in progress.group(0)
     assert "Success " in progress.group(0) and "success " not in progress.group(0)
+
+
+def test_the_lead_and_the_compare_summary_read_as_sentences():
+    from boxbench.leaderboard.verdicts import _job_host_words
+    from stats.compare import summary
+
+    series = {"type": "unnamed x86_64 machine, 2 CPUs", "region": "unnamed"}
+    assert _job_host_words(series) == "x86_64 machine, 2 CPUs (no region set)"
+    assert summary(["a"], "A", "B")["text"].startswith("1 comparison: A ahead on 1")
