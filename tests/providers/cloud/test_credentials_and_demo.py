@@ -95,6 +95,12 @@ def test_a_demo_run_completes_is_marked_and_is_never_published_and_leaks_no_key(
                     self.team_id = planted_team
                 if hasattr(self, "token_id"):  # Modal's token id travels beside its secret
                     self.token_id = planted_id
+                # What is checked is where credentials go, not the creation rate: creates the
+                # chain spaced to a fake's rate can reach it closer together on a loaded host and
+                # be refused, one trial short (tests/workloads/test_burst.py covers the rate).
+                backend = getattr(self, "backend", None)
+                if backend is not None:
+                    backend.create_window = None
 
         return Planted
 
