@@ -137,6 +137,25 @@ def _inverse(value: float | None) -> float | None:
     return None if value is None else 1.0 / value
 
 
+def verdict_of(
+    median_a: float,
+    median_b: float,
+    low: float,
+    high: float,
+    detectable: float | None,
+    lower_is_better: bool,
+) -> str:
+    """The methodology's winner rule: a winner only where the ratio's interval (b/a) excludes 1
+    and the medians differ by at least the detectable difference."""
+    if below_detectable(median_a, median_b, detectable):
+        return NO_DIFFERENCE
+    if low > 1:
+        return A_BETTER if lower_is_better else B_BETTER
+    if high < 1:
+        return B_BETTER if lower_is_better else A_BETTER
+    return NO_DIFFERENCE
+
+
 def compare(
     a, b, draws_a: np.ndarray, draws_b: np.ndarray, lower_is_better: bool, reason: str = ""
 ) -> Comparison:
@@ -161,14 +180,7 @@ def compare(
         )
     low, high = ratio_interval(draws_a, draws_b)
     detectable = detectable_percent(a, b)
-    if below_detectable(median_a, median_b, detectable):
-        verdict = NO_DIFFERENCE
-    elif low > 1:
-        verdict = A_BETTER if lower_is_better else B_BETTER
-    elif high < 1:
-        verdict = B_BETTER if lower_is_better else A_BETTER
-    else:
-        verdict = NO_DIFFERENCE
+    verdict = verdict_of(median_a, median_b, low, high, detectable, lower_is_better)
     return Comparison(
         n_a=a.size,
         n_b=b.size,

@@ -65,14 +65,7 @@ def workload_comparison(
     ratios = np.exp(logs / len(units))
     low, high = compare.ratio_interval(np.ones_like(ratios), ratios)
     detectable = _detectable(units)
-    if compare.below_detectable(value_a, value_b, detectable):
-        verdict = compare.NO_DIFFERENCE
-    elif low > 1:
-        verdict = compare.A_BETTER if lower_is_better else compare.B_BETTER
-    elif high < 1:
-        verdict = compare.B_BETTER if lower_is_better else compare.A_BETTER
-    else:
-        verdict = compare.NO_DIFFERENCE
+    verdict = compare.verdict_of(value_a, value_b, low, high, detectable, lower_is_better)
     return compare.Comparison(
         n_a=len(units),
         n_b=len(units),
