@@ -7,7 +7,7 @@ from django.template import Template
 from boxbench import holdbacks, models, publishing
 from runner import named_plans
 from runner.benchmarks import all_benchmarks
-from runner.declarations import load_all
+from runner.declarations import BENCH_ONLY, load_all
 
 
 def _benchmark_choices():
@@ -15,7 +15,11 @@ def _benchmark_choices():
 
 
 def _provider_choices():
-    return [(slug, declaration.name) for slug, declaration in load_all().items()]
+    return [
+        (slug, declaration.name)
+        for slug, declaration in load_all().items()
+        if slug not in BENCH_ONLY
+    ]
 
 
 def _plan_choices():

@@ -6,13 +6,16 @@ texts are that run's, which only its reviewers see."""
 import functools
 
 from boxbench.models import Run, TrialTally, UnsuccessfulCount
-from runner.declarations import DECLARATIONS_DIR
+from runner.declarations import BENCH_ONLY, DECLARATIONS_DIR
 
 
 @functools.cache
 def declared_providers() -> frozenset[str]:
-    """The providers the code declares, one runner/declarations/<slug>.yaml each."""
-    return frozenset(path.stem for path in DECLARATIONS_DIR.glob("*.yaml"))
+    """The providers the code declares, one runner/declarations/<slug>.yaml each, but for those
+    that only measure the runner itself."""
+    return frozenset(
+        path.stem for path in DECLARATIONS_DIR.glob("*.yaml") if path.stem not in BENCH_ONLY
+    )
 
 
 @functools.cache

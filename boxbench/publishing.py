@@ -249,8 +249,9 @@ def publish(run: Run, actor=None) -> Run:
         return republish(run, actor)
     if run.status != RunStatus.COMPLETED:
         raise PublishRefused(f"run {run.id} is {run.status}; only a completed run is published")
-    if run.typed_manifest.demo is not None:
-        raise PublishRefused(f"run {run.id} is a demo run against loopback fakes: never published")
+    if (demo := run.typed_manifest.demo) is not None:
+        # The note says what stood in for the providers: loopback fakes, or the null adapter.
+        raise PublishRefused(f"run {run.id} is a demo run ({demo.note})")
     if not Trial.objects.filter(run=run, outcome=Outcome.SUCCESS).exists():
         raise PublishRefused(f"run {run.id} has no successful trial: there is nothing to publish")
     if run.audit_report is None:

@@ -35,6 +35,11 @@ CAPABILITIES = (
     "output_stream",
 )
 
+# Providers declared only to measure the runner itself (runner/providers/null.py): planned only
+# when a plan names them, never offered in the admin's start form or the public catalog, and a
+# run of theirs is a demo run, never published.
+BENCH_ONLY = frozenset({"null"})
+
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 _TOP_KEYS = {
     "schema_version",

@@ -18,13 +18,14 @@ from boxbench.models import Run
 from runner import adapters, provenance, rules, store
 from runner.benchmarks import all_benchmarks
 from runner.catalog import sync_catalog
-from runner.declarations import DeclarationError, load_all
+from runner.declarations import BENCH_ONLY, DeclarationError, load_all
 from runner.images.build import ImageError
 from runner.labels import batch_label
 from runner.manifest import (
     AdapterVersion,
     ChainPlan,
     CodeCommit,
+    DemoRun,
     ImageIdentity,
     Manifest,
     Plan,
@@ -67,7 +68,8 @@ def plan_run(
     declarations = load_all()
     benchmarks = list(dict.fromkeys(benchmarks or modules))
     named = bool(providers)  # unnamed: every declared provider that can run here
-    providers = list(dict.fromkeys(providers or declarations))
+    offered = [slug for slug in declarations if slug not in BENCH_ONLY]
+    providers = list(dict.fromkeys(providers or offered))
     unknown = [b for b in benchmarks if b not in modules]
     if unknown:
         raise PlanError(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(modules)}")
@@ -153,6 +155,7 @@ def plan_run(
         # Per provider: the image every number of its chain ran on (Manifest.digest_for).
         images={provider: image_identity(provider) for provider in sorted(eligible)},
         schedule=schedule,
+        demo=_bench_only(providers),
     )
     for slug in benchmarks:
         d = modules[slug].DEFINITION
@@ -192,6 +195,19 @@ def plan_run(
         return store.create_run(run_id, name, manifest, actor, chains)
     except store.LabelsTaken as exc:
         raise PlanError(str(exc)) from None
+
+
+def _bench_only(providers: list[str]) -> DemoRun | None:
+    """A run on a provider that runs nothing measures the runner, never a provider: it is
+    marked a demo run, which pages show and publishing refuses."""
+    named = sorted(set(providers) & BENCH_ONLY)
+    if not named:
+        return None
+    note = (
+        "a run on the null adapter, which starts no sandbox and runs nothing: it measures "
+        "the runner's own cost per trial, never a provider; it is never published"
+    )
+    return DemoRun(providers=named, note=note)
 
 
 def unit_problem(benchmark, unit: str) -> str:

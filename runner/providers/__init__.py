@@ -22,6 +22,8 @@ REGISTRY = {
     "modal": "runner.providers.modal:ModalProvider",
     "agentcore": "runner.providers.agentcore:AgentCoreProvider",
     "apple-container": "runner.providers.apple_container:AppleContainerProvider",
+    # Runs nothing: measures the runner itself, never offered (runner/declarations.py BENCH_ONLY).
+    "null": "runner.providers.null:NullProvider",
 }
 
 

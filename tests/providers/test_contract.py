@@ -61,6 +61,8 @@ SUBJECTS: dict[str, tuple[Callable, tuple]] = {}  # adapter key -> (subject fact
 LEFT_OUT = {
     "remote-docker": "the docker adapter reached over SSH or TLS; its own tests start those "
     "servers (test_remote_docker_ssh.py, test_remote_docker_tls.py)",
+    "null": "runs no command, so it keeps no exec contract: it measures the runner itself, "
+    "and tests/runner/test_null_provider.py runs a whole run on it",
 }
 
 
