@@ -3,7 +3,7 @@ ready-count curve of the chosen tier per provider, and the tier sweep (throughpu
 time by tier) that shows each provider's knee. Layout only: the data is a BurstCharts
 (boxbench.leaderboard.shapes.burst), computed when the board was published."""
 
-from boxbench.charts import FONT, LEGEND_BELOW, chart_text, provider_colour
+from boxbench.chart_style import FONT, LEGEND_BELOW, chart_text, provider_colour
 
 
 def ready_curve_chart(charts: dict, tier: str) -> dict | None:

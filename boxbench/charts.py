@@ -4,43 +4,18 @@ Plain dicts rather than plotly.graph_objects: building a graph object validates 
 and costs milliseconds per request, while the browser's plotly.js validates anyway.
 """
 
-import html
 from collections.abc import Mapping, Sequence
 
+from boxbench.chart_style import (
+    LEGEND_BELOW,
+    STAGE_PALETTE,
+    chart_text,
+    plain,
+    provider_colour,
+)
+from boxbench.chart_style import layout as _layout
 from boxbench.leaderboard.shapes import BenchmarkPage, Headline, OverviewPage, UnitPage
 from boxbench.templatetags.boxbench_format import num, usd
-
-# Providers: one colour each, the same on every chart (see provider_colour).
-PALETTE = [
-    "#4C78A8",
-    "#F58518",
-    "#54A24B",
-    "#B279A2",
-    "#E45756",
-    "#72B7B2",
-    "#EECA3B",
-    "#9D755D",
-    "#FF9DA6",
-    "#BAB0AC",
-]
-# Stages: a separate, muted palette, so a stage segment is never mistaken for a provider.
-STAGE_PALETTE = ["#8DA0CB", "#FC8D62", "#66C2A5", "#E78AC3", "#A6D854", "#FFD92F", "#E5C494"]
-FONT = {"family": "system-ui, sans-serif", "size": 13}
-
-
-def provider_colour(row: dict) -> str:
-    """The provider's colour: fixed by its colour_index (the provider's registration order, set
-    when the leaderboard is materialized), so a provider looks the same on every chart and page.
-    Pages materialized before the index existed fall back to the slug's characters."""
-    index = row.get("colour_index")
-    if index is None:
-        index = sum(ord(c) for c in row.get("provider", ""))
-    return PALETTE[index % len(PALETTE)]
-
-
-def plain(text: str) -> str:
-    """A title without the Markdown backticks some unit titles carry (`true`)."""
-    return str(text).replace("`", "")
 
 
 def nothing_to_chart(rows: Sequence[Mapping[str, object]]) -> str:
@@ -54,41 +29,6 @@ def nothing_to_chart(rows: Sequence[Mapping[str, object]]) -> str:
     return " ".join(
         f"{', '.join(names)}: {label}. {meaning}" for (label, meaning), names in reasons.items()
     )
-
-
-LEGEND_BELOW = {
-    "orientation": "h",
-    "yref": "container",
-    "y": 0,
-    "yanchor": "bottom",
-    "traceorder": "normal",
-}
-
-
-def _layout(title: str, height: int, **extra) -> dict:
-    layout = {
-        "title": {"text": title, "font": {"size": 15}},
-        "height": height,
-        # automargin widens the margins to fit every provider name: none is ever cut.
-        "margin": {"l": 10, "r": 20, "t": 50, "b": 50},
-        "font": FONT,
-        "plot_bgcolor": "white",
-        "showlegend": True,
-        # At the figure's bottom, not a share of the plot's height below it: under a short plot
-        # that share put the legend on the axis title.
-        "legend": LEGEND_BELOW,
-    }
-    layout.update(extra)
-    for axis in ("xaxis", "yaxis"):
-        layout.setdefault(axis, {})["automargin"] = True
-    return layout
-
-
-def chart_text(text: str) -> str:
-    """A name as plotly draws it: its pseudo-HTML (links, tags) escaped, so an imported name
-    is text on the chart, never a link. Names never go into a hovertemplate, which is parsed;
-    a template names its trace with %{fullData.name} instead."""
-    return html.escape(str(text), quote=False)
 
 
 def _provider_label(row: dict) -> str:
@@ -394,7 +334,7 @@ def score_chart(overview: OverviewPage) -> dict | None:
     unscored = ", ".join(c["label"] for c in tree["children"] if not c["scores"])  # no bar
     layout = _layout(
         "Scores by section<br><sub>0 to 100, higher is better; a missing result scores 0"
-        + (f"; not scored by anyone: {unscored}" if unscored else "")
+        + (f";<br>not scored by anyone: {unscored}" if unscored else "")
         + "</sub>",
         140 + 22 * len(nodes) * len(ranked) + 24 * len(ranked),
         barmode="group",

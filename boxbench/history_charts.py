@@ -5,7 +5,8 @@ are materialized, boxbench.leaderboard.history)."""
 import math
 from datetime import datetime, timedelta
 
-from boxbench.charts import _layout, chart_text, plain, provider_colour
+from boxbench.chart_style import chart_text, plain, provider_colour
+from boxbench.chart_style import layout as _layout
 from boxbench.leaderboard.shapes import HistoryPage
 from boxbench.templatetags.boxbench_format import num, short
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from boxbench import charts, history_charts, publishing
+from boxbench import chart_style, charts, history_charts, publishing
 from boxbench.models import Aggregate, Provider, Scope
 from tests.support.web import explain_failures
 
@@ -56,7 +56,7 @@ def test_a_hostile_provider_name_is_text_on_every_chart(hostile_board):
     for figure in drawn:
         text = json.dumps(figure)
         assert "<a " not in text and 'evil.example/\\">' not in text
-    escaped = json.dumps(charts.chart_text(HOSTILE))[1:-1]  # as it stands in the figure's JSON
+    escaped = json.dumps(chart_style.chart_text(HOSTILE))[1:-1]  # as it stands in the figure's JSON
     assert escaped.startswith("&lt;a href=") and any(escaped in json.dumps(f) for f in drawn)
 
 

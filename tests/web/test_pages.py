@@ -359,7 +359,7 @@ def test_it_caps_a_large_units_distribution_chart_well_under_200_kb():
     # As many providers as the palette has colours, 50,000 trials each: the chart stays bounded.
     import numpy as np
 
-    from boxbench import charts
+    from boxbench import chart_style, charts
 
     rng = np.random.default_rng(7)
     rows = [
@@ -368,7 +368,7 @@ def test_it_caps_a_large_units_distribution_chart_well_under_200_kb():
             "region_marker": "EU" if i % 2 else "",
             "distribution": summary.distribution(rng.lognormal(7, 0.5, 50_000)),
         }
-        for i in range(len(charts.PALETTE))
+        for i in range(len(chart_style.PALETTE))
     ]
     chart = charts.distribution({"rows": rows, "metric": "tool_time_ms", "measure_unit": "ms"})
     points = [t for t in chart["data"] if t["type"] == "scatter"]
