@@ -86,6 +86,19 @@ CHECKS = (
     "outliers",
     "cache_flags",
 )
+# Each check as a reader's page names it (the ids stay in CSV, API and the audit report).
+CHECK_WORDS = {
+    "trend": "times drifted during the run",
+    "first_round": "the first round ran apart from the rest",
+    "round_start": "each round's first trials ran apart",
+    "lag1": "consecutive trials were correlated",
+    "overlap": "overlapping trials changed the times",
+    "host_saturated": "the job host was saturated",
+    "tier_split": "trials fell into two speed tiers",
+    "host_type": "job hosts of different types",
+    "outliers": "extreme values on the better side",
+    "cache_flags": "caches or physical limits flagged",
+}
 # The smallest difference between two groups of trials that a check (or change detection
 # between two runs, stats.changes) calls a difference: percent of the earlier group's median.
 BETWEEN_GROUPS_MIN_EFFECT = 15.0

@@ -82,7 +82,7 @@ def materialize() -> int:
     rows.append(_page(Scope.RELIABILITY, data=failures))
     rates = reliability.provider_rates(failures)
     overview = overview_page(boards, providers)
-    overview["lead"] = verdicts.lead(overview, boards)
+    overview["lead"] = verdicts.lead(overview, boards, all_held)
     overview["section_notes"] = unscored.section_notes(overview["tree"])
     overview["all_held_back"] = [
         {

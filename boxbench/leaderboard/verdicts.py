@@ -8,7 +8,7 @@ the ranks follow the methodology, the mark says the sample cannot tell them apar
 
 from __future__ import annotations
 
-from boxbench.leaderboard import shapes
+from boxbench.leaderboard import shapes, withheld
 from boxbench.leaderboard.boards import Board
 from stats import compare
 
@@ -79,9 +79,10 @@ def add_verdicts(boards: list[Board], pages: dict[tuple[str, str], shapes.Compar
             board.summary["verdicts"] = board.units[0]["verdicts"]
 
 
-def lead(overview: shapes.OverviewPage, boards: list[Board]) -> shapes.Lead:
+def lead(overview: shapes.OverviewPage, boards: list[Board], all_held: list[Board]) -> shapes.Lead:
     """The overview's opening: one generated sentence per section from its headline benchmark's
-    verdicts, and the publication date, trial count and job host behind the board."""
+    verdicts, what the audit held back, and the publication date, trial count and job host
+    behind the board (`all_held`: the boards whose every pair is held back)."""
     by_slug = {board.benchmark.slug: board for board in boards}
     sentences = []
     for headline in overview["headlines"]:
@@ -92,6 +93,7 @@ def lead(overview: shapes.OverviewPage, boards: list[Board]) -> shapes.Lead:
     series = overview["job_host_series"]
     return {
         "sentences": sentences,
+        "held_back": withheld.held_back_sentence(boards + all_held),
         "published_at": max((b.summary["published_at"] for b in combined), default=""),
         "trials": sum(unit["trial_count"] for b in combined for unit in b.units),
         "job_host": _job_host_words(series),

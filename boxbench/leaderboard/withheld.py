@@ -4,9 +4,12 @@ and no points, and nobody is crowned over them in silence."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board, benchmark_board
 from boxbench.models import Benchmark, Provider, Run, Trial
+from stats.audit import CHECK_WORDS
 
 HELD_BACK = "Held Back"
 
@@ -35,6 +38,24 @@ def held_back_rows(
                 "run_name": run.name,
             }
     return [found[slug] for slug in sorted(found)]
+
+
+def held_back_sentence(boards: list[Board]) -> str:
+    """The overview's word on the pairs the audit held back ("" when none): how many of the
+    board's provider-benchmark pairs, on how many benchmarks and for which checks, so a reader
+    of the first screen knows what the ranks below leave out."""
+    held = [(board, row) for board in boards for row in board.summary.get("held_back", [])]
+    if not held:
+        return ""
+    shown = sum(len(board.runs) for board in boards)
+    checks = Counter(check for _, row in held for check in row["checks"])
+    why = "; ".join(f"{CHECK_WORDS.get(c, c)}: {n}" for c, n in checks.most_common())
+    benchmarks = len({board.benchmark.slug for board, _ in held})
+    return (
+        f"Held back by the audit: {len(held)} of {len(held) + shown} provider-benchmark pairs, "
+        f"on {benchmarks} benchmark{'s' if benchmarks != 1 else ''} ({why}). They have no rank "
+        "and no points until resolved; each benchmark page lists them and links the run."
+    )
 
 
 def withheld_boards(

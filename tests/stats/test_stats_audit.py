@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stats.audit import audit
+from stats.audit import CHECK_WORDS, CHECKS, audit
 from tests.stats.synthetic import clean_pair
 
 
@@ -429,3 +429,8 @@ def test_stricter_settings_change_the_verdict_and_are_recorded():
     report = audit(frame, lenient)
     assert report["pairs"][0]["checks"]["trend"]["verdict"] == "note"
     assert report["settings"]["min_effect"]["trend"] == 1000.0
+
+
+def test_every_check_has_words_for_a_readers_page():
+    assert set(CHECK_WORDS) == set(CHECKS)
+    assert all(words and words == words.strip() for words in CHECK_WORDS.values())

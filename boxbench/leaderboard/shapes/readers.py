@@ -119,6 +119,7 @@ class Lead(TypedDict):
     """The overview's opening (leaderboard.verdicts.lead)."""
 
     sentences: list[str]  # one per section, from its headline benchmark's verdicts
+    held_back: str  # how many pairs the audit held back, and why; "" when none
     published_at: str
     trials: int
     job_host: str
