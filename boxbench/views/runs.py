@@ -73,6 +73,7 @@ def run_page(request, run_id):
         "held_back": held,
         "reruns": rerun_links,
         "refusals": manifest.refusals,
+        "names": _names(),
         "demo": manifest.demo,
         "rerun_of": manifest.rerun_of,
         "rerun_of_link": bool(manifest.rerun_of) and manifest.rerun_of.run in openable,
@@ -96,6 +97,16 @@ def run_page(request, run_id):
     # An unpublished run changes as it runs and is audited; a published one only by publication,
     # but its control room (resolutions, re-runs) with every change.
     return response if run.published and "control" not in context else uncached(response)
+
+
+def _names() -> dict[str, dict[str, str]]:
+    """Provider names and benchmark titles by slug: the page's tables name pairs as a reader
+    does; the slugs stay in the CSV, the API and the commands shown to staff."""
+    titles = Benchmark.objects.order_by("slug", "id").values_list("slug", "title")
+    return {
+        "providers": dict(Provider.objects.values_list("slug", "name")),
+        "benchmarks": dict(titles),  # the newest version's title comes last and wins
+    }
 
 
 def _control(request, run, cells) -> dict:

@@ -88,8 +88,9 @@ def test_it_puts_the_failing_checks_and_their_resolutions_at_the_top_of_a_refuse
         assert way in refused
     assert f"bench publish {imported_run.id}" in refused
     held = page[page.index('id="held-back"') : page.index('id="publication-refused"')]
-    for provider, benchmark, _ in failing:
-        assert f"<td>{provider} / {benchmark}</td>" in held
+    names = {"boat": "Boat", "docker": "Docker", "local": "Local sandbox", "create": "Create"}
+    for provider, benchmark, _ in failing:  # named as the boards name them
+        assert f"<td>{names[provider]} / {names[benchmark]}</td>" in held
     assert "failed the audit and is not resolved" in held
 
 

@@ -65,7 +65,7 @@ def test_the_run_page_says_which_pairs_are_held_back_and_why(client, imported_ru
     page = client.get(f"/runs/{imported_run.id}/").content.decode()
     held = page[page.index('id="held-back"') :]
     assert "Held back from publication: 3 pairs" in held
-    assert "<td>local / create</td><td>trend failed the audit and is not resolved" in held
+    assert "<td>Local sandbox / Create</td><td>trend failed the audit and is not resolved" in held
 
 
 def ranked_on_create() -> list[str]:

@@ -119,6 +119,10 @@ def test_the_run_pages_refusals_and_progress_say_statuses_and_outcomes_in_words(
     progress = re.search(r'<table class="data" id="progress">.*?</table>', page, re.S)
     assert progress and "<th>By outcome</th>" in progress.group(0)
     assert "Success " in progress.group(0) and "success " not in progress.group(0)
+    # Pairs named as the boards name them; the slugs stay in the CSV and the API.
+    assert "<td>Tiny Cloud</td><td>DeepSWE replay</td>" in shown
+    assert "<td>Local sandbox</td><td>Create</td>" in progress.group(0)
+    assert "<td>tiny</td>" not in shown and "<td>local</td>" not in progress.group(0)
 
 
 def test_the_lead_and_the_compare_summary_read_as_sentences():
