@@ -37,30 +37,36 @@ MEANINGS = {
     ),
 }
 
-DEEPSWE_FLOOR_FRACTION = Fraction(9, 10)  # 90 % of the successes requested before any top-up
+# A benchmark that declares no floor needs all N = 20 of its requested successes; one home for the
+# number, which the runner's definitions and the stored Benchmark row both default to.
+DEFAULT_RANKING_FLOOR = 20
+# The multi-unit workloads (DeepSWE, CI pipelines, RL rollouts, Terminal-Bench) declare 90 % of
+# the successes requested before any top-up.
+DEFAULT_FLOOR_FRACTION = Fraction(9, 10)
 
 
-def ranking_floor(
-    requested_successes: int, fraction: Fraction | str = DEEPSWE_FLOOR_FRACTION
+def declared_floor(
+    requested_successes: int, fraction: Fraction | str = DEFAULT_FLOOR_FRACTION
 ) -> int:
-    """Successes a provider needs before it is ranked: ceil(fraction x requested), exactly.
+    """The floor a benchmark declares: successes a provider needs before it is ranked,
+    ceil(fraction x requested), exactly. A run's own floor follows from it (subset_floor).
 
     DeepSWE: 10 units x 20 trials = 200 requested, floor 180, counted across all units.
     """
     return math.ceil(Fraction(fraction) * requested_successes)
 
 
-def subset_floor(declared_floor: int, declared_units: int, units: int) -> int:
+def subset_floor(declared: int, declared_units: int, units: int) -> int:
     """The floor of a run over `units` of a workload's `declared_units` units.
 
     The declared floor counts successes across all units; a run over a subset needs the same
-    share of it per unit, exactly: ceil(declared_floor x units / declared_units). It never counts
+    share of it per unit, exactly: ceil(declared x units / declared_units). It never counts
     fewer trials per unit than the benchmark declares, whatever the run asked for (DeepSWE: 180
     over 10 units, so 36 on 2 of them).
     """
     if declared_units <= 1 or units >= declared_units:
-        return declared_floor
-    return math.ceil(Fraction(declared_floor) * max(units, 1) / declared_units)
+        return declared
+    return math.ceil(Fraction(declared) * max(units, 1) / declared_units)
 
 
 def failures_explain_shortfall(successes: int, failures: int, floor: int) -> bool:

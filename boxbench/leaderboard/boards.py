@@ -18,7 +18,7 @@ from boxbench.leaderboard.sources import (
     job_host_series,
     other_series,
     planned_refusals,
-    ranking_floor,
+    run_floor,
     run_source,
     run_sources,
     unit_scope,
@@ -110,7 +110,7 @@ def benchmark_board(
         runs=runs,
         providers=in_run + refused,
         refusals=refusals,
-        floors={slug: ranking_floor(benchmark, run, declared_units) for slug, run in runs.items()},
+        floors={slug: run_floor(benchmark, run, declared_units) for slug, run in runs.items()},
         totals={
             p.slug: sum(cells.get((u.id, p.id), EMPTY_CELL).samples.values.size for u in units)
             for p in in_run
@@ -119,7 +119,7 @@ def benchmark_board(
         # with the declared (full) floor; on a board that is itself a subset, its own floor.
         all_view_floors={
             slug: max(
-                ranking_floor(benchmark, run, declared_units),
+                run_floor(benchmark, run, declared_units),
                 benchmark.ranking_floor if len(units) >= declared_units else 0,
             )
             for slug, run in runs.items()

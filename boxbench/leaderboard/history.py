@@ -15,7 +15,7 @@ import numpy as np
 from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.cells import EMPTY_CELL, group_cells, load_trials
-from boxbench.leaderboard.sources import job_host_series, ranking_floor
+from boxbench.leaderboard.sources import job_host_series, run_floor
 from boxbench.leaderboard.stored import method_of, units_of
 from boxbench.models import Provider, PublishedPair, Run
 from stats import changes, summary
@@ -120,7 +120,7 @@ def _board_history(board: Board, published: list[Run], held: dict, providers):
     pending = []
     for series, provider, earlier, later in compared:
         values = {r.id: _values(cells[provider.id, r.id], units, method) for r in (earlier, later)}
-        floors = [ranking_floor(benchmark, r, declared) for r in (earlier, later)]
+        floors = [run_floor(benchmark, r, declared) for r in (earlier, later)]
         totals = [sum(v.size for v in values[r.id].values()) for r in (earlier, later)]
         if totals[0] < floors[0] or totals[1] < floors[1]:
             continue  # no verdict below the ranking floor

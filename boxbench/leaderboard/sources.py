@@ -122,7 +122,7 @@ def planned_units(benchmark: Benchmark, run: Run) -> list[str] | None:
     return None
 
 
-def ranking_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
+def run_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
     """The successes a provider needs on this benchmark in this run before it is ranked.
 
     The declared floor; a run planned over a subset of a multi-unit workload's units needs the

@@ -3,6 +3,7 @@
 from django.db import models
 
 from boxbench.choices import Clock, Direction, Section
+from stats.labels import DEFAULT_RANKING_FLOOR
 
 
 class Provider(models.Model):
@@ -43,7 +44,7 @@ class Benchmark(models.Model):
     cpus = models.PositiveSmallIntegerField(default=2)
     memory_mib = models.PositiveIntegerField(default=4096)
     trials_per_unit = models.PositiveIntegerField(default=20)
-    ranking_floor = models.PositiveIntegerField(default=20)
+    ranking_floor = models.PositiveIntegerField(default=DEFAULT_RANKING_FLOOR)
     required_capabilities = models.JSONField(default=list, blank=True)
     stage_names = models.JSONField(default=list, blank=True)
     charted = models.BooleanField(default=True, help_text="Destroy is recorded, not charted.")

@@ -30,6 +30,7 @@ from runner.outcomes import (
     Owner,
     Section,
 )
+from stats.labels import DEFAULT_RANKING_FLOOR
 
 
 class TrialOutcome(Exception):
@@ -80,7 +81,7 @@ class BenchmarkDefinition:
     cpus: int = 2
     memory_mib: int = 4096
     trials_per_unit: int = 20
-    ranking_floor: int = 20
+    ranking_floor: int = DEFAULT_RANKING_FLOOR
     required_capabilities: tuple[str, ...] = ()
     stage_names: tuple[str, ...] = ()
     charted: bool = True

@@ -65,7 +65,7 @@ DEFINITION = BenchmarkDefinition(
     memory_mib=4096,
     trials_per_unit=TRIALS,
     # As DeepSWE: 90% of the successes requested before any top-up, across all units.
-    ranking_floor=labels.ranking_floor(TRIALS * len(pipeline_folders())),
+    ranking_floor=labels.declared_floor(TRIALS * len(pipeline_folders())),
     required_capabilities=("exec", "file_transfer", "network_lockdown"),
     stage_names=classify.STAGES,
     steps_include_create_or_build=True,

@@ -77,7 +77,7 @@ DEFINITION = BenchmarkDefinition(
     memory_mib=8192,
     trials_per_unit=TRIALS,
     # "ranked once it has at least 90% of the successes requested before any top-up", rounded up
-    ranking_floor=labels.ranking_floor(TRIALS * len(trace_folders())),
+    ranking_floor=labels.declared_floor(TRIALS * len(trace_folders())),
     required_capabilities=("exec", "file_transfer", "network_lockdown"),
     stage_names=classify.STAGES,
     steps_include_create_or_build=True,

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.urls import reverse
 
-from boxbench.leaderboard.sources import ranking_floor, unit_scope
+from boxbench.leaderboard.sources import run_floor, unit_scope
 from boxbench.models import Benchmark, Outcome, Run, RunStatus, Trial, TrialState, Unit
 from runner import chain, runs, steps, store
 from runner.labels import batch_label
@@ -349,14 +349,14 @@ def test_the_default_plan_ranks_every_provider_it_plans(chain_provider):
     for slug, planned in benchmarks.items():
         benchmark = Benchmark.objects.get(slug=slug)
         declared = Unit.objects.filter(benchmark=benchmark).count()
-        floor = ranking_floor(benchmark, run, declared)
+        floor = run_floor(benchmark, run, declared)
         assert planned["trials_per_unit"] * len(planned["units"]) >= floor, slug
     assert run.trials.filter(benchmark__slug="deepswe-boxbench").count() == 40
     # Planning stores every unit, so the two are published as a subset against its share of 180.
     deepswe = run.trials.filter(benchmark__slug="deepswe-boxbench").first().benchmark
     declared = Unit.objects.filter(benchmark=deepswe).count()
     assert (deepswe.version, deepswe.ranking_floor, declared) == ("2", 180, 10)
-    assert ranking_floor(deepswe, run, declared) == 36
+    assert run_floor(deepswe, run, declared) == 36
     assert unit_scope(2, declared)["text"] == "2 of 10 units"
 
 

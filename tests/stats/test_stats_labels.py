@@ -2,14 +2,14 @@ from fractions import Fraction
 
 import pytest
 
-from stats.labels import MEANINGS, Label, ProviderState, decide, ranking_floor, subset_floor
+from stats.labels import MEANINGS, Label, ProviderState, decide, declared_floor, subset_floor
 
-FLOOR = ranking_floor(200)
+FLOOR = declared_floor(200)
 
 
 def test_it_sets_the_deepswe_floor_at_180_of_200():
     assert FLOOR == 180
-    assert ranking_floor(21, Fraction(9, 10)) == 19  # ceil(18.9)
+    assert declared_floor(21, Fraction(9, 10)) == 19  # ceil(18.9)
 
 
 def test_it_has_seven_labels_each_with_its_meaning():

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from boxbench import audit_input, publishing
-from boxbench.leaderboard.sources import ranking_floor
+from boxbench.leaderboard.sources import run_floor
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -244,7 +244,7 @@ def test_it_takes_the_ranking_floor_from_the_benchmark_not_the_runs_trials(
 ):
     benchmark = Benchmark(slug="b", trials_per_unit=20, ranking_floor=declared)
     run = Run(manifest={"benchmarks": {"b": planned}} if planned else {})
-    assert ranking_floor(benchmark, run, units) == floor
+    assert run_floor(benchmark, run, units) == floor
 
 
 def test_a_run_of_fewer_trials_than_the_floor_is_not_ranked(imported_run):
