@@ -3,9 +3,12 @@ called, outside every timed span: the trial's own create, a restore, a fork and 
 Create's layer alike (common methodology: "the benchmark script spaces create calls to that
 limit outside all timed steps")."""
 
+import time
+
 import pytest
 
 from runner.benchmarks import all_benchmarks
+from runner.chain import CreateSpacer
 from runner.lifecycle import run_trial
 from runner.outcomes import EvidenceKind
 from runner.providers.local import LocalProvider
@@ -63,3 +66,20 @@ def test_every_sandbox_of_a_trial_waits_its_turn_before_the_adapter_call(local, 
     made = [e for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
     assert len(made) == calls.count("turn") == 2
     assert log == calls
+
+
+def test_the_chains_spacer_holds_each_create_to_the_declared_interval_and_counts_its_waits():
+    # Two creates a second: each turn comes at least 0.5 s after the one before it. The bound
+    # is from before the first turn, so a slow host can only make the turns later, never early.
+    spacer = CreateSpacer(2.0)
+    before = time.monotonic()
+    turns = []
+    for _ in range(3):
+        spacer.wait()
+        turns.append(time.monotonic())
+    assert [turn - before >= 0.5 * i for i, turn in enumerate(turns)] == [True] * 3
+    assert spacer.interval == 0.5 and spacer.waits == 2 and spacer.waited_s > 0.5
+    unspaced = CreateSpacer(None)  # a provider that declares no rate
+    unspaced.wait()
+    unspaced.wait()
+    assert (unspaced.interval, unspaced.waits) == (0.0, 0)

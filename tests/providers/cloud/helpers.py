@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from runner import lifecycle
+from runner import chain, lifecycle
 from runner.declarations import get_declaration
 from runner.limits import Limits
 from runner.providers import get_provider
@@ -81,6 +81,15 @@ class Cloud:
             status=502,
             body={"code": 502, "message": "sandbox not ready"},
         )
+
+
+def unspaced_creates(monkeypatch) -> None:
+    """The chains of the next run send their creates as they come, not spaced to the declared
+    rate: Vercel's 20 creates per 10 minutes space a demo run's creates 30 s apart, and a test
+    whose claim is not the rate gains nothing from waiting. What the spacing itself does is held
+    by tests/runner/test_create_spacing.py and by the E2B demo run, spaced at its 1 a second."""
+    spaced = chain.CreateSpacer
+    monkeypatch.setattr(chain, "CreateSpacer", lambda _rate_per_s: spaced(None))
 
 
 def start_fake(slug: str, root, **options):

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from boxbench.models import Run
 from runner.outcomes import EvidenceKind
 from runner.providers.base import ProviderError
 from runner.providers.fakes.server import Response
@@ -137,3 +138,7 @@ def test_a_demo_run_of_snapshots_and_forks_succeeds_and_leaves_nothing(monkeypat
     trials, left, _ = demo_run(monkeypatch, "e2b", leftovers)
     assert trials == [("success", "")] * 6
     assert left == {"sandboxes": [], "snapshots": []}
+    # The chain spaced its creates to E2B's declared rate and recorded it (the Vercel demo runs,
+    # 30 s a create at its rate, go unspaced).
+    spacing = Run.objects.get().typed_manifest.create_spacing["e2b"]
+    assert (spacing.create_rate_per_s, spacing.min_interval_s) == (1.0, 1.0)
