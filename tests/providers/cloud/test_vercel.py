@@ -1,12 +1,14 @@
 """What Vercel's SDK would do on its own, held to one call: it sends each call once, its polling
 of a create that never runs ends at the adapter's limit without leaving the sandbox, and a
-stopped session is never resumed behind the adapter's back (the SDK's lifecycle recovery)."""
+stopped session is never resumed behind the adapter's back (the SDK's lifecycle recovery); its
+fake holds the documented creation rate and refuses past it as Vercel does."""
 
 import pytest
 
 from runner.providers.base import ProviderError, SandboxSpec
 from runner.providers.fakes import hostile
 from runner.providers.fakes.server import Response
+from runner.providers.fakes.vercel import VercelFake
 from tests.providers.cloud.helpers import run, running_fake
 
 SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-pytest-vercel", lifetime_s=120)
@@ -74,3 +76,24 @@ def test_a_create_whose_session_fails_is_a_provider_failure_and_leaves_nothing(t
         assert (result.outcome, result.owner) == ("provider_failure", "provider")
         assert "failed" in result.cause and result.cleanup_verified
         assert found.fake.records == {}
+
+
+def test_vercels_fake_admits_20_creates_in_10_minutes_and_refuses_the_next_with_429(tmp_path):
+    # The Hobby plan's documented limit, which demo runs meet; the tests whose claim is not the
+    # rate switch it off, so this one holds it. The window's clock is set, not waited for.
+    with running_fake("vercel", tmp_path, **VercelFake.documented_limits()) as found:
+        provider, backend = found.provider, found.fake.backend
+        now = [1000.0]
+        backend.clock = lambda: now[0]
+        for _ in range(20):  # 20 creates 29 s apart: all 20 inside one 600 s window
+            backend.admit()
+            now[0] += 29.0
+        with pytest.raises(ProviderError) as refused:
+            provider.create(SPEC)
+        assert (refused.value.operation, refused.value.code) == ("create", "rate_limited")
+        said = "HTTP 429: Sandbox creation rate limit (20 per 600 s) exceeded"
+        assert said in str(refused.value) and str(refused.value).endswith("(Retry-After 20)")
+        now[0] = 1600.0  # the first create has left the window: one more is admitted
+        sandbox = provider.create(SPEC)
+        assert found.fake.records[sandbox.id].session.box.state == "running"
+        provider.destroy(sandbox)
