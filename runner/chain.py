@@ -51,8 +51,8 @@ REFILLABLE = (Outcome.PROVIDER_FAILURE, Outcome.EXCLUDED, Outcome.MISSED)
 LEFTOVER_GONE_POLL = waiting.every(0.05)
 
 
-def refillable(trial: Trial) -> bool:
-    """Lost slots are refilled; a benchmark error never is (it stops its unit)."""
+def can_top_up(trial: Trial) -> bool:
+    """Lost slots are topped up; a benchmark error never is (it stops its unit)."""
     if trial.outcome == Outcome.BENCHMARK_ERROR:
         return not fault.stops_unit(trial.outcome, trial.owner)
     return trial.outcome in REFILLABLE
@@ -60,7 +60,7 @@ def refillable(trial: Trial) -> bool:
 
 # Tests replace these: the lifecycle's limits, and the clock of the refill time limit.
 lifecycle_limits = Limits()
-refill_clock = time.time
+top_up_clock = time.time
 
 
 class CreateSpacer:
@@ -106,7 +106,7 @@ class Chain:
         self.unreplaceable: str | None = self.memory.get("unreplaceable")
         # Set when a trial's resources may still exist: no worker of this chain starts another.
         self.halted: str | None = None
-        self.refill_stopped: str | None = None  # the refill time limit or budget, mid-round
+        self.top_up_stopped: str | None = None  # the refill time limit or budget, mid-round
         self._lock = threading.Lock()
         self.heartbeat = Heartbeat(f"{run.pk}-{provider_slug}", chain=(run.pk, provider_slug))
         self.backend = outage.BackendGate(self._wait_for_backend)
@@ -243,11 +243,11 @@ class Chain:
                         trial = pending.pop(0)
                     if self._cancelled():
                         return
-                    if round_no > rules.ROUNDS and (over := self._refill_over()):
-                        # Checked before every refill, not only when the round opened.
+                    if round_no > rules.ROUNDS and (over := self._top_up_over()):
+                        # Checked before every top-up trial, not only when the round opened.
                         with self._lock:
                             pending.insert(0, trial)
-                            self.refill_stopped = over
+                            self.top_up_stopped = over
                             self.memory["topup"]["limit"] = over
                         stop.set()
                         return
@@ -281,7 +281,7 @@ class Chain:
         with self._lock:
             left = list(pending)
         if (stop.is_set() or self.backend.gave_up) and left:
-            reason = self.halted or self.refill_stopped
+            reason = self.halted or self.top_up_stopped
             why = f"the batch stopped: {reason}" if reason else "the batch stopped early"
             store.cancel_queued(self.run, why, pk__in=[t.pk for t in left])
         self._record_live(f"{label}:end")
@@ -411,29 +411,25 @@ class Chain:
         its batches; the round's gain is counted once its last batch ran."""
         t = self.memory.setdefault("topup", {})
         if not t:
-            t.update(started_at=refill_clock(), round=rules.ROUNDS, rounds=0, without_gain=0)
+            t.update(started_at=top_up_clock(), round=rules.ROUNDS, rounds=0, without_gain=0)
             t.update(pending=[], before=0)
         if t["pending"]:
             self.run_batch(t["pending"].pop(0), t["round"])
             if not t["pending"]:
-                state = self._refill_state(t)
+                state = self._top_up_state(t)
                 state.after_round(self._successes() - t["before"])
                 t["rounds"], t["without_gain"] = state.rounds, state.rounds_without_gain
             return number + 1
-        plan = self._refill_plan()
-        if t.get("limit"):
-            reason = t["limit"]  # reached mid-round, before a refill
-        elif not plan:
-            reason = "every unit reached its target or its 2N attempts"
-        else:
-            reason = rules.refill_stop_reason(
-                self._refill_state(t),
-                refill_clock(),
-                self._spent_usd(),
-                self.unreplaceable or self._outcome_unknown(),
-            )
-        if not reason and self._cancelled():
-            reason = "the run was cancelled"
+        plan = self._top_up_plan()
+        reason = rules.top_up_stop(
+            self._top_up_state(t),
+            top_up_clock(),
+            self._spent_usd(),
+            limit_reached=t.get("limit"),
+            units_left=bool(plan),
+            unreplaceable=self.unreplaceable or self._outcome_unknown(),
+            cancelled=self._cancelled(),
+        )
         if reason:
             stopped = TopUps(rounds=t["rounds"], stopped=reason)
             store.update_manifest(self.run.pk, lambda m: m.topups.__setitem__(self.slug, stopped))
@@ -446,16 +442,15 @@ class Chain:
         t["pending"] = sorted({b for b, _, _ in plan})
         return number + 1
 
-    def _refill_over(self) -> str | None:
+    def _top_up_over(self) -> str | None:
         t = self.memory.get("topup")
         if not t:
             return None
-        return rules.refill_limit_reason(self._refill_state(t), refill_clock(), self._spent_usd())
+        return rules.top_up_limit(self._top_up_state(t), top_up_clock(), self._spent_usd())
 
-    def _refill_state(self, t: dict) -> rules.RefillState:
+    def _top_up_state(self, t: dict) -> rules.TopUpState:
         plan = self.manifest.plan
-        return rules.RefillState(
-            target=0,
+        return rules.TopUpState(
             started_at=t["started_at"],
             time_limit_s=(plan.refill_minutes if plan else 10.0) * 60,
             budget_usd=plan.budget_usd if plan else None,
@@ -463,8 +458,8 @@ class Chain:
             rounds=t["rounds"],
         )
 
-    def _refill_plan(self) -> list:
-        """[(benchmark, unit, [failed trials without a replacement])] that need refills."""
+    def _top_up_plan(self) -> list:
+        """[(benchmark, unit, [failed trials without a replacement])] that need top-ups."""
         plan = []
         by_unit = defaultdict(list)
         for trial in store.chain_trials(self.run, self.slug):
@@ -479,9 +474,9 @@ class Chain:
             failed = [
                 t
                 for t in unit_trials
-                if t.state == TrialState.DONE and refillable(t) and t.pk not in replaced
+                if t.state == TrialState.DONE and can_top_up(t) and t.pk not in replaced
             ]
-            count = min(rules.refills_for_unit(target, successes, attempts), len(failed))
+            count = min(rules.top_ups_for_unit(target, successes, attempts), len(failed))
             if count:
                 plan.append((benchmark, unit, failed[:count]))
         return plan

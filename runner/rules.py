@@ -237,11 +237,11 @@ def chain_overlaps(spans: list[TrialSpan]) -> dict[str, dict[str, int]]:
 
 
 @dataclass
-class RefillState:
-    """What the top-up rounds of one provider have seen so far."""
+class TopUpState:
+    """What the top-up rounds of one provider have seen so far ("Top-Ups"; the spec calls the
+    replacements refills and their clock the refill time limit)."""
 
-    target: int  # N, the scheduled number of successes per unit
-    started_at: float  # monotonic
+    started_at: float  # the top-up clock's reading when the first round opened
     time_limit_s: float
     budget_usd: float | None = None
     rounds_without_gain: int = 0
@@ -252,23 +252,40 @@ class RefillState:
         self.rounds_without_gain = 0 if gained > 0 else self.rounds_without_gain + 1
 
 
-def refill_stop_reason(
-    state: RefillState,
+def top_up_stop(
+    state: TopUpState,
     now: float,
     spent_usd: float,
+    *,
+    limit_reached: str | None,
+    units_left: bool,
     unreplaceable: str | None,
+    cancelled: bool,
 ) -> str | None:
-    """The first stop condition that holds for the whole provider, or None to go on."""
+    """Why the top-up rounds stop before the next round opens, or None to open it: the first of
+    the stop conditions ("Stop Conditions") that holds for the whole provider.
+
+    `limit_reached` is the time limit or budget a worker met mid-round (top_up_limit, checked
+    before every top-up trial); `units_left` is whether any unit is still below its target with
+    attempts to spare (top_ups_for_unit); `unreplaceable` names a failure that cannot be
+    replaced or a trial whose outcome is unknown.
+    """
+    if limit_reached:
+        return limit_reached
+    if not units_left:
+        return "every unit reached its target or its 2N attempts"
     if unreplaceable:
         return f"a failure cannot be replaced: {unreplaceable}"
     if state.rounds_without_gain >= 2:
         return "two refill rounds in a row added no successful trial"
-    return refill_limit_reason(state, now, spent_usd)
+    if limit := top_up_limit(state, now, spent_usd):
+        return limit
+    return "the run was cancelled" if cancelled else None
 
 
-def refill_limit_reason(state: RefillState, now: float, spent_usd: float) -> str | None:
-    """The refill time limit or the run budget, checked before every refill as well as when a
-    round of top-ups opens; None while both hold."""
+def top_up_limit(state: TopUpState, now: float, spent_usd: float) -> str | None:
+    """The refill time limit or the run budget, checked before every top-up trial as well as when
+    a round of top-ups opens; None while both hold."""
     if now - state.started_at > state.time_limit_s:
         return f"the refill time limit of {state.time_limit_s:g} s expired"
     if state.budget_usd is not None and spent_usd >= state.budget_usd:
@@ -276,7 +293,7 @@ def refill_limit_reason(state: RefillState, now: float, spent_usd: float) -> str
     return None
 
 
-def refills_for_unit(target: int, successes: int, attempts: int) -> int:
+def top_ups_for_unit(target: int, successes: int, attempts: int) -> int:
     """How many replacement trials a unit gets this round: its deficit, never beyond 2N attempts."""
     deficit = max(0, target - successes)
     return max(0, min(deficit, 2 * target - attempts))

@@ -119,21 +119,34 @@ def test_it_measures_in_flight_as_a_time_weighted_mean_of_other_trials():
 
 
 def test_it_stops_refilling_on_every_condition_of_the_spec():
-    state = rules.RefillState(target=5, started_at=0.0, time_limit_s=60, budget_usd=1.0)
-    assert rules.refill_stop_reason(state, 1.0, 0.0, None) is None
-    assert "cannot be replaced" in rules.refill_stop_reason(state, 1.0, 0.0, "cut short")
-    assert "time limit" in rules.refill_stop_reason(state, 61.0, 0.0, None)
-    assert "budget" in rules.refill_stop_reason(state, 1.0, 1.0, None)
+    state = rules.TopUpState(started_at=0.0, time_limit_s=60, budget_usd=1.0)
+
+    def stop(now=1.0, spent=0.0, **given):
+        held = dict(limit_reached=None, units_left=True, unreplaceable=None, cancelled=False)
+        return rules.top_up_stop(state, now, spent, **{**held, **given})
+
+    assert stop() is None
+    assert stop(limit_reached="the run budget of 1 USD is spent") == (
+        "the run budget of 1 USD is spent"
+    )
+    assert stop(units_left=False) == "every unit reached its target or its 2N attempts"
+    assert "cannot be replaced" in stop(unreplaceable="cut short")
+    assert "time limit" in stop(now=61.0)
+    assert "budget" in stop(spent=1.0)
+    assert stop(cancelled=True) == "the run was cancelled"
     state.after_round(0)
-    assert rules.refill_stop_reason(state, 1.0, 0.0, None) is None
+    assert stop() is None
     state.after_round(0)
-    assert "two refill rounds" in rules.refill_stop_reason(state, 1.0, 0.0, None)
+    assert "two refill rounds" in stop()
+    # The first condition that holds is the one named.
+    assert stop(units_left=False, unreplaceable="cut short") == stop(units_left=False)
+    assert "cannot be replaced" in stop(unreplaceable="cut short", cancelled=True)
 
 
 def test_it_never_lets_a_unit_take_more_than_twice_n_attempts():
-    assert rules.refills_for_unit(target=5, successes=2, attempts=5) == 3
-    assert rules.refills_for_unit(target=5, successes=2, attempts=9) == 1
-    assert rules.refills_for_unit(target=5, successes=5, attempts=6) == 0
+    assert rules.top_ups_for_unit(target=5, successes=2, attempts=5) == 3
+    assert rules.top_ups_for_unit(target=5, successes=2, attempts=9) == 1
+    assert rules.top_ups_for_unit(target=5, successes=5, attempts=6) == 0
 
 
 def test_it_bills_increments_minimums_and_per_sandbox_fees():

@@ -500,7 +500,7 @@ def test_it_checks_the_refill_time_limit_before_every_refill(chain_provider, loc
     # takes the clock past the 10-minute limit: the second is not run, though its round opened
     # before the limit expired.
     clock = [1_000_000.0]
-    monkeypatch.setattr(chain, "refill_clock", lambda: clock[0])
+    monkeypatch.setattr(chain, "top_up_clock", lambda: clock[0])
 
     class SlowRefills(FaultyProvider):
         def create(self, spec):
