@@ -41,9 +41,12 @@ def main(calls: int) -> None:
     try:
         for _ in range(calls):
             started = time.monotonic()
-            result = provider.exec(sandbox, ["/bin/bash", "-c", script], 10)
+            key = clock.new_key()
+            result = provider.exec(
+                sandbox, ["/bin/bash", "-c", script], 10, stdin=clock.key_input(key)
+            )
             total = (time.monotonic() - started) * 1000
-            _, timing = clock.parse_trailer(result.stderr)
+            _, timing = clock.parse_trailer(result.stderr, key)
             added.append(total - timing.wall_ms)
             runtime.append(timing.wall_ms)
             started = time.monotonic()

@@ -5,19 +5,37 @@ read, because virtualized procfs can fail on later line reads) and $EPOCHREALTIM
 command and after it, with builtins only, and writes one `__SANDBOX_CLOCK` trailer line from an
 EXIT trap, so `exit N` inside the command still reports its timing and keeps its exit code. The
 trailer goes to a copy of stderr taken before the command, so a command that closes or redirects
-its stderr cannot drop it (and so leave a line of its own as the last); a trailer line before the
-wrapper's is refused as the command's (ExtraTrailer, the benchmark's fault).
+its stderr cannot drop it.
 The command runs in the wrapper's own shell: `true` is timed as the builtin, not as a subprocess.
-A command that replaces the shell (`exec prog`) leaves no trailer and so has no guest runtime.
 Only the wrapper's own shell writes the trailer: a subshell of the command that runs the EXIT trap
 (one killed by a signal while it still holds the trap) writes none.
 `read -N` returns 1 at end of file even though it read the whole file: `|| :` (a builtin) keeps a
 command's `set -e` from ending the EXIT trap before its trailer, or changing the exit code.
+
+The call's key. A command can print a line shaped like a trailer, and a command that leaves no
+trailer of the wrapper's (`exec prog`, `kill -9 $$`) would have had the runner take that line as
+the guest clock's: a stepped clock at will, charged to the provider. So each call has a key of its
+own (`new_key`, 128 random bits) that the wrapper's trailer carries, and `parse_trailer` accepts
+only the trailer with the call's key; any other trailer-shaped line (no key, another key, a second
+trailer) is the command's (ExtraTrailer, the benchmark's fault, never a stepped clock). The key
+reaches the wrapper on its stdin (`key_input`), which it reads into an unexported variable before
+the command and then replaces with /dev/null: it is in no process's argv or environment (both
+readable in /proc by the command's own children) and, once read, in no descriptor. Adapters that
+carry stdin as a file remove the file before the command starts (docs/providers.md).
+The trailer's descriptor is inherited by the command's programs (Bash cannot set close-on-exec),
+but it is a copy of the command's own stderr: writing to it gives a program nothing it did not
+have. The key is what makes the trailer the wrapper's.
+Residual, by the methodology's design: the command runs in the wrapper's shell (it times guest
+commands without a subprocess), so a builtin of the command (`echo $__bb_key`) can read the key,
+and a program it starts can read the shell's memory through /proc/PID/mem where the kernel allows
+a process to read its parent's (same user, no Yama; `local`'s seccomp filter refuses ptrace and
+process_vm_readv, not that file). A forged trailer then needs code written against this wrapper.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -38,8 +56,10 @@ _PRELUDE = (
     "for __bb_i in 1 2 3 4 5; do "
     "__bb_w1=$EPOCHREALTIME; read -r -N 64 __bb_u1 < UPTIME || :; __bb_b=$EPOCHREALTIME; "
     "(( ${__bb_b/[.,]/} - ${__bb_w1/[.,]/} < PAIR_US )) && break; done; "
-    "printf '\\n__SANDBOX_CLOCK %s %s %s %s\\n' "
+    "printf '\\n__SANDBOX_CLOCK %s %s %s %s %s\\n' \"$__bb_key\" "
     '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&"$__bb_err"; }\n'
+    # The key line, then stdin is the command's as /dev/null: nothing left to read the key from.
+    "read -r __bb_key 2> /dev/null || :; exec < /dev/null\n"
     "__bb_pid=$BASHPID; exec {__bb_err}>&2\n"
     "trap __bb_clock_end EXIT\n"
     "for __bb_i in 1 2 3 4 5; do "
@@ -47,8 +67,10 @@ _PRELUDE = (
     "(( ${__bb_w0/[.,]/} - ${__bb_a/[.,]/} < PAIR_US )) && break; done\n"
 ).replace("PAIR_US", str(PAIR_US))
 _NUMBER = rb"(\d+(?:[.,]\d+)?)"
-_TRAILER_LINE = re.compile(rb"\n?" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"\n?$")
-_ANY_TRAILER = re.compile(rb"(?:^|\n)" + TRAILER + rb" " + rb" ".join([_NUMBER] * 4) + rb"(?:\n|$)")
+_TIMES = rb" ".join([_NUMBER] * 4)
+# A line shaped like a trailer, with or without a key (an older wrapper's had none).
+_ANY_TRAILER = re.compile(rb"^" + TRAILER + rb" (?:\S* )?" + _TIMES + rb"$", re.MULTILINE)
+_KEY = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -72,32 +94,47 @@ def wrap(command: str, uptime: str = "/proc/uptime") -> str:
     return _PRELUDE.replace("UPTIME", _single_quote(uptime)) + command + "\n"
 
 
+def new_key() -> str:
+    """A call's key: 128 random bits, so no command can guess the wrapper's trailer."""
+    return secrets.token_hex(16)
+
+
+def key_input(key: str) -> bytes:
+    """The wrapper's stdin for a call with `key` (it reads one line, then gives the command
+    /dev/null)."""
+    return key.encode() + b"\n"
+
+
 class ExtraTrailer(ValueError):
-    """stderr holds a clock trailer before the wrapper's own: the command wrote one."""
+    """stderr holds a trailer-shaped line that is not the wrapper's: the command wrote one."""
 
 
-def parse_trailer(stderr: bytes) -> tuple[bytes, GuestTiming | None]:
+def parse_trailer(stderr: bytes, key: str) -> tuple[bytes, GuestTiming | None]:
     """Split the wrapper's trailer off stderr: (stderr as the command wrote it, timing or None).
 
-    ExtraTrailer when a whole trailer line comes before the last one: only the command can have
-    written it (to pass its own times off as the guest clock's), which is the benchmark's fault,
-    never a stepped clock charged to the provider."""
-    start = stderr.rfind(b"\n" + TRAILER + b" ")
-    if start < 0 and stderr.startswith(TRAILER + b" "):
-        start = 0
-    if start < 0:
-        return stderr, None
-    match = _TRAILER_LINE.match(stderr, start)
-    if match is None or match.end() != len(stderr):
-        return stderr, None
-    if _ANY_TRAILER.search(stderr, 0, start):
+    The wrapper's trailer is the one line that carries `key`. ExtraTrailer when any other line is
+    shaped like a trailer (no key, another key, the key twice), wherever it stands, with or
+    without the wrapper's: only the command can have written it, to pass its own times off as the
+    guest clock's, which is the benchmark's fault, never a stepped clock charged to the provider.
+    None when there is neither: the wrapper ended before its trap (`exec prog`, a kill)."""
+    if not _KEY.fullmatch(key):
+        raise ValueError("a clock key is 32 lowercase hex digits (clock.new_key)")
+    own = re.compile(rb"(?:^|\n)" + TRAILER + b" " + key.encode() + b" " + _TIMES + rb"(?:\n|$)")
+    matches = list(own.finditer(stderr))
+    if len(matches) > 1:
+        raise ExtraTrailer(f"the command repeated the wrapper's {TRAILER.decode()} line")
+    match = matches[0] if matches else None
+    rest = stderr if match is None else stderr[: match.start()] + b"\n" + stderr[match.end() :]
+    if _ANY_TRAILER.search(rest):
         raise ExtraTrailer(
-            f"the command wrote a {TRAILER.decode()} line of its own before the wrapper's"
+            f"the command wrote a {TRAILER.decode()} line of its own (without this call's key)"
         )
+    if match is None:
+        return stderr, None
     # Decimal keeps the microseconds of a 10-digit epoch exact.
     w0, w1, u0, u1 = (Decimal(v.replace(b",", b".").decode()) for v in match.groups())
     timing = GuestTiming(wall_ms=float((w1 - w0) * 1000), uptime_ms=float((u1 - u0) * 1000))
-    return stderr[:start], timing
+    return stderr[: match.start()] + stderr[match.end() :], timing
 
 
 def gate(wall_ms: float, uptime_ms: float, tol_ms: float = GATE_TOLERANCE_MS) -> bool:
@@ -106,7 +143,8 @@ def gate(wall_ms: float, uptime_ms: float, tol_ms: float = GATE_TOLERANCE_MS) ->
 
 
 def background_script(command: str, tag: str) -> str:
-    """Start the wrapped `command` detached, with its output and exit code in /tmp files.
+    """Start the wrapped `command` detached, with its output and exit code in /tmp files; the
+    launch's stdin is the call's `key_input`.
 
     `background_paths(tag)` names the files to poll and read back; `poll_command` waits for them.
     The timing comes from the guest clock inside the wrapper, so polling adds nothing to the
@@ -129,12 +167,16 @@ def background_script(command: str, tag: str) -> str:
     # start after a whole poll has waited, and a poll that found no output file yet ended a
     # live trial as "never started". (setsid runs in place: a background job of a shell without
     # job control leads no process group, so $! is the process that runs the command.)
+    # The call's key comes on this launch's stdin (key_input) and goes on from shell to shell as
+    # a here-string (a pipe in Bash 5.1 and later, an unlinked file before), each shell reading it
+    # and dropping its stdin, so it never stands in an argv, an environment or a named file.
     return (
-        f"mkfifo {paths['fifo']} && {{ "
-        f'setsid bash -c \'( bash -c "$1" > {base}.out 2> {base}.err < /dev/null; '
+        f"read -r k 2> /dev/null || :; exec < /dev/null; mkfifo {paths['fifo']} && {{ "
+        f"setsid bash -c 'read -r k 2> /dev/null || :; exec < /dev/null; "
+        f'( bash -c "$1" > {base}.out 2> {base}.err <<< "$k"; '
         f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "
         f"exec 9<> {paths['fifo']}; echo >&9 )' background {quoted} "
-        f"> /dev/null 2>&1 < /dev/null & }} && echo $! > {paths['pid']}"
+        f'> /dev/null 2>&1 <<< "$k" & }} && echo $! > {paths["pid"]}'
     )
 
 

@@ -67,6 +67,7 @@ from runner.placement import probe_placement
 from runner.pricing import refused_cost
 from runner.providers.base import (
     CredentialsRejected,
+    ExecResult,
     ExecTimeout,
     ProviderError,
     Sandbox,
@@ -303,11 +304,20 @@ class LifecycleContext(TrialContext):
         check_gate: bool = True,
         sandbox: Sandbox | None = None,
     ) -> GuestRun:
-        script = clock.wrap(command)
+        script, key = clock.wrap(command), clock.new_key()
         started = time.monotonic()
-        result = self._exec(sandbox, ["/bin/bash", "-c", script], timeout, workdir=workdir)
+        # The exit code is judged with the trailer (_guest_run), not here: a command that forged a
+        # trailer and then killed its own shell is the benchmark's fault, not a kill from outside.
+        result = self._exec(
+            sandbox,
+            ["/bin/bash", "-c", script],
+            timeout,
+            stdin=clock.key_input(key),
+            workdir=workdir,
+            check_killed=False,
+        )
         total_ms = _ms(time.monotonic() - started)
-        return self._guest_run(result.exit_code, result.stdout, result.stderr, total_ms, check_gate)
+        return self._guest_run(result, key, total_ms, check_gate)
 
     def background(
         self,
@@ -323,8 +333,10 @@ class LifecycleContext(TrialContext):
         paths = clock.background_paths(tag)
         if workdir:
             script = f"cd {shlex.quote(workdir)} || exit 125\n{script}"
+        key = clock.new_key()
         started = time.monotonic()
-        launched = self._exec(None, ["/bin/bash", "-c", clock.background_script(script, tag)], 60)
+        launch = ["/bin/bash", "-c", clock.background_script(script, tag)]
+        launched = self._exec(None, launch, 60, stdin=clock.key_input(key))
         if launched.exit_code != 0:
             error = launched.stderr.decode(errors="replace").strip()[:200]
             raise ProviderFailure(f"cannot start a background command in the sandbox: {error}")
@@ -344,8 +356,7 @@ class LifecycleContext(TrialContext):
             exit_code = int(exit_text)
         except ValueError:
             raise BenchmarkError(f"background exit code file holds {exit_text[:40]!r}") from None
-        self._check_killed(exit_code)
-        return self._guest_run(exit_code, stdout, stderr, total_ms, check_gate)
+        return self._guest_run(ExecResult(exit_code, stdout, stderr), key, total_ms, check_gate)
 
     def _read(self, path: str) -> bytes:
         result = self._exec(None, ["/bin/cat", "--", path], 60)
@@ -353,11 +364,13 @@ class LifecycleContext(TrialContext):
             raise ProviderFailure(f"cannot read {path} back from the sandbox")
         return result.stdout
 
-    def _guest_run(self, exit_code, stdout, stderr, total_ms, check_gate) -> GuestRun:
+    def _guest_run(self, result: ExecResult, key: str, total_ms, check_gate) -> GuestRun:
+        exit_code, stdout = result.exit_code, result.stdout
         try:
-            clean, timing = clock.parse_trailer(stderr)
+            clean, timing = clock.parse_trailer(result.stderr, key)
         except clock.ExtraTrailer as exc:
             raise BenchmarkError(str(exc)) from None
+        self._check_killed(exit_code)
         if timing is None:
             raise ProviderFailure(
                 f"the guest clock trailer is missing (exit code {exit_code}): the sandbox ended "
@@ -388,7 +401,7 @@ class LifecycleContext(TrialContext):
     def exec(self, argv: list[str], timeout: float, stdin: bytes | None = None):
         return self._exec(None, argv, timeout, stdin=stdin)
 
-    def _exec(self, sandbox, argv, timeout, stdin=None, workdir=None):
+    def _exec(self, sandbox, argv, timeout, stdin=None, workdir=None, *, check_killed=True):
         sandbox = sandbox or self.sandbox
         try:
             result = self.provider.exec(
@@ -398,7 +411,8 @@ class LifecycleContext(TrialContext):
             raise ProviderFailure(f"a step hit its {timeout:g} s time limit: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any adapter error is the provider's
             raise adapter_failure("exec", exc) from None
-        self._check_killed(result.exit_code)
+        if check_killed:
+            self._check_killed(result.exit_code)
         return result
 
     def _check_killed(self, exit_code: int) -> None:

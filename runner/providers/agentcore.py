@@ -16,10 +16,10 @@ reads the label from each session's name.
 
 Commands and files go through InvokeCodeInterpreter, whose answer is an event stream of results:
 `executeCommand` takes one shell command, so argv is quoted, the working directory entered, the
-environment set with `env`, stdin written first as a file (`writeFiles`) and redirected; the
-command runs under `timeout -s KILL` (the tool has no time limit of its own), which kills its
-whole process group, reported as ExecTimeout. Files: `writeFiles` (bytes as a blob) and
-`readFiles` (a resource block with the bytes). The image and the machine size are the
+environment set with `env`, stdin written first as a file (`writeFiles`), redirected and removed
+before the command starts; the command runs under `timeout -s KILL` (the tool has no time limit of
+its own), which kills its whole process group, reported as ExecTimeout. Files: `writeFiles` (bytes
+as a blob) and `readFiles` (a resource block with the bytes). The image and the machine size are the
 interpreter's own: the API chooses neither.
 
 No SDK retries: a throttled or failed call is the trial's failure (the chain already spaces
@@ -502,7 +502,12 @@ def _command(argv, timeout, stdin_path, workdir, env) -> str:
     if env:
         parts += ["env", "--", *(f"{key}={value}" for key, value in env.items())]
     line = shlex.join(parts + list(argv))
-    line += f" < {shlex.quote(stdin_path)}" if stdin_path else " < /dev/null"
+    if stdin_path:
+        # Removed once open, before the command starts (the guest clock's key: clock.py).
+        path = shlex.quote(stdin_path)
+        line = f"(exec < {path}; rm -f -- {path}; exec {line})"
+    else:
+        line += " < /dev/null"
     if workdir:
         line = f"cd -- {shlex.quote(workdir)} && {line}"
     if stdin_path:

@@ -340,7 +340,8 @@ class DaytonaProvider(HTTPProvider):
         if stdin is not None:
             stdin_path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex[:12]}"
             self.upload(sandbox, stdin_path, stdin)
-            command += f" < {stdin_path}"
+            # Removed once open, before the command starts (the guest clock's key: clock.py).
+            command = f"{{ exec < {stdin_path}; rm -f {stdin_path}; exec {command}; }}"
         # A subshell, so nothing a command does (cd, exported variables) leaks into the session.
         command = f"(cd {shlex.quote(workdir or WORKDIR)} && {command})"
         if stdin_path:

@@ -388,7 +388,10 @@ class DockerProvider(Provider):
             # Half-closing an exec's stdin does not survive TLS and SSH transports; a file does.
             stdin_file = f"/tmp/.boxbench-stdin-{token}"
             self._put_file(sandbox.id, stdin_file, stdin, "exec")
-            script = '"$@" < "$0"; status=$?; rm -f "$0"; exit $status'
+            # Opened, then removed before the command starts: stdin can carry a secret (the guest
+            # clock's key) that the command's programs must not find in /tmp. The last rm is for
+            # a redirection that failed.
+            script = '(exec < "$0"; rm -f "$0"; exec "$@"); status=$?; rm -f "$0"; exit $status'
             argv = ["sh", "-c", script, stdin_file, *argv]
         created = self._call(
             "exec",

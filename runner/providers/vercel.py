@@ -28,7 +28,8 @@ retried up to 5 times (not used: stdin travels as a file).
 - exec: `run_process` on the session, one ndjson stream; its `kill_after` is the time limit, so
   Vercel kills an overdue command (SIGKILL) and the adapter reports ExecTimeout. The SDK hands
   output over as text (UTF-8, invalid bytes replaced). Its command API has no stdin of its own
-  here: stdin is uploaded to a temporary file and redirected.
+  here: stdin is uploaded to a temporary file, redirected
+  and removed before the command starts.
 - files: the session's `fs.write_bytes` (a gzip tar) and `fs.read_bytes`.
 - destroy: DELETE with `deleteOrphanSnapshots`; gone once GET answers 404 or a stopped status.
   Listing: `query_sandboxes` by the batch tag; a stopped sandbox costs nothing and is not live.
@@ -388,7 +389,9 @@ class VercelProvider(HTTPProvider):
         if stdin is not None:
             stdin_path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex[:12]}"
             self.upload(sandbox, stdin_path, stdin)
-            script = f'"$@" < {stdin_path}; __rc=$?; rm -f {stdin_path}; exit $__rc'
+            # Removed once open, before the command starts (the guest clock's key: clock.py).
+            script = f'(exec < {stdin_path}; rm -f {stdin_path}; exec "$@"); __rc=$?'
+            script += f"; rm -f {stdin_path}; exit $__rc"
             argv = ["/bin/sh", "-c", script, "sh", *argv]
         reader, cap = self._reader("exec"), self.limits.output_bytes
         stdout = _Sink(Capped(reader, cap, "the command's stdout", "max_output_mib"))

@@ -128,8 +128,10 @@ def test_exec_keeps_bytes_exact_and_passes_stdin_workdir_and_env(execd, provider
 
 def test_the_guest_clock_wrapper_works_through_exec(execd, provider):
     port, _ = execd
-    result = run(provider, port, ["/bin/bash", "-c", clock.wrap("sleep 0.05; exit 3")], 10)
-    stderr, timing = clock.parse_trailer(result.stderr)
+    key = clock.new_key()
+    argv = ["/bin/bash", "-c", clock.wrap("sleep 0.05; exit 3")]
+    result = run(provider, port, argv, 10, stdin=clock.key_input(key))
+    stderr, timing = clock.parse_trailer(result.stderr, key)
     assert result.exit_code == 3 and stderr == b""
     assert timing is not None and timing.wall_ms >= 50
 
@@ -160,7 +162,7 @@ def test_a_background_launch_returns_and_its_command_finishes(execd, provider, t
     port, _ = execd
     tag = "t" + str(time.monotonic_ns())[-8:]
     script = clock.background_script("echo done", tag)
-    launched = run(provider, port, ["/bin/bash", "-c", script], 10)
+    launched = run(provider, port, ["/bin/bash", "-c", script], 10, stdin=clock.key_input("0" * 32))
     assert launched.exit_code == 0
     polled = run(provider, port, clock.poll_command(tag, 5), 10)
     assert polled.exit_code == 0

@@ -83,10 +83,10 @@ def test_each_sandboxs_execd_runs_nothing_without_its_own_token(opensandbox, os_
 def test_exec_streams_output_and_returns_non_zero_exits(opensandbox, os_label):
     sandbox = create(opensandbox, spec(os_label))
     readiness_check(opensandbox, sandbox, LIMITS.readiness)
-    result = opensandbox.exec(
-        sandbox, ["/bin/bash", "-c", clock.wrap("pwd; echo e >&2; exit 5")], 30
-    )
-    stderr, timing = clock.parse_trailer(result.stderr)
+    key = clock.new_key()
+    argv = ["/bin/bash", "-c", clock.wrap("pwd; echo e >&2; exit 5")]
+    result = opensandbox.exec(sandbox, argv, 30, stdin=clock.key_input(key))
+    stderr, timing = clock.parse_trailer(result.stderr, key)
     assert (result.exit_code, result.stdout, stderr) == (5, b"/app\n", b"e\n")
     assert timing is not None and timing.gate_ok
     assert opensandbox.exec(sandbox, ["cat"], 30, stdin=b"\x00\xff").stdout == b"\x00\xff"

@@ -95,8 +95,8 @@ class FaultyProvider(Provider):
 def _step(stderr: bytes, ms: float) -> bytes:
     """Move the trailer's end wall-clock reading by `ms`, as a guest clock step would."""
     head, _, trailer = stderr.rpartition(b"__SANDBOX_CLOCK ")
-    fields = trailer.split()
-    fields[1] = f"{float(fields[1]) + ms / 1000:.6f}".encode()
+    fields = trailer.split()  # the call's key, then wall start, wall end, uptime start and end
+    fields[-3] = f"{float(fields[-3]) + ms / 1000:.6f}".encode()
     return head + b"__SANDBOX_CLOCK " + b" ".join(fields) + b"\n"
 
 

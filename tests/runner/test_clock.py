@@ -9,12 +9,22 @@ from pathlib import Path
 import pytest
 
 from runner import clock
+from tests.support import clock_attacks
 from tests.support.reliability import wait_for
+
+KEY = "0123456789abcdef" * 2
+
+
+def run_bash(script: str, key: str = KEY, **kwargs) -> subprocess.CompletedProcess:
+    """`bash -c script` on the host as an adapter runs it, with the call's key on its stdin."""
+    return subprocess.run(
+        ["bash", "-c", script], input=clock.key_input(key), capture_output=True, **kwargs
+    )
 
 
 def run_wrapped(command):
-    done = subprocess.run(["bash", "-c", clock.wrap(command)], capture_output=True, timeout=10)
-    return done.returncode, done.stdout, *clock.parse_trailer(done.stderr)
+    done = run_bash(clock.wrap(command), timeout=10)
+    return done.returncode, done.stdout, *clock.parse_trailer(done.stderr, KEY)
 
 
 def test_it_times_a_builtin_without_a_subprocess_and_keeps_stderr_clean():
@@ -37,7 +47,7 @@ def test_it_reads_proc_uptime_with_read_n_and_no_subprocess():
 
 
 def test_it_finds_no_timing_without_a_trailer():
-    assert clock.parse_trailer(b"plain error\n") == (b"plain error\n", None)
+    assert clock.parse_trailer(b"plain error\n", KEY) == (b"plain error\n", None)
 
 
 FORGED = "printf '\\n__SANDBOX_CLOCK 10.000000 90.000000 5.00 5.10\\n' >&2"
@@ -47,19 +57,73 @@ FORGED = "printf '\\n__SANDBOX_CLOCK 10.000000 90.000000 5.00 5.10\\n' >&2"
 def test_a_trailer_the_command_writes_is_refused_even_when_it_drops_its_stderr(then):
     # The wrapper's own trailer goes to a copy of stderr taken before the command, so the
     # forged line (which would fail the clock gate) is never the last one.
-    done = subprocess.run(
-        ["bash", "-c", clock.wrap(f"{FORGED}; {then}")], capture_output=True, timeout=10
-    )
+    done = run_bash(clock.wrap(f"{FORGED}; {then}"), timeout=10)
     assert done.stderr.count(b"__SANDBOX_CLOCK") == 2
-    with pytest.raises(clock.ExtraTrailer, match="of its own before the wrapper's"):
-        clock.parse_trailer(done.stderr)
+    with pytest.raises(clock.ExtraTrailer, match="of its own"):
+        clock.parse_trailer(done.stderr, KEY)
 
 
-def test_it_takes_only_the_last_line_as_the_trailer():
-    stderr = b"__SANDBOX_CLOCK fake\nreal\n__SANDBOX_CLOCK 10.000000 10.500000 5.00 5.50\n"
-    clean, timing = clock.parse_trailer(stderr)
+def test_it_takes_only_the_line_with_the_calls_key_as_the_trailer():
+    stderr = b"__SANDBOX_CLOCK fake\nreal\n__SANDBOX_CLOCK " + KEY.encode()
+    stderr += b" 10.000000 10.500000 5.00 5.50\n"
+    clean, timing = clock.parse_trailer(stderr, KEY)
     assert clean == b"__SANDBOX_CLOCK fake\nreal"
     assert timing.wall_ms == pytest.approx(500) and timing.uptime_ms == pytest.approx(500)
+
+
+@pytest.mark.parametrize(("attack", "command"), clock_attacks.forgeries())
+def test_a_trailer_a_command_forges_is_refused_whether_or_not_the_wrappers_is_there(
+    attack, command
+):
+    # Before the call's key, the forged line of `exec prog` or `kill -9 $$` was the only trailer
+    # and so taken as the guest clock's: a stepped clock charged to the provider.
+    done = run_bash(clock.wrap(command), timeout=30)
+    assert b"__SANDBOX_CLOCK" in done.stderr, attack
+    with pytest.raises(clock.ExtraTrailer, match="without this call's key"):
+        clock.parse_trailer(done.stderr, KEY)
+
+
+def test_a_command_that_repeats_the_wrappers_own_line_is_refused():
+    # Only code written against the wrapper can know the key (a builtin reading its variable).
+    done = run_bash(clock.wrap("printf '\\n__SANDBOX_CLOCK %s 1.0 2.0 3.00 4.00\\n' $__bb_key >&2"))
+    with pytest.raises(clock.ExtraTrailer, match="repeated the wrapper's"):
+        clock.parse_trailer(done.stderr, KEY)
+
+
+def test_a_trailer_without_the_key_is_refused_when_the_key_never_arrived():
+    # An adapter that drops stdin: the wrapper's trailer has no key, and is no one's clock.
+    done = run_bash(clock.wrap("true"), key="")
+    with pytest.raises(clock.ExtraTrailer):
+        clock.parse_trailer(done.stderr, KEY)
+
+
+def test_the_commands_output_after_the_wrappers_trailer_is_kept():
+    code, _, stderr, timing = run_wrapped("( sleep 0.2; echo late >&2 ) &")
+    assert (code, stderr) == (0, b"late\n") and timing is not None
+
+
+def test_no_program_the_command_starts_finds_the_key_in_argv_environment_or_files():
+    done = run_bash(clock.wrap(clock_attacks.probe_command()), timeout=30)
+    _, timing = clock.parse_trailer(done.stderr, KEY)
+    assert timing is not None and done.returncode == 0, done.stderr
+    assert b"__bb_clock_end" in done.stdout  # it did read the wrapper's command line
+    assert KEY.encode() not in done.stdout
+
+
+def test_a_background_command_gets_the_key_and_shows_it_to_no_program(tag):
+    launch = run_bash(clock.background_script(clock_attacks.probe_command(), tag), timeout=60)
+    assert launch.returncode == 0
+    paths = clock.background_paths(tag)
+    wait_for(lambda: Path(paths["rc"]).exists(), 60, "the background command to finish")
+    _, timing = clock.parse_trailer(Path(paths["err"]).read_bytes(), KEY)
+    out = Path(paths["out"]).read_bytes()
+    assert timing is not None and b"__bb_clock_end" in out and KEY.encode() not in out
+
+
+@pytest.mark.parametrize("key", ["", "ABCDEF0123456789" * 2, "0" * 31])
+def test_it_refuses_a_key_it_did_not_make(key):
+    with pytest.raises(ValueError, match="32 lowercase hex digits"):
+        clock.parse_trailer(b"", key)
 
 
 @pytest.mark.parametrize(
@@ -85,8 +149,8 @@ def test_it_refuses_an_empty_command():
     ],
 )
 def test_it_writes_its_trailer_and_keeps_the_exit_code_under_errexit(command, code):
-    done = subprocess.run(["bash", "-c", clock.wrap(command)], capture_output=True, timeout=10)
-    _, timing = clock.parse_trailer(done.stderr)
+    done = run_bash(clock.wrap(command), timeout=10)
+    _, timing = clock.parse_trailer(done.stderr, KEY)
     assert done.returncode == code
     assert timing is not None and timing.gate_ok
     assert b"never" not in done.stdout
@@ -133,9 +197,7 @@ def run_with_uptime(tmp_path, readings, command="true"):
     server = serve_uptime(path, readings, stop)
     while not path.exists():
         time.sleep(0.001)
-    done = subprocess.run(
-        ["bash", "-c", clock.wrap(command, uptime=str(path))], capture_output=True, timeout=60
-    )
+    done = run_bash(clock.wrap(command, uptime=str(path)), timeout=60)
     stop.set()
     # Free the server's waiting open of its next FIFO. It may not have reached that open yet
     # (a loaded machine), and a reader gone before it opens frees nothing: repeat until it ends.
@@ -144,7 +206,7 @@ def run_with_uptime(tmp_path, readings, command="true"):
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
         server.join(timeout=0.05)
     assert not server.is_alive(), "the uptime server did not stop"
-    return clock.parse_trailer(done.stderr)[1]
+    return clock.parse_trailer(done.stderr, KEY)[1]
 
 
 def test_it_retakes_a_reading_paused_between_uptime_and_wall_clock(tmp_path):
@@ -192,7 +254,7 @@ def tag():
 
 def launch_and_poll(tag: str, env: dict):
     launch = ["bash", "-c", clock.background_script("echo done", tag)]
-    assert subprocess.run(launch, env=env, timeout=60).returncode == 0
+    assert run_bash(launch[2], env=env, timeout=60).returncode == 0
     return lambda wait_s: subprocess.run(clock.poll_command(tag, wait_s), timeout=60).returncode
 
 

@@ -70,8 +70,8 @@ def test_it_ignores_a_clock_step_outside_the_commands_of_a_replay(local, monkeyp
     # whole-script span; every command's own span is unaffected, so the trial stands.
     real_parse = clock.parse_trailer
 
-    def stepped_script_span(stderr):
-        clean, timing = real_parse(stderr)
+    def stepped_script_span(stderr, key):
+        clean, timing = real_parse(stderr, key)
         if timing is None:
             return clean, None
         return clean, clock.GuestTiming(timing.wall_ms + 5000.0, timing.uptime_ms)

@@ -21,8 +21,9 @@ methodology defines it. docs/providers.md lists what each SDK call sends.
 - exec: `commands.run` with the argv shell-quoted (execd takes a shell command), the working
   directory (default /app), the environment, and execd's own time limit a little past ours; the
   SDK reads the event stream. A command that outlives its timeout is interrupted
-  (`commands.interrupt`) and reported as ExecTimeout. stdin travels as a temporary file. Long
-  commands run in the background through the lifecycle's own script (runner/clock.py).
+  (`commands.interrupt`) and reported as ExecTimeout. stdin travels as a temporary file, removed
+  before the command starts. Long commands run in the background through the lifecycle's own
+  script (runner/clock.py).
 - files: `files.write_file` (execd's multipart upload) and `files.read_bytes`.
 - destroy: `kill_sandbox` (404 counts as gone), tried again for up to 60 s while the server
   refuses or resets the connection (a restart, which its sandboxes outlive); is_gone: the get
@@ -412,7 +413,9 @@ class OpenSandboxProvider(Provider):
         if stdin is not None:
             path = f"/tmp/.boxbench-stdin-{uuid.uuid4().hex}"
             self._write(box, path, stdin, "exec")
-            command = f'{command} < {path}; status=$?; rm -f {path}; exit "$status"'
+            # Removed once open, before the command starts (the guest clock's key: clock.py).
+            command = f"(exec < {path}; rm -f {path}; exec {command}); status=$?; rm -f {path}"
+            command += '; exit "$status"'
         opts = RunCommandOpts(
             working_directory=workdir or WORKDIR,
             timeout=timedelta(seconds=math.ceil(timeout + EXEC_BACKSTOP_S)),
