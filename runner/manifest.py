@@ -44,6 +44,9 @@ class PlannedBenchmark(msgspec.Struct):
     trials_per_unit: PositiveInt
     version: str | None = None
     ranking_floor: int | None = None
+    # The floor of this run's own units where the workload derives it per run (`floor_share`);
+    # None: the declared floor, its share taken for a subset of the units.
+    run_floor: PositiveInt | None = None
     units: list[str] = msgspec.field(default_factory=list)
     parallel_trials: PositiveInt = 1
     declared_parallel_trials: int | None = None

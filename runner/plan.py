@@ -35,6 +35,7 @@ from runner.manifest import (
 )
 from runner.providers import unavailable
 from runner.providers.base import ProviderError
+from stats import labels
 
 SEQ_BLOCK = 1_000_000  # each provider's trials take their own seq range, so top-ups never collide
 
@@ -159,11 +160,13 @@ def plan_run(
     )
     for slug in benchmarks:
         d = modules[slug].DEFINITION
+        planned_slugs = units.get(slug) or [u.slug for u in modules[slug].units()]
         manifest.benchmarks[slug] = PlannedBenchmark(
             version=d.version,
             trials_per_unit=trials or d.trials_per_unit,
             ranking_floor=d.ranking_floor,
-            units=units.get(slug) or [u.slug for u in modules[slug].units()],
+            run_floor=_run_floor(d, len(planned_slugs)),
+            units=planned_slugs,
             parallel_trials=parallel[slug],
             declared_parallel_trials=d.parallel_trials,
             sandboxes_per_trial=d.sandboxes_per_trial,
@@ -208,6 +211,15 @@ def _bench_only(providers: list[str]) -> DemoRun | None:
         "the runner's own cost per trial, never a provider; it is never published"
     )
     return DemoRun(providers=named, note=note)
+
+
+def _run_floor(definition, units: int) -> int | None:
+    """The floor of a run over `units` units, for a workload that derives it per run: its share
+    of the declared trials per unit times those units. Declared, never the run's own `--trials`,
+    so a run of fewer trials is Not Ranked rather than ranked on them."""
+    if not definition.floor_share:
+        return None
+    return labels.declared_floor(definition.trials_per_unit * units, definition.floor_share)
 
 
 def unit_problem(benchmark, unit: str) -> str:

@@ -127,8 +127,13 @@ def run_floor(benchmark: Benchmark, run: Run, declared_units: int) -> int:
 
     The declared floor; a run planned over a subset of a multi-unit workload's units needs the
     same share of it per unit (stats.labels.subset_floor). The trials per unit the run asked for
-    never lower it: a run of 3 trials is Not Ranked, never ranked on 3.
+    never lower it: a run of 3 trials is Not Ranked, never ranked on 3. A workload whose units
+    vary by machine (imported tasks) recorded the floor of the run's own units when it was
+    planned (`run_floor`): that one counts.
     """
+    recorded = run.typed_manifest.benchmarks.get(benchmark.slug)
+    if recorded and recorded.run_floor:
+        return recorded.run_floor
     units = planned_units(benchmark, run)
     planned = len(units) if units is not None else declared_units
     return labels.subset_floor(benchmark.ranking_floor, declared_units, planned)

@@ -82,6 +82,11 @@ class BenchmarkDefinition:
     memory_mib: int = 4096
     trials_per_unit: int = 20
     ranking_floor: int = DEFAULT_RANKING_FLOOR
+    # A workload whose units vary from machine to machine (imported tasks) sets the share of the
+    # successes a run requests that ranks it: each run's floor is then that share of the declared
+    # trials per unit times the run's own units, counted across them (the manifest's `run_floor`),
+    # rather than `ranking_floor`, which counts only the units shipped with boxbench.
+    floor_share: str = ""
     required_capabilities: tuple[str, ...] = ()
     stage_names: tuple[str, ...] = ()
     charted: bool = True

@@ -78,6 +78,8 @@ DEFINITION = BenchmarkDefinition(
     memory_mib=4096,
     trials_per_unit=TRIALS,
     ranking_floor=labels.declared_floor(TRIALS * len(task_folders(TASKS_DIR))),
+    # Imported tasks make each machine's units differ: a run's floor counts its own units.
+    floor_share=str(labels.DEFAULT_FLOOR_FRACTION),
     required_capabilities=("exec", "file_transfer", "network_lockdown"),
     stage_names=STAGES,
     steps_include_create_or_build=True,
