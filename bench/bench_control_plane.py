@@ -23,6 +23,10 @@ so what a trial takes is what the control plane spends on it. In a fresh Postgre
    span from the first trial's start to the last one's end (cluster start-up left out), printed
    beside one host's and beside the bare INSERT's rate.
 
+--synchronous-commit-off runs it all with the bench database's commits not waiting for the
+write-ahead log's flush to disk: an experiment that shows what the flushes cost, never a setting
+to deploy (a crash would lose the last trials written).
+
 --profile N prints the N functions with the most time of their own (cProfile) over a second
 in-process run. The load average is printed at the start and after each part: two cores shared
 with anything else show in it.
@@ -133,8 +137,23 @@ def inline(args) -> dict:
             entry[0] += 1
             entry[1] += time.perf_counter() - started
 
+    wrapper = type(connections["default"])
+    commit = wrapper._commit
+    commits = [0, 0.0]
+
+    def timed_commit(self):
+        # A transaction's COMMIT (a statement in autocommit commits inside its own time).
+        started = time.perf_counter()
+        try:
+            return commit(self)
+        finally:
+            with lock:
+                commits[0] += 1
+                commits[1] += time.perf_counter() - started
+
     run = plan(args, "control plane, in process")
     run.transition(RunStatus.RUNNING)
+    wrapper._commit = timed_commit  # type: ignore[method-assign]
     # Wrapped once the run is planned: planning is not a trial's cost.
     for name, function in list(vars(store).items()):
         ours = callable(function) and getattr(function, "__module__", "") == store.__name__
@@ -168,6 +187,7 @@ def inline(args) -> dict:
         "spent_s": dict(spent),
         "calls": dict(calls),
         "tally": tally,
+        "commits": commits,
         "statements": sorted(statements.items(), key=lambda item: -item[1][1])[:SQL_LISTED],
         "outcomes": dict(Counter(run.trials.values_list("outcome", flat=True))),
     }
@@ -377,6 +397,8 @@ def report_inline(result: dict, trials: int, bare_ms: float) -> None:
     for name in other[:6]:
         print(f"    {name:<38} {ms(spent[name]):>9.2f} {calls[name]:>7}")
     print(f"  {'tally triggers (inside claim and write)':<40} {tally_ms:>9.2f}")
+    count, seconds = result["commits"]
+    print(f"  {'COMMITs of transactions (inside the store)':<40} {ms(seconds):>9.2f} {count:>7}")
     print("  the chain's slowest statements (their time is in the store's above):")
     for sql, (count, seconds) in result["statements"]:
         print(f"    {ms(seconds):>7.2f} ms/trial {count:>6} x  {sql}")
@@ -398,6 +420,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--redis", default=DEFAULT_REDIS)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--synchronous-commit-off", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--hosts-now", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--profile-pass", action="store_true", help=argparse.SUPPRESS)
@@ -411,11 +434,19 @@ def main() -> None:
         sys.exit(f"--hosts takes whole numbers separated by commas, got {args.hosts!r}")
     if not counts or counts[0] < 1:
         sys.exit(f"--hosts takes counts of 1 or more, got {args.hosts!r}")
-    print(f"{args.trials} trials of {args.benchmark} per job host; {load()}", flush=True)
+    commits = "off (an experiment: commits do not wait for the WAL flush)"
+    commits = commits if args.synchronous_commit_off else "on"
+    print(
+        f"{args.trials} trials of {args.benchmark} per job host; synchronous_commit {commits}; "
+        f"{load()}",
+        flush=True,
+    )
     reset_database(args.database_url)
     name = args.database_url.rsplit("/", 1)[1]
     with psycopg.connect(args.database_url, autocommit=True) as conn:
         conn.execute(f"ALTER DATABASE \"{name}\" SET track_functions = 'pl'")
+        if args.synchronous_commit_off:
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     env = django_env(args)
     result = run_child(args, "inline", env)
     if result["status"] != "completed":
