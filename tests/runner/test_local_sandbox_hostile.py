@@ -9,6 +9,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from runner.declarations import get_declaration
 from runner.providers.base import ProviderError, Sandbox, SandboxSpec
+from runner.providers.local import LocalProvider
 from runner.providers.local import adapter as local_module
 from runner.providers.local.cgroups import PIDS_MAX
 from runner.providers.local.etc import FIXED, SANDBOX_UID
@@ -79,16 +82,29 @@ def test_it_refuses_writes_outside_app_and_tmp(local):
     assert not list(local.root.joinpath(sandbox.id).rglob("x"))  # /app is not on the host disk
 
 
-def test_it_stops_a_fork_bomb_at_its_process_limit(local):
-    sandbox = local.create(spec(memory_mib=2048))
-    assert sandbox.facts["enforced"]["pids"]
-    pids_cgroup = next(Path(c) for c in sandbox.handle["cgroups"] if Path(c, "pids.max").exists())
-    assert (pids_cgroup / "pids.max").read_text().strip() == str(PIDS_MAX)
-    # At most 1.5 times the limit, each child a sleep that ends by itself: bounded either way.
-    bomb = f"""
+def test_every_sandbox_holds_at_most_1024_tasks_by_its_cgroup_and_its_nproc(local):
+    sandbox = local.create(spec())
+    assert sandbox.facts["enforced"]["pids"] and f"at most {PIDS_MAX} tasks" in str(sandbox.facts)
+    assert pids_max_of(sandbox) == str(PIDS_MAX) == "1024"
+    assert sh(local, sandbox, "ulimit -u").stdout.strip() == str(PIDS_MAX).encode()
+
+
+# The fence is the same at any bound (the cgroup's pids.max and RLIMIT_NPROC, both from the
+# setting); at 1024 the bomb's forks and execs took 11 s on two cores at a load of 13, at 128 1.5 s.
+BOMB_PIDS = 128
+
+
+def test_it_stops_a_fork_bomb_at_its_process_limit(tmp_path):
+    settings = {"root": tmp_path / "sandboxes", "pids_max": BOMB_PIDS}
+    bounded = LocalProvider(get_declaration("local"), settings)
+    sandbox = bounded.create(spec(memory_mib=2048))
+    try:
+        assert sandbox.facts["enforced"]["pids"] and pids_max_of(sandbox) == str(BOMB_PIDS)
+        # At most 1.5 times the limit, each child a sleep that ends by itself: bounded either way.
+        bomb = f"""
 import os
 started = 0
-for _ in range({PIDS_MAX * 3 // 2}):
+for _ in range({BOMB_PIDS * 3 // 2}):
     try:
         pid = os.fork()
     except OSError as exc:
@@ -103,10 +119,24 @@ for _ in range({PIDS_MAX * 3 // 2}):
     started += 1
 print("started", started)
 """
-    out = python(local, sandbox, bomb).split()
-    assert out[:2] == ["refused", str(errno.EAGAIN)]
-    assert int(out[3]) < PIDS_MAX
-    assert sh(local, sandbox, "ulimit -u").stdout.strip() == str(PIDS_MAX).encode()
+        out = python(bounded, sandbox, bomb).split()
+        assert out[:2] == ["refused", str(errno.EAGAIN)]
+        assert int(out[3]) < BOMB_PIDS
+        assert sh(bounded, sandbox, "ulimit -u").stdout.strip() == str(BOMB_PIDS).encode()
+    finally:
+        bounded.destroy(sandbox)
+
+
+def test_a_process_limit_below_what_a_sandbox_needs_is_refused_by_name(tmp_path):
+    for wrong in (8, "64", 12.5, True):
+        said = f"local: pids_max must be a whole number >= 16, got {wrong!r}"
+        with pytest.raises(ValueError, match=re.escape(said)):
+            LocalProvider(get_declaration("local"), {"root": tmp_path, "pids_max": wrong})
+
+
+def pids_max_of(sandbox: Sandbox) -> str:
+    pids_cgroup = next(Path(c) for c in sandbox.handle["cgroups"] if Path(c, "pids.max").exists())
+    return (pids_cgroup / "pids.max").read_text().strip()
 
 
 def test_it_stops_filling_app_tmp_and_shm_at_their_sizes(local):
@@ -209,9 +239,9 @@ def test_its_exec_helper_answers_only_requests_carrying_the_token(local):
 def test_a_create_that_cannot_set_its_limits_fails_naming_them(local, monkeypatch):
     made, tried = local_module.make_cgroups, []
 
-    def without_pids(sandbox_id, cpus, memory_mib):
+    def without_pids(sandbox_id, cpus, memory_mib, pids_max):
         tried.append(sandbox_id)
-        cgroups, facts = made(sandbox_id, cpus, memory_mib)
+        cgroups, facts = made(sandbox_id, cpus, memory_mib, pids_max)
         facts["enforced"]["pids"] = False
         facts["notes"].append("the pids limit is not enforced: no writable cgroup pids controller")
         return cgroups, facts

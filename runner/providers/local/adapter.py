@@ -92,6 +92,12 @@ class LocalProvider(Provider):
         if app_mib is not None and (not isinstance(app_mib, int) or app_mib < 1):
             raise ValueError(f"local: app_mib must be a whole number of MiB >= 1, got {app_mib!r}")
         self.app_mib_cap: int | None = app_mib
+        # The tasks a sandbox may hold (pids cgroup and RLIMIT_NPROC): lower only where a test
+        # of the fence wants a fork bomb stopped sooner.
+        pids_max = self.settings.get("pids_max", PIDS_MAX)
+        if not isinstance(pids_max, int) or isinstance(pids_max, bool) or pids_max < 16:
+            raise ValueError(f"local: pids_max must be a whole number >= 16, got {pids_max!r}")
+        self.pids_max: int = pids_max
         self.bwrap = shutil.which("bwrap")
         self.python = PYTHON if os.access(PYTHON, os.X_OK) else None
         # A root runner starts bubblewrap as the unprivileged sandbox user; any other runner
@@ -167,7 +173,7 @@ class LocalProvider(Provider):
                 operation="create",
             ) from None
         try:
-            cgroups, facts = make_cgroups(sandbox_id, spec.cpus, spec.memory_mib)
+            cgroups, facts = make_cgroups(sandbox_id, spec.cpus, spec.memory_mib, self.pids_max)
             meta["cgroups"] = [str(path) for path in cgroups]
             _write_meta(directory, meta)
             self._check_limits(facts)
@@ -213,9 +219,10 @@ class LocalProvider(Provider):
         app_mib, tmp_mib = tmpfs_sizes(spec, self.app_mib_cap)
         note = (
             f"commands run as host uid {uid} without capabilities or new privileges, under a "
-            f"seccomp filter, with no nested user namespace and at most {PIDS_MAX} tasks; /app "
-            f"({app_mib} MiB), /tmp ({tmp_mib} MiB) and /dev/shm ({SHM_MIB} MiB) are tmpfs "
-            "mounts counted against the memory limit, the rest of the tree is read-only"
+            "seccomp filter, with no nested user namespace and at most "
+            f"{self.pids_max} tasks; /app ({app_mib} MiB), /tmp ({tmp_mib} MiB) and /dev/shm "
+            f"({SHM_MIB} MiB) are tmpfs mounts counted against the memory limit, the rest of the "
+            "tree is read-only"
         )
         return {"uid": uid, "app_mib": app_mib, "tmp_mib": tmp_mib, "note": note}
 
@@ -305,7 +312,7 @@ class LocalProvider(Provider):
             "/bin/bash",
             "-c",
             f"echo ready >&{ready_write}; exec {ready_write}>&-; "
-            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" {token_read} {PIDS_MAX}',
+            f'exec {PYTHON} -I -S -c "$2" {listener.fileno()} "$1" {token_read} {self.pids_max}',
             "sh",
             f"{spec.lifetime_s:.3f}",
             SPAWNER,

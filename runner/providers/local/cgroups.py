@@ -86,7 +86,9 @@ def sandbox_cgroups(sandbox_id: str) -> list[Path]:
     return sorted(path for path in paths if path.exists())
 
 
-def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path], dict]:
+def make_cgroups(
+    sandbox_id: str, cpus: int, memory_mib: int, pids_max: int = PIDS_MAX
+) -> tuple[list[Path], dict]:
     places, facts = probe_cgroups()
     made: list[Path] = []
     for controller, (version, parent) in places.items():
@@ -98,7 +100,7 @@ def make_cgroups(sandbox_id: str, cpus: int, memory_mib: int) -> tuple[list[Path
             if version == "v2" and controller == "cpu":
                 (path / "cpu.max").write_text(f"{cpus * CFS_PERIOD_US} {CFS_PERIOD_US}")
             elif controller == "pids":
-                (path / "pids.max").write_text(str(PIDS_MAX))
+                (path / "pids.max").write_text(str(pids_max))
             elif version == "v2":
                 (path / "memory.max").write_text(str(memory_mib * 2**20))
             elif controller == "cpu":
