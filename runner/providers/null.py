@@ -4,9 +4,10 @@ Create, exec, transfers and destroy return at once, so a trial on it spends only
 control plane spends: the claim, the heartbeat, the lifecycle's own steps, the write of the
 trial with its measurements and evidence, and the tally the database keeps beside it
 (bench/bench_control_plane.py, docs/performance.md). Nothing runs: every command exits 0 with
-no output, and a command in the guest clock wrapper (runner/clock.py) gets the wrapper's trailer
-with two equal readings, a runtime of 0 that passes the clock gate. The placement probe gets the
-facts of the size asked for. So benchmarks made of `true` calls (latency-per-call) complete;
+no output, and a command in the guest clock wrapper (runner/clock.py) gets the wrapper's trailer,
+with the call's key read from its stdin as the wrapper reads it, and two equal readings: a
+runtime of 0 that passes the clock gate. The placement probe gets the facts of the size asked
+for. So benchmarks made of `true` calls (latency-per-call) complete;
 one that reads what its commands print fails as the benchmark's error.
 
 The null provider is never offered: a plan that does not name it leaves it out, the admin's
@@ -72,7 +73,9 @@ class NullProvider(Provider):
         spec = self._entry(sandbox.id, "exec")[2]
         script = argv[-1] if argv else ""
         if _WRAPPED in script:
-            return ExecResult(0, b"", _trailer())
+            # The wrapper reads the call's key from the first line of its stdin.
+            key = (stdin or b"").split(b"\n", 1)[0].decode(errors="replace")
+            return ExecResult(0, b"", _trailer(key))
         if script == PLACEMENT_PROBE:
             facts = f"nproc={spec.cpus}\nmem_total_kib={spec.memory_mib * 1024}\nkernel=null\n"
             return ExecResult(0, facts.encode(), b"")
@@ -123,9 +126,10 @@ class NullProvider(Provider):
         return entry
 
 
-def _trailer() -> bytes:
-    """The clock wrapper's trailer for a command that took no time: both readings of each clock
-    are equal (uptime in /proc/uptime's two decimals), so the runtime is 0 and the gate passes."""
+def _trailer(key: str) -> bytes:
+    """The clock wrapper's trailer, with the call's key, for a command that took no time: both
+    readings of each clock are equal (uptime in /proc/uptime's two decimals), so the runtime is 0
+    and the gate passes."""
     wall = f"{time.time():.6f}"
     uptime = f"{time.monotonic():.2f}"
-    return f"\n{_WRAPPED} {wall} {wall} {uptime} {uptime}\n".encode()
+    return f"\n{_WRAPPED} {key} {wall} {wall} {uptime} {uptime}\n".encode()

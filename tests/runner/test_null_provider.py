@@ -19,8 +19,10 @@ SPEC = SandboxSpec(cpus=2, memory_mib=4096, label="bb-test-null", lifetime_s=60)
 def test_a_wrapped_command_on_it_reports_a_runtime_of_zero_that_passes_the_gate():
     provider = get_provider("null")
     sandbox = provider.create(SPEC)
-    result = provider.exec(sandbox, ["/bin/bash", "-c", clock.wrap("true")], timeout=5)
-    stderr, timing = clock.parse_trailer(result.stderr)
+    key = clock.new_key()
+    wrapped = ["/bin/bash", "-c", clock.wrap("true")]
+    result = provider.exec(sandbox, wrapped, timeout=5, stdin=clock.key_input(key))
+    stderr, timing = clock.parse_trailer(result.stderr, key)
     assert (result.exit_code, result.stdout, stderr) == (0, b"", b"")
     assert timing is not None and timing.gate_ok and timing.wall_ms == 0.0
     provider.destroy(sandbox)
