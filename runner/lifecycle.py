@@ -5,10 +5,9 @@ measurements, evidence, placement, job-host load, cost) that runner/store.py wri
 transaction. Rules from the common methodology, "Trial Lifecycle" and "Timing and Clocks":
 
 - create is timed on the job host's monotonic clock from adapter entry until it returns or raises;
-- the readiness check sends `true` (30 s per attempt, no clock wrapper), retrying not-ready answers
-  with backoff 20 ms x1.5 capped at 200 ms, +-20 % jitter, no attempt more than 10 s after the
-  first; every attempt is kept as evidence (runner/readiness.py). Timed-readiness benchmarks
-  skip it;
+- the readiness check sends `true` without the clock wrapper, retrying not-ready answers with
+  backoff until its deadline (the numbers live in one place, runner/readiness.ReadinessPolicy);
+  every attempt is kept as evidence. Timed-readiness benchmarks skip it;
 - the procedure's first failed step ends the trial, with no retries inside it;
 - every sandbox the trial created is destroyed and confirmed gone, then every snapshot and
   temporary image it made is deleted and confirmed gone; a trial is a success only then.
