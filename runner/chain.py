@@ -124,7 +124,7 @@ class Chain:
             self._finish()
             return None
         if number == 0:
-            busy = self._check_account()
+            busy = self.check_account()
             if busy:
                 store.cancel_queued(
                     self.run, f"the chain did not start: {busy}", provider__slug=self.slug
@@ -175,7 +175,7 @@ class Chain:
             store.cancel_queued(self.run, "the run was cancelled", provider__slug=self.slug)
             runs.cleanup_run_sandboxes(self.run, [self.slug])
 
-    def _check_account(self) -> str | None:
+    def check_account(self) -> str | None:
         """Empty account verification before the chain starts: why it must not start, or None.
 
         boxbench's own leftovers (a batch of an earlier or lost run that no running trial
