@@ -84,6 +84,18 @@ def live_server(request):
     server.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing():
+    """Users made by the tests hash their passwords with MD5, as Django advises for tests: the
+    deployed PBKDF2 (a million rounds) costs half a second per user on an idle core and two at
+    a load of 9, and the web tests sign in hundreds of users. No test is about the hash; a
+    server a test starts in its own process keeps the deployed hashers (no test signs in there)."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture
 def local(tmp_path):
     """The real local provider, with its sandboxes under this test's own directory."""
