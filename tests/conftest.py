@@ -25,6 +25,7 @@ from runner import adapters, chain
 from runner.declarations import get_declaration
 from runner.providers.local import LocalProvider
 from tests.support import static
+from tests.support.board import BOARD_KEY, board_level, by_board_level
 from tests.support.runner import FAST, SkippedTime
 
 # The Podman service and the `docker` provider, for every folder that needs them.
@@ -50,6 +51,7 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker(name) or fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(name))
                 break
+    items[:] = by_board_level(items)
     if os.environ.get("BOXBENCH_DATABASE_TESTS_ONLY") != "1":
         return
     kept = [item for item in items if uses_database(item)]
@@ -57,6 +59,16 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Settle the shared board (tests/support/board.py) at the level a database test starts
+    from, just before pytest-django wraps the test in its own transaction."""
+    board = request.config.stash.get(BOARD_KEY, None)
+    if fixturedef.argname == "_django_db_helper" and board is not None:
+        board.settle(board_level(request.node))
+    return (yield)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,5 +1,6 @@
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boxbench import publishing
 from boxbench.models import Run
+from tests.support.board import BOARD_KEY, SharedBoard
 from tests.support.web import CHROMIUM, CHROMIUM_ARGS, CSP_LISTENER, explain_failures, make_running
 from tests.web import factory
 
@@ -48,18 +50,48 @@ def _page_queries():
             queries.append(sql)
 
 
-@pytest.fixture
-def imported_run(tmp_path, db):
-    """The fixture run, imported through `bench import` and not yet published."""
-    path = factory.write_run(tmp_path / "run.jsonl")
+def import_fixture_run(folder: Path) -> Run:
+    path = factory.write_run(folder / "run.jsonl")
     call_command("bench", "import", path)
     return Run.objects.get(id=factory.RUN_ID)
 
 
+def publish_fixture_run(run: Run) -> Run:
+    explain_failures(run)
+    return publishing.publish(run)
+
+
+@pytest.fixture(scope="session")
+def shared_board(request, django_db_setup, django_db_blocker, tmp_path_factory):
+    """The fixture run imported and published once per worker (tests/support/board.py)."""
+    folder = tmp_path_factory.mktemp("shared-board")
+    board = SharedBoard(
+        django_db_blocker.unblock,
+        {
+            "imported": lambda: import_fixture_run(folder),
+            "published": lambda: publish_fixture_run(Run.objects.get(id=factory.RUN_ID)),
+        },
+    )
+    request.config.stash[BOARD_KEY] = board
+    yield board
+    del request.config.stash[BOARD_KEY]
+    board.settle(None)
+
+
 @pytest.fixture
-def published_run(imported_run):
-    explain_failures(imported_run)
-    return publishing.publish(imported_run)
+def imported_run(shared_board, tmp_path, db):
+    """The fixture run, imported through `bench import` and not yet published: the worker's
+    shared one, a fresh instance per test, or (a test that commits) one of the test's own."""
+    if shared_board.holds("imported"):
+        return Run.objects.get(id=factory.RUN_ID)
+    return import_fixture_run(tmp_path)
+
+
+@pytest.fixture
+def published_run(shared_board, imported_run):
+    if shared_board.holds("published"):
+        return imported_run
+    return publish_fixture_run(imported_run)
 
 
 REVIEWER_PERMISSIONS = ["view_unpublished_run", "view_private_evidence", "audit_run"]
