@@ -2,7 +2,9 @@
 
 `./boxbench.sh test` runs the whole suite on SQLite, then again on PostgreSQL. Tests that never
 touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_TESTS_ONLY=1 only
-tests that use the database are collected.
+tests that use the database are collected, and of those not the browser tests: they check how
+Chromium draws pages whose content the non-browser web tests check on PostgreSQL too, and the
+database cannot change a layout (they were about a fifth of the second pass's time on one worker).
 
 Both passes run on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
 own database (in memory on SQLite, `test_<name>_gw<N>` on PostgreSQL: subprocesses a test starts
@@ -40,6 +42,11 @@ def uses_database(item) -> bool:
     return bool(DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())))
 
 
+def second_pass(item) -> bool:
+    """Whether the PostgreSQL pass runs this test (the module's docstring says why)."""
+    return uses_database(item) and not item.get_closest_marker("browser")
+
+
 # The xdist worker group of a test with this marker or session/module fixture.
 WORKER_GROUPS = {"podman": "podman_socket", "browser": "browser"}
 
@@ -54,8 +61,8 @@ def pytest_collection_modifyitems(config, items):
     items[:] = by_board_level(items)
     if os.environ.get("BOXBENCH_DATABASE_TESTS_ONLY") != "1":
         return
-    kept = [item for item in items if uses_database(item)]
-    deselected = [item for item in items if not uses_database(item)]
+    kept = [item for item in items if second_pass(item)]
+    deselected = [item for item in items if not second_pass(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
