@@ -25,19 +25,9 @@ from boxbench.leaderboard.sources import (
 )
 from boxbench.leaderboard.states import provider_cost, provider_info, provider_state
 from boxbench.models import Benchmark, Direction, Provider, Run, Section, Unit
-from runner.benchmarks import ci_pipelines, deepswe, latency_per_call, rl_rollouts, terminal_bench
+from runner.benchmarks import code_definition, latency_per_call
 from runner.rules import Refusal
 from stats import bars, labels, scores, summary, workload
-
-# Said on every row of a benchmark's CSV downloads (a last column, `note`), as its page and the
-# methodology say it, so a downloaded table cannot pass for the reference set's numbers.
-DOWNLOAD_NOTES = {
-    deepswe.SLUG: deepswe.NOT_THE_REFERENCE,
-    ci_pipelines.SLUG: ci_pipelines.NOT_THE_REFERENCE,
-    rl_rollouts.SLUG: rl_rollouts.NOT_THE_REFERENCE,
-    terminal_bench.SLUG: terminal_bench.NOT_THE_REFERENCE,
-}
-
 
 # Unit titles older stored versions carry that a reader cannot read, in the words of the
 # current definition: stored definitions never change, so the pages say them better.
@@ -175,8 +165,14 @@ def _context(
         "cost_view": benchmark.section == Section.WORKLOAD,
         # Recorded without charting it (Destroy): tables and downloads, no chart, no score.
         "recorded_only": not benchmark.charted,
-        "download_note": DOWNLOAD_NOTES.get(benchmark.slug, ""),
+        "download_note": _download_note(benchmark.slug),
     }
+
+
+def _download_note(slug: str) -> str:
+    """What every row of the benchmark's downloads says (BenchmarkDefinition.download_note)."""
+    definition = code_definition(slug)
+    return definition.download_note if definition is not None else ""
 
 
 def _unit_page(

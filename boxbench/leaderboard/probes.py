@@ -13,11 +13,9 @@ from boxbench.leaderboard import shapes
 from boxbench.leaderboard.boards import Board
 from boxbench.leaderboard.states import provider_info
 from boxbench.models import Evidence, EvidenceKind, Outcome, Provider, Trial
-from runner.benchmarks import isolation, isolation_probes
+from runner.benchmarks import code_definition
 from stats.summary import PROBE, probe_reading
 
-# Each probe benchmark's catalog of readings.
-CATALOGS = {isolation.SLUG: isolation_probes.PROBES}
 NO_READING = "no successful trial gave this reading"
 
 
@@ -28,7 +26,8 @@ def is_probe(board: Board) -> bool:
 def probe_rows(board: Board, providers: dict[int, Provider]) -> list[shapes.ProbeRow]:
     """One row per probe and provider with trials on the board, in catalog then provider order."""
     benchmark = board.benchmark
-    catalog = CATALOGS.get(benchmark.slug, ())
+    definition = code_definition(benchmark.slug)
+    catalog = definition.readings if definition is not None else ()
     by_slug = {p.slug: p for p in providers.values()}
     sizes = {"cpus": benchmark.cpus, "memory_mib": benchmark.memory_mib}
     readings = {slug: _readings(board, by_slug[slug]) for slug in sorted(board.runs)}

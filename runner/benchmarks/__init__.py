@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from runner.benchmarks.base import Benchmark
+from runner.benchmarks.base import Benchmark, BenchmarkDefinition
 
 BENCHMARKS = [
     "runner.benchmarks.create",
@@ -54,3 +54,9 @@ def all_benchmarks() -> dict[str, Benchmark]:
             raise ValueError(f"{entry}: benchmark slug {slug!r} is already used by another entry")
         found[slug] = benchmark
     return found
+
+
+def code_definition(slug: str) -> BenchmarkDefinition | None:
+    """The definition the code holds for `slug`; None for a benchmark known only from an import."""
+    module = all_benchmarks().get(slug)
+    return module.DEFINITION if module is not None else None

@@ -66,6 +66,21 @@ class Missed(TrialOutcome):
     outcome, owner = Outcome.MISSED, Owner.ENVIRONMENT
 
 
+class Reading(Protocol):
+    """One reading a probe benchmark declares (isolation_probes.Probe), as its page shows it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def expected(self) -> str: ...
+    @property
+    def meaning(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class BenchmarkDefinition:
     slug: str
@@ -91,6 +106,11 @@ class BenchmarkDefinition:
     stage_names: tuple[str, ...] = ()
     charted: bool = True
     steps_include_create_or_build: bool = False
+    # Said on every row of the benchmark's CSV downloads (a last column, `note`), as its page and
+    # the methodology say it: a workload on boxbench's own units says it is not the reference set.
+    download_note: str = ""
+    # A probe benchmark's catalog: the readings its page shows, one row per reading and provider.
+    readings: tuple[Reading, ...] = ()
     # Create from the pinned base plus a layer unique to the trial, built untimed (layers.py).
     unique_layer: bool = False
     # The first timed command is sent as soon as create returns: no untimed readiness check.

@@ -44,6 +44,7 @@ NOT_THE_REFERENCE = (
 )
 
 DEFINITION = BenchmarkDefinition(
+    download_note=NOT_THE_REFERENCE,
     slug=SLUG,
     title="CI Actions (boxbench units)",
     section=Section.WORKLOAD,

@@ -58,6 +58,7 @@ NOT_THE_REFERENCE = (
 )
 
 DEFINITION = BenchmarkDefinition(
+    download_note=NOT_THE_REFERENCE,
     slug=SLUG,
     title="DeepSWE-style replay (boxbench units)",
     # 2: ten units (four added), so the declared floor is the spec's 180; version 1 had six (108).

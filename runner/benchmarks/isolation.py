@@ -51,6 +51,7 @@ DEFINITION = BenchmarkDefinition(
     direction=Direction.HIGHER,
     clock=Clock.GUEST,
     statistic=PROBE,
+    readings=probes.PROBES,
     trials_per_unit=3,
     ranking_floor=3,
     required_capabilities=("exec",),

@@ -100,6 +100,7 @@ UNITS = (
 )
 
 DEFINITION = BenchmarkDefinition(
+    download_note=NOT_THE_REFERENCE,
     slug=SLUG,
     title="RL rollouts (R2E-Gym style, boxbench units)",
     section=Section.WORKLOAD,

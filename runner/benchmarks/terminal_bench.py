@@ -57,6 +57,7 @@ NOT_THE_REFERENCE = (
 _RC = re.compile(rb"__TASK_RC=(\d+)\s*$")
 
 DEFINITION = BenchmarkDefinition(
+    download_note=NOT_THE_REFERENCE,
     slug=SLUG,
     title="Terminal-Bench-style tasks (boxbench units)",
     section=Section.WORKLOAD,
