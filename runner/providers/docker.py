@@ -59,6 +59,7 @@ from runner.providers.base import (
     fork_by_snapshot,
 )
 from runner.providers.docker_seccomp import engine_name
+from runner.providers.tar_upload import Member, unpadded_tar
 
 # Container and image labels: the batch label for cleanup, and what kind of object it is.
 BATCH_LABEL = "boxbench.batch"
@@ -478,14 +479,10 @@ class DockerProvider(Provider):
         directory, name = os.path.split(_absolute(path, operation))
         if not name:
             raise ProviderError(f"{operation}: {path!r} names a directory, not a file", operation)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
+        archive = unpadded_tar([Member(name, data, 0o644, int(time.time()))])
         self._call(
             operation,
-            lambda: self.api.put_archive(container_id, directory or "/", buffer.getvalue()),
+            lambda: self.api.put_archive(container_id, directory or "/", archive),
             f"(does {directory} exist in the sandbox?)",
         )
 

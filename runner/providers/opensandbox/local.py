@@ -19,14 +19,12 @@ Used by `python -m runner.providers.opensandbox serve` (docs/providers.md) and b
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +33,7 @@ import docker.errors
 import httpx
 
 from runner import waiting
+from runner.providers.tar_upload import Member, unpadded_tar
 
 EXECD_DIR = Path(__file__).resolve().parent / "execd"
 EXECD_REPOSITORY = "boxbench-opensandbox-execd"
@@ -162,14 +161,10 @@ def ensure_execd_image(docker_host: str, standard_image: str) -> str:
 
 
 def _execd_archive() -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for source, name in (("execd.py", "execd"), ("bootstrap.sh", "bootstrap.sh")):
-            data = (EXECD_DIR / source).read_bytes()
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o755, 0
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    files = (("execd.py", "execd"), ("bootstrap.sh", "bootstrap.sh"))
+    return unpadded_tar(
+        [Member(name, (EXECD_DIR / source).read_bytes(), 0o755) for source, name in files]
+    )
 
 
 def server_config(
