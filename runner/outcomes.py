@@ -89,6 +89,7 @@ class EvidenceKind(Words):
     BILLED_COST = "billed_cost"  # what a failed trial cost
     CLEANUP = "cleanup"  # a sandbox whose destroy failed or overran, or creates still in flight
     SNAPSHOT = "snapshot"  # a snapshot taken: its id, its source sandbox and its time
+    TASK_IMAGE = "task_image"  # a task's image built by the provider: its identifier and build
     RECOVERY = "recovery"  # recovery ended the trial (its worker was lost)
     REPLAY = "replay"  # a DeepSWE replay's summary
     REPLAY_OUTPUT_TAIL = "replay_output_tail"  # the end of a failed replay's output

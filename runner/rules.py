@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
+from runner.tasks import images
+
 ROUNDS = 4
 
 # What the admin, the CLI and the run page print after a refusal code.
@@ -107,7 +109,7 @@ def unit_refusals(declaration, definition, units) -> list[Refusal]:
     for unit in units:
         why = unit.definition.get("needs_image_build")
         if why and declaration.adapter not in unit.definition.get("built_by", ()):
-            why = f"{why}, and {declaration.provider} builds no task image"
+            why = f"{why}, and {images.why_no_build(declaration.adapter)}"
             found.append(
                 Refusal(
                     declaration.provider,

@@ -59,6 +59,8 @@ _RC = re.compile(rb"__TASK_RC=(\d+)\s*$")
 DEFINITION = BenchmarkDefinition(
     download_note=NOT_THE_REFERENCE,
     slug=SLUG,
+    # 2: units name the cloud adapters that build a task's image (`built_by`).
+    version="2",
     title="Terminal-Bench-style tasks (boxbench units)",
     section=Section.WORKLOAD,
     description=(
@@ -146,7 +148,7 @@ def _unit(task: Task, origin: str) -> UnitDefinition:
             # Why the task needs its own image ("" when it replays on the standard image), and
             # the adapters that build one; the others read Not Supported (runner/rules.py).
             "needs_image_build": "" if task.builds_on_standard else _why_not(task),
-            "built_by": list(images.BUILD_ADAPTERS) if task.environment else [],
+            "built_by": list(images.builders()) if task.environment else [],
             "own_units": NOT_THE_REFERENCE if origin == "boxbench" else "",
         },
         digest=task.digest(),
@@ -161,19 +163,29 @@ def _why_not(task: Task) -> str:
 
 def build_task_image(ctx) -> None:
     """Untimed, before create: a task the standard image cannot replay gets its own image,
-    built from its Dockerfile by the provider's engine (runner/tasks/images.py)."""
+    built from its Dockerfile by the provider's engine or its template mechanism
+    (runner/tasks/images.py), once per provider and task digest."""
     task = _task(ctx)
     if task.builds_on_standard:
         return
     adapter = ctx.provider.declaration.adapter
-    if task.environment is None or adapter not in images.BUILD_ADAPTERS:
-        raise BenchmarkError(f"task {task.slug}: {_why_not(task)}, and {adapter} builds none")
+    if task.environment is None or adapter not in images.builders():
+        raise BenchmarkError(
+            f"task {task.slug}: {_why_not(task)}, and {images.why_no_build(adapter)}"
+        )
     try:
-        image_id = images.build_on_engine(ctx.provider, task)
+        if adapter in images.BUILD_ADAPTERS:
+            built = images.BuiltImage(images.build_on_engine(ctx.provider, task), "")
+        else:
+            built = ctx.provider.build_task_image(task)
     except images.BuildError as exc:
         raise BenchmarkError(f"task {task.slug}: {exc}") from None
-    # The engine's image id: the sandbox's facts record it as the image's digest.
-    ctx.use_image(image_id)
+    ctx.evidence(
+        EvidenceKind.TASK_IMAGE,
+        {"task_image": built.identifier, "build": built.build, "task_digest": task.digest()},
+    )
+    # The provider's identifier of the built image: the sandbox's facts record it.
+    ctx.use_image(built.identifier)
 
 
 def _task(ctx: TrialContext) -> Task:

@@ -44,6 +44,7 @@ import importlib.util
 import json
 import os
 import shlex
+import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -71,11 +72,20 @@ from runner.providers.base import (
 from runner.providers.credentials import redact
 from runner.providers.http import DETAIL_CHARS, HTTPProvider, host_port
 from runner.providers.sdk_logs import redact_sdk_logs
+from runner.tasks import images
+from runner.tasks.images import BuiltImage
 
 BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
 REQUEST_TIMEOUT_S = 60.0
 SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
+
+
+# Task templates built in this process, by (API URL, template name): the name carries the task's
+# digest, so a trial of the same task reuses the template and a changed task builds its own.
+_BUILT: dict[tuple[str, str], str] = {}
+_BUILD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_BUILD_LOCK = threading.Lock()
 
 
 def _sdk():
@@ -198,6 +208,8 @@ class E2BProvider(HTTPProvider):
     # -- lifecycle -------------------------------------------------------------------------------
 
     def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image and spec.image in _BUILT.values():
+            return self._start("create", spec.image, spec)
         if spec.image:
             raise ProviderError(
                 f"e2b runs the prepared template {self.template!r}, not image {spec.image!r}",
@@ -367,6 +379,51 @@ class E2BProvider(HTTPProvider):
             # At most max_pages pages, and never a next-page token seen before.
             if not listing.more(pages.next_token if pages.has_next else None):
                 return found
+
+    # -- task images -----------------------------------------------------------------------------
+
+    def build_task_image(self, task) -> BuiltImage:
+        """The task's Dockerfile built as an E2B template (`Template.build`), untimed, at the
+        task's declared size (an E2B template fixes its sandboxes' vCPU and memory); once per
+        API and task digest in this process, and E2B's own layer cache after that."""
+        key = (self.api_url, images.template_name(task))
+        with _BUILD_LOCK:
+            lock = _BUILD_LOCKS.setdefault(key, threading.Lock())
+        with lock:
+            if key in _BUILT:
+                return BuiltImage(_BUILT[key], "")
+            info = self._build_template(task, key[1])
+            _BUILT[key] = info.template_id
+        return BuiltImage(info.template_id, info.build_id)
+
+    def _build_template(self, task, name: str):
+        e2b = _sdk()
+        params = self._params("build task image")
+        folder = task.path / "environment"
+        try:
+            template = e2b.Template(file_context_path=str(folder)).from_dockerfile(
+                (folder / "Dockerfile").read_text(encoding="utf-8")
+            )
+        except ValueError as exc:  # the SDK's DockerfileSyntaxError: what its builder refuses
+            raise images.BuildError(
+                f"E2B's template builder refuses the Dockerfile: {exc}"
+            ) from None
+        if images.names_standard(task):
+            # from_dockerfile reads every FROM as a registry image; the standard image is this
+            # account's template of it (BOXBENCH_E2B_TEMPLATE), so the build starts from that,
+            # as the SDK's from_template would.
+            template._template._base_template = self.template
+            template._template._base_image = None
+        try:
+            return e2b.Template.build(
+                template, name, cpu_count=task.cpus, memory_mb=task.memory_mib, **params
+            )
+        except e2b.BuildException as exc:
+            if _status(exc) or _transport_cause(exc):
+                raise self._failure("build task image", exc, False, ()) from exc
+            raise images.BuildError(f"E2B's build of template {name} failed: {exc}") from None
+        except Exception as exc:
+            raise self._failure("build task image", exc, False, ()) from exc
 
     # -- snapshots and forks ---------------------------------------------------------------------
 

@@ -5,8 +5,18 @@ base) is built by the provider's container engine, untimed, before the trial's c
 boxbench-standard` (any tag) is pointed at the provider's pinned standard image, the build runs
 without network, and the image is tagged by the task's digest, so a provider builds each task
 once and every later trial reuses it (a provider image cache, which every customer gets). The
-engine's image id is the digest the trial records. Adapters that build: BUILDERS, by adapter
-name; the others leave such a task Not Supported (runner/rules.py).
+engine's image id is the digest the trial records. Engines that build: BUILD_ADAPTERS.
+
+Cloud adapters build through their own template or image mechanism (TEMPLATE_ADAPTERS): the
+adapter's `build_task_image(task)` builds the task's image once per (provider account, task
+digest), untimed, at the task's declared size where the template fixes it, and answers the
+provider's immutable identifier of what it built (E2B: the template id and build id). Adapters in
+neither list leave such a task Not Supported (runner/rules.py), with `NO_BUILD`'s reason.
+
+A build the provider reports as failed (a step that exits non-zero, a base it cannot pull, a
+Dockerfile its builder refuses) is the task's failure to build there, as it is on docker: a
+benchmark error for the unit (BuildError), never counted against the provider. A build request
+the provider's API refuses or drops (429, 5xx, a reset) is a provider failure like any call.
 """
 
 from __future__ import annotations
@@ -14,18 +24,60 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+from dataclasses import dataclass
 
 from runner.tasks.dockerfile import STANDARD_BASE
 from runner.tasks.format import Task
 
 BUILD_ADAPTERS = ("docker", "remote-docker")
+TEMPLATE_ADAPTERS = ("e2b",)
+# Why an adapter builds no task image, for the Not Supported refusal.
+NO_BUILD = {
+    "vercel": "Vercel sandboxes start only from Vercel's own runtimes or a snapshot, never from "
+    "an image or a Dockerfile",
+    "daytona": "boxbench's Daytona adapter does not build snapshots from a Dockerfile yet",
+    "modal": "boxbench's Modal adapter does not build images from a Dockerfile yet",
+    "local": "local sandboxes bind the host's own toolchain and have no image",
+    "null": "the null provider's sandboxes run nothing",
+}
 _FROM_STANDARD = re.compile(
     rf"^(\s*FROM\s+){re.escape(STANDARD_BASE)}(?:[:@]\S+)?", re.IGNORECASE | re.MULTILINE
 )
 
 
+@dataclass(frozen=True)
+class BuiltImage:
+    """What a provider answered for a built task image: its immutable identifier (an engine's
+    image id, E2B's template id), which the sandbox is created from, and the build's own id
+    where the provider has one."""
+
+    identifier: str
+    build: str
+
+
 class BuildError(Exception):
     """The engine refused or failed the build; the message holds its last error line."""
+
+
+def builders() -> tuple[str, ...]:
+    """Every adapter that builds a task's image, engines and template mechanisms alike."""
+    return BUILD_ADAPTERS + TEMPLATE_ADAPTERS
+
+
+def why_no_build(adapter: str) -> str:
+    return NO_BUILD.get(adapter, f"{adapter} builds no task image")
+
+
+def names_standard(task: Task) -> bool:
+    """Whether the task's Dockerfile starts FROM the standard image (any tag or digest)."""
+    base = task.environment.base if task.environment else ""
+    return re.split(r"[:@]", base, maxsplit=1)[0] == STANDARD_BASE
+
+
+def template_name(task: Task) -> str:
+    """A provider-side name for the task's built image, by its digest: the same task finds its
+    earlier build, a changed one gets a new name."""
+    return f"boxbench-task-{task.slug}-{task.digest()[:16]}"
 
 
 def image_tag(task: Task) -> str:

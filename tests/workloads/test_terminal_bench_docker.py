@@ -58,7 +58,7 @@ def test_a_task_needing_its_own_image_is_built_on_docker_and_not_supported_on_lo
     [refused] = rules.unit_refusals(get_declaration("local"), terminal_bench.DEFINITION, [unit])
     assert (refused.code, refused.label) == ("R401", "Not Supported")
     assert (
-        "needs an image build (line 2: SHELL is not replayed), and local builds no"
+        "needs an image build (line 2: SHELL is not replayed), and local sandboxes bind"
         in refused.message
     )
     assert rules.unit_refusals(get_declaration("docker"), terminal_bench.DEFINITION, [unit]) == []

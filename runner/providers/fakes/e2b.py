@@ -17,6 +17,10 @@ as its templateID; `GET /snapshots` lists them, paged by `X-Next-Token`; `DELETE
 result per fork, a sandbox or an error (429 at the concurrency cap); the source keeps running.
 E2B keeps memory too; the fake copies only files, through the local provider's snapshots (a tar
 of /app and /tmp, runner/providers/local/snapshots.py), so a copy starts with no processes.
+
+Template builds from a Dockerfile (`Template.build`: POST /v3/templates, the COPY files through
+presigned uploads, the build's steps, its status polled) are served by fakes/e2b_templates.py;
+a built template is a templateID create accepts, at the size its build asked for.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from urllib.parse import unquote
 from runner.providers.base import ProviderError
 from runner.providers.fakes import connect, hostile
 from runner.providers.fakes.backend import Backend, Box, Busy, declared_limits
+from runner.providers.fakes.e2b_templates import TemplateBuilds, new_template_id
 from runner.providers.fakes.server import FakeHTTPServer, Request, Reset, Response
 
 ENVD_PORT = "49983"
@@ -132,6 +137,7 @@ class E2BFake:
         self.proxy = FakeHTTPServer(self.handle_proxy, idle_timeout_s, "e2b-sandbox")
         self.cut_streams = 0  # the next N process streams are reset after their start event
         self.snapshots: dict[str, Snapshot] = {}  # by template id
+        self.template_builds = TemplateBuilds(self)
         self._lock = threading.Lock()
 
     def start(self) -> E2BFake:
@@ -145,6 +151,9 @@ class E2BFake:
         self.backend.close()
         for snapshot in list(self.snapshots.values()):
             self.backend.local.delete_snapshot(snapshot.local)
+        for build in list(self.template_builds.builds.values()):
+            if build.local:
+                self.backend.local.delete_snapshot(build.local)
 
     def adapter_settings(self) -> dict:
         return {
@@ -179,8 +188,14 @@ class E2BFake:
     # -- control plane -------------------------------------------------------------------------
 
     def handle_api(self, request: Request) -> Response:
+        uploaded = self.template_builds.handle_upload(request)
+        if uploaded is not None:
+            return uploaded
         if request.headers.get("x-api-key") != self.api_key:
             return error(401, "Invalid API key, it must start with 'e2b_' prefix")
+        answer = self.template_builds.handle(request)
+        if answer is not None:
+            return answer
         # POST /v2/sandboxes is the create E2B's SDK sends (2.x; the spec's NewSandboxV2, always
         # secured); POST /sandboxes (NewSandbox) is the older one, still served.
         if request.method == "POST" and request.path in ("/v2/sandboxes", "/sandboxes"):
@@ -224,8 +239,12 @@ class E2BFake:
             return error(400, "request body must be a NewSandbox with a templateID")
         size = self.templates.get(body["templateID"])
         snapshot = self.find_snapshot(body["templateID"])
+        built = self.template_builds.template(body["templateID"])
+        files = snapshot.local if snapshot else built.local if built else None
         if snapshot is not None:
             size = (snapshot.cpus, snapshot.memory_mib)
+        elif built is not None:
+            size = (built.cpus, built.memory_mib)
         if size is None:
             return error(404, f"template '{body['templateID']}' not found")
         timeout = body.get("timeout", 15)
@@ -246,7 +265,7 @@ class E2BFake:
         network = bool(body.get("allow_internet_access", True))
         box.extra.update(template=body["templateID"], token=secrets.token_hex(16), network=network)
         try:
-            self.backend.start(box, network, snapshot.local if snapshot else None)
+            self.backend.start(box, network, files)
         except ProviderError as exc:
             self.backend.kill(box, "failed")
             problem = f"failed to create sandbox: {exc}"
@@ -339,7 +358,7 @@ class E2BFake:
             # A name already taken gets a new build of the same template: the same id.
             taken = next((s for s in self.snapshots.values() if alias and s.alias == alias), None)
             made = Snapshot(
-                taken.template_id if taken else _template_id(),
+                taken.template_id if taken else new_template_id(),
                 alias,
                 local,
                 box.id,
@@ -561,11 +580,6 @@ class E2BFake:
 
 def _connect_error(code: str, message: str) -> Response:
     return Response.json(connect.HTTP_STATUS[code], {"code": code, "message": message})
-
-
-def _template_id() -> str:
-    """A new template id, as E2B makes them: 20 lowercase letters and digits."""
-    return "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(20))
 
 
 def _multipart_file(content_type: str, body: bytes) -> bytes | None:

@@ -1,0 +1,118 @@
+"""Terminal-Bench tasks whose Dockerfile needs a real image build, on the cloud adapters' fakes:
+E2B builds the task's template through its template API (once per task digest, at the task's
+size), Vercel, which takes no image, reads Not Supported with its reason, and a build E2B
+reports as failed is the task's failure there, not the provider's."""
+
+import io
+import shutil
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from boxbench import publishing
+from boxbench.models import Evidence, Run, Trial
+from runner import chain, lifecycle, rules
+from runner.benchmarks import terminal_bench
+from runner.declarations import get_declaration
+from runner.outcomes import EvidenceKind
+from runner.tasks import imported
+from runner.tasks.format import TASKS_DIR
+from tests.providers.cloud.helpers import LIMITS, running_fake, unspaced_creates
+
+pytest.importorskip("e2b", reason="the e2b SDK is optional")
+
+SLUG = "built-wordfreq"
+
+
+def _needing_a_build(source, run_line="RUN echo built > /app/task-image"):
+    """A shipped C task whose Dockerfile uses SHELL and USER, which no sandbox replays: only an
+    image build makes its environment."""
+    folder = source / SLUG
+    shutil.copytree(TASKS_DIR / "c-build-wordfreq", folder)
+    dockerfile = folder / "environment" / "Dockerfile"
+    dockerfile.write_text(
+        dockerfile.read_text().replace("WORKDIR /app", 'SHELL ["/bin/bash", "-c"]\nWORKDIR /app')
+        + f"{run_line}\nUSER root\n"
+    )
+    return source
+
+
+@pytest.fixture
+def own_tasks(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOXBENCH_IMPORTED_TASKS_DIR", str(tmp_path / "imported"))
+    return tmp_path / "source"
+
+
+def _unit():
+    return next(u for u in terminal_bench.units() if u.slug == SLUG)
+
+
+def _trial(cloud):
+    return lifecycle.run_trial(
+        cloud.provider,
+        terminal_bench.DEFINITION,
+        _unit(),
+        terminal_bench.run,
+        label="bb-pytest-cloud",
+        limits=LIMITS,
+    )
+
+
+def test_e2b_builds_the_tasks_template_once_and_its_trials_start_from_it(own_tasks, tmp_path):
+    imported.import_tasks(_needing_a_build(own_tasks))
+    assert rules.unit_refusals(get_declaration("e2b"), terminal_bench.DEFINITION, [_unit()]) == []
+    with running_fake("e2b", tmp_path / "fake") as cloud:
+        first, second = _trial(cloud), _trial(cloud)
+        builds = list(cloud.fake.template_builds.builds.values())
+    assert [(r.outcome, r.cause) for r in (first, second)] == [("success", "")] * 2
+    # One build for both trials, at the task's declared size, which E2B fixes per template.
+    [build] = builds
+    assert (build.status, build.cpus, build.memory_mib) == ("ready", 2, 4096)
+    [image] = [e.data for e in first.evidence if e.kind == EvidenceKind.TASK_IMAGE]
+    assert image["task_image"] == build.template_id and image["build"] == build.build_id
+    for result in (first, second):
+        [made] = [e.data for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
+        assert made["facts"]["template"] == build.template_id
+
+
+def test_a_build_e2b_reports_failed_is_the_tasks_failure_not_the_providers(own_tasks, tmp_path):
+    imported.import_tasks(_needing_a_build(own_tasks, run_line="RUN echo no >&2; exit 7"))
+    with running_fake("e2b", tmp_path / "fake") as cloud:
+        result = _trial(cloud)
+        [build] = cloud.fake.template_builds.builds.values()
+    assert build.status == "error" and "exit status 7" in build.reason["message"]
+    assert result.outcome == "benchmark_error" and result.owner != "provider"
+    assert f"task {SLUG}: E2B's build of template" in result.cause
+    assert "exit status 7" in result.cause
+
+
+def test_vercel_which_takes_no_image_reads_not_supported_with_the_reason(own_tasks):
+    imported.import_tasks(_needing_a_build(own_tasks))
+    [refused] = rules.unit_refusals(get_declaration("vercel"), terminal_bench.DEFINITION, [_unit()])
+    assert (refused.code, refused.label, refused.unit) == ("R401", "Not Supported", SLUG)
+    assert "needs an image build (line 2: SHELL is not replayed)" in refused.message
+    assert "Vercel sandboxes start only from Vercel's own runtimes" in refused.message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_demo_run_builds_on_e2b_refuses_vercel_and_shows_on_the_run_page(
+    own_tasks, monkeypatch, sync_queue, client, django_user_model
+):
+    monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
+    unspaced_creates(monkeypatch)
+    argv = ["--demo", "--provider", "e2b,vercel", "--benchmark", "terminal-bench"]
+    argv += ["--tasks", str(_needing_a_build(own_tasks)), "--trials", "1", "--publish"]
+    with pytest.raises(CommandError, match="demo run against loopback fakes"):
+        call_command("bench", "run", *argv, stdout=io.StringIO())
+    run = Run.objects.get()
+    assert run.status == "completed" and run.audit_report
+    [trial] = Trial.objects.filter(run=run)
+    assert (trial.provider.slug, trial.outcome) == ("e2b", "success")
+    assert Evidence.objects.filter(trial=trial, kind=EvidenceKind.TASK_IMAGE).exists()
+    [refusal] = [r for r in run.manifest["refusals"] if r["provider"] == "vercel"]
+    assert refusal["code"] == "R401" and "Vercel's own runtimes" in refusal["message"]
+    with pytest.raises(publishing.PublishRefused, match="demo run"):
+        publishing.publish(run)
+    client.force_login(django_user_model.objects.create_superuser("staff", password="pw"))
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert "Demo run, not a measurement" in page and "vercel" in page
