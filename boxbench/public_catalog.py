@@ -11,8 +11,8 @@ from runner.declarations import BENCH_ONLY, DECLARATIONS_DIR
 
 @functools.cache
 def declared_providers() -> frozenset[str]:
-    """The providers the code declares, one runner/declarations/<slug>.yaml each, but for those
-    that only measure the runner itself."""
+    """The providers the code declares, one runner/provider_declarations/<slug>.yaml each, but
+    for those that only measure the runner itself."""
     return frozenset(
         path.stem for path in DECLARATIONS_DIR.glob("*.yaml") if path.stem not in BENCH_ONLY
     )

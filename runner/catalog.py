@@ -31,7 +31,7 @@ def provider_definition(slug: str, declaration: Declaration) -> store.CodeDefini
         "pricing": declaration.pricing,
         "pricing_digest": declaration.pricing_digest,
     }
-    return store.CodeDefinition(values, f"runner/declarations/{slug}.yaml")
+    return store.CodeDefinition(values, f"runner/provider_declarations/{slug}.yaml")
 
 
 def benchmark_definition(slug: str, module) -> store.CodeDefinition:

@@ -1,4 +1,5 @@
-"""Provider capability declarations: versioned YAML files in runner/declarations/<provider>.yaml.
+"""Provider capability declarations: versioned YAML files,
+runner/provider_declarations/<provider>.yaml (a folder named apart from this module).
 
 `load_declaration` validates one file into a frozen Declaration with the SHA-256 digest of its
 canonical content (the parsed data as sorted, compact JSON), so a reformatted file keeps its digest
@@ -18,7 +19,7 @@ import yaml
 
 from runner import host_price
 
-DECLARATIONS_DIR = Path(__file__).resolve().parent / "declarations"
+DECLARATIONS_DIR = Path(__file__).resolve().parent / "provider_declarations"
 SCHEMA_VERSION = 1
 CAPABILITIES = (
     "exec",

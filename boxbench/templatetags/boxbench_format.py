@@ -131,7 +131,8 @@ def in_region(region) -> str:
     return " (no region set)" if region in ("", UNNAMED) else f" in region {region}"
 
 
-# A provider's declared region where it is a word, not a place (runner/declarations/*.yaml).
+# A provider's declared region where it is a word, not a place
+# (runner/provider_declarations/*.yaml).
 PROVIDER_REGIONS = {
     "local": "runs on the job host itself (no cloud region)",
     "remote": "runs on a host you control, reached over the network",

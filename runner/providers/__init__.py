@@ -1,6 +1,6 @@
 """The provider registry: adapter key -> "module:Class". One module per provider in this folder.
 
-A provider's declaration (runner/declarations/<slug>.yaml) names its adapter key, so two
+A provider's declaration (runner/provider_declarations/<slug>.yaml) names its adapter key, so two
 declarations (two regions, say) can share one adapter. In demo mode (runner/providers/demo.py)
 a provider's adapter is pointed at its loopback fake instead of the real service.
 """

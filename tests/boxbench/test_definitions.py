@@ -58,7 +58,8 @@ def test_planning_after_an_import_refuses_a_different_provider_and_changes_nothi
         plan("destroy")
     message = str(error.value)
     assert "provider 'local'" in message
-    assert "stored name is 'Imported local', runner/declarations/local.yaml says" in message
+    origin = "runner/provider_declarations/local.yaml"
+    assert f"stored name is 'Imported local', {origin} says" in message
     assert "stored declaration is 'digest alpha-declaration'" in message
     assert snapshot() == before
     assert Run.objects.count() == 1

@@ -127,7 +127,8 @@ class Snapshot:
 class DaytonaFake:
     @staticmethod
     def documented_limits() -> dict:
-        """Tier 1 (runner/declarations/daytona.yaml): the pool, not a count, limits sandboxes."""
+        """Tier 1 (runner/provider_declarations/daytona.yaml): the pool, not a count, limits
+        sandboxes."""
         return {
             "max_concurrent": None,
             "compute_pool": (10, 10),

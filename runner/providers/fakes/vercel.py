@@ -147,7 +147,8 @@ class Snapshot:
 class VercelFake:
     @staticmethod
     def documented_limits() -> dict:
-        """Hobby (runner/declarations/vercel.yaml), its vCPU allocation as creates of 2 vCPU."""
+        """Hobby (runner/provider_declarations/vercel.yaml), its vCPU allocation as creates of
+        2 vCPU."""
         return {"max_concurrent": 10, "create_window": CreateWindow(20, 600.0)}
 
     def __init__(
