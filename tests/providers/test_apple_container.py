@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from runner import lifecycle, plan, rules
-from runner.benchmarks import all_benchmarks
+from runner.benchmarks import all_benchmarks, latency_per_call
 from runner.declarations import get_declaration
 from runner.limits import Limits
 from runner.providers import get_provider, unavailable
@@ -64,7 +64,13 @@ def run(provider, procedure, benchmark="latency-per-call", **kwargs):
 
 
 @pytest.mark.parametrize("slug", SANDBOX_OPERATIONS)
-def test_it_runs_each_sandbox_operation_benchmark_through_the_lifecycle(provider, slug):
+def test_it_runs_each_sandbox_operation_benchmark_through_the_lifecycle(
+    provider, slug, monkeypatch
+):
+    # Each call runs the stand-in tool, a Python start of its own: Latency per Call's 50 took
+    # 40 s on a loaded host. Three show the procedure through the adapter as well (as the docker
+    # provider's test does); the benchmark's own test counts all 50 (test_null_provider.py).
+    monkeypatch.setattr(latency_per_call, "CALLS", 3)
     result = run(provider, None, benchmark=slug)
     assert result.outcome == "success", result.cause
     assert all_benchmarks()[slug].DEFINITION.metric in {m.name for m in result.measurements}
