@@ -496,18 +496,18 @@ class AgentCoreProvider(Provider):
 
 def _command(argv, timeout, stdin_path, workdir, env) -> str:
     """One shell command for executeCommand: argv quoted, run under timeout(1) in its own process
-    group (killed whole when the limit passes), its stdin file removed afterwards."""
+    group (killed whole when the limit passes), its stdin file removed before it starts (and
+    afterwards, should it never have been opened)."""
     seconds = max(0.001, float(timeout))
     parts = ["timeout", "-s", "KILL", f"{seconds:.3f}"]
     if env:
         parts += ["env", "--", *(f"{key}={value}" for key, value in env.items())]
-    line = shlex.join(parts + list(argv))
     if stdin_path:
-        # Removed once open, before the command starts (the guest clock's key: clock.py).
-        path = shlex.quote(stdin_path)
-        line = f"(exec < {path}; rm -f -- {path}; exec {line})"
-    else:
-        line += " < /dev/null"
+        # Opened by the process that becomes the command (timeout(1) keeps no copy a program
+        # could reopen through /proc) and removed before the command starts: stdin can carry the
+        # guest clock's key (clock.py).
+        parts += ["/bin/sh", "-c", 'exec < "$0" || exit 125; rm -f -- "$0"; exec "$@"', stdin_path]
+    line = shlex.join(parts + list(argv)) + " < /dev/null"
     if workdir:
         line = f"cd -- {shlex.quote(workdir)} && {line}"
     if stdin_path:

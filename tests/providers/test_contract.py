@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner import lifecycle
+from runner import clock, lifecycle
 from runner.benchmarks.base import BenchmarkError, ProviderFailure
 from runner.providers import REGISTRY, get_provider
 from runner.providers.base import CredentialsRejected, Provider, ProviderError, SandboxSpec
@@ -303,6 +303,33 @@ def test_it_creates_runs_commands_moves_files_lists_and_destroys(adapter):
         provider.destroy(sandbox)
     assert wait_gone(provider, sandbox.id)
     assert provider.list_sandboxes(adapter.label) == []
+
+
+# Whatever the command's programs can read: the files in /tmp (where adapters put stdin files),
+# and every process's command line, environment and open regular files.
+LOOK_FOR_THE_KEY = (
+    'ls -a /tmp; for f in /tmp/.boxbench-stdin-*; do [ -f "$f" ] && cat "$f"; done; '
+    'for p in /proc/[0-9]*; do cat "$p/cmdline" "$p/environ"; '
+    'for f in "$p"/fd/*; do [ -f "$f" ] && cat "$f"; done; done 2> /dev/null; :'
+)
+
+
+def test_the_guest_clocks_key_reaches_the_wrapper_and_no_program(adapter):
+    """The wrapper's key travels on stdin; an adapter that carries stdin as a file removes it
+    before the command starts, so no program of the command reads it (runner/clock.py)."""
+    provider = adapter.provider
+    sandbox = create(provider, spec(adapter))
+    try:
+        lifecycle.readiness_check(provider, sandbox, FAST.readiness)
+        key = clock.new_key()
+        argv = ["/bin/bash", "-c", clock.wrap(LOOK_FOR_THE_KEY)]
+        ran = provider.exec(sandbox, argv, 60, stdin=clock.key_input(key))
+        _, timing = clock.parse_trailer(ran.stderr, key)
+        assert timing is not None and ran.exit_code == 0, ran.stderr[-300:]
+        assert b"__bb_clock_end" in ran.stdout  # it read the wrapper's command line
+        assert key.encode() not in ran.stdout
+    finally:
+        provider.destroy(sandbox)
 
 
 def test_a_failure_of_the_provider_is_the_providers(adapter, caplog):
