@@ -116,3 +116,43 @@ def test_a_demo_run_builds_on_e2b_refuses_vercel_and_shows_on_the_run_page(
     client.force_login(django_user_model.objects.create_superuser("staff", password="pw"))
     page = client.get(f"/runs/{run.id}/").content.decode()
     assert "Demo run, not a measurement" in page and "vercel" in page
+
+
+def _at_harbors_default_size(source):
+    """A shipped task on the standard image, declaring Harbor's default 1 vCPU / 2 GiB."""
+    folder = source / "small-sales"
+    shutil.copytree(TASKS_DIR / "csv-sales-summary", folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 2", "cpus = 1").replace("4096", "2048"))
+    return source
+
+
+def test_harbors_default_size_is_offered_where_the_providers_docs_offer_it(own_tasks):
+    imported.import_tasks(_at_harbors_default_size(own_tasks))
+    unit = next(u for u in terminal_bench.units() if u.slug == "small-sales")
+    refused = {
+        slug: [
+            (r.code, r.missing)
+            for r in rules.unit_refusals(get_declaration(slug), terminal_bench.DEFINITION, [unit])
+        ]
+        for slug in ("vercel", "modal", "e2b", "daytona")
+    }
+    assert refused["vercel"] == refused["modal"] == []
+    assert refused["e2b"] == refused["daytona"] == [("R402", "1 vCPU / 2048 MiB")]
+
+
+def test_a_task_at_one_vcpu_runs_in_a_one_vcpu_vercel_sandbox(own_tasks, tmp_path):
+    imported.import_tasks(_at_harbors_default_size(own_tasks))
+    unit = next(u for u in terminal_bench.units() if u.slug == "small-sales")
+    with running_fake("vercel", tmp_path / "fake") as cloud:
+        result = lifecycle.run_trial(
+            cloud.provider,
+            terminal_bench.DEFINITION,
+            unit,
+            terminal_bench.run,
+            label="bb-pytest-cloud",
+            limits=LIMITS,
+        )
+    assert (result.outcome, result.cause) == ("success", "")
+    [made] = [e.data for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
+    assert (made["facts"]["cpus"], made["facts"]["memory_mib"]) == (1, 2048)
