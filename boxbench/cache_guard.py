@@ -29,7 +29,7 @@ from boxbench.redis_cache import RedisCache
 logger = logging.getLogger("boxbench.cache")
 RETRY_AFTER_S = 5.0
 LOG_EVERY_S = 600.0
-_clock = time.monotonic
+clock = time.monotonic
 _lock = threading.Lock()
 # Per process and cache place (Django gives each thread its own backend object): when a cache
 # that failed may be asked again, when its failure was last logged, and how often it failed since.
@@ -53,7 +53,7 @@ class Guarded:
     def _guarded(self, default, call, *args, **kwargs):
         place = self._place()
         until = _down_until.get(place)
-        if until is not None and _clock() < until:
+        if until is not None and clock() < until:
             return default
         try:
             result = call(*args, **kwargs)
@@ -100,7 +100,7 @@ def _without_credentials(url: str) -> str:
 
 
 def _failed(place: str, exc: Exception) -> None:
-    now = _clock()
+    now = clock()
     with _lock:
         _down_until[place] = now + RETRY_AFTER_S
         _failures[place] = _failures.get(place, 0) + 1

@@ -18,13 +18,13 @@ MAX_AGE_S = 2.0
 REFRESH_AFTER_S = 1.0
 KEY = "metrics:text"
 LOCK_KEY = "metrics:collecting"
-_clock = time.time  # wall time: the text's age is read by every process
+clock = time.time  # wall time: the text's age is read by every process
 
 
 def scrape() -> str:
     """The metrics text with its age: shared while young enough, else collected now."""
     entry = cache.get(KEY)
-    now = _clock()
+    now = clock()
     age = now - entry[1] if entry else None
     if age is None or not 0 <= age < MAX_AGE_S:
         return _collect_now()
@@ -37,7 +37,7 @@ def scrape() -> str:
 
 
 def _collect_now() -> str:
-    collected_at = _clock()
+    collected_at = clock()
     text = metrics.render(metrics.collect())
     # The age check in scrape() decides what is served, by the collection's own timestamp; the
     # expiry only clears a text nobody asked for since.

@@ -153,7 +153,7 @@ def recover_orphans(
     if dry_run:
         return report
     for orphan in report.orphans:
-        orphan.recovered = _end_trial(orphan, now, report.sweep)
+        orphan.recovered = end_trial(orphan, now, report.sweep)
     # Trials of this host that recovery elsewhere ended but whose sandboxes it could not reach.
     left = [
         Orphan(str(pk), str(run_id), provider, batch, None, timedelta(0), settings.JOB_HOST)
@@ -194,7 +194,9 @@ def scheduled_recovery() -> str:
     return f"{summary}; {len(failed)} run failure(s) recorded late" if failed else summary
 
 
-def _end_trial(orphan: Orphan, now: datetime, sweep: str) -> bool:
+def end_trial(orphan: Orphan, now: datetime, sweep: str) -> bool:
+    """End one orphan as cut short (its sandboxes are destroyed after); False when its worker
+    or another sweep ended it first. Concurrency tests replace it to hold a sweep mid-way."""
     overdue = None if orphan.last_seen is None else (now - orphan.last_seen - orphan.limit)
     result = TrialResult(
         outcome=Outcome.PROVIDER_FAILURE,

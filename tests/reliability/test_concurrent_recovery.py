@@ -158,7 +158,7 @@ def test_two_sweeps_at_once_end_each_orphan_once_and_both_destroy_safely(
     provider = CountingProvider(local, listed=threading.Barrier(2, timeout=BARRIER_S))
     chain_provider(provider)
     won = threading.Barrier(2, timeout=BARRIER_S)
-    end_trial, find_orphans = recovery._end_trial, recovery.find_orphans
+    end_trial, find_orphans = recovery.end_trial, recovery.find_orphans
     first = threading.local()
 
     def reversed_for_the_second(*args, **kwargs):
@@ -173,7 +173,7 @@ def test_two_sweeps_at_once_end_each_orphan_once_and_both_destroy_safely(
         return ended
 
     monkeypatch.setattr(recovery, "find_orphans", reversed_for_the_second)
-    monkeypatch.setattr(recovery, "_end_trial", end_then_wait)
+    monkeypatch.setattr(recovery, "end_trial", end_then_wait)
     # The worst case: both sweeps read the same database time (SQLite's clock steps by the
     # millisecond), so both write the same end time; neither may take the other's write as its own.
     same_time = store.db_now()
@@ -236,7 +236,7 @@ def test_a_batch_one_sweep_deferred_is_confirmed_gone_by_the_sweep_that_destroys
     monkeypatch.setattr(steps, "enqueue", lambda *args: None)
     hold_until_both_read(monkeypatch)
     deferred = threading.Event()
-    find_orphans, end_trial = recovery.find_orphans, recovery._end_trial
+    find_orphans, end_trial = recovery.find_orphans, recovery.end_trial
     in_use = store.batches_in_use
 
     def as_each_sweep_saw_them(*args, **kwargs):
@@ -257,7 +257,7 @@ def test_a_batch_one_sweep_deferred_is_confirmed_gone_by_the_sweep_that_destroys
         return used
 
     monkeypatch.setattr(recovery, "find_orphans", as_each_sweep_saw_them)
-    monkeypatch.setattr(recovery, "_end_trial", after_sweep_0_deferred)
+    monkeypatch.setattr(recovery, "end_trial", after_sweep_0_deferred)
     monkeypatch.setattr(store, "batches_in_use", checked)
     chain_provider(CountingProvider(local))
 

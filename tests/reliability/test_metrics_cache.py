@@ -24,7 +24,7 @@ def clock(monkeypatch):
     class Clock:
         now = 1_000_000.0
 
-    monkeypatch.setattr(metrics_cache, "_clock", lambda: Clock.now)
+    monkeypatch.setattr(metrics_cache, "clock", lambda: Clock.now)
     yield Clock
     cache.delete_many([metrics_cache.KEY, metrics_cache.LOCK_KEY])
 

@@ -521,7 +521,7 @@ def test_it_checks_the_run_budget_before_every_refill(chain_provider, local, mon
     # As above, but the first refill spends the budget: the round opened within it, and the
     # second refill still does not run.
     spent = [0.0]
-    monkeypatch.setattr(chain.Chain, "_spent_usd", lambda self: spent[0])
+    monkeypatch.setattr(store, "spent_usd", lambda run: spent[0])
 
     class CostlyRefills(FaultyProvider):
         def create(self, spec):

@@ -66,7 +66,7 @@ def test_it_asks_the_cache_again_after_a_pause_and_logs_one_report_meanwhile(
     client, published_run, settings, caplog, tmp_path, monkeypatch
 ):
     now = [1000.0]
-    monkeypatch.setattr(cache_guard, "_clock", lambda: now[0])
+    monkeypatch.setattr(cache_guard, "clock", lambda: now[0])
     caplog.set_level(logging.WARNING, logger="boxbench.cache")
     with own_redis(tmp_path, "maxmemory 1", "maxmemory-policy noeviction") as url:
         settings.CACHES = cache_settings(url)
