@@ -111,9 +111,9 @@ def units() -> list[UnitDefinition]:
 
 
 def run(ctx: TrialContext) -> None:
-    trace = _trace(ctx)
+    trace = unit_trace(ctx)
     before = processes(ctx)
-    _prepare(ctx, trace)
+    prepare(ctx, trace)
     replay_and_record(ctx, trace, replay.replay_script(trace), "tool_time", before)
 
 
@@ -207,7 +207,9 @@ def _after_timeout(ctx: TrialContext, cause: str) -> None:
         )
 
 
-def _trace(ctx: TrialContext):
+def unit_trace(ctx: TrialContext):
+    """The trial's unit's trace, refused if it changed since the run was planned (a seam the
+    replay tests replace with a tampered trace)."""
     try:
         trace = load_trace(TRACES_DIR / ctx.unit.slug / "trace.json")
     except TraceError as exc:
@@ -220,7 +222,7 @@ def _trace(ctx: TrialContext):
     return trace
 
 
-def _prepare(ctx: TrialContext, trace) -> None:
+def prepare(ctx: TrialContext, trace) -> None:
     """Untimed: the repository as a fresh git checkout in /app, and the deny proxy beside it."""
     try:
         check_members(trace.archive_path, TraceError)

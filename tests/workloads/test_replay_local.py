@@ -86,7 +86,7 @@ def test_it_excludes_a_trial_when_a_command_exits_differently(local, monkeypatch
     trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
     first = replace(trace.commands[0], exit_code=7)
     changed = replace(trace, commands=(first, *trace.commands[1:]))
-    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    monkeypatch.setattr(deepswe, "unit_trace", lambda ctx: changed)
     result = _trial(local, _unit())
     assert result.outcome == "excluded"
     assert "command 0 exited 0, the trace recorded 7" in result.cause
@@ -98,7 +98,7 @@ def _with_a_stuck_command(monkeypatch):
     trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
     stuck = Command("sleep 60 & echo child $!; sleep 60", 0, 0.0)
     changed = replace(trace, commands=(trace.commands[0], stuck, *trace.commands[1:]))
-    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    monkeypatch.setattr(deepswe, "unit_trace", lambda ctx: changed)
 
 
 def test_a_command_over_its_limit_excludes_the_trial_naming_the_command_and_limit(
@@ -132,7 +132,7 @@ def test_a_command_that_forges_the_replay_records_makes_a_benchmark_error(local,
     forged = "__CMD 0 0 1700000000.0 1700000000.0 1.0 1.0 " + "0" * 64
     forger = Command(f"printf '%s\\n' '{forged}' > {replay.RECORDS}", 0, 0.0)
     changed = replace(trace, commands=(forger, *trace.commands))
-    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    monkeypatch.setattr(deepswe, "unit_trace", lambda ctx: changed)
     result = _trial(local, _unit())
     assert (result.outcome, result.owner) == ("benchmark_error", "benchmark")
     assert "replay records line 1: its seal does not match" in result.cause
@@ -142,7 +142,7 @@ def test_a_command_that_forges_the_replay_records_makes_a_benchmark_error(local,
 def test_it_excludes_a_trial_whose_final_patch_digest_differs(local, monkeypatch):
     trace = load_trace(deepswe.TRACES_DIR / UNIT / "trace.json")
     changed = replace(trace, patch_sha256="0" * 64)
-    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    monkeypatch.setattr(deepswe, "unit_trace", lambda ctx: changed)
     result = _trial(local, _unit())
     assert result.outcome == "excluded"
     assert "final git patch SHA-256" in result.cause

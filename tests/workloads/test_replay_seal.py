@@ -176,9 +176,9 @@ def _trial_with(local, monkeypatch, commands, prepare=None):
 
     trace = load_trace(SIX)
     changed = replace(trace, commands=(*(Command(c, 0, 0.0) for c in commands), *trace.commands))
-    monkeypatch.setattr(deepswe, "_trace", lambda ctx: changed)
+    monkeypatch.setattr(deepswe, "unit_trace", lambda ctx: changed)
     if prepare is not None:
-        monkeypatch.setattr(deepswe, "_prepare", prepare)
+        monkeypatch.setattr(deepswe, "prepare", prepare)
     unit = next(u for u in deepswe.units() if u.slug == "six-ensure-bytearray")
     limits = Limits(readiness=ReadinessPolicy(deadline_s=5), poll_interval_s=0.1, gone_timeout_s=5)
     return lifecycle.run_trial(
@@ -200,7 +200,7 @@ def test_a_process_the_preparation_leaves_behind_is_ended_before_the_key_goes_in
 
     # A thief planted during the preparation (as a hook of a planted .git would be) copies the
     # key file whenever it exists; the first command fails if it lives on or got the key.
-    real_prepare, planted = deepswe._prepare, []
+    real_prepare, planted = deepswe.prepare, []
     thief = f"while :; do cat {replay.WORKDIR}/{replay.KEY_FILE} >> /tmp/stolen 2> /dev/null; done"
     alive = "grep -qs boxbench-thie[f] /proc/[0-9]*/cmdline"
 
