@@ -40,6 +40,7 @@ boxbench's standard image (default boxbench-standard).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -81,9 +82,11 @@ REQUEST_TIMEOUT_S = 60.0
 SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
 
 
-# Task templates built in this process, by (API URL, template name): the name carries the task's
-# digest, so a trial of the same task reuses the template and a changed task builds its own.
+# Task templates built in this process, by (API URL and account, template name): the name
+# carries the task's digest, so a trial of the same task reuses the template and a changed task
+# builds its own.
 _BUILT: dict[tuple[str, str], str] = {}
+_FAILED: dict[tuple[str, str], str] = {}  # builds E2B reported failed, with why
 _BUILD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _BUILD_LOCK = threading.Lock()
 
@@ -386,13 +389,21 @@ class E2BProvider(HTTPProvider):
         """The task's Dockerfile built as an E2B template (`Template.build`), untimed, at the
         task's declared size (an E2B template fixes its sandboxes' vCPU and memory); once per
         API and task digest in this process, and E2B's own layer cache after that."""
-        key = (self.api_url, images.template_name(task))
+        # Per account: the API and a digest of its key (templates belong to the key's team).
+        account = hashlib.sha256(str(self._key).encode()).hexdigest()[:16]
+        key = (f"{self.api_url} {account}", images.template_name(task))
         with _BUILD_LOCK:
             lock = _BUILD_LOCKS.setdefault(key, threading.Lock())
         with lock:
             if key in _BUILT:
                 return BuiltImage(_BUILT[key], "")
-            info = self._build_template(task, key[1])
+            if key in _FAILED:  # the same Dockerfile fails the same way: built once, not per trial
+                raise images.BuildError(_FAILED[key])
+            try:
+                info = self._build_template(task, key[1])
+            except images.BuildError as exc:
+                _FAILED[key] = str(exc)
+                raise
             _BUILT[key] = info.template_id
         return BuiltImage(info.template_id, info.build_id)
 

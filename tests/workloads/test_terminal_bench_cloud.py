@@ -17,7 +17,7 @@ from runner.declarations import get_declaration
 from runner.outcomes import EvidenceKind
 from runner.tasks import imported
 from runner.tasks.format import TASKS_DIR
-from tests.providers.cloud.helpers import LIMITS, running_fake, unspaced_creates
+from tests.providers.cloud.helpers import LIMITS, running_cloud, running_fake, unspaced_creates
 
 pytest.importorskip("e2b", reason="the e2b SDK is optional")
 
@@ -78,12 +78,14 @@ def test_e2b_builds_the_tasks_template_once_and_its_trials_start_from_it(own_tas
 def test_a_build_e2b_reports_failed_is_the_tasks_failure_not_the_providers(own_tasks, tmp_path):
     imported.import_tasks(_needing_a_build(own_tasks, run_line="RUN echo no >&2; exit 7"))
     with running_fake("e2b", tmp_path / "fake") as cloud:
-        result = _trial(cloud)
+        results = [_trial(cloud), _trial(cloud)]
+        # Built once: the second trial reads the same failure, not a second build.
         [build] = cloud.fake.template_builds.builds.values()
     assert build.status == "error" and "exit status 7" in build.reason["message"]
-    assert result.outcome == "benchmark_error" and result.owner != "provider"
-    assert f"task {SLUG}: E2B's build of template" in result.cause
-    assert "exit status 7" in result.cause
+    for result in results:
+        assert result.outcome == "benchmark_error" and result.owner != "provider"
+        assert f"task {SLUG}: E2B's build of template" in result.cause
+        assert "exit status 7" in result.cause
 
 
 def test_vercel_which_takes_no_image_reads_not_supported_with_the_reason(own_tasks):
@@ -141,10 +143,20 @@ def test_harbors_default_size_is_offered_where_the_providers_docs_offer_it(own_t
     assert refused["e2b"] == refused["daytona"] == [("R402", "1 vCPU / 2048 MiB")]
 
 
-def test_a_task_at_one_vcpu_runs_in_a_one_vcpu_vercel_sandbox(own_tasks, tmp_path):
+@pytest.mark.parametrize("slug", ["vercel", "modal"])
+def test_a_task_at_one_vcpu_runs_in_a_one_vcpu_sandbox(slug, own_tasks, tmp_path):
     imported.import_tasks(_at_harbors_default_size(own_tasks))
     unit = next(u for u in terminal_bench.units() if u.slug == "small-sales")
-    with running_fake("vercel", tmp_path / "fake") as cloud:
+    with running_cloud(slug, tmp_path / "fake") as cloud:
+        # What the fake gave each sandbox, as the provider would allocate it.
+        reserve, sizes = cloud.fake.backend.reserve, []
+
+        def sized(*args, **kwargs):
+            box = reserve(*args, **kwargs)
+            sizes.append((box.cpus, box.memory_mib))
+            return box
+
+        cloud.fake.backend.reserve = sized
         result = lifecycle.run_trial(
             cloud.provider,
             terminal_bench.DEFINITION,
@@ -153,6 +165,7 @@ def test_a_task_at_one_vcpu_runs_in_a_one_vcpu_vercel_sandbox(own_tasks, tmp_pat
             label="bb-pytest-cloud",
             limits=LIMITS,
         )
-    assert (result.outcome, result.cause) == ("success", "")
     [made] = [e.data for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
+    assert (result.outcome, result.cause) == ("success", "")
     assert (made["facts"]["cpus"], made["facts"]["memory_mib"]) == (1, 2048)
+    assert sizes == [(1, 2048)]

@@ -240,7 +240,8 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         resources = definition.resources
         box = self.fake.backend.reserve(
             timeout,
-            cpus=max(1, round(resources.milli_cpu / 1000)) * 2,
+            # Modal's unit is a physical core, two vCPU: half a core is one vCPU.
+            cpus=max(1, round(resources.milli_cpu * 2 / 1000)),
             memory_mib=resources.memory_mb or 128,
         )
         tags = {t.tag_name: t.tag_value for t in request.tags}

@@ -105,6 +105,22 @@ def running_fake(slug: str, root, **options):
         fake.stop()
 
 
+@contextlib.contextmanager
+def running_cloud(slug: str, root):
+    """Any cloud adapter against its fake, Modal's included (skipped without its SDK)."""
+    if slug == "modal":
+        import pytest
+
+        pytest.importorskip("modal", reason="the modal SDK is optional")
+        from tests.providers.cloud.modal_helpers import running_modal
+
+        with running_modal(root) as found:
+            yield found
+    else:
+        with running_fake(slug, root) as found:
+            yield found
+
+
 def run(
     cloud: Cloud, procedure, benchmark="latency-per-call", limits=LIMITS, provider=None, **kwargs
 ):

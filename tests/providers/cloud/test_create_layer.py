@@ -3,8 +3,6 @@ each provider's own image or template mechanism against its loopback fake, and d
 (runner/layers.py); a provider with no such mechanism is refused Create, never measured another
 way."""
 
-import contextlib
-
 import pytest
 
 from runner import rules
@@ -14,22 +12,9 @@ from runner.declarations import get_declaration
 from runner.layers import LAYER_FILE, prepare
 from runner.outcomes import EvidenceKind
 from tests.providers.cloud.helpers import run as run_trial
-from tests.providers.cloud.helpers import running_fake
+from tests.providers.cloud.helpers import running_cloud as running
 
 CLOUD = ["daytona", "e2b", "modal", "vercel"]
-
-
-@contextlib.contextmanager
-def running(slug, root):
-    if slug == "modal":
-        pytest.importorskip("modal", reason="the modal SDK is optional")
-        from tests.providers.cloud.modal_helpers import running_modal
-
-        with running_modal(root) as found:
-            yield found
-    else:
-        with running_fake(slug, root) as found:
-            yield found
 
 
 def _layer_trial(cloud):
