@@ -189,7 +189,7 @@ def plan_run(
         manifest.adapters[provider] = AdapterVersion(
             **provenance.adapter_version(declaration.adapter)
         )
-        manifest.chains[provider] = ChainPlan(order=[tuple(block) for block in order])
+        manifest.chains[provider] = ChainPlan(order=list(order))
         blocks = _blocks(
             run_id, provider, manifest.benchmarks, benchmark_rows, order, refused_units
         )

@@ -5,18 +5,25 @@ interleaved order, in-flight tracking and the top-up stop conditions.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
 
+from runner.benchmarks.base import BenchmarkDefinition, UnitDefinition
+from runner.declarations import Declaration
 from runner.tasks import images
+from stats.labels import Label
 
 ROUNDS = 4
+TrialId = TypeVar("TrialId")
 
-# What the admin, the CLI and the run page print after a refusal code.
+# What the admin, the CLI and the run page print after a refusal code: the status label the
+# pages give the pair, in stats/labels.py's words.
 REFUSAL_DISPLAY_LABELS = {
-    "R401": "Not Supported",
-    "R402": "Not Offered",
-    "R403": "Account Limit",
-    "R404": "Not Supported",  # a known fault the declaration records
+    "R401": Label.NOT_SUPPORTED,
+    "R402": Label.NOT_OFFERED,
+    "R403": Label.ACCOUNT_LIMIT,
+    "R404": Label.NOT_SUPPORTED,  # a known fault the declaration records
 }
 
 
@@ -36,11 +43,13 @@ class Refusal:
     def label(self) -> str:
         return REFUSAL_DISPLAY_LABELS[self.code]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def parallel_trials(definition, override: int | None, default: int, host_cap: int) -> int:
+def parallel_trials(
+    definition: BenchmarkDefinition, override: int | None, default: int, host_cap: int
+) -> int:
     """Trials of `definition` run at once per provider: the run's override, else the benchmark's
     declaration, else the job host's default; never above the job host's cap. The same number
     applies to every provider ("Equal concurrency"). Interacting trials run one at a time: two
@@ -56,7 +65,9 @@ def fit_host_cores(parallel: int, cpus: int, sandboxes_per_trial: int, host_cpus
     return max(1, min(parallel, host_cpus // max(1, cpus * sandboxes_per_trial)))
 
 
-def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
+def refusals(
+    declaration: Declaration, definition: BenchmarkDefinition, concurrency: int
+) -> list[Refusal]:
     """Why `declaration`'s provider cannot enter `definition`'s benchmark; [] when it can.
 
     `concurrency` is the benchmark's parallel trials; with its sandboxes per trial it must fit
@@ -64,7 +75,7 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
     """
     found = []
 
-    def refuse(code, missing, message):
+    def refuse(code: str, missing: str, message: str) -> None:
         found.append(Refusal(declaration.provider, definition.slug, code, missing, message))
 
     fault = declaration.known_faults.get(definition.slug)
@@ -98,7 +109,9 @@ def refusals(declaration, definition, concurrency: int) -> list[Refusal]:
     return found
 
 
-def unit_refusals(declaration, definition, units) -> list[Refusal]:
+def unit_refusals(
+    declaration: Declaration, definition: BenchmarkDefinition, units: Sequence[UnitDefinition]
+) -> list[Refusal]:
     """The units `declaration`'s provider cannot run although it enters the benchmark: a unit
     whose definition needs more concurrent sandboxes than the account's documented limit (a
     burst tier) is refused as Account Limit, one whose declared size the provider does not offer
@@ -158,7 +171,9 @@ def split_rounds(trials: int, rounds: int = ROUNDS) -> list[int]:
     return [base + (1 if r < extra else 0) for r in range(rounds)]
 
 
-def chain_order(benchmarks: list[str], rng: random.Random, rounds: int = ROUNDS) -> list:
+def chain_order(
+    benchmarks: list[str], rng: random.Random, rounds: int = ROUNDS
+) -> list[tuple[str, int]]:
     """A provider's blocks [(benchmark, round)]: its benchmark order shuffled once per run, then
     round 1 of every benchmark, round 2 of every benchmark..., so each benchmark's trials come
     from separate moments across the run."""
@@ -167,13 +182,15 @@ def chain_order(benchmarks: list[str], rng: random.Random, rounds: int = ROUNDS)
     return [(slug, r) for r in range(1, rounds + 1) for slug in order]
 
 
-def in_flight_means(held: dict) -> dict:
+def in_flight_means(
+    held: dict[TrialId, list[tuple[float, float]]],
+) -> dict[TrialId, float | None]:
     """Time-weighted mean number of *other* trials holding a sandbox over each trial's window.
 
     `held` maps a trial id to its [(start, end)] sandbox-holding spans (epoch seconds); a trial's
     window runs from its first start to its last end.
     """
-    means: dict[str, float | None] = {}
+    means: dict[TrialId, float | None] = {}
     for trial, spans in held.items():
         if not spans:
             means[trial] = None
