@@ -13,7 +13,14 @@ from django.test.utils import CaptureQueriesContext
 from boxbench import publishing
 from boxbench.models import Run
 from tests.support.board import BOARD_KEY, SharedBoard
-from tests.support.web import CHROMIUM, CHROMIUM_ARGS, CSP_LISTENER, explain_failures, make_running
+from tests.support.web import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CSP_LISTENER,
+    docker_cpu_like_local,
+    explain_failures,
+    make_running,
+)
 from tests.web import factory
 
 
@@ -61,6 +68,11 @@ def publish_fixture_run(run: Run) -> Run:
     return publishing.publish(run)
 
 
+def publish_cpu_alike(run: Run) -> Run:
+    docker_cpu_like_local(run)
+    return publish_fixture_run(run)
+
+
 @pytest.fixture(scope="session")
 def shared_board(request, django_db_setup, django_db_blocker, tmp_path_factory):
     """The fixture run imported and published once per worker (tests/support/board.py)."""
@@ -70,6 +82,7 @@ def shared_board(request, django_db_setup, django_db_blocker, tmp_path_factory):
         {
             "imported": lambda: import_fixture_run(folder),
             "published": lambda: publish_fixture_run(Run.objects.get(id=factory.RUN_ID)),
+            "cpu_alike": lambda: publish_cpu_alike(Run.objects.get(id=factory.RUN_ID)),
         },
     )
     request.config.stash[BOARD_KEY] = board
@@ -145,3 +158,12 @@ def page(browser):
     tab.add_init_script(CSP_LISTENER)
     yield tab
     context.close()
+
+
+@pytest.fixture
+def cpu_alike_run(shared_board, imported_run):
+    """The fixture run published with docker's CPU trials taking local's values in reverse
+    order: the same distribution, so no difference may be claimed between them."""
+    if shared_board.holds("cpu_alike"):
+        return imported_run
+    return publish_cpu_alike(imported_run)

@@ -5,21 +5,12 @@ import html
 
 import pytest
 
-from boxbench import publishing
 from boxbench.models import Aggregate, Scope, Trial
-from tests.support.web import docker_cpu_like_local, explain_failures
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def judged_run(imported_run):
-    docker_cpu_like_local(imported_run)
-    explain_failures(imported_run)
-    return publishing.publish(imported_run)
-
-
-def test_each_adjacent_pair_carries_the_verdict_of_its_comparison(client, judged_run):
+def test_each_adjacent_pair_carries_the_verdict_of_its_comparison(client, cpu_alike_run):
     summary = Aggregate.objects.page(Scope.BENCHMARK, "create")
     verdicts = summary["verdicts"]
     ranked = sorted((r for r in summary["rows"] if r["rank"]), key=lambda r: r["rank"])
@@ -39,7 +30,7 @@ def test_each_adjacent_pair_carries_the_verdict_of_its_comparison(client, judged
 
 
 def test_a_difference_the_sample_cannot_detect_marks_the_rank_with_an_approximately(
-    client, judged_run
+    client, cpu_alike_run
 ):
     summary = Aggregate.objects.page(Scope.BENCHMARK, "cpu")
     same = [v for v in summary["verdicts"] if v["same"]]
@@ -53,7 +44,7 @@ def test_a_difference_the_sample_cannot_detect_marks_the_rank_with_an_approximat
 
 
 def test_the_overview_opens_with_a_sentence_per_section_and_the_publications_facts(
-    client, judged_run
+    client, cpu_alike_run
 ):
     lead = Aggregate.objects.page(Scope.OVERVIEW)["lead"]
     assert [s.split(":")[0] for s in lead["sentences"]] == [
@@ -66,15 +57,15 @@ def test_the_overview_opens_with_a_sentence_per_section_and_the_publications_fac
     assert lead["sentences"][0].startswith(
         "Workload: on DeepSWE replay, the first two providers differ detectably on "
     )
-    assert lead["trials"] == Trial.objects.filter(run=judged_run).count()
+    assert lead["trials"] == Trial.objects.filter(run=cpu_alike_run).count()
     page = client.get("/").content.decode()
     for sentence in lead["sentences"]:
         assert html.escape(sentence) in page
-    published = judged_run.published_at.date().isoformat()
+    published = cpu_alike_run.published_at.date().isoformat()
     assert f"Published {published} from {lead['trials']} trials" in page
 
 
-def test_a_workload_carries_the_verdict_on_its_whole_workload_value(client, judged_run):
+def test_a_workload_carries_the_verdict_on_its_whole_workload_value(client, cpu_alike_run):
     summary = Aggregate.objects.page(Scope.BENCHMARK, "deepswe")
     ranked = sorted((r for r in summary["rows"] if r["rank"]), key=lambda r: r["rank"])
     whole = summary["workload_verdicts"]
@@ -94,7 +85,7 @@ def test_a_workload_carries_the_verdict_on_its_whole_workload_value(client, judg
     assert lead.endswith(f"; on the whole workload, {whole[0]['text']}.")
 
 
-def test_a_unit_page_opens_with_its_verdicts(client, judged_run):
+def test_a_unit_page_opens_with_its_verdicts(client, cpu_alike_run):
     unit = Aggregate.objects.page(Scope.UNIT, "deepswe", "trace-a")
     page = client.get("/benchmarks/deepswe/units/trace-a/").content.decode()
     top = page.split('id="distribution-chart"')[0]  # before the chart: the first screen

@@ -18,7 +18,7 @@ from boxbench import publishing
 from boxbench.leaderboard import slices
 from boxbench.models import Aggregate, Provider, Run, Scope
 from boxbench.rawdata import PUBLIC, export_jsonl
-from tests.support.web import docker_cpu_like_local, explain_failures
+from tests.support.web import explain_failures
 
 pytestmark = pytest.mark.django_db
 
@@ -103,15 +103,8 @@ def recompute(text: str) -> dict:
     return found
 
 
-@pytest.fixture
-def compared_run(imported_run):
-    docker_cpu_like_local(imported_run)
-    explain_failures(imported_run)
-    return publishing.publish(imported_run)
-
-
-def test_the_verdicts_agree_with_a_recomputation_from_the_public_raw_data(compared_run):
-    expected = recompute("".join(export_jsonl(compared_run, PUBLIC)))
+def test_the_verdicts_agree_with_a_recomputation_from_the_public_raw_data(cpu_alike_run):
+    expected = recompute("".join(export_jsonl(cpu_alike_run, PUBLIC)))
     verdicts = defaultdict(int)
     for (a, b), rows in expected.items():
         page = Aggregate.objects.page(Scope.COMPARE, a, b)
@@ -184,7 +177,7 @@ def test_two_providers_on_different_images_are_compared_with_the_images_as_a_cav
     assert "different images (Local sandbox " in page
 
 
-def test_the_compare_page_shows_the_summary_rows_and_a_permalink(client, compared_run):
+def test_the_compare_page_shows_the_summary_rows_and_a_permalink(client, cpu_alike_run):
     page = client.get("/compare/?a=local&b=docker").content.decode()
     data = Aggregate.objects.page(Scope.COMPARE, "local", "docker")
     assert data["summary"]["text"] in page
@@ -197,7 +190,7 @@ def test_the_compare_page_shows_the_summary_rows_and_a_permalink(client, compare
         assert html.escape(row["text"]) in page
 
 
-def test_the_csv_holds_the_pages_rows(client, compared_run):
+def test_the_csv_holds_the_pages_rows(client, cpu_alike_run):
     response = client.get("/compare.csv?a=docker&b=local")
     assert response["Content-Disposition"] == 'attachment; filename="compare-docker-local.csv"'
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -207,7 +200,7 @@ def test_the_csv_holds_the_pages_rows(client, compared_run):
     ]
 
 
-def test_swapping_a_and_b_inverts_the_ratio_and_keeps_the_verdicts(compared_run):
+def test_swapping_a_and_b_inverts_the_ratio_and_keeps_the_verdicts(cpu_alike_run):
     one = Aggregate.objects.page(Scope.COMPARE, "local", "docker")["rows"]
     other = Aggregate.objects.page(Scope.COMPARE, "docker", "local")["rows"]
     swap = {"a": "b", "b": "a"}
@@ -229,16 +222,16 @@ def test_swapping_a_and_b_inverts_the_ratio_and_keeps_the_verdicts(compared_run)
         ("?a=%00&b=local", 400),  # a control character: the middleware's answer
     ],
 )
-def test_a_bad_pair_is_refused_without_a_server_error(client, compared_run, query, status):
+def test_a_bad_pair_is_refused_without_a_server_error(client, cpu_alike_run, query, status):
     for path in ("/compare/", "/compare.csv"):
         assert client.get(path + query).status_code == status, (path, query)
 
 
-def test_the_csv_needs_a_pair(client, compared_run):
+def test_the_csv_needs_a_pair(client, cpu_alike_run):
     assert client.get("/compare.csv").status_code == 404
 
 
-def test_without_a_pair_the_page_opens_on_the_first_two_ranked_providers(client, compared_run):
+def test_without_a_pair_the_page_opens_on_the_first_two_ranked_providers(client, cpu_alike_run):
     page = client.get("/compare/").content.decode()
     assert page.count('<select name="a">') == 1
     for slug in ("local", "docker", "boat"):
@@ -271,7 +264,7 @@ def many_units(data: dict) -> tuple[str, list[str]]:
 
 
 def test_a_benchmark_with_more_units_than_shown_opens_page_by_page(
-    client, compared_run, one_unit_at_a_time
+    client, cpu_alike_run, one_unit_at_a_time
 ):
     data = Aggregate.objects.page(Scope.COMPARE, "local", "docker")
     slug, units = many_units(data)
@@ -305,7 +298,7 @@ def test_a_benchmark_with_more_units_than_shown_opens_page_by_page(
     ],
 )
 def test_a_part_of_a_comparison_that_does_not_exist_is_a_404(
-    client, compared_run, one_unit_at_a_time, query
+    client, cpu_alike_run, one_unit_at_a_time, query
 ):
     slug, _ = many_units(Aggregate.objects.page(Scope.COMPARE, "local", "docker"))
     for path in ("/compare/", "/api/v1/compare"):
