@@ -14,8 +14,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from statsmodels.stats.proportion import proportion_confint
-
 from runner.outcomes import Owner
 
 OPERATIONS = (
@@ -206,6 +204,10 @@ def wilson(failures: int, attempts: int) -> tuple[float, float]:
     """The 95 % Wilson score interval of failures / attempts (no continuity correction)."""
     if attempts < 1 or not 0 <= failures <= attempts:
         raise ValueError(f"{failures} failures of {attempts} attempts is not a proportion")
+    # Imported here: the raw-data format reads this module's names, and statsmodels takes
+    # seconds to import, which `bench import` and `bench export` would pay for nothing.
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(failures, attempts, alpha=0.05, method="wilson")
     return max(0.0, float(low)), min(1.0, float(high))
 

@@ -5,7 +5,8 @@ checks.py   checks across fields and lines: times, references, order, replacemen
 reader.py   numbered lines of a file, their length limit and the trailer's digest
 importer.py `bench import`: all of a file or nothing, in one transaction
 writers.py  bulk writes (COPY on PostgreSQL) that report a refused row at its file line
-counts.py   the counts lines: unsuccessful attempts counted per benchmark, unit and provider
+counts.py   the counts lines: unsuccessful attempts counted per benchmark, unit and provider;
+            the reliability lines: attempts and failures per provider and operation
 exporter.py `bench export`: two ordered cursors merged, canonical JSON, the trailer; the public
             form (successful trials, the others counted) or the full one (every trial)
 prefetch.py the exporter's next page fetched in a thread while the last is encoded

@@ -3,7 +3,7 @@
 The schema (boxbench/rawdata/schema.py) has checked each field on its own. Here: time range and
 order, references to the header, execution order (which makes seq unique), replacements, NUL
 characters, control, format and bidi characters (characters.py), duplicates within the header,
-what a public file may hold, and counts lines.
+what a public file may hold, counts lines and reliability lines.
 """
 
 from dataclasses import dataclass, field
@@ -13,7 +13,16 @@ import msgspec
 
 from boxbench.rawdata import characters
 from boxbench.rawdata.errors import FieldError
-from boxbench.rawdata.schema import FULL, PUBLIC, CountsLine, Header, TrialLine
+from boxbench.rawdata.schema import (
+    FULL,
+    PUBLIC,
+    SCHEMA_VERSION,
+    CountsLine,
+    Header,
+    ReliabilityLine,
+    TrialLine,
+)
+from stats.reliability import NOT_COUNTED_BENCHMARKS
 
 # What both SQLite and PostgreSQL store and Python reads back: years 1 to 9999, in UTC.
 EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
@@ -112,11 +121,17 @@ class TrialChecks:
     run_started: datetime | None = None
     run_ended: datetime | None = None
     form: str = FULL
-    counts_allowed: bool = True  # version 3 and later
+    version: int = SCHEMA_VERSION  # counts lines from 3, reliability lines from 6
     last_seq: int = 0
-    # (benchmark, version, unit, provider) of each counts line read so far: once per file, and
-    # after them no trial line.
+    # Set by the first counts or reliability line: no trial line follows them.
+    trials_ended: bool = False
+    # (benchmark, version, unit, provider) of each counts line read so far: once per file.
     counted: set = field(default_factory=set)
+    # (benchmark, provider) of every trial and counts line: each provider of a counted
+    # benchmark needs a reliability line in a file that has them.
+    used: set = field(default_factory=set)
+    # Providers of the reliability lines read so far: once per file.
+    reliable: set = field(default_factory=set)
     # Trials that are not a success, the only ones a later trial may replace. Failures are few,
     # so this stays small where a set of every trial id would grow with the file.
     replaceable: set = field(default_factory=set)
@@ -133,7 +148,7 @@ class TrialChecks:
         if (
             unit is None
             or provider is None
-            or self.counted
+            or self.trials_ended
             or (trial.outcome != "success" and self.form == PUBLIC)
             or trial.seq <= self.last_seq
             or trial.replaces is not None
@@ -150,14 +165,15 @@ class TrialChecks:
         ):
             self._explain(trial)
         self.last_seq = trial.seq
+        self.used.add((trial.benchmark, trial.provider))
         if trial.outcome != "success":
             self.replaceable.add(trial.trial)
         return benchmark, unit, provider
 
     def _explain(self, trial: TrialLine):
         check_characters(trial)
-        if self.counted:
-            raise FieldError("type", "trial lines come before the counts lines")
+        if self.trials_ended:
+            raise FieldError("type", "trial lines come before the counts and reliability lines")
         if trial.outcome != "success" and self.form == PUBLIC:
             raise FieldError(
                 "outcome",
@@ -220,8 +236,10 @@ class TrialChecks:
 
     def count(self, line: CountsLine) -> tuple[BenchmarkRef, int, int]:
         """(benchmark, unit id, provider id) of a counts line that passes every check."""
-        if not self.counts_allowed:
+        if self.version < 3:
             raise FieldError("type", "counts lines are a version-3 line; this file is older")
+        if self.reliable:
+            raise FieldError("type", "counts lines come before the reliability lines")
         cell = self._check_cell(line)
         key = (line.benchmark, line.benchmark_version, line.unit, line.provider)
         if key in self.counted:
@@ -238,7 +256,41 @@ class TrialChecks:
                 "failures counted",
             )
         self.counted.add(key)
+        self.used.add((line.benchmark, line.provider))
+        self.trials_ended = True
         return cell
+
+    def reliability(self, line: ReliabilityLine) -> None:
+        """Check a reliability line: one per provider of the header, and no operation with more
+        failed attempts than attempts."""
+        if self.version < 6:
+            raise FieldError("type", "reliability lines are a version-6 line; this file is older")
+        if line.provider not in self.providers:
+            raise FieldError("provider", f"{line.provider!r} is not in the run header")
+        if line.provider in self.reliable:
+            raise FieldError("provider", "a second reliability line for this provider")
+        for operation, entry in line.operations.items():
+            for owner, by_class in entry.failures.items():
+                if not by_class:
+                    raise FieldError(
+                        f"operations.{operation}.failures.{owner}", "counts no cause class"
+                    )
+            failed = sum(n for by_class in entry.failures.values() for n in by_class.values())
+            if failed > entry.attempts:
+                raise FieldError(
+                    f"operations.{operation}.failures",
+                    f"{failed} failed attempts are more than the {entry.attempts} attempts",
+                )
+        self.reliable.add(line.provider)
+        self.trials_ended = True
+
+    def unreliable_provider(self) -> str | None:
+        """A provider with trial or counts lines of a benchmark the Reliability page counts but
+        no reliability line, in a file of version 6 or later (which always has them)."""
+        if self.version < 6:
+            return None
+        used = {p for b, p in self.used if b not in NOT_COUNTED_BENCHMARKS}
+        return min(used - self.reliable, default=None)
 
     def _check_replacement(self, trial: TrialLine):
         if trial.replaces == trial.trial:

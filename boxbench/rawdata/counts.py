@@ -1,23 +1,28 @@
 """The counts lines of a raw-data file (docs/raw-data.md): per benchmark, unit and provider, the
-unsuccessful attempts counted by outcome, and the provider failures no top-up replaced.
+unsuccessful attempts counted by outcome, and the provider failures no top-up replaced; and its
+reliability lines: per provider, the attempts and failures of each operation.
 
 The public form counts every unsuccessful trial here instead of writing its line; both forms
 write the counts the database holds for attempts it knows only as counts (a run imported from a
-public file).
+public file). Both forms write the reliability lines, since a run imported from either may know
+its failures only as counts.
 """
 
 from django.db.models import Count, Exists, OuterRef
 
+from boxbench.leaderboard.reliability import run_counts
 from boxbench.models import (
     Benchmark,
     Outcome,
     Provider,
     Run,
+    RunReliability,
     Trial,
     TrialState,
     Unit,
     UnsuccessfulCount,
 )
+from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.schema import PUBLIC
 
 
@@ -85,3 +90,28 @@ def counts_lines(run: Run, form: str, seen) -> list[dict]:
     return sorted(
         lines, key=lambda c: (c["benchmark"], c["benchmark_version"], c["unit"], c["provider"])
     )
+
+
+def reliability_lines(run: Run, seen) -> list[dict]:
+    """One reliability line per provider, in slug order: the counts the run's first publication
+    stored, or (not published yet) those it would store. The providers are added to `seen`."""
+    stored = RunReliability.objects.filter(run=run).values_list("counts", flat=True).first()
+    counts = run_counts(run) if stored is None else stored
+    ids = dict(Provider.objects.filter(slug__in=counts).values_list("slug", "id"))
+    lines = []
+    for slug, entry in sorted(counts.items()):
+        if slug not in ids:
+            raise RawDataError(
+                f"run {run.id}: its reliability counts name provider {slug!r}, which is not in "
+                "the database"
+            )
+        seen.providers.add(ids[slug])
+        lines.append(
+            {
+                "type": "reliability",
+                "provider": slug,
+                "operations": entry["operations"],
+                "unplaced": entry["unplaced"],
+            }
+        )
+    return lines

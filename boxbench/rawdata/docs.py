@@ -37,6 +37,8 @@ def _structs():
         schema.ClockGates,
         schema.RequestLine,
         schema.CountsLine,
+        schema.ReliabilityLine,
+        schema.OperationCounts,
         schema.Trailer,
     ]
 

@@ -51,7 +51,7 @@ def from_validation(error: msgspec.ValidationError) -> FieldError | str:
     if located:
         message, path = located["problem"], located["path"].lstrip(".")
         if located["key"]:
-            path = f"{path} (a key)"
+            path = f"{path}{KEY_SUFFIX}"
     named = _FIELD_NAMED.match(message)
     if named:
         name = named["name"]
@@ -66,6 +66,7 @@ def from_validation(error: msgspec.ValidationError) -> FieldError | str:
     return FieldError(path, message)
 
 
+KEY_SUFFIX = " (a key)"
 _TOKENS = re.compile(r"(\w+)|\[(\d+)\]|(\[\.\.\.\])")
 
 
@@ -80,8 +81,12 @@ def name_keys(error: FieldError, raw: bytes, decoder) -> FieldError:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return error
+    # A refused key (an operation or owner outside its enumeration) is named by its object.
+    path, key_suffix = error.field, ""
+    if path.endswith(KEY_SUFFIX):
+        path, key_suffix = path[: -len(KEY_SUFFIX)], KEY_SUFFIX
     node, concrete, named = data, [], []
-    for name, index, _ in _TOKENS.findall(error.field):
+    for name, index, _ in _TOKENS.findall(path):
         if name or index:
             key = name or int(index)
             try:
@@ -99,7 +104,7 @@ def name_keys(error: FieldError, raw: bytes, decoder) -> FieldError:
         node = node[culprit]
         concrete.append(culprit)
         named.append(f".{culprit}" if re.fullmatch(r"\w+", culprit) else f"[{culprit!r}]")
-    return FieldError("".join(named).lstrip("."), error.problem)
+    return FieldError("".join(named).lstrip(".") + key_suffix, error.problem)
 
 
 def _culprit(data, path: list, node: dict, decoder, field: str):

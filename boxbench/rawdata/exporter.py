@@ -9,7 +9,8 @@ SHA-256 of every byte before it.
 Two forms (docs/raw-data.md): the public form holds the successful trials, without replacement
 links, and counts the other attempts per benchmark, unit and provider in counts lines; the full
 form, for those who may see private evidence, holds every trial. Counts the database holds (a run
-imported from a public file) are counts lines in both forms.
+imported from a public file) are counts lines in both forms, and both carry each provider's
+reliability counts.
 """
 
 import hashlib
@@ -31,7 +32,7 @@ from boxbench.models import (
     TrialState,
     Unit,
 )
-from boxbench.rawdata.counts import counts_lines
+from boxbench.rawdata.counts import counts_lines, reliability_lines
 from boxbench.rawdata.errors import RawDataError
 from boxbench.rawdata.importer import BENCHMARK_FIELDS, PROVIDER_FIELDS, UNIT_FIELDS
 from boxbench.rawdata.prefetch import Prefetch
@@ -347,14 +348,14 @@ def _records(trials, names, postgres, seen: Seen, links: bool):
 
 
 def iter_jsonl_bytes(run: Run, form: str = PUBLIC) -> Iterator[bytes]:
-    """The JSON Lines export in chunks of bytes: header, trials, counts, trailer.
+    """The JSON Lines export in chunks of bytes: header, trials, counts, reliability, trailer.
 
     What the header declares is read before the trials stream (Seen.gather), so the lines go out
     as they are encoded, each trial checked against the header on its way."""
     _check_form(form)
     seen = Seen()
     seen.gather(run, form)
-    counts = counts_lines(run, form, seen)
+    counts = counts_lines(run, form, seen) + reliability_lines(run, seen)
     digest = hashlib.sha256()
     head = ENCODER.encode(run_header(run, seen, form)) + b"\n"
     digest.update(head)

@@ -4,7 +4,8 @@ Every line is decoded into the typed schema and checked (boxbench/rawdata/checks
 rows are written; the whole file is one transaction, so the first refusal leaves nothing behind.
 A file of version 2 or later must end in its trailer, whose count and digest prove the file
 whole. A version-3 public file holds successful trials only; its counts lines, stored as
-UnsuccessfulCount rows, stand for the other attempts.
+UnsuccessfulCount rows, stand for the other attempts. From version 6 its reliability lines, stored
+as the run's RunReliability, place those attempts' failures on their operations.
 """
 
 import gc
@@ -17,12 +18,14 @@ import msgspec
 from django.db import DatabaseError, transaction
 
 from boxbench.definitions import DefinitionConflict, ensure_benchmark, ensure_provider, ensure_unit
+from boxbench.leaderboard.reliability import FAILED_OUTCOMES
 from boxbench.models import (
     Benchmark,
     MeasurementKind,
     MeasurementName,
     Provider,
     Run,
+    RunReliability,
     RunStatus,
     RunTransition,
     Unit,
@@ -45,6 +48,7 @@ from boxbench.rawdata.schema import (
     READABLE_VERSIONS,
     CountsLine,
     Header,
+    ReliabilityLine,
     Trailer,
     TrialLine,
 )
@@ -92,6 +96,11 @@ V1_WARNING = (
     "{source}: schema version 1 has no trailer, so a file cut at a line boundary cannot be "
     "detected; export the run again to get a file with a trailer"
 )
+UNPLACED_WARNING = (
+    "{source}: schema version {version} has no reliability lines, so the {failures} failed "
+    "attempts its counts lines hold are on the Reliability page without their operation or "
+    "cause class; a version-6 export of the run carries them"
+)
 
 
 @dataclass
@@ -111,7 +120,7 @@ class _Peek(msgspec.Struct):
 
 _header_decoder = msgspec.json.Decoder(Header)
 _peek_decoder = msgspec.json.Decoder(_Peek)
-_line_decoder = msgspec.json.Decoder(TrialLine | CountsLine | Trailer)
+_line_decoder = msgspec.json.Decoder(TrialLine | CountsLine | ReliabilityLine | Trailer)
 
 
 def import_jsonl(path: str | Path) -> ImportResult:
@@ -154,7 +163,8 @@ def decode(source: str, number: int, raw: bytes, decoder):
             problem = name_keys(problem, raw, decoder)
         if isinstance(problem, FieldError) and problem.field == "type":
             problem = FieldError(
-                "type", "every line after the header is a trial, counts or trailer line"
+                "type",
+                "every line after the header is a trial, counts, reliability or trailer line",
             )
         raise at(source, number, problem) from None
     except msgspec.DecodeError as exc:
@@ -187,8 +197,9 @@ class _Import:
         except FieldError as exc:
             raise at(self.source, number, exc) from None
         trial_checks.form = header.form
-        trial_checks.counts_allowed = version >= 3
+        trial_checks.version = version
         counts: list[UnsuccessfulCount] = []
+        reliability: dict[str, dict] = {}
         writer = writer_for(run.id, references)
         try:
             trailer, trailer_number = None, 0
@@ -211,6 +222,17 @@ class _Import:
                 if type(line) is CountsLine:
                     counts.append(self._counts(run, trial_checks, number, line))
                     continue
+                if type(line) is ReliabilityLine:
+                    try:
+                        trial_checks.reliability(line)
+                    except FieldError as exc:
+                        raise at(self.source, number, exc) from None
+                    # What RunReliability.counts holds for the provider, as the line gives it.
+                    reliability[line.provider] = {
+                        "operations": msgspec.to_builtins(line.operations),
+                        "unplaced": line.unplaced,
+                    }
+                    continue
                 try:
                     benchmark, unit_id, provider_id = trial_checks.check(line)
                 except FieldError as exc:
@@ -221,6 +243,7 @@ class _Import:
             writer.abort()
             raise
         self._check_whole(version, trailer, trailer_number, writer.trial_count)
+        self._store_reliability(run, version, trial_checks, trailer_number, reliability, counts)
         UnsuccessfulCount.objects.bulk_create(counts)
         counted = sum(n for c in counts for n in c.outcomes.values())
         return ImportResult(
@@ -241,6 +264,23 @@ class _Import:
             outcomes=dict(sorted(line.outcomes.items())),
             unreplaced_provider_failures=line.unreplaced_provider_failures,
         )
+
+    def _store_reliability(self, run, version, trial_checks, number, reliability, counts) -> None:
+        """Store the reliability lines as the run's counts, which its publication then uses;
+        an older file's failures known only as counts are recounted there, unplaced."""
+        if version < 6:
+            failures = sum(c.outcomes.get(o, 0) for c in counts for o in FAILED_OUTCOMES)
+            if failures:
+                warning = UNPLACED_WARNING.format(
+                    source=self.source, version=version, failures=failures
+                )
+                self.warnings.append(warning)
+            return
+        missing = trial_checks.unreliable_provider()
+        if missing is not None:
+            problem = f"provider {missing!r} has trial or counts lines but no reliability line"
+            raise at(self.source, number, problem)
+        RunReliability.objects.create(run=run, counts=reliability)
 
     def _header(self, number: int, raw: bytes) -> tuple[Header, int]:
         peek = decode(self.source, number, raw, _peek_decoder)

@@ -29,14 +29,17 @@ from boxbench.models import (
 )
 from boxbench.models import MeasurementName as StoredName
 from runner.outcomes import MAX_VALUE, RequestOutcome
+from stats import reliability as rel
 
-SCHEMA_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+SCHEMA_VERSION = 6
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 # The two forms of a file (docs/raw-data.md): `public` holds the successful trials and counts the
 # others; `full`, for those who may see private evidence, holds every trial.
 PUBLIC, FULL = "public", "full"
 FORMS = (PUBLIC, FULL)
 UNSUCCESSFUL = tuple(o.value for o in Outcome if o != Outcome.SUCCESS)
+# Whose a failed attempt is: any owner but a success's.
+FAILURE_OWNERS = tuple(o.value for o in Owner if o != Owner.NONE)
 
 # Longest line accepted, in bytes: the header holds every definition, a trial line only one trial.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
@@ -181,12 +184,14 @@ class ProviderEntry(Struct):
 class Header(Struct, tag_field="type", tag="run"):
     """Line 1: the run header (`"type": "run"`)."""
 
-    schema_version: described(int, "`5` (`1` to `4` are still read; see below).")
+    schema_version: described(int, "`6` (`1` to `5` are still read; see below).")
     run: described(RunInfo, "The run.")
     manifest: described(Object, "What makes the run reproducible (seed, plan, digests, …).")
     audit_report: described(Object | None, "The audit as exported, or null; kept for comparison.")
     benchmarks: described(list[BenchmarkEntry], "Every benchmark the trial and counts lines use.")
-    providers: described(list[ProviderEntry], "Every provider the trial and counts lines use.")
+    providers: described(
+        list[ProviderEntry], "Every provider the trial, counts and reliability lines use."
+    )
     form: described(
         Literal[FORMS],
         "`public`: the successful trials, the others as counts lines; `full`: every trial. "
@@ -276,6 +281,36 @@ class CountsLine(Struct, tag_field="type", tag="counts"):
         "Provider failures no top-up replaced, trials cut short included (what the labels "
         "count); at most "
         "`outcomes.provider_failure`.",
+    )
+
+
+def count(description: str, minimum: int):
+    """A number of attempts: within the column range the counts lines are stored in, so that
+    no sum over runs can leave what the database and the pages hold."""
+    return integer(UnsuccessfulCount, "unreplaced_provider_failures", description, minimum=minimum)
+
+
+class OperationCounts(Struct):
+    """`operations.*` of a reliability line: one operation's attempts and the failed ones."""
+
+    attempts: count("Attempts at the operation, the failed ones included.", 1)
+    failures: described(
+        dict[Literal[FAILURE_OWNERS], dict[Literal[rel.CAUSE_CLASSES], count("", 1)]],
+        "Owner → cause class → failed attempts; at most `attempts` in all.",
+    )
+
+
+class ReliabilityLine(Struct, tag_field="type", tag="reliability"):
+    """Lines after the counts (version 6, `"type": "reliability"`): one provider's attempts per
+    operation over the run's finished trials, and the failed ones by owner and cause class, as
+    the Reliability page counts them. Counts only: no cause, time or trial."""
+
+    provider: slug(Provider, "slug", "A provider of the header; one line each.")
+    operations: described(
+        dict[Literal[rel.OPERATIONS], OperationCounts], "Operation → its attempts and failures."
+    )
+    unplaced: count(
+        "Failures known only from an older public file's counts lines: on no operation.", 0
     )
 
 

@@ -91,7 +91,7 @@ def corpus(lines: list[str]) -> list[tuple[str, bytes]]:
     header = json.loads(lines[0])
     trial = json.loads(lines[3])
     for path, value in [
-        ("schema_version", 6),
+        ("schema_version", 7),
         ("schema_version", "2"),
         ("type", "trial"),
         ("run", []),

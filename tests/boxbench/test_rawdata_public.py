@@ -105,7 +105,7 @@ def test_a_public_file_round_trips_and_its_counts_stay_counts(tmp_path, run):
     # The full form of such a run holds what the database has: the successes, and counts.
     again = decoded("".join(export_jsonl(result.run, FULL)))
     assert again[0]["form"] == "full"
-    assert {line["type"] for line in again[1:-1]} == {"trial", "counts"}
+    assert {line["type"] for line in again[1:-1]} == {"trial", "counts", "reliability"}
     assert [line for line in again if line["type"] == "counts"] == [
         line for line in decoded(text) if line["type"] == "counts"
     ]
@@ -180,7 +180,7 @@ def test_it_refuses_a_trial_after_the_counts(tmp_path, public_lines):
     last = json.loads(public_lines[at - 1])
     moved = changed(public_lines, trial, seq=last["seq"] + 1)
     moved = [*moved[:trial], *moved[trial + 1 :], moved[trial]]
-    refused(tmp_path, moved, "trial lines come before the counts lines")
+    refused(tmp_path, moved, "trial lines come before the counts and reliability lines")
 
 
 def test_it_refuses_counts_and_a_form_in_an_older_version(tmp_path, public_lines):

@@ -22,7 +22,7 @@ def test_each_measurement_is_a_column_with_the_jsonl_files_value(client, publish
         json.loads(line)
         for line in streamed(client.get(f"/runs/{factory.RUN_ID}/raw.jsonl")).splitlines()
     ]
-    assert lines[0]["schema_version"] == SCHEMA_VERSION == 5
+    assert lines[0]["schema_version"] == SCHEMA_VERSION == 6
     units = {
         (b["slug"], group, name): spec["unit"]
         for b in lines[0]["benchmarks"]

@@ -40,7 +40,8 @@ def bootstrap_interval(values):
 
 
 def read_public(text: str):
-    """(header, trial lines, counts lines) of a public file, its trailer checked by hand."""
+    """(header, trial lines, counts lines, reliability lines) of a public file, its trailer
+    checked by hand."""
     raw = text.encode()
     head, _, last = raw.rstrip(b"\n").rpartition(b"\n")
     trailer = json.loads(last)
@@ -50,11 +51,13 @@ def read_public(text: str):
     assert header["form"] == "public"
     trials = [line for line in lines if line["type"] == "trial"]
     counts = [line for line in lines if line["type"] == "counts"]
-    assert len(trials) + len(counts) == len(lines) and trailer["trials"] == len(trials)
+    reliability = [line for line in lines if line["type"] == "reliability"]
+    assert len(trials) + len(counts) + len(reliability) == len(lines)
+    assert trailer["trials"] == len(trials)
     # Nothing private: no unsuccessful trial, no replacement link.
     assert {t["outcome"] for t in trials} == {"success"}
     assert all(t["replaces"] is None for t in trials)
-    return header, trials, counts
+    return header, trials, counts, reliability
 
 
 class Raw:
@@ -62,7 +65,7 @@ class Raw:
     provider), in execution order."""
 
     def __init__(self, text: str):
-        self.header, trials, counts = read_public(text)
+        self.header, trials, counts, self.reliability = read_public(text)
         self.benchmarks = {b["slug"]: b for b in self.header["benchmarks"]}
         self.sourced = {
             p["slug"]: bool(p["pricing"].get("provider_sourced")) for p in self.header["providers"]
@@ -361,6 +364,62 @@ def check_overview(raw: Raw, workloads: dict) -> None:
             assert overview["composites"][kind][provider] == pytest.approx(want, rel=1e-12)
 
 
+def wilson(failures: int, attempts: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval, by its formula."""
+    z = scipy_stats.norm.ppf(0.975)
+    p, n = failures / attempts, attempts
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def expected_rate(entries: list[dict], floor: int) -> dict:
+    """One figure of the Reliability page from reliability-line entries added up: the
+    provider's own failures (owner provider or unknown) over every attempt."""
+    attempts = sum(e["attempts"] for e in entries)
+    by_owner, by_class = defaultdict(int), defaultdict(int)
+    for entry in entries:
+        for owner, classes in entry["failures"].items():
+            for cls, n in classes.items():
+                by_owner[owner] += n
+                by_class[cls] += n
+    failures = by_owner["provider"] + by_owner["unknown"]
+    measured = attempts >= floor
+    low, high = wilson(failures, attempts) if measured else (None, None)
+    return {
+        "attempts": attempts,
+        "failures": failures,
+        "rate": failures / attempts if measured else None,
+        "ci_low": low,
+        "ci_high": high,
+        "by_owner": {k: v for k, v in by_owner.items() if v},
+        "by_class": {k: v for k, v in by_class.items() if v},
+    }
+
+
+def check_reliability(raw: Raw) -> int:
+    """Each provider's failure rates, intervals and splits on the Reliability page, overall and
+    per operation, from the public file's reliability lines (the fixture is one run)."""
+    page = Aggregate.objects.page(Scope.RELIABILITY)
+    lines = {line["provider"]: line for line in raw.reliability}
+    assert [row["provider"] for row in page["providers"]] == sorted(lines)
+    checked = 0
+    for row in page["providers"]:
+        line = lines[row["provider"]]
+        assert row["unplaced"] == line["unplaced"]
+        figures = {"overall": (row["overall"], list(line["operations"].values()))}
+        for operation, entry in line["operations"].items():
+            figures[operation] = (row["operations"][operation], [entry])
+        assert set(row["operations"]) == set(line["operations"])
+        for shown, entries in figures.values():
+            want = expected_rate(entries, page["floor"])
+            assert {k: v for k, v in shown["by_owner"].items() if v} == want.pop("by_owner")
+            assert {k: v for k, v in shown["by_class"].items() if v} == want.pop("by_class")
+            assert {k: shown[k] for k in want} == pytest.approx(want, rel=1e-9)
+            checked += 1
+    return checked
+
+
 def test_the_public_raw_data_recomputes_every_published_number(published_run):
     raw = Raw("".join(export_jsonl(published_run, PUBLIC)))
     assert check_unit_rows(raw) == 14  # every (unit, provider) row of the fixture with a success
@@ -368,6 +427,7 @@ def test_the_public_raw_data_recomputes_every_published_number(published_run):
     workloads = check_benchmark_rows(raw)
     assert workloads["time"]["deepswe"]  # the fixture's workload has values to compose
     check_overview(raw, workloads)
+    assert check_reliability(raw) > len(raw.reliability)  # overall and operations, each provider
 
 
 def published_pages() -> dict:
@@ -385,14 +445,6 @@ def published_pages() -> dict:
     pages = {(scope, key): strip(data) for scope, key, data in rows}
     run_pages = Aggregate.objects.filter(scope=Scope.RUN).values_list("key", "data")
     pages.update({("run-cells", key): data["cells"] for key, data in run_pages})
-    # A public file gives unsuccessful trials as counts by outcome, without their causes, so
-    # where each failure happened (create, a command, destroy) cannot be recomputed from it: the
-    # reliability figures are compared by who has them, not by value.
-    reliability = pages.pop((Scope.RELIABILITY, ""), {"providers": []})
-    pages["reliability-providers"] = sorted(p["provider"] for p in reliability["providers"])
-    for address, data in pages.items():
-        if address[0] in (Scope.OVERVIEW, Scope.PROVIDER) and "reliability" in data:
-            data["reliability"] = sorted(data["reliability"])
     return pages
 
 
