@@ -244,41 +244,43 @@ def test_the_other_outcome_classes_pass_through_the_adapter(cloud, raised, outco
     assert result.cleanup_verified
 
 
-def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path):
+# One test per adapter, not one loop over them: each waits out its fake's 6 s idle limit, and
+# apart they can run on different workers.
+@pytest.mark.parametrize("slug", ["e2b", "daytona", "vercel"])
+def test_calls_reuse_one_warm_connection_and_survive_idle_drops(tmp_path, slug):
     calls = 10
-    for slug in ("e2b", "daytona", "vercel"):
-        # The idle limit leaves a busy job host seconds between two calls: at 2 s, a stalled
-        # test process once let the fake drop the warm connection mid-loop.
-        with running_fake(slug, tmp_path / slug, idle_timeout_s=6.0) as found:
-            provider = found.provider
-            sandbox = provider.create(SPEC)
-            lifecycle.readiness_check(provider, sandbox)
+    # The idle limit leaves a busy job host seconds between two calls: at 2 s, a stalled
+    # test process once let the fake drop the warm connection mid-loop.
+    with running_fake(slug, tmp_path / slug, idle_timeout_s=6.0) as found:
+        provider = found.provider
+        sandbox = provider.create(SPEC)
+        lifecycle.readiness_check(provider, sandbox)
+        before = found.data_plane.connections
+        for _ in range(calls):
+            provider.exec(sandbox, ["true"], 10)
+        opened = found.data_plane.connections - before
+        if slug == "e2b":
+            # E2B's SDK speaks through pyqwest (hyper), whose pool takes a finished
+            # connection back on a thread of its own: a call made before that opens one
+            # more, as a busy job host sees now and then. Still, calls share connections.
+            assert opened < calls // 2
+        elif slug == "vercel":
+            # Vercel's SDK sends each command with `Connection: close` (its ndjson stream
+            # is read to the end, then dropped): one new connection per command, by the
+            # SDK's design. Its other calls share the pool's warm connection.
+            assert opened == calls
             before = found.data_plane.connections
             for _ in range(calls):
-                provider.exec(sandbox, ["true"], 10)
-            opened = found.data_plane.connections - before
-            if slug == "e2b":
-                # E2B's SDK speaks through pyqwest (hyper), whose pool takes a finished
-                # connection back on a thread of its own: a call made before that opens one
-                # more, as a busy job host sees now and then. Still, calls share connections.
-                assert opened < calls // 2
-            elif slug == "vercel":
-                # Vercel's SDK sends each command with `Connection: close` (its ndjson stream
-                # is read to the end, then dropped): one new connection per command, by the
-                # SDK's design. Its other calls share the pool's warm connection.
-                assert opened == calls
-                before = found.data_plane.connections
-                for _ in range(calls):
-                    provider.list_sandboxes(SPEC.label)
-                assert found.data_plane.connections - before <= 1
-            else:
-                assert opened == 0  # httpx and urllib3 pool it before the call returns
-            # The fake drops every connection once idle; the next call opens a fresh one.
-            assert found.data_plane.wait_closed(found.data_plane.connections, 60)
-            opened = found.data_plane.connections
-            assert provider.exec(sandbox, ["true"], 10).exit_code == 0
-            assert found.data_plane.connections == opened + 1
-            provider.destroy(sandbox)
+                provider.list_sandboxes(SPEC.label)
+            assert found.data_plane.connections - before <= 1
+        else:
+            assert opened == 0  # httpx and urllib3 pool it before the call returns
+        # The fake drops every connection once idle; the next call opens a fresh one.
+        assert found.data_plane.wait_closed(found.data_plane.connections, 60)
+        opened = found.data_plane.connections
+        assert provider.exec(sandbox, ["true"], 10).exit_code == 0
+        assert found.data_plane.connections == opened + 1
+        provider.destroy(sandbox)
 
 
 def test_a_daytona_create_that_ends_in_error_is_a_provider_failure(tmp_path):
