@@ -20,8 +20,10 @@ only the trailer with the call's key; any other trailer-shaped line (no key, ano
 trailer) is the command's (ExtraTrailer, the benchmark's fault, never a stepped clock). The key
 reaches the wrapper on its stdin (`key_input`), which it reads into an unexported variable before
 the command and then replaces with /dev/null: it is in no process's argv or environment (both
-readable in /proc by the command's own children) and, once read, in no descriptor. Adapters that
-carry stdin as a file remove the file before the command starts (docs/providers.md).
+readable in /proc by the command's own children) and, once read, in no descriptor. Where an
+adapter's stdin is a file it uploads inside exec (stdin_as_file), that upload would be a request
+inside the timed total: the lifecycle uploads the key beforehand, untimed, to a file named as the
+wrapper's $0 (`key_file`), which the wrapper empties before the command starts.
 The trailer's descriptor is inherited by the command's programs (Bash cannot set close-on-exec),
 but it is a copy of the command's own stderr: writing to it gives a program nothing it did not
 have. The key is what makes the trailer the wrapper's.
@@ -42,6 +44,21 @@ from decimal import Decimal
 TRAILER = b"__SANDBOX_CLOCK"
 GATE_TOLERANCE_MS = 20.0
 
+KEY_FILE_PREFIX = "/tmp/.boxbench-key-"
+
+
+def _read_key(var: str) -> str:
+    """Shell that reads the call's key into `var` and then gives the shell /dev/null as stdin.
+
+    From the file named as $0 where the lifecycle uploaded it (stdin_as_file adapters), emptied
+    at once (Bash cannot remove a file; a builtin redirection can truncate it), else from stdin.
+    """
+    return (
+        f'{{ if [[ $0 == {KEY_FILE_PREFIX}* ]]; then read -r {var} < "$0"; : > "$0"; '
+        f"else read -r {var}; fi; }} 2> /dev/null || :; exec < /dev/null"
+    )
+
+
 # Each /proc/uptime reading is paired with the $EPOCHREALTIME reading on its timed side (the
 # wall reading after it at the start, before it at the end) and kept only when a second wall
 # reading on its other side shows the pair took under PAIR_US: on a loaded host the shell can be
@@ -58,8 +75,9 @@ _PRELUDE = (
     "(( ${__bb_b/[.,]/} - ${__bb_w1/[.,]/} < PAIR_US )) && break; done; "
     "printf '\\n__SANDBOX_CLOCK %s %s %s %s %s\\n' \"$__bb_key\" "
     '"$__bb_w0" "$__bb_w1" "${__bb_u0%% *}" "${__bb_u1%% *}" >&"$__bb_err"; }\n'
-    # The key line, then stdin is the command's as /dev/null: nothing left to read the key from.
-    "read -r __bb_key 2> /dev/null || :; exec < /dev/null\n"
+    # The key, then the command's stdin is /dev/null: nothing left to read the key from.
+    + _read_key("__bb_key")
+    + "\n"
     "__bb_pid=$BASHPID; exec {__bb_err}>&2\n"
     "trap __bb_clock_end EXIT\n"
     "for __bb_i in 1 2 3 4 5; do "
@@ -101,6 +119,12 @@ def wrap(command: str, uptime: str = "/proc/uptime") -> str:
 def new_key() -> str:
     """A call's key: 128 random bits, so no command can guess the wrapper's trailer."""
     return secrets.token_hex(16)
+
+
+def key_file() -> str:
+    """Where the lifecycle uploads a call's key for an adapter whose stdin is a file; the path is
+    the wrapper's $0 (`bash -c SCRIPT PATH`)."""
+    return KEY_FILE_PREFIX + secrets.token_hex(8)
 
 
 def key_input(key: str) -> bytes:
@@ -175,7 +199,7 @@ def background_script(command: str, tag: str) -> str:
     # a here-string (a pipe in Bash 5.1 and later, an unlinked file before), each shell reading it
     # and dropping its stdin, so it never stands in an argv, an environment or a named file.
     return (
-        f"read -r k 2> /dev/null || :; exec < /dev/null; mkfifo {paths['fifo']} && {{ "
+        f"{_read_key('k')}; mkfifo {paths['fifo']} && {{ "
         f"setsid bash -c 'read -r k 2> /dev/null || :; exec < /dev/null; "
         f'( bash -c "$1" > {base}.out 2> {base}.err <<< "$k"; '
         f"echo $? > {base}.rc.tmp; mv {base}.rc.tmp {paths['rc']}; "

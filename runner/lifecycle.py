@@ -303,15 +303,16 @@ class LifecycleContext(TrialContext):
         check_gate: bool = True,
         sandbox: Sandbox | None = None,
     ) -> GuestRun:
-        script, key = clock.wrap(command), clock.new_key()
+        key = clock.new_key()
+        after, stdin = self._key_channel(sandbox, key)
         started = time.monotonic()
         # The exit code is judged with the trailer (_guest_run), not here: a command that forged a
         # trailer and then killed its own shell is the benchmark's fault, not a kill from outside.
         result = self._exec(
             sandbox,
-            ["/bin/bash", "-c", script],
+            ["/bin/bash", "-c", clock.wrap(command), *after],
             timeout,
-            stdin=clock.key_input(key),
+            stdin=stdin,
             workdir=workdir,
             check_killed=False,
         )
@@ -333,9 +334,10 @@ class LifecycleContext(TrialContext):
         if workdir:
             script = f"cd {shlex.quote(workdir)} || exit 125\n{script}"
         key = clock.new_key()
+        after, stdin = self._key_channel(None, key)
         started = time.monotonic()
-        launch = ["/bin/bash", "-c", clock.background_script(script, tag)]
-        launched = self._exec(None, launch, 60, stdin=clock.key_input(key))
+        launch = ["/bin/bash", "-c", clock.background_script(script, tag), *after]
+        launched = self._exec(None, launch, 60, stdin=stdin)
         if launched.exit_code != 0:
             error = launched.stderr.decode(errors="replace").strip()[:200]
             raise ProviderFailure(f"cannot start a background command in the sandbox: {error}")
@@ -356,6 +358,18 @@ class LifecycleContext(TrialContext):
         except ValueError:
             raise BenchmarkError(f"background exit code file holds {exit_text[:40]!r}") from None
         return self._guest_run(ExecResult(exit_code, stdout, stderr), key, total_ms, check_gate)
+
+    def _key_channel(self, sandbox: Sandbox | None, key: str) -> tuple[list[str], bytes | None]:
+        """(arguments after the wrapper's script, stdin) that hand the wrapper its call's key.
+
+        On stdin where the adapter has one; where its stdin is a file it would upload inside the
+        timed exec, the key is uploaded here, untimed (payload preparation), and its path is the
+        wrapper's $0: the wrapper empties the file before the command starts."""
+        if not self.provider.stdin_as_file:
+            return [], clock.key_input(key)
+        path = clock.key_file()
+        self.upload(path, clock.key_input(key), sandbox=sandbox)
+        return [path], None
 
     def _read(self, path: str) -> bytes:
         result = self._exec(None, ["/bin/cat", "--", path], 60)

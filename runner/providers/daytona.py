@@ -101,6 +101,7 @@ SDK_MODE = POLLING
 
 class DaytonaProvider(HTTPProvider):
     slug = "daytona"
+    stdin_as_file = True
     layer_mechanism = "a Daytona snapshot (an image) of a sandbox of the prepared snapshot"
     credential_variable = "DAYTONA_API_KEY"
 

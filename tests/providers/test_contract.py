@@ -25,7 +25,7 @@ from runner.providers import REGISTRY, get_provider
 from runner.providers.base import CredentialsRejected, Provider, ProviderError, SandboxSpec
 from tests.providers.cloud.helpers import running_fake
 from tests.support.providers import create, provider_for
-from tests.support.runner import FAST, trial
+from tests.support.runner import DEFINITION, FAST, trial
 
 MISSING_IMAGE = "localhost/boxbench-contract-missing:0"
 # Cleanup confirms every sandbox gone: a container engine may take more than FAST's 0.5 s.
@@ -306,16 +306,36 @@ def test_it_creates_runs_commands_moves_files_lists_and_destroys(adapter):
 
 
 # Whatever the command's programs can read: the files in /tmp (where adapters put stdin files),
-# and every process's command line, environment and open regular files.
+# every process's command line and environment, and the regular files its ancestors hold open
+# (where an exec's stdin is; every process's would be the host's whole set where a stand-in runs
+# commands on the host).
 LOOK_FOR_THE_KEY = (
-    'ls -a /tmp; for f in /tmp/.boxbench-stdin-*; do [ -f "$f" ] && cat "$f"; done; '
-    'for p in /proc/[0-9]*; do cat "$p/cmdline" "$p/environ"; '
-    'for f in "$p"/fd/*; do [ -f "$f" ] && cat "$f"; done; done 2> /dev/null; :'
+    'ls -a /tmp; for f in /tmp/.boxbench-*; do [ -f "$f" ] && cat "$f"; done; '
+    'for p in /proc/[0-9]*; do cat "$p/cmdline" "$p/environ"; done; p=$$; '
+    'while [ "$p" -gt 1 ]; do for f in /proc/"$p"/fd/*; do [ -f "$f" ] && cat "$f"; done; '
+    'read -r s < /proc/"$p"/stat || break; s=${s##*) }; set -- $s; p=$2; done 2> /dev/null; :'
 )
 
 
+def test_a_guest_command_finds_no_key_through_the_lifecycle(adapter, monkeypatch):
+    """The lifecycle's way: stdin, or where stdin is a file, an untimed upload that the wrapper
+    empties before the command starts (runner/clock.py)."""
+    keys, runs, real_key = [], [], clock.new_key
+    monkeypatch.setattr(clock, "new_key", lambda: keys.append(real_key()) or keys[-1])
+
+    def look(ctx):
+        runs.append(ctx.guest(LOOK_FOR_THE_KEY, timeout=60))
+        ctx.record("echo_ms", runs[-1].runtime_ms, gate="pass")
+
+    patient = dataclasses.replace(DEFINITION, procedure_timeout_s=300)
+    result = trial(adapter.provider, look, patient, label=adapter.label, limits=LIMITS)
+    assert result.outcome == "success", result.cause
+    assert b"__bb_clock_end" in runs[0].stdout  # it read the wrapper's command line
+    assert len(keys) == 1 and keys[0].encode() not in runs[0].stdout
+
+
 def test_the_guest_clocks_key_reaches_the_wrapper_and_no_program(adapter):
-    """The wrapper's key travels on stdin; an adapter that carries stdin as a file removes it
+    """The wrapper's key as exec's stdin: an adapter that carries stdin as a file removes it
     before the command starts, so no program of the command reads it (runner/clock.py)."""
     provider = adapter.provider
     sandbox = create(provider, spec(adapter))

@@ -120,6 +120,23 @@ def test_a_background_command_gets_the_key_and_shows_it_to_no_program(tag):
     assert timing is not None and b"__bb_clock_end" in out and KEY.encode() not in out
 
 
+def test_the_wrapper_reads_the_key_from_a_file_it_empties_before_the_command(tmp_path):
+    # Adapters whose stdin is an uploaded file get the key as a file named by the wrapper's $0:
+    # the command (its $0 too) finds the file empty.
+    path = Path(clock.key_file())
+    path.write_bytes(clock.key_input(KEY))
+    try:
+        script = clock.wrap('/bin/cat "$0"; echo "[$0]"')
+        done = subprocess.run(
+            ["bash", "-c", script, str(path)], stdin=subprocess.DEVNULL, capture_output=True
+        )
+        _, timing = clock.parse_trailer(done.stderr, KEY)
+        assert timing is not None and done.stdout == f"[{path}]\n".encode()
+        assert path.read_bytes() == b""
+    finally:
+        path.unlink()
+
+
 @pytest.mark.parametrize("key", ["", "ABCDEF0123456789" * 2, "0" * 31])
 def test_it_refuses_a_key_it_did_not_make(key):
     with pytest.raises(ValueError, match="32 lowercase hex digits"):

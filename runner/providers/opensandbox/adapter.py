@@ -158,6 +158,7 @@ def sdk_version() -> str:
 
 class OpenSandboxProvider(Provider):
     slug = "opensandbox"
+    stdin_as_file = True
     layer_mechanism = "an OpenSandbox snapshot (an image commit), the source a create starts from"
 
     def __init__(self, declaration, settings: dict | None = None):
