@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from django.db.models import Count
+
 from boxbench.leaderboard.shapes.reliability import (
     ProviderFailures,
     ProviderReliability,
@@ -15,6 +17,7 @@ from boxbench.leaderboard.shapes.reliability import (
 )
 from boxbench.leaderboard.states import provider_info
 from boxbench.models import (
+    Benchmark,
     Outcome,
     Provider,
     Run,
@@ -48,28 +51,31 @@ def store_counts(published: list[Run]) -> None:
 def run_counts(run: Run) -> dict:
     """{provider slug: {"operations": tally, "unplaced": n}} of one run's finished trials."""
     # Trials that went alike are placed once and counted together: most succeed, and every
-    # success of one provider on one benchmark is alike (a per-trial loop took 52 us a trial).
+    # success of one provider on one benchmark is alike. The database groups them by ids (on
+    # 100,000 trials, 0.24 s where reading each took 1.7 s and grouping by joined names 0.7 s).
     alike: Counter[tuple] = Counter()
     tallies: dict[str, list[dict]] = {}
     trials = (
         Trial.objects.filter(run=run, state=TrialState.DONE)
         .exclude(benchmark__slug__in=rel.NOT_COUNTED_BENCHMARKS)
         .order_by()
-        .values_list(
-            "provider__slug",
-            "benchmark__required_capabilities",
-            "outcome",
-            "owner",
-            "cause",
-            "requests",
+    )
+    fields = ("provider_id", "benchmark_id", "outcome", "owner", "cause")
+    grouped = list(trials.filter(requests=[]).values_list(*fields).annotate(n=Count("id")))
+    slugs = dict(Provider.objects.filter(id__in={g[0] for g in grouped}).values_list("id", "slug"))
+    capabilities_of = dict(
+        Benchmark.objects.filter(id__in={g[1] for g in grouped}).values_list(
+            "id", "required_capabilities"
         )
     )
-    for slug, capabilities, outcome, owner, cause, requests in trials.iterator(chunk_size=2000):
-        if requests:  # a burst: each request is an attempt of its own
-            found = [a for request in requests for a in rel.request_attempts(request)]
-            tallies.setdefault(slug, []).append(rel.tally(found))
-        else:
-            alike[(slug, tuple(capabilities), outcome, owner, cause)] += 1
+    for provider, benchmark, outcome, owner, cause, n in grouped:
+        key = (slugs[provider], tuple(capabilities_of[benchmark]), outcome, owner, cause)
+        alike[key] += n
+    bursts = trials.exclude(requests=[]).values_list("provider__slug", "requests")
+    for slug, requests in bursts.iterator(chunk_size=2000):
+        # A burst: each request is an attempt of its own.
+        found = [a for request in requests for a in rel.request_attempts(request)]
+        tallies.setdefault(slug, []).append(rel.tally(found))
     for (slug, capabilities, outcome, owner, cause), n in alike.items():
         found = rel.trial_attempts(rel.operations_of(capabilities), outcome, owner, cause)
         tallies.setdefault(slug, []).append(rel.tally(found, n))
