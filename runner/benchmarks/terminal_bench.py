@@ -59,8 +59,8 @@ _RC = re.compile(rb"__TASK_RC=(\d+)\s*$")
 DEFINITION = BenchmarkDefinition(
     download_note=NOT_THE_REFERENCE,
     slug=SLUG,
-    # 2: units name the cloud adapters that build a task's image (`built_by`).
-    version="2",
+    # 2: units name E2B among the adapters that build a task's image (`built_by`); 3: Modal too.
+    version="3",
     title="Terminal-Bench-style tasks (boxbench units)",
     section=Section.WORKLOAD,
     description=(

@@ -45,7 +45,6 @@ import importlib.util
 import json
 import os
 import shlex
-import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -80,15 +79,6 @@ BATCH_KEY = "boxbench.batch"
 WORKDIR = "/app"
 REQUEST_TIMEOUT_S = 60.0
 SDK_MISSING = "the e2b package is not installed: pip install -r requirements-e2b.txt"
-
-
-# Task templates built in this process, by (API URL and account, template name): the name
-# carries the task's digest, so a trial of the same task reuses the template and a changed task
-# builds its own.
-_BUILT: dict[tuple[str, str], str] = {}
-_FAILED: dict[tuple[str, str], str] = {}  # builds E2B reported failed, with why
-_BUILD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
-_BUILD_LOCK = threading.Lock()
 
 
 def _sdk():
@@ -211,7 +201,7 @@ class E2BProvider(HTTPProvider):
     # -- lifecycle -------------------------------------------------------------------------------
 
     def create(self, spec: SandboxSpec) -> Sandbox:
-        if spec.image and spec.image in _BUILT.values():
+        if spec.image and images.built_here(spec.image):
             return self._start("create", spec.image, spec)
         if spec.image:
             raise ProviderError(
@@ -388,24 +378,13 @@ class E2BProvider(HTTPProvider):
     def build_task_image(self, task) -> BuiltImage:
         """The task's Dockerfile built as an E2B template (`Template.build`), untimed, at the
         task's declared size (an E2B template fixes its sandboxes' vCPU and memory); once per
-        API and task digest in this process, and E2B's own layer cache after that."""
+        account and task digest in this process, and E2B's own layer cache after that."""
         # Per account: the API and a digest of its key (templates belong to the key's team).
         account = hashlib.sha256(str(self._key).encode()).hexdigest()[:16]
-        key = (f"{self.api_url} {account}", images.template_name(task))
-        with _BUILD_LOCK:
-            lock = _BUILD_LOCKS.setdefault(key, threading.Lock())
-        with lock:
-            if key in _BUILT:
-                return BuiltImage(_BUILT[key], "")
-            if key in _FAILED:  # the same Dockerfile fails the same way: built once, not per trial
-                raise images.BuildError(_FAILED[key])
-            try:
-                info = self._build_template(task, key[1])
-            except images.BuildError as exc:
-                _FAILED[key] = str(exc)
-                raise
-            _BUILT[key] = info.template_id
-        return BuiltImage(info.template_id, info.build_id)
+        name = images.template_name(task)
+        return images.build_once(
+            f"e2b {self.api_url} {account}", name, lambda: self._build_template(task, name)
+        )
 
     def _build_template(self, task, name: str):
         e2b = _sdk()
@@ -426,9 +405,10 @@ class E2BProvider(HTTPProvider):
             template._template._base_template = self.template
             template._template._base_image = None
         try:
-            return e2b.Template.build(
+            info = e2b.Template.build(
                 template, name, cpu_count=task.cpus, memory_mb=task.memory_mib, **params
             )
+            return BuiltImage(info.template_id, info.build_id)
         except e2b.BuildException as exc:
             if _status(exc) or _transport_cause(exc):
                 raise self._failure("build task image", exc, False, ()) from exc

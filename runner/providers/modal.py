@@ -44,9 +44,11 @@ import importlib.util
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from runner.providers.answers import AnswerLimits, Capped, Listing, Reader
@@ -64,6 +66,8 @@ from runner.providers.base import (
 )
 from runner.providers.credentials import MissingCredential, credential, redact
 from runner.providers.ledger import Ledger
+from runner.tasks import images
+from runner.tasks.images import BuiltImage
 
 BATCH_TAG = "boxbench.batch"
 CREATED_TAG = "boxbench.created"
@@ -237,6 +241,8 @@ class ModalProvider(Provider):
     # -- lifecycle -------------------------------------------------------------------------------
 
     def create(self, spec: SandboxSpec) -> Sandbox:
+        if spec.image and images.built_here(spec.image):
+            return self._start("create", _sdk().Image.from_id(spec.image, client=self.client), spec)
         if spec.image:
             raise ProviderError(
                 f"modal runs the prepared image {self.image_ref!r}, not image {spec.image!r}",
@@ -407,6 +413,40 @@ class ModalProvider(Provider):
             return found
 
         return self._call("list", listing)
+
+    # -- task images -----------------------------------------------------------------------------
+
+    def build_task_image(self, task) -> BuiltImage:
+        """The task's Dockerfile built as a Modal image (`Image.from_dockerfile`, its folder the
+        build context), untimed, its FROM the standard image pointed at this account's reference
+        of it (BOXBENCH_MODAL_IMAGE); once per account and task digest in this process. The
+        image id is Modal's immutable identifier; sandboxes of any size start from it."""
+        return images.build_once(
+            f"modal {self.server_url} {self._token_id}",
+            images.template_name(task),
+            lambda: self._build_image(task),
+        )
+
+    def _build_image(self, task) -> BuiltImage:
+        modal = _sdk()
+        app, _ = self._app_and_image("build task image")
+        folder = task.path / "environment"
+        with tempfile.TemporaryDirectory(prefix="boxbench-dockerfile-") as scratch:
+            # Outside the build context, so the rewritten Dockerfile is not one of its files.
+            path = Path(scratch) / "Dockerfile"
+            path.write_text(images.dockerfile_on(task, self.image_ref), encoding="utf-8")
+            image = modal.Image.from_dockerfile(path, context_dir=folder)
+
+            def build() -> None:
+                try:
+                    image.build(app)
+                except modal.exception.ImageBuildError as exc:
+                    # The build itself failed (a step, a base it cannot pull): the task's.
+                    said = self._text("build task image", exc)
+                    raise images.BuildError(f"Modal's image build failed: {said}") from None
+
+            self._call("build task image", build)
+        return BuiltImage(image.object_id, "")
 
     # -- snapshots --------------------------------------------------------------------------------
 

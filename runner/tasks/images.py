@@ -24,19 +24,20 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.tasks.dockerfile import STANDARD_BASE
 from runner.tasks.format import Task
 
 BUILD_ADAPTERS = ("docker", "remote-docker")
-TEMPLATE_ADAPTERS = ("e2b",)
+TEMPLATE_ADAPTERS = ("e2b", "modal")
 # Why an adapter builds no task image, for the Not Supported refusal.
 NO_BUILD = {
     "vercel": "Vercel sandboxes start only from Vercel's own runtimes or a snapshot, never from "
     "an image or a Dockerfile",
     "daytona": "boxbench's Daytona adapter does not build snapshots from a Dockerfile yet",
-    "modal": "boxbench's Modal adapter does not build images from a Dockerfile yet",
     "local": "local sandboxes bind the host's own toolchain and have no image",
     "null": "the null provider's sandboxes run nothing",
 }
@@ -57,6 +58,48 @@ class BuiltImage:
 
 class BuildError(Exception):
     """The engine refused or failed the build; the message holds its last error line."""
+
+
+# Task images built in this process, by (provider account, image name): the name carries the
+# task's digest, so a trial of the same task reuses the image and a changed task builds its own.
+# A build the provider reported failed is kept too: the same Dockerfile fails the same way.
+_BUILT: dict[tuple[str, str], BuiltImage | BuildError] = {}
+_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_LOCK = threading.Lock()
+
+
+def build_once(account: str, name: str, build: Callable[[], BuiltImage]) -> BuiltImage:
+    """`build()` once per (account, name) in this process; later callers get its image, or its
+    BuildError again. A provider failure (any other exception) is not kept: the next trial
+    tries again."""
+    key = (account, name)
+    with _LOCK:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        known = _BUILT.get(key)
+        if isinstance(known, BuildError):
+            raise BuildError(str(known))
+        if known is not None:
+            return BuiltImage(known.identifier, "")
+        try:
+            made = build()
+        except BuildError as exc:
+            _BUILT[key] = exc
+            raise
+        _BUILT[key] = made
+        return made
+
+
+def built_here(identifier: str) -> bool:
+    """Whether `identifier` is a task image this process built (an adapter creates from it)."""
+    return any(isinstance(b, BuiltImage) and b.identifier == identifier for b in _BUILT.values())
+
+
+def dockerfile_on(task: Task, standard_reference: str) -> str:
+    """The task's Dockerfile with `FROM boxbench-standard` pointed at the provider's reference
+    of the standard image."""
+    text = (task.path / "environment" / "Dockerfile").read_text(encoding="utf-8")
+    return _FROM_STANDARD.sub(rf"\g<1>{standard_reference}", text)
 
 
 def builders() -> tuple[str, ...]:

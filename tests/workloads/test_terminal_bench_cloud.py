@@ -1,7 +1,8 @@
 """Terminal-Bench tasks whose Dockerfile needs a real image build, on the cloud adapters' fakes:
 E2B builds the task's template through its template API (once per task digest, at the task's
-size), Vercel, which takes no image, reads Not Supported with its reason, and a build E2B
-reports as failed is the task's failure there, not the provider's."""
+size) and Modal its image through `Image.from_dockerfile`; Vercel, which takes no image, reads
+Not Supported with its reason; a build the provider reports as failed is the task's failure
+there, not the provider's."""
 
 import io
 import shutil
@@ -17,7 +18,7 @@ from runner.declarations import get_declaration
 from runner.outcomes import EvidenceKind
 from runner.tasks import imported
 from runner.tasks.format import TASKS_DIR
-from tests.providers.cloud.helpers import LIMITS, running_cloud, running_fake, unspaced_creates
+from tests.providers.cloud.helpers import LIMITS, running_cloud, unspaced_creates
 
 pytest.importorskip("e2b", reason="the e2b SDK is optional")
 
@@ -58,33 +59,53 @@ def _trial(cloud):
     )
 
 
-def test_e2b_builds_the_tasks_template_once_and_its_trials_start_from_it(own_tasks, tmp_path):
+@pytest.mark.parametrize("slug", ["e2b", "modal"])
+def test_a_cloud_builds_the_tasks_image_once_and_its_trials_start_from_it(
+    slug, own_tasks, tmp_path
+):
     imported.import_tasks(_needing_a_build(own_tasks))
-    assert rules.unit_refusals(get_declaration("e2b"), terminal_bench.DEFINITION, [_unit()]) == []
-    with running_fake("e2b", tmp_path / "fake") as cloud:
+    assert rules.unit_refusals(get_declaration(slug), terminal_bench.DEFINITION, [_unit()]) == []
+    with running_cloud(slug, tmp_path / "fake") as cloud:
         first, second = _trial(cloud), _trial(cloud)
-        builds = list(cloud.fake.template_builds.builds.values())
+        built = _builds(cloud)
     assert [(r.outcome, r.cause) for r in (first, second)] == [("success", "")] * 2
-    # One build for both trials, at the task's declared size, which E2B fixes per template.
-    [build] = builds
-    assert (build.status, build.cpus, build.memory_mib) == ("ready", 2, 4096)
+    # One build for both trials.
+    [identifier] = built
     [image] = [e.data for e in first.evidence if e.kind == EvidenceKind.TASK_IMAGE]
-    assert image["task_image"] == build.template_id and image["build"] == build.build_id
-    for result in (first, second):
-        [made] = [e.data for e in result.evidence if e.kind == EvidenceKind.SANDBOX]
-        assert made["facts"]["template"] == build.template_id
+    assert image["task_image"] == identifier
+    [again] = [e.data for e in second.evidence if e.kind == EvidenceKind.TASK_IMAGE]
+    assert again["task_image"] == identifier
 
 
-def test_a_build_e2b_reports_failed_is_the_tasks_failure_not_the_providers(own_tasks, tmp_path):
+def _builds(cloud) -> list[str]:
+    """The images each fake built, by its immutable identifier."""
+    if cloud.slug == "e2b":
+        builds = list(cloud.fake.template_builds.builds.values())
+        # E2B fixes a template's size at build: the task's.
+        assert [(b.status, b.cpus, b.memory_mib) for b in builds] == [("ready", 2, 4096)]
+        return [b.template_id for b in builds]
+    return list(cloud.fake.image_builds.builds)
+
+
+@pytest.mark.parametrize(
+    ("slug", "words"), [("e2b", "E2B's build of template"), ("modal", "Modal's image build failed")]
+)
+def test_a_build_the_provider_reports_failed_is_the_tasks_failure_not_the_providers(
+    slug, words, own_tasks, tmp_path
+):
     imported.import_tasks(_needing_a_build(own_tasks, run_line="RUN echo no >&2; exit 7"))
-    with running_fake("e2b", tmp_path / "fake") as cloud:
+    with running_cloud(slug, tmp_path / "fake") as cloud:
         results = [_trial(cloud), _trial(cloud)]
         # Built once: the second trial reads the same failure, not a second build.
-        [build] = cloud.fake.template_builds.builds.values()
-    assert build.status == "error" and "exit status 7" in build.reason["message"]
+        if slug == "e2b":
+            [build] = cloud.fake.template_builds.builds.values()
+            assert build.status == "error" and "exit status 7" in build.reason["message"]
+        else:
+            [build] = cloud.fake.image_builds.builds.values()
+            assert "exit status 7" in build.error
     for result in results:
         assert result.outcome == "benchmark_error" and result.owner != "provider"
-        assert f"task {SLUG}: E2B's build of template" in result.cause
+        assert f"task {SLUG}: {words}" in result.cause
         assert "exit status 7" in result.cause
 
 
@@ -97,20 +118,24 @@ def test_vercel_which_takes_no_image_reads_not_supported_with_the_reason(own_tas
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_demo_run_builds_on_e2b_refuses_vercel_and_shows_on_the_run_page(
+def test_a_demo_run_builds_on_e2b_and_modal_refuses_vercel_and_shows_on_the_run_page(
     own_tasks, monkeypatch, sync_queue, client, django_user_model
 ):
     monkeypatch.setattr(chain, "lifecycle_limits", LIMITS)
     unspaced_creates(monkeypatch)
-    argv = ["--demo", "--provider", "e2b,vercel", "--benchmark", "terminal-bench"]
+    argv = ["--demo", "--provider", "e2b,modal,vercel", "--benchmark", "terminal-bench"]
     argv += ["--tasks", str(_needing_a_build(own_tasks)), "--trials", "1", "--publish"]
     with pytest.raises(CommandError, match="demo run against loopback fakes"):
         call_command("bench", "run", *argv, stdout=io.StringIO())
     run = Run.objects.get()
     assert run.status == "completed" and run.audit_report
-    [trial] = Trial.objects.filter(run=run)
-    assert (trial.provider.slug, trial.outcome) == ("e2b", "success")
-    assert Evidence.objects.filter(trial=trial, kind=EvidenceKind.TASK_IMAGE).exists()
+    trials = Trial.objects.filter(run=run).order_by("provider__slug")
+    assert [(t.provider.slug, t.outcome) for t in trials] == [
+        ("e2b", "success"),
+        ("modal", "success"),
+    ]
+    for trial in trials:
+        assert Evidence.objects.filter(trial=trial, kind=EvidenceKind.TASK_IMAGE).exists()
     [refusal] = [r for r in run.manifest["refusals"] if r["provider"] == "vercel"]
     assert refusal["code"] == "R401" and "Vercel's own runtimes" in refusal["message"]
     with pytest.raises(publishing.PublishRefused, match="demo run"):

@@ -21,17 +21,15 @@ it keeps of a build is what its sandboxes can hold (the local provider's snapsho
 
 from __future__ import annotations
 
-import io
 import re
 import secrets
-import shlex
-import tarfile
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from runner.providers.base import ProviderError, SandboxSpec
+from runner.providers.base import ProviderError
+from runner.providers.fakes.builds import FakeBuild, StepFailed
 from runner.providers.fakes.server import Request, Response
 
 BUILD_PATH = re.compile(r"^/v2/templates/([^/]+)/builds/([^/]+)$")
@@ -40,7 +38,6 @@ FILES_PATH = re.compile(r"^/templates/([^/]+)/files/([0-9a-f]{64})$")
 ALIAS_PATH = re.compile(r"^/templates/aliases/([^/]+)$")
 UPLOAD_PREFIX = "/fake-storage/"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-STEP_LIMIT_S = 600.0
 LOG_PAGE = 100  # the status endpoint's most entries per answer
 
 
@@ -192,19 +189,17 @@ class TemplateBuilds:
     # -- the build -------------------------------------------------------------------------------
 
     def _build(self, made: Build, body: dict) -> None:
-        local = self.fake.backend.local
-        sandbox = None
+        build = None
         try:
             base = self._base(body)
-            spec = SandboxSpec(made.cpus, made.memory_mib, f"fake-build-{made.name}"[:60], 3600)
-            sandbox = local.restore(base.local, spec) if base.local else local.create(spec)
-            state = {"cwd": "/", "env": {}}
+            local = self.fake.backend.local
+            build = FakeBuild(local, base.local or None, made.cpus, made.memory_mib, made.name)
             for number, step in enumerate(body.get("steps", []), start=1):
-                self._step(made, sandbox, step, str(number), state)
-            made.local = local.snapshot(sandbox)
+                self._step(made, build, step, str(number))
+            made.local = build.finish()
             made.log("Build finished")
             made.status = "ready"
-        except BuildFailed as exc:
+        except StepFailed as exc:
             made.reason = {"message": str(exc), "step": exc.step, "logEntries": made.entries[-5:]}
             made.log(str(exc), "error", exc.step)
             made.status = "error"
@@ -212,14 +207,14 @@ class TemplateBuilds:
             made.reason = {"message": f"build failed: {exc}"}
             made.status = "error"
         finally:
-            if sandbox is not None:
-                local.destroy(sandbox)
+            if build is not None:
+                build.close()
 
     def _base(self, body: dict) -> Build:
         """What the build starts from: the account's standard template (no snapshot: a fresh
         sandbox) or another ready build of it; never an image, which needs a registry."""
         if body.get("fromImage"):
-            raise BuildFailed(
+            raise StepFailed(
                 f"failed to pull image {body['fromImage']}: this stand-in reaches no registry",
                 "base",
             )
@@ -228,75 +223,32 @@ class TemplateBuilds:
             return Build("", "", name, 0, 0)
         found = self.template(name)
         if found is None:
-            raise BuildFailed(f"base template '{name}' not found", "base")
+            raise StepFailed(f"base template '{name}' not found", "base")
         return found
 
-    def _step(self, made: Build, sandbox, step: dict, number: str, state: dict) -> None:
+    def _step(self, made: Build, build: FakeBuild, step: dict, number: str) -> None:
         kind, args = str(step.get("type", "")).upper(), [str(a) for a in step.get("args") or []]
         made.log(f"[{number}] {kind} {' '.join(args)}", step=number)
         if kind == "WORKDIR" and args:
-            state["cwd"] = args[0] if args[0].startswith("/") else f"{state['cwd']}/{args[0]}"
-            self._run(sandbox, f"mkdir -p {shlex.quote(state['cwd'])}", state, number, "/")
+            build.workdir(args[0], number)
         elif kind == "ENV":
-            state["env"].update(dict(zip(args[::2], args[1::2], strict=False)))
+            build.env.update(dict(zip(args[::2], args[1::2], strict=False)))
         elif kind == "USER":
             pass  # the stand-in's sandboxes have one user; E2B switches the build's user here
         elif kind == "COPY" and len(args) >= 2:
-            self._copy(sandbox, step, args, state, number)
+            with self._lock:
+                data = self.files.get(str(step.get("filesHash", "")))
+            if data is None:
+                raise StepFailed(f"files of COPY {args[0]} were never uploaded", number)
+            build.copy(data, args[0], args[1], number)
         elif kind == "RUN" and args:
-            self._run(sandbox, args[0], state, number, state["cwd"])
+            build.run(args[0], number)
         else:
-            raise BuildFailed(f"unsupported step {kind} {args}", number)
-
-    def _copy(self, sandbox, step: dict, args: list[str], state: dict, number: str) -> None:
-        with self._lock:
-            data = self.files.get(str(step.get("filesHash", "")))
-        if data is None:
-            raise BuildFailed(f"files of COPY {args[0]} were never uploaded", number)
-        try:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-                archive.getmembers()
-        except tarfile.TarError:
-            raise BuildFailed(f"files of COPY {args[0]} are not a tar archive", number) from None
-        source, destination = args[0].rstrip("/") or ".", args[1]
-        if not destination.startswith("/"):
-            destination = f"{state['cwd']}/{destination}"
-        staging = f"/tmp/.fake-build-{uuid.uuid4().hex}"
-        self.fake.backend.local.upload(sandbox, f"{staging}.tar.gz", data)
-        script = (
-            f"mkdir -p {staging} && tar -xzf {staging}.tar.gz -C {staging} && "
-            f"s={staging}/{shlex.quote(source)}; d={shlex.quote(destination)}; "
-            'if [ -d "$s" ]; then mkdir -p "$d" && cp -a "$s/." "$d/"; '
-            'elif [ "${d%/}" != "$d" ]; then mkdir -p "$d" && cp -a "$s" "$d"; '
-            'else mkdir -p "$(dirname "$d")" && cp -a "$s" "$d"; fi; '
-            f"rc=$?; rm -rf {staging} {staging}.tar.gz; exit $rc"
-        )
-        self._run(sandbox, script, state, number, "/")
-
-    def _run(self, sandbox, command: str, state: dict, number: str, cwd: str) -> None:
-        ran = self.fake.backend.local.exec(
-            sandbox,
-            ["/bin/bash", "-c", command],
-            STEP_LIMIT_S,
-            workdir=cwd,
-            env=dict(state["env"]),
-        )
-        if ran.exit_code != 0:
-            said = (ran.stderr or ran.stdout).decode(errors="replace").strip()[-300:]
-            raise BuildFailed(
-                f"failed to run command '{command[:120]}': exit status {ran.exit_code}: {said}",
-                number,
-            )
+            raise StepFailed(f"unsupported step {kind} {args}", number)
 
     def _known(self, template_id: str) -> bool:
         with self._lock:
             return any(b.template_id == template_id for b in self.builds.values())
-
-
-class BuildFailed(Exception):
-    def __init__(self, message: str, step: str):
-        super().__init__(message)
-        self.step = step
 
 
 def new_template_id() -> str:

@@ -8,7 +8,8 @@ client accepts a plain-HTTP router only when its control plane is on localhost, 
 router JWT's `exp` claim without verifying it, so no TLS or signing key is needed.
 
 RPCs served, the ones the adapter's path calls (client 1.6.4, V2 sandboxes, the client default):
-ClientHello, AuthTokenGet, EnvironmentGetOrCreate, AppGetOrCreate, ImageGetOrCreate;
+ClientHello, AuthTokenGet, EnvironmentGetOrCreate, AppGetOrCreate, ImageGetOrCreate (and a
+Dockerfile build's mount and join RPCs: fakes/modal_images.py);
 SandboxCreateV2 (answers at once, before the sandbox runs: no task id yet); SandboxGetTaskIdV2
 (empty until the sandbox is scheduled, `create_delay_s` later); SandboxGetCommandRouterAccess;
 SandboxWaitV2 (long poll; TIMEOUT once the sandbox's `timeout_secs` passed, TERMINATED after
@@ -60,6 +61,7 @@ from modal_proto.task_command_router_grpc import TaskCommandRouterBase
 from runner.providers.base import ProviderError
 from runner.providers.fakes import hostile
 from runner.providers.fakes.backend import Backend, Box, Busy, CreateWindow
+from runner.providers.fakes.modal_images import ImageBuildRpcs, ImageBuilds, start_build
 
 GENERIC = api_pb2.GenericResult
 STDIO_CHUNK = 64 * 1024
@@ -149,7 +151,7 @@ def _refuse(name: str):
     return refuse
 
 
-class ControlPlane(_Unimplemented, ModalClientBase):
+class ControlPlane(ImageBuildRpcs, _Unimplemented, ModalClientBase):
     served = frozenset(
         {
             "ClientHello",
@@ -157,6 +159,7 @@ class ControlPlane(_Unimplemented, ModalClientBase):
             "EnvironmentGetOrCreate",
             "AppGetOrCreate",
             "ImageGetOrCreate",
+            *ImageBuildRpcs.served,
             "SandboxCreateV2",
             "SandboxGetTaskIdV2",
             "SandboxGetCommandRouterAccess",
@@ -216,7 +219,9 @@ class ControlPlane(_Unimplemented, ModalClientBase):
         request = await self._begin(stream, "ImageGetOrCreate")
         key = request.image.SerializeToString(deterministic=True)
         image_id = self.fake.images.setdefault(key, f"im-{secrets.token_hex(11)}")
-        result = GENERIC(status=GENERIC.GENERIC_STATUS_SUCCESS)
+        # A Dockerfile layer is built first: no result until ImageJoinStreaming has one.
+        building = start_build(self.fake, image_id, request.image)
+        result = GENERIC(status=0 if building else GENERIC.GENERIC_STATUS_SUCCESS)
         await stream.send_message(
             api_pb2.ImageGetOrCreateResponse(
                 image_id=image_id, result=result, metadata=api_pb2.ImageMetadata()
@@ -553,6 +558,7 @@ class ModalFake:
         self.apps: dict[str, str] = {}
         self.images: dict[bytes, str] = {}
         self.snapshots: dict[str, SnapshotImage] = {}  # image id: a sandbox's snapshot
+        self.image_builds = ImageBuilds()  # Dockerfile builds (fakes/modal_images.py)
         self.deleted_images: list[str] = []  # every ImageDelete that removed an image
         self._images_lock = threading.Lock()
         self.records: dict[str, Box] = {}  # every sandbox made: finished ones stay listable
@@ -673,6 +679,11 @@ class ModalFake:
             return
         self._tasks[task_id] = box
         box.extra["task_id"] = task_id
+
+    def keep_built_image(self, image_id: str, local: str) -> None:
+        """A Dockerfile build's files (fakes/modal_images.py): an image creates start from."""
+        with self._images_lock:
+            self.snapshots[image_id] = SnapshotImage(local, "build", image_id, float("inf"))
 
     def has_image(self, image_id: str) -> bool:
         with self._images_lock:
