@@ -21,9 +21,9 @@ trailer) is the command's (ExtraTrailer, the benchmark's fault, never a stepped 
 reaches the wrapper on its stdin (`key_input`), which it reads into an unexported variable before
 the command and then replaces with /dev/null: it is in no process's argv or environment (both
 readable in /proc by the command's own children) and, once read, in no descriptor. Where an
-adapter's stdin is a file it uploads inside exec (stdin_as_file), that upload would be a request
-inside the timed total: the lifecycle uploads the key beforehand, untimed, to a file named as the
-wrapper's $0 (`key_file`), which the wrapper empties before the command starts.
+adapter's stdin costs requests inside exec (an uploaded file, stdin calls: stdin_adds_requests),
+they would count in the timed total: the lifecycle uploads the key beforehand, untimed, to a file
+named as the wrapper's $0 (`key_file`), which the wrapper empties before the command starts.
 The trailer's descriptor is inherited by the command's programs (Bash cannot set close-on-exec),
 but it is a copy of the command's own stderr: writing to it gives a program nothing it did not
 have. The key is what makes the trailer the wrapper's.
@@ -50,8 +50,9 @@ KEY_FILE_PREFIX = "/tmp/.boxbench-key-"
 def _read_key(var: str) -> str:
     """Shell that reads the call's key into `var` and then gives the shell /dev/null as stdin.
 
-    From the file named as $0 where the lifecycle uploaded it (stdin_as_file adapters), emptied
-    at once (Bash cannot remove a file; a builtin redirection can truncate it), else from stdin.
+    From the file named as $0 where the lifecycle uploaded it (stdin_adds_requests adapters),
+    emptied at once (Bash cannot remove a file; a builtin redirection can truncate it), else from
+    stdin.
     """
     return (
         f'{{ if [[ $0 == {KEY_FILE_PREFIX}* ]]; then read -r {var} < "$0"; : > "$0"; '

@@ -365,7 +365,7 @@ class LifecycleContext(TrialContext):
         On stdin where the adapter has one; where its stdin is a file it would upload inside the
         timed exec, the key is uploaded here, untimed (payload preparation), and its path is the
         wrapper's $0: the wrapper empties the file before the command starts."""
-        if not self.provider.stdin_as_file:
+        if not self.provider.stdin_adds_requests:
             return [], clock.key_input(key)
         path = clock.key_file()
         self.upload(path, clock.key_input(key), sandbox=sandbox)

@@ -112,7 +112,7 @@ for _name in (
 
 class AgentCoreProvider(Provider):
     slug = "agentcore"
-    stdin_as_file = True
+    stdin_adds_requests = True
 
     def __init__(self, declaration, settings: dict | None = None):
         super().__init__(declaration, settings)

@@ -123,10 +123,11 @@ class Provider(ABC):
     # A snapshot goes with the sandbox it was taken of: the layer's base sandbox is kept until the
     # trial's cleanup instead of being destroyed before the timed create.
     snapshot_needs_source: bool = False
-    # exec's stdin travels as a file the adapter uploads inside exec (its API carries no stdin
-    # that survives its transport): one more request, so the lifecycle hands the guest clock's
-    # key over by an untimed upload of its own instead (runner/clock.py).
-    stdin_as_file: bool = False
+    # exec's stdin costs requests of its own inside exec (a file the adapter uploads, where its
+    # API carries no stdin that survives its transport, or stdin calls of a remote process API):
+    # they would count in a guest call's total time, so the lifecycle hands the guest clock's key
+    # over by an untimed upload of its own instead (runner/clock.py).
+    stdin_adds_requests: bool = False
 
     def __init__(self, declaration, settings: dict | None = None):
         self.declaration = declaration

@@ -101,7 +101,7 @@ SDK_MODE = POLLING
 
 class DaytonaProvider(HTTPProvider):
     slug = "daytona"
-    stdin_as_file = True
+    stdin_adds_requests = True
     layer_mechanism = "a Daytona snapshot (an image) of a sandbox of the prepared snapshot"
     credential_variable = "DAYTONA_API_KEY"
 

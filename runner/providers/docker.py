@@ -148,7 +148,7 @@ class DockerProvider(Provider):
     """`docker`: the engine on this machine (Docker, or Podman's Docker-compatible service)."""
 
     slug = "docker"
-    stdin_as_file = True
+    stdin_adds_requests = True
     layer_mechanism = "an image commit: the pinned base image plus one layer"
     host_variable = "DOCKER_HOST"
     cert_path_variable = "DOCKER_CERT_PATH"

@@ -100,6 +100,7 @@ def sdk_retries() -> int:
 
 class E2BProvider(HTTPProvider):
     slug = "e2b"
+    stdin_adds_requests = True  # SendInput and CloseStdin, two calls to envd
     layer_mechanism = (
         "an E2B snapshot, which E2B keeps as a template (memory and files: E2B has no "
         "file-system-only snapshot)"

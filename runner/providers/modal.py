@@ -103,6 +103,7 @@ def _sdk():
 
 class ModalProvider(Provider):
     slug = "modal"
+    stdin_adds_requests = True  # a stdin write and its drain before the end of stdin
     layer_mechanism = "a Modal image: the file-system snapshot of a sandbox of the prepared image"
 
     def __init__(self, declaration, settings: dict | None = None):

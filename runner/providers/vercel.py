@@ -170,7 +170,7 @@ class _Sink:
 
 class VercelProvider(HTTPProvider):
     slug = "vercel"
-    stdin_as_file = True
+    stdin_adds_requests = True
     layer_mechanism = "a Vercel snapshot, the source a create starts from"
     # Deleting a sandbox deletes its snapshots (deleteOrphanSnapshots); the snapshot has stopped
     # the sandbox's session, so keeping it until cleanup costs nothing.

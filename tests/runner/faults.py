@@ -18,7 +18,7 @@ class FaultyProvider(Provider):
         self.inner = inner
         # Create's layer: the wrapper passes no snapshot through, so it builds none.
         self.layer_needless = inner.layer_needless or "a fault-injecting wrapper builds no layers"
-        self.stdin_as_file = inner.stdin_as_file
+        self.stdin_adds_requests = inner.stdin_adds_requests
         self.create_errors = faults.get("create_errors", 0)  # first N creates raise
         self.create_error_code = faults.get("create_error_code", "")
         self.not_ready = faults.get("not_ready", 0)  # first N execs answer NotReady

@@ -158,7 +158,7 @@ def sdk_version() -> str:
 
 class OpenSandboxProvider(Provider):
     slug = "opensandbox"
-    stdin_as_file = True
+    stdin_adds_requests = True
     layer_mechanism = "an OpenSandbox snapshot (an image commit), the source a create starts from"
 
     def __init__(self, declaration, settings: dict | None = None):
