@@ -109,6 +109,25 @@ def test_a_build_the_provider_reports_failed_is_the_tasks_failure_not_the_provid
         assert "exit status 7" in result.cause
 
 
+def test_a_multi_stage_dockerfile_fails_to_build_on_both_clouds_as_each_answers(
+    own_tasks, tmp_path
+):
+    """E2B's template builder takes one stage only (its SDK refuses before any request); Modal
+    builds several, which its fake does not serve and answers as a failed build."""
+    source = _needing_a_build(own_tasks)
+    dockerfile = source / SLUG / "environment" / "Dockerfile"
+    dockerfile.write_text("FROM boxbench-standard AS tools\n" + dockerfile.read_text())
+    imported.import_tasks(source)
+    causes = {}
+    for slug in ("e2b", "modal"):
+        with running_cloud(slug, tmp_path / slug) as cloud:
+            result = _trial(cloud)
+        assert result.outcome == "benchmark_error"
+        causes[slug] = result.cause
+    assert "Multi-stage Dockerfiles are not supported" in causes["e2b"]
+    assert "several build stages are not served" in causes["modal"]
+
+
 def test_vercel_which_takes_no_image_reads_not_supported_with_the_reason(own_tasks):
     imported.import_tasks(_needing_a_build(own_tasks))
     [refused] = rules.unit_refusals(get_declaration("vercel"), terminal_bench.DEFINITION, [_unit()])

@@ -12,7 +12,8 @@
 The fake builds on a sandbox of its local backend (fakes/builds.py): a FROM naming the standard
 image (`boxbench-standard`, any registry or tag) starts from a fresh sandbox; any other base
 would be pulled from a registry, which the fake has none of, so that build fails as a pull
-does. A built image is a snapshot image a create starts from, as Modal's image ids are.
+does; a Dockerfile of several stages (which Modal builds as one layer) fails at its second
+FROM. A built image is a snapshot image a create starts from, as Modal's image ids are.
 """
 
 from __future__ import annotations
@@ -130,9 +131,8 @@ def start_build(fake, image_id: str, image) -> bool:
     if first and not image.base_images:
         with builds.lock:
             builds.bases[image_id] = first.group(1)
-        return False
-    if not image.base_images:
-        return False
+    if len(commands) <= 1:
+        return False  # a registry image (its FROM alone): nothing to build here
     with builds.lock:
         if image_id in builds.builds:
             return not builds.builds[image_id].done.is_set()
@@ -145,12 +145,13 @@ def _build(fake, image_id: str, image, commands: list[str], build: ImageBuild) -
     builds: ImageBuilds = fake.image_builds
     made = None
     try:
-        base = image.base_images[0].image_id
+        # The layer over a base image, or a Dockerfile Modal keeps whole (several stages).
+        base = image.base_images[0].image_id if image.base_images else image_id
         files = fake.snapshots[base].local if base in fake.snapshots else None
         if files is None and not STANDARD.search(builds.bases.get(base, "")):
             raise StepFailed(
                 f"failed to pull {builds.bases.get(base, base)}: this stand-in reaches no registry",
-                "FROM",
+                "1",
             )
         made = FakeBuild(fake.backend.local, files, 2, 4096, image_id)
         context = builds.context(image.context_mount_id) if image.context_mount_id else b""
@@ -199,5 +200,8 @@ def _step(made: FakeBuild, line: str, number: str, context: bytes) -> None:
             made.copy(context, source, words[-1], number)
     elif instruction == "RUN":
         made.run(rest, number)
+    elif instruction == "FROM":
+        # Modal builds several stages; this stand-in keeps one sandbox per build and does not.
+        raise StepFailed("several build stages are not served by this stand-in", number)
     else:
         raise StepFailed(f"{instruction} is not served by this stand-in", number)
