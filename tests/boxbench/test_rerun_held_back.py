@@ -169,7 +169,9 @@ def test_the_run_pages_link_the_original_and_its_re_runs(
     assert 'id="rerun-pairs"' in page and f'href="/runs/{rerun.id}/"' in page
     assert "failed its audit too (trend): the pair stays held back" in page
     page = admin_client.get(f"/runs/{rerun.id}/").content.decode()
-    assert f'href="/runs/{original.id}/"' in page and "A re-run of the pair local / destroy" in page
+    assert f'href="/runs/{original.id}/"' in page
+    # The pair as the boards name it (the declaration's provider name, the benchmark's title).
+    assert "A re-run of the pair Local sandbox (bubblewrap) / Destroy" in page
 
 
 def test_the_run_pages_re_run_button_re_runs_a_held_back_pair_through_the_queue(
