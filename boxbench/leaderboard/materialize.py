@@ -70,12 +70,14 @@ def materialize() -> int:
     progress = stored.progress_of(published)
     resolutions = holdbacks.resolutions_by_run(published)
     reruns = holdbacks.rerun_links_by_run(published)
+    names = stored.pair_names()
     for run in published:
         data: shapes.RunPage = {
             "cells": progress[run.id],
             "resolutions": resolutions.get(run.id, []),
             "held_back": held.get(run.id, []),
             "reruns": reruns.get(run.id, []),
+            "names": names,
         }
         rows.append(_page(Scope.RUN, run.id, data=data))
     failures = reliability.reliability_page(published, providers)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from boxbench import control_room, holdbacks, live, permissions, publishing, reruns
 from boxbench.admin_forms import PAIR_KINDS
 from boxbench.leaderboard.shapes import RunPage
+from boxbench.leaderboard.stored import pair_names
 from boxbench.models import (
     Aggregate,
     Benchmark,
@@ -73,7 +74,7 @@ def run_page(request, run_id):
         "held_back": held,
         "reruns": rerun_links,
         "refusals": manifest.refusals,
-        "names": _names(),
+        "names": stored["names"] if stored and "names" in stored else pair_names(),
         "demo": manifest.demo,
         "rerun_of": manifest.rerun_of,
         "rerun_of_link": bool(manifest.rerun_of) and manifest.rerun_of.run in openable,
@@ -97,16 +98,6 @@ def run_page(request, run_id):
     # An unpublished run changes as it runs and is audited; a published one only by publication,
     # but its control room (resolutions, re-runs) with every change.
     return response if run.published and "control" not in context else uncached(response)
-
-
-def _names() -> dict[str, dict[str, str]]:
-    """Provider names and benchmark titles by slug: the page's tables name pairs as a reader
-    does; the slugs stay in the CSV, the API and the commands shown to staff."""
-    titles = Benchmark.objects.order_by("slug", "id").values_list("slug", "title")
-    return {
-        "providers": dict(Provider.objects.values_list("slug", "name")),
-        "benchmarks": dict(titles),  # the newest version's title comes last and wins
-    }
 
 
 def _control(request, run, cells) -> dict:

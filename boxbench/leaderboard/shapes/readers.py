@@ -406,8 +406,16 @@ class RerunLink(TypedDict):
     outcome: str
 
 
+class PairNames(TypedDict):
+    """A pair's words on the run page (leaderboard.stored.pair_names)."""
+
+    providers: dict[str, str]  # slug: name
+    benchmarks: dict[str, str]  # slug: title
+
+
 class RunPage(TypedDict):
     cells: list[ProgressCell]
     resolutions: list[Resolution]
     held_back: list[HeldBackPair]
     reruns: NotRequired[list[RerunLink]]  # absent from pages materialized before re-runs
+    names: NotRequired[PairNames]  # absent from pages materialized before names
