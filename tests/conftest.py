@@ -2,9 +2,13 @@
 
 `./boxbench.sh test` runs the whole suite on SQLite, then again on PostgreSQL. Tests that never
 touch the database gain nothing from the second pass, so with BOXBENCH_DATABASE_TESTS_ONLY=1 only
-tests that use the database are collected, and of those not the browser tests: they check how
-Chromium draws pages whose content the non-browser web tests check on PostgreSQL too, and the
-database cannot change a layout (they were about a fifth of the second pass's time on one worker).
+tests that use the database are collected, and of those neither the browser tests nor the tests
+of the Podman-backed providers. The browser tests check how Chromium draws pages whose content the
+non-browser web tests check on PostgreSQL too, and the database cannot change a layout. The Podman
+tests (docker, OpenSandbox) test a sandbox backend and use the store only as every run does
+(planning, claims, results), which tests/runner's store tests check on PostgreSQL; they ran one
+after another on one worker, with their own Podman and OpenSandbox servers. Together they were
+most of the second pass's longest worker.
 
 Both passes run on several pytest-xdist workers (`-n 3 --dist loadgroup`). Each worker has its
 own database (in memory on SQLite, `test_<name>_gw<N>` on PostgreSQL: subprocesses a test starts
@@ -44,7 +48,10 @@ def uses_database(item) -> bool:
 
 def second_pass(item) -> bool:
     """Whether the PostgreSQL pass runs this test (the module's docstring says why)."""
-    return uses_database(item) and not item.get_closest_marker("browser")
+    if item.get_closest_marker("browser") or item.get_closest_marker("podman"):
+        return False
+    podman = WORKER_GROUPS["podman"] in getattr(item, "fixturenames", ())
+    return uses_database(item) and not podman
 
 
 # The xdist worker group of a test with this marker or session/module fixture.
