@@ -19,6 +19,7 @@ from boxbench.leaderboard import (
 from boxbench.leaderboard.boards import benchmark_board
 from boxbench.leaderboard.comparisons import compare_pages
 from boxbench.leaderboard.history import history_pages
+from boxbench.leaderboard.names import pair_names
 from boxbench.leaderboard.pages import overview_page, provider_page
 from boxbench.leaderboard.shapes.reliability import ReliabilityPage
 from boxbench.leaderboard.sources import leaderboard_sources
@@ -70,7 +71,7 @@ def materialize() -> int:
     progress = stored.progress_of(published)
     resolutions = holdbacks.resolutions_by_run(published)
     reruns = holdbacks.rerun_links_by_run(published)
-    names = stored.pair_names()
+    names = pair_names()
     for run in published:
         data: shapes.RunPage = {
             "cells": progress[run.id],

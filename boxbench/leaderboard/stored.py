@@ -13,7 +13,6 @@ from django.db import transaction
 from django.db.models import Max
 
 from boxbench.leaderboard.cells import EMPTY_CELL, group_cells, load_trials
-from boxbench.leaderboard.shapes.readers import PairNames
 from boxbench.models import (
     Benchmark,
     Direction,
@@ -104,17 +103,6 @@ def finished_pairs(benchmark_id: int, published: list[Run], shown: set) -> list[
         .exclude(run_id__in=shown)
         .values_list("run_id", "provider_id")
     )
-
-
-def pair_names() -> PairNames:
-    """Provider names and benchmark titles by slug, as the boards name a pair; the slugs stay
-    in the CSV, the API and the commands shown to staff. Two queries: a published run page
-    reads them from its aggregate instead."""
-    titles = Benchmark.objects.order_by("slug", "id").values_list("slug", "title")
-    return {
-        "providers": dict(Provider.objects.values_list("slug", "name")),
-        "benchmarks": dict(titles),  # the newest version's title comes last and wins
-    }
 
 
 def progress_of(published: list[Run]) -> dict:

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_POST
 
 from boxbench import control_room, holdbacks, live, permissions, publishing, reruns
 from boxbench.admin_forms import PAIR_KINDS
+from boxbench.leaderboard.names import pair_names
 from boxbench.leaderboard.shapes import RunPage
-from boxbench.leaderboard.stored import pair_names
 from boxbench.models import (
     Aggregate,
     Benchmark,
