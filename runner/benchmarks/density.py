@@ -6,9 +6,11 @@ limit and the error it returns". Each create is followed by its readiness check,
 that answer are counted, and is recorded like a burst's request (`requests`: sent, created, ready,
 outcome, cause), so the refusal's class (`rate_limited` for a 429 or quota answer, or a failure)
 and message are in the raw data. Where the sandboxes run on the job host itself (local, docker,
-OpenSandbox) the job host's available memory is read before the first create and once the last
-sandbox is idle: the difference over the count is the memory per idle sandbox (other work on the
-job host moves it too, so it is a figure of a quiet host). A provider's refusal is the
+OpenSandbox) the memory per idle sandbox is recorded once the last one is idle: the mean of what
+each sandbox's cgroup holds where the adapter reads it (`Provider.memory_in_use`: local, docker),
+else the drop of the job host's available memory since the first create over the count. Version 2:
+version 1 took the drop everywhere, which other work on the job host moves by more than an idle
+sandbox holds (it read 0 MiB for docker on a quiet host). A provider's refusal is the
 measurement, not its failure; a refusal before any sandbox answered is.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from typing import Any
 
 import psutil
 
@@ -36,7 +39,7 @@ DEFINITION = BenchmarkDefinition(
     unit="count",
     direction=Direction.HIGHER,
     clock=Clock.JOB_HOST,
-    version="1",
+    version="2",
     required_capabilities=("exec",),
     # A capacity, not a speed: recorded beside the published limit, never scored.
     charted=False,
@@ -66,29 +69,39 @@ def run(ctx: TrialContext) -> None:
     # Creates keep to the declared creation rate (the spacing rule): a refusal then says the
     # account is full, not that it was asked too fast.
     rate = ctx.provider.declaration.create_rate_per_s
+    idle = []
     while len(records) < cap and not (records and records[-1].outcome != OK):
         if rate:
             time.sleep(max(0.0, start + len(records) / rate - time.monotonic()))
-        records.append(_idle_sandbox(ctx, len(records), start))
+        request, sandbox = _idle_sandbox(ctx, len(records), start)
+        records.append(request)
+        if request.outcome == OK:
+            idle.append(sandbox)
     reached = sum(r.outcome == OK for r in records)
     after = psutil.virtual_memory().available if on_host else None
+    held = [ctx.provider.memory_in_use(sandbox) for sandbox in idle] if on_host else []
     ctx.requests([asdict(r) for r in records])
     ctx.record("sandboxes_reached", reached, unit="count", clock=Clock.JOB_HOST)
     refused = records[-1] if records[-1].outcome != OK else None
     ctx.record("refused", 1 if refused else 0, unit="count", clock=Clock.JOB_HOST)
-    if before is not None and after is not None and reached:
+    own = [n for n in held if n is not None]
+    if own and len(own) == len(held):
+        per_sandbox = sum(own) / len(own) / 2**20
+        ctx.record("memory_per_sandbox_mib", per_sandbox, unit="MiB", clock=Clock.JOB_HOST)
+    elif before is not None and after is not None and reached:
         per_sandbox = max(0.0, (before - after) / reached / 2**20)
         ctx.record("memory_per_sandbox_mib", per_sandbox, unit="MiB", clock=Clock.JOB_HOST)
     if refused and not reached:
         raise ProviderFailure(f"the first create was refused: {refused.outcome}: {refused.cause}")
 
 
-def _idle_sandbox(ctx: TrialContext, i: int, start: float) -> Request:
-    """One more idle sandbox, created and checked ready; its record says how it went."""
+def _idle_sandbox(ctx: TrialContext, i: int, start: float) -> tuple[Request, Any]:
+    """One more idle sandbox, created and checked ready: its record, which says how it went,
+    and the sandbox (None if create failed)."""
 
     def ms(instant: float) -> float:
         return round((instant - start) * 1000, 3)
 
     request = Request(planned_ms=ms(time.monotonic()))
-    create_and_wait(ctx, f"create_{i + 1}", request, ms)
-    return request
+    sandbox = create_and_wait(ctx, f"create_{i + 1}", request, ms)
+    return request, sandbox

@@ -165,6 +165,12 @@ class Provider(ABC):
     def list_sandboxes(self, label: str | None = None) -> list[LiveSandbox]:
         """Live sandboxes of this provider's account, optionally only those with `label`."""
 
+    def memory_in_use(self, sandbox: Sandbox) -> int | None:
+        """The bytes `sandbox` holds now as the job host counts them (its cgroup: processes,
+        tmpfs and the page cache charged to it), where it runs on the job host and the adapter
+        can read that; None elsewhere. Density's memory per idle sandbox."""
+        return None
+
     def endpoints(self) -> list[tuple[str, int]]:
         """API endpoints (host, port) for the network-path baseline; none for local backends."""
         return []

@@ -519,6 +519,13 @@ class DockerProvider(Provider):
             handle = tar.extractfile(members[0])  # a regular file's member always has one
             return handle.read() if handle is not None else b""
 
+    def memory_in_use(self, sandbox: Sandbox) -> int | None:
+        try:  # the engine's one-shot stats: the container's cgroup usage
+            usage = self.api.stats(sandbox.id, stream=False)["memory_stats"]["usage"]
+        except (*ENGINE_ERRORS, KeyError, TypeError):
+            return None
+        return usage if isinstance(usage, int) and usage >= 0 else None
+
     def destroy(self, sandbox: Sandbox) -> None:
         # Returns once the engine has removed the container; confirming it gone (is_gone) is the
         # lifecycle's untimed step.

@@ -206,3 +206,12 @@ def test_it_keeps_every_byte_of_large_interleaved_output(docker_provider, sandbo
     result = sh(docker_provider, sandbox, script)
     assert result.stdout == b"o" * 3_000_000
     assert result.stderr == b"e1\ne2\ne3\n"
+
+
+def test_it_reports_what_the_containers_cgroup_holds(docker_provider, sandbox):
+    before = docker_provider.memory_in_use(sandbox)
+    sh(docker_provider, sandbox, "head -c 20000000 /dev/urandom > /tmp/fill")
+    after = docker_provider.memory_in_use(sandbox)
+    assert before is not None and before > 0
+    assert after is not None and after - before >= 19_000_000  # /tmp's pages are charged to it
+    assert docker_provider.memory_in_use(Sandbox("no-such-container", "bb-none")) is None

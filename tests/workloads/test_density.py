@@ -26,8 +26,37 @@ def test_on_local_it_reaches_the_cap_records_memory_and_leaves_nothing(
     assert trial.outcome == Outcome.SUCCESS, trial.cause
     assert trial.metrics["sandboxes_reached"] == 3 and trial.metrics["refused"] == 0
     assert [r["outcome"] for r in trial.requests] == ["ok"] * 3
-    assert trial.metrics["memory_per_sandbox_mib"] >= 0  # the job host's, where they run
+    # What each sandbox's memory cgroup held, read per sandbox: never the host's noisy drop.
+    assert trial.metrics["memory_per_sandbox_mib"] > 0
     assert local.list_sandboxes() == []  # every one confirmed gone
+
+
+def test_the_memory_per_idle_sandbox_is_the_mean_of_what_each_one_holds(
+    chain_provider, local, settings, monkeypatch
+):
+    settings.DENSITY_CAP = 3
+    held = iter([1, 2, 6])
+    monkeypatch.setattr(type(local), "memory_in_use", lambda self, sandbox: next(held) * 2**20)
+    call_command(
+        "bench", "run", "--provider", "local", "--benchmark", "density", "--trials", "1",
+        "--inline", stdout=io.StringIO(),
+    )  # fmt: skip
+    trial = Trial.objects.get(state=TrialState.DONE)
+    assert trial.metrics["memory_per_sandbox_mib"] == 3.0
+
+
+def test_a_live_local_sandbox_reports_what_its_memory_cgroup_holds(local):
+    from runner.providers.base import SandboxSpec
+
+    sandbox = local.create(SandboxSpec(2, 4096, "bb-memory", 120))
+    try:
+        before = local.memory_in_use(sandbox)
+        local.exec(sandbox, ["/bin/sh", "-c", "head -c 20000000 /dev/zero > /tmp/fill"], 60)
+        after = local.memory_in_use(sandbox)
+    finally:
+        local.destroy(sandbox)
+    assert before is not None and before > 0
+    assert after is not None and after - before >= 19_000_000  # /tmp is tmpfs, charged to it
 
 
 def test_against_a_full_account_it_records_the_refusal_class_and_message(monkeypatch, settings, db):

@@ -38,6 +38,7 @@ from runner.providers.local.cgroups import (
     empty_cgroup,
     join_cgroups_prefix,
     make_cgroups,
+    memory_current,
     missing_limits,
     probe_cgroups,
     remove_cgroup,
@@ -455,6 +456,9 @@ class LocalProvider(Provider):
                 operation="download",
             )
         return result.stdout
+
+    def memory_in_use(self, sandbox) -> int | None:
+        return memory_current(sandbox.id)
 
     def destroy(self, sandbox) -> None:
         directory = self.root / sandbox.id

@@ -5,6 +5,7 @@ are charged to the memory cgroup of the process that writes them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -84,6 +85,15 @@ def sandbox_cgroups(sandbox_id: str) -> list[Path]:
     places, _ = probe_cgroups()
     paths = {parent / _cgroup_name(sandbox_id) for _, parent in places.values()}
     return sorted(path for path in paths if path.exists())
+
+
+def memory_current(sandbox_id: str) -> int | None:
+    """What the sandbox's memory cgroup charges now (v2 memory.current, v1 usage_in_bytes)."""
+    for path in sandbox_cgroups(sandbox_id):
+        for name in ("memory.current", "memory.usage_in_bytes"):
+            with contextlib.suppress(OSError, ValueError):
+                return int((path / name).read_text())
+    return None
 
 
 def make_cgroups(
