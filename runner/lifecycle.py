@@ -384,6 +384,13 @@ class LifecycleContext(TrialContext):
         except clock.ExtraTrailer as exc:
             raise BenchmarkError(str(exc)) from None
         self._check_killed(exit_code)
+        if timing is None and 0 <= exit_code < 128:
+            # The command exited by itself but the wrapper never wrote: the command replaced or
+            # ended the wrapper's shell (`exec prog`), which no provider does to a clean exit.
+            raise BenchmarkError(
+                f"the guest clock trailer is missing although the command exited {exit_code}: "
+                "it replaced or ended the clock wrapper's shell (exec), so it cannot be timed"
+            )
         if timing is None:
             raise ProviderFailure(
                 f"the guest clock trailer is missing (exit code {exit_code}): the sandbox ended "

@@ -62,3 +62,16 @@ def test_no_process_in_the_sandbox_finds_the_calls_key(local, monkeypatch, backg
     (run,) = runs
     assert b"__bb_clock_end" in run.stdout  # it read the wrapper's own command line
     assert len(keys) == 1 and keys[0].encode() not in run.stdout
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["guest", "background"])
+@pytest.mark.parametrize("command", ["exec true", "exec sh -c 'exit 3'"])
+def test_a_command_that_replaces_the_wrappers_shell_is_the_benchmarks_fault(
+    local, command, background
+):
+    """No trailer although the command exited by itself: the command ended the wrapper (a
+    hostile unit could otherwise charge the provider with a failure at will)."""
+    result = _trial(local, command, background)
+    assert (result.outcome, result.owner) == ("benchmark_error", "benchmark"), result.cause
+    assert "replaced or ended the clock wrapper's shell" in result.cause
+    assert result.cleanup_verified and local.list_sandboxes() == []
