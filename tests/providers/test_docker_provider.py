@@ -213,5 +213,6 @@ def test_it_reports_what_the_containers_cgroup_holds(docker_provider, sandbox):
     sh(docker_provider, sandbox, "head -c 20000000 /dev/urandom > /tmp/fill")
     after = docker_provider.memory_in_use(sandbox)
     assert before is not None and before > 0
-    assert after is not None and after - before >= 19_000_000  # /tmp's pages are charged to it
+    # /tmp's pages are charged to it (the page cache may keep a little less than the file).
+    assert after is not None and after - before >= 15_000_000
     assert docker_provider.memory_in_use(Sandbox("no-such-container", "bb-none")) is None
